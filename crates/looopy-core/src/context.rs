@@ -1,0 +1,131 @@
+//! Who is acting and on what: [`AuthContext`] and [`TurnContext`].
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+/// The authenticated principal of a turn, with fresh credentials.
+///
+/// An Agent lives longer than any token; the caller passes a new
+/// `AuthContext` with every turn (seed 004), and every tool call of that turn
+/// sees it. `Debug` never prints the credentials.
+#[derive(Clone, Default, PartialEq)]
+pub struct AuthContext {
+    /// Stable id of who is acting (user id, API key name, agent id).
+    pub principal: String,
+    /// A credential that tools may forward (for instance a bearer token).
+    pub credentials: Option<String>,
+    /// Granted scopes.
+    pub scopes: Vec<String>,
+    /// Other claims.
+    pub claims: Map<String, Value>,
+}
+
+impl AuthContext {
+    /// A principal without credentials.
+    pub fn new(principal: impl Into<String>) -> Self {
+        AuthContext {
+            principal: principal.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Adds a credential.
+    pub fn with_credentials(mut self, credentials: impl Into<String>) -> Self {
+        self.credentials = Some(credentials.into());
+        self
+    }
+}
+
+impl fmt::Debug for AuthContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuthContext")
+            .field("principal", &self.principal)
+            .field(
+                "credentials",
+                &self.credentials.as_ref().map(|_| "<redacted>"),
+            )
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Everything a provider or tool knows about the turn it serves.
+///
+/// Cheap to clone. `cancel` fires when the turn is cancelled: long-running
+/// work should watch it.
+#[derive(Debug, Clone)]
+pub struct TurnContext {
+    /// The A2A task of this turn.
+    pub task_id: Arc<str>,
+    /// The conversation (A2A `contextId`).
+    pub context_id: Arc<str>,
+    /// The agent running the turn.
+    pub agent_id: Arc<str>,
+    /// Who is acting, when known.
+    pub auth: Option<Arc<AuthContext>>,
+    /// Fires when the turn is cancelled.
+    pub cancel: CancellationToken,
+    /// Caller-supplied metadata.
+    pub metadata: Arc<Map<String, Value>>,
+}
+
+impl TurnContext {
+    /// A context with fresh cancellation and no auth.
+    pub fn new(task_id: impl Into<Arc<str>>, context_id: impl Into<Arc<str>>) -> Self {
+        TurnContext {
+            task_id: task_id.into(),
+            context_id: context_id.into(),
+            agent_id: Arc::from("agent"),
+            auth: None,
+            cancel: CancellationToken::new(),
+            metadata: Arc::new(Map::new()),
+        }
+    }
+
+    /// Sets the agent id.
+    pub fn with_agent_id(mut self, agent_id: impl Into<Arc<str>>) -> Self {
+        self.agent_id = agent_id.into();
+        self
+    }
+
+    /// Sets the principal.
+    pub fn with_auth(mut self, auth: AuthContext) -> Self {
+        self.auth = Some(Arc::new(auth));
+        self
+    }
+
+    /// Uses the given cancellation token.
+    pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    /// Sets the metadata.
+    pub fn with_metadata(mut self, metadata: Map<String, Value>) -> Self {
+        self.metadata = Arc::new(metadata);
+        self
+    }
+}
+
+/// What an LLM provider is told about the call (an alias: one context type
+/// serves models and tools alike).
+pub type CallContext = TurnContext;
+
+/// What a tool is told about the call.
+pub type ToolContext = TurnContext;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_redacts_credentials() {
+        let a = AuthContext::new("alice").with_credentials("s3cret");
+        let s = format!("{a:?}");
+        assert!(s.contains("alice"));
+        assert!(!s.contains("s3cret"));
+    }
+}

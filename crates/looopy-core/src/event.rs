@@ -1,0 +1,266 @@
+//! [`AgentEvent`]: what a turn emits.
+//!
+//! Three kinds are A2A events (`task`, `status-update`, `artifact-update`) and
+//! may leave the process; every other kind is `internal:*`, for observers in
+//! the process (tracing, UIs, tests) only. The A2A layer maps the public kinds
+//! to the wire forms of each protocol version (see `docs/events.md`).
+//!
+//! The serde form is an envelope with `taskId`, `contextId`, `timestamp`, and
+//! the payload's fields beside a `kind` tag:
+//!
+//! ```json
+//! {"taskId":"t1","contextId":"c1","timestamp":"2026-01-01T00:00:00Z",
+//!  "kind":"status-update","status":{"state":"working","timestamp":"..."},"final":false}
+//! ```
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::llm::{FinishReason, Usage};
+use crate::task::{Artifact, TaskState, TaskStatus};
+use crate::tool::{ToolCall, ToolResult};
+
+/// One event of a turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentEvent {
+    /// The task (turn) it belongs to.
+    pub task_id: Arc<str>,
+    /// The conversation.
+    pub context_id: Arc<str>,
+    /// When it happened.
+    pub timestamp: DateTime<Utc>,
+    /// What happened.
+    #[serde(flatten)]
+    pub payload: EventPayload,
+}
+
+impl AgentEvent {
+    /// An event stamped now.
+    pub fn new(task_id: Arc<str>, context_id: Arc<str>, payload: EventPayload) -> Self {
+        AgentEvent {
+            task_id,
+            context_id,
+            timestamp: Utc::now(),
+            payload,
+        }
+    }
+
+    /// The `kind` tag of the payload.
+    pub fn kind(&self) -> &'static str {
+        self.payload.kind()
+    }
+
+    /// Whether this event stays inside the process (never sent over A2A).
+    pub fn is_internal(&self) -> bool {
+        self.kind().starts_with("internal:")
+    }
+
+    /// Whether this is the last event of the turn (`status-update` with `final`).
+    pub fn is_final(&self) -> bool {
+        matches!(
+            self.payload,
+            EventPayload::StatusUpdate { is_final: true, .. }
+        )
+    }
+
+    /// The state this event reports, for `task` and `status-update` events.
+    pub fn state(&self) -> Option<TaskState> {
+        match &self.payload {
+            EventPayload::Task { status, .. } | EventPayload::StatusUpdate { status, .. } => {
+                Some(status.state)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Whether a finished tool call succeeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolOutcome {
+    /// It returned a result.
+    Success,
+    /// It returned an error result (failure, panic, unknown tool, denied).
+    Error,
+    /// It ran past its timeout.
+    Timeout,
+}
+
+/// The payload of an [`AgentEvent`], tagged by `kind`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind")]
+#[non_exhaustive]
+pub enum EventPayload {
+    /// A2A: the task exists (first event of a turn, state `submitted`).
+    #[serde(rename = "task")]
+    Task {
+        /// Its status.
+        status: TaskStatus,
+        /// Metadata.
+        #[serde(default, skip_serializing_if = "Map::is_empty")]
+        metadata: Map<String, Value>,
+    },
+    /// A2A: the task's state changed. The last event of a turn has `final: true`.
+    #[serde(rename = "status-update", rename_all = "camelCase")]
+    StatusUpdate {
+        /// The new status.
+        status: TaskStatus,
+        /// Whether the turn ended.
+        #[serde(rename = "final")]
+        is_final: bool,
+        /// Metadata: the final event carries `usage`, `iterations` and the
+        /// reason the turn ended (`finishReason`).
+        #[serde(default, skip_serializing_if = "Map::is_empty")]
+        metadata: Map<String, Value>,
+    },
+    /// A2A: an artifact was created or grew (streamed text arrives this way).
+    #[serde(rename = "artifact-update", rename_all = "camelCase")]
+    ArtifactUpdate {
+        /// The artifact, holding only the new parts when `append` is true.
+        artifact: Artifact,
+        /// Whether the parts extend an artifact sent before.
+        append: bool,
+        /// Whether this is the artifact's last chunk.
+        last_chunk: bool,
+    },
+    /// A model call is about to start.
+    #[serde(rename = "internal:llm-call", rename_all = "camelCase")]
+    LlmCall {
+        /// 1-based iteration.
+        iteration: u32,
+        /// Messages sent (history, without the system prompt).
+        message_count: usize,
+        /// Tools offered.
+        tool_count: usize,
+    },
+    /// A model call returned.
+    #[serde(rename = "internal:llm-response", rename_all = "camelCase")]
+    LlmResponse {
+        /// 1-based iteration.
+        iteration: u32,
+        /// Why the model stopped.
+        finish_reason: FinishReason,
+        /// Tool calls requested.
+        tool_call_count: usize,
+        /// Tokens of this call.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+        /// Wall time of the call in milliseconds.
+        duration_ms: u64,
+    },
+    /// Reasoning text of the model (seed 003 `ReasoningEvent`).
+    #[serde(rename = "internal:reasoning")]
+    Reasoning {
+        /// The text.
+        text: String,
+    },
+    /// Assistant text of an iteration that also called tools (seed 003
+    /// `TextEvent`; the final answer arrives in the final status instead).
+    #[serde(rename = "internal:text")]
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A tool call starts (seed 003 `StepStart` + `ToolCall`).
+    #[serde(rename = "internal:tool-start", rename_all = "camelCase")]
+    ToolStart {
+        /// The call as the model sent it.
+        call: ToolCall,
+        /// Its arguments as JSON (`{"_raw": ...}` when they are not JSON).
+        arguments: Value,
+    },
+    /// A tool call finished (seed 003 `ToolResult` + `StepComplete`).
+    #[serde(rename = "internal:tool-complete", rename_all = "camelCase")]
+    ToolComplete {
+        /// The tool's name.
+        name: String,
+        /// The result the model will see.
+        result: ToolResult,
+        /// How it ended.
+        outcome: ToolOutcome,
+        /// Wall time in milliseconds.
+        duration_ms: u64,
+    },
+    /// Loop state was persisted.
+    #[serde(rename = "internal:checkpoint", rename_all = "camelCase")]
+    Checkpoint {
+        /// The iteration the checkpoint was taken in (0 = before the first).
+        iteration: u32,
+        /// Messages in the checkpoint.
+        message_count: usize,
+    },
+    /// Token usage of one model call, and the turn's running total.
+    #[serde(rename = "internal:usage")]
+    Usage {
+        /// This call.
+        call: Usage,
+        /// The turn so far.
+        total: Usage,
+    },
+}
+
+impl EventPayload {
+    /// The `kind` tag.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EventPayload::Task { .. } => "task",
+            EventPayload::StatusUpdate { .. } => "status-update",
+            EventPayload::ArtifactUpdate { .. } => "artifact-update",
+            EventPayload::LlmCall { .. } => "internal:llm-call",
+            EventPayload::LlmResponse { .. } => "internal:llm-response",
+            EventPayload::Reasoning { .. } => "internal:reasoning",
+            EventPayload::Text { .. } => "internal:text",
+            EventPayload::ToolStart { .. } => "internal:tool-start",
+            EventPayload::ToolComplete { .. } => "internal:tool-complete",
+            EventPayload::Checkpoint { .. } => "internal:checkpoint",
+            EventPayload::Usage { .. } => "internal:usage",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelope_serializes_flat_with_kind() {
+        let e = AgentEvent::new(
+            "t".into(),
+            "c".into(),
+            EventPayload::StatusUpdate {
+                status: TaskStatus::new(TaskState::Working),
+                is_final: false,
+                metadata: Map::new(),
+            },
+        );
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v["kind"], "status-update");
+        assert_eq!(v["taskId"], "t");
+        assert_eq!(v["final"], false);
+        assert_eq!(v["status"]["state"], "working");
+        let back: AgentEvent = serde_json::from_value(v).unwrap();
+        assert_eq!(back, e);
+        assert!(!e.is_internal());
+        assert!(!e.is_final());
+    }
+
+    #[test]
+    fn internal_events_are_marked() {
+        let e = AgentEvent::new(
+            "t".into(),
+            "c".into(),
+            EventPayload::Checkpoint {
+                iteration: 1,
+                message_count: 2,
+            },
+        );
+        assert!(e.is_internal());
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v["kind"], "internal:checkpoint");
+        assert_eq!(serde_json::from_value::<AgentEvent>(v).unwrap(), e);
+    }
+}

@@ -1,0 +1,574 @@
+//! Talking to a model: [`LlmRequest`], [`LlmResponse`], the streamed
+//! [`LlmChunk`], the [`LlmProvider`] trait and [`LlmError`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::stream::{self, BoxStream, StreamExt};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::context::TurnContext;
+use crate::history::History;
+use crate::message::{Message, Part, Role};
+use crate::tool::{ToolCall, ToolDefinition};
+
+/// Which tools the model may call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolChoice {
+    /// The model decides (the default when tools are offered).
+    Auto,
+    /// No tool calls.
+    None,
+    /// At least one tool call.
+    Required,
+    /// This tool.
+    Tool(String),
+}
+
+/// One request to a model.
+///
+/// Cloning is cheap: the history is a persistent vector and the tools are shared.
+#[derive(Debug, Clone, Default)]
+pub struct LlmRequest {
+    /// Instructions, sent as the first (system) message at call time.
+    pub system_prompt: Option<Arc<str>>,
+    /// The conversation so far.
+    pub messages: History,
+    /// Tools the model may call.
+    pub tools: Arc<[ToolDefinition]>,
+    /// Tool choice; `None` lets the provider's default apply.
+    pub tool_choice: Option<ToolChoice>,
+    /// Model override; `None` uses the provider's configured model.
+    pub model: Option<String>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Upper bound on generated tokens.
+    pub max_tokens: Option<u32>,
+    /// Provider-specific extras.
+    pub metadata: Map<String, Value>,
+}
+
+/// Token counts of one call or of a whole turn.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+    /// Their sum, as the provider reported it.
+    pub total_tokens: u64,
+    /// Reasoning tokens, when reported (included in `output_tokens`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
+    /// Prompt tokens served from a cache, when reported.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_input_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, rhs: Usage) {
+        self.input_tokens += rhs.input_tokens;
+        self.output_tokens += rhs.output_tokens;
+        self.total_tokens += rhs.total_tokens;
+        self.reasoning_tokens += rhs.reasoning_tokens;
+        self.cached_input_tokens += rhs.cached_input_tokens;
+    }
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum FinishReason {
+    /// Natural end.
+    #[default]
+    Stop,
+    /// Token limit.
+    Length,
+    /// It wants tools to run.
+    ToolCalls,
+    /// Filtered.
+    ContentFilter,
+    /// Anything else the provider said.
+    Other(String),
+}
+
+impl FinishReason {
+    /// The OpenAI-style name (`stop`, `length`, `tool_calls`, `content_filter`).
+    pub fn as_str(&self) -> &str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::Length => "length",
+            FinishReason::ToolCalls => "tool_calls",
+            FinishReason::ContentFilter => "content_filter",
+            FinishReason::Other(s) => s,
+        }
+    }
+}
+
+impl From<&str> for FinishReason {
+    fn from(s: &str) -> Self {
+        match s {
+            "stop" => FinishReason::Stop,
+            "length" => FinishReason::Length,
+            "tool_calls" | "function_call" => FinishReason::ToolCalls,
+            "content_filter" => FinishReason::ContentFilter,
+            other => FinishReason::Other(other.to_owned()),
+        }
+    }
+}
+
+impl Serialize for FinishReason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for FinishReason {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(FinishReason::from(s.as_str()))
+    }
+}
+
+/// A complete model answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LlmResponse {
+    /// The assistant message, with any tool calls in `tool_calls`.
+    pub message: Message,
+    /// Why it stopped.
+    #[serde(default)]
+    pub finish_reason: FinishReason,
+    /// Token counts, when the provider reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// Reasoning text, when the provider exposes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// The model that answered, as the provider named it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+impl LlmResponse {
+    /// A plain text answer that stopped naturally.
+    pub fn text(text: impl Into<String>) -> Self {
+        LlmResponse {
+            message: Message::assistant(text),
+            finish_reason: FinishReason::Stop,
+            usage: None,
+            reasoning: None,
+            model: None,
+        }
+    }
+
+    /// An answer that asks for tool calls (with optional text before them).
+    pub fn tool_calls(text: impl Into<String>, calls: Vec<ToolCall>) -> Self {
+        let text = text.into();
+        let parts = if text.is_empty() {
+            Vec::new()
+        } else {
+            vec![Part::text(text)]
+        };
+        let mut message = Message::with_parts(Role::Assistant, parts);
+        message.tool_calls = calls;
+        LlmResponse {
+            message,
+            finish_reason: FinishReason::ToolCalls,
+            usage: None,
+            reasoning: None,
+            model: None,
+        }
+    }
+
+    /// Sets the usage.
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = Some(usage);
+        self
+    }
+
+    /// The chunks a streaming provider would have sent for this response.
+    pub fn into_chunks(self) -> Vec<LlmChunk> {
+        let mut chunks = Vec::new();
+        if let Some(r) = self.reasoning {
+            chunks.push(LlmChunk::ReasoningDelta(r));
+        }
+        let text = self.message.text();
+        if !text.is_empty() {
+            chunks.push(LlmChunk::TextDelta(text));
+        }
+        for (index, call) in self.message.tool_calls.into_iter().enumerate() {
+            chunks.push(LlmChunk::ToolCallStart {
+                index,
+                id: call.id,
+                name: call.name,
+            });
+            chunks.push(LlmChunk::ToolCallDelta {
+                index,
+                arguments: call.arguments,
+            });
+        }
+        if let Some(u) = self.usage {
+            chunks.push(LlmChunk::Usage(u));
+        }
+        chunks.push(LlmChunk::Finish(self.finish_reason));
+        chunks
+    }
+}
+
+/// One piece of a streamed answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case")]
+pub enum LlmChunk {
+    /// More answer text.
+    TextDelta(String),
+    /// More reasoning text.
+    ReasoningDelta(String),
+    /// A tool call begins at `index`.
+    ToolCallStart {
+        /// Position of the call in the response.
+        index: usize,
+        /// The call id.
+        id: String,
+        /// The tool name.
+        name: String,
+    },
+    /// More argument text for the call at `index`.
+    ToolCallDelta {
+        /// Position of the call in the response.
+        index: usize,
+        /// The next piece of the raw JSON arguments.
+        arguments: String,
+    },
+    /// Token counts (usually the last chunk before the end).
+    Usage(Usage),
+    /// The model stopped.
+    Finish(FinishReason),
+}
+
+/// Folds [`LlmChunk`]s into an [`LlmResponse`].
+///
+/// Argument deltas are reassembled per call index; a delta for an index that
+/// had no start creates the call, so providers that send the id late still work.
+#[derive(Debug, Default)]
+pub struct ResponseAssembler {
+    text: String,
+    reasoning: String,
+    calls: Vec<Option<ToolCall>>,
+    usage: Option<Usage>,
+    finish: Option<FinishReason>,
+}
+
+impl ResponseAssembler {
+    /// An empty assembler.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn slot(&mut self, index: usize) -> &mut ToolCall {
+        if self.calls.len() <= index {
+            self.calls.resize(index + 1, None);
+        }
+        self.calls[index].get_or_insert_with(|| ToolCall::new("", "", ""))
+    }
+
+    /// Adds one chunk.
+    pub fn push(&mut self, chunk: &LlmChunk) {
+        match chunk {
+            LlmChunk::TextDelta(t) => self.text.push_str(t),
+            LlmChunk::ReasoningDelta(t) => self.reasoning.push_str(t),
+            LlmChunk::ToolCallStart { index, id, name } => {
+                let call = self.slot(*index);
+                if !id.is_empty() {
+                    call.id.clone_from(id);
+                }
+                if !name.is_empty() {
+                    call.name.push_str(name);
+                }
+            }
+            LlmChunk::ToolCallDelta { index, arguments } => {
+                self.slot(*index).arguments.push_str(arguments)
+            }
+            LlmChunk::Usage(u) => self.usage = Some(*u),
+            LlmChunk::Finish(f) => self.finish = Some(f.clone()),
+        }
+    }
+
+    /// Whether a `Finish` chunk has been seen.
+    pub fn is_finished(&self) -> bool {
+        self.finish.is_some()
+    }
+
+    /// The text so far.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The response. Without a finish chunk the reason is `tool_calls` when
+    /// there are calls, `stop` otherwise.
+    pub fn finish(self) -> LlmResponse {
+        let calls: Vec<ToolCall> = self.calls.into_iter().flatten().collect();
+        let finish_reason = self.finish.unwrap_or(if calls.is_empty() {
+            FinishReason::Stop
+        } else {
+            FinishReason::ToolCalls
+        });
+        let parts = if self.text.is_empty() {
+            Vec::new()
+        } else {
+            vec![Part::text(self.text)]
+        };
+        let mut message = Message::with_parts(Role::Assistant, parts);
+        message.tool_calls = calls;
+        LlmResponse {
+            message,
+            finish_reason,
+            usage: self.usage,
+            reasoning: (!self.reasoning.is_empty()).then_some(self.reasoning),
+            model: None,
+        }
+    }
+}
+
+/// Why a model call failed. Every variant carries the server's own words.
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+#[non_exhaustive]
+pub enum LlmError {
+    /// 401/403: the key was refused.
+    #[error("authentication failed: {message}")]
+    Authentication {
+        /// The server's message.
+        message: String,
+    },
+    /// 404: unknown model or endpoint.
+    #[error("not found: {message}")]
+    NotFound {
+        /// The server's message.
+        message: String,
+    },
+    /// 400/422: the request was refused.
+    #[error("bad request: {message}")]
+    BadRequest {
+        /// The server's message.
+        message: String,
+    },
+    /// 429.
+    #[error("rate limited: {message}")]
+    RateLimited {
+        /// The server's message.
+        message: String,
+        /// How long the server asked us to wait.
+        retry_after: Option<Duration>,
+    },
+    /// 5xx.
+    #[error("server error {status}: {message}")]
+    Server {
+        /// HTTP status.
+        status: u16,
+        /// The server's message.
+        message: String,
+    },
+    /// No answer in time (connect, whole request or stream idle gap).
+    #[error("timed out: {message}")]
+    Timeout {
+        /// Which timeout, and after how long.
+        message: String,
+    },
+    /// Could not reach the server.
+    #[error("connection failed: {message}")]
+    Connection {
+        /// The underlying error.
+        message: String,
+    },
+    /// The answer was not what the protocol promises (bad JSON, a cut stream).
+    #[error("malformed response: {message}")]
+    MalformedResponse {
+        /// What was wrong.
+        message: String,
+    },
+    /// Not configured (for instance no model or base URL).
+    #[error("not configured: {message}")]
+    NotConfigured {
+        /// What is missing and how to set it.
+        message: String,
+    },
+    /// The call was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+    /// Anything else.
+    #[error("{message}")]
+    Other {
+        /// Description.
+        message: String,
+    },
+}
+
+impl LlmError {
+    /// The HTTP status this error stands for, when it has one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            LlmError::Authentication { .. } => Some(401),
+            LlmError::NotFound { .. } => Some(404),
+            LlmError::BadRequest { .. } => Some(400),
+            LlmError::RateLimited { .. } => Some(429),
+            LlmError::Server { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// A short stable name for metrics and spans (`error.type`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LlmError::Authentication { .. } => "authentication",
+            LlmError::NotFound { .. } => "not_found",
+            LlmError::BadRequest { .. } => "bad_request",
+            LlmError::RateLimited { .. } => "rate_limited",
+            LlmError::Server { .. } => "server_error",
+            LlmError::Timeout { .. } => "timeout",
+            LlmError::Connection { .. } => "connection",
+            LlmError::MalformedResponse { .. } => "malformed_response",
+            LlmError::NotConfigured { .. } => "not_configured",
+            LlmError::Cancelled => "cancelled",
+            LlmError::Other { .. } => "other",
+        }
+    }
+}
+
+/// A stream of chunks borrowed from its provider.
+pub type LlmStream<'a> = BoxStream<'a, Result<LlmChunk, LlmError>>;
+
+/// A model.
+///
+/// Implement [`call`](LlmProvider::call); override [`stream`](LlmProvider::stream)
+/// when the backend streams. Cross-cutting behaviour (retry, tracing) wraps a
+/// provider instead of living inside one.
+#[async_trait]
+pub trait LlmProvider: Send + Sync {
+    /// One complete call.
+    async fn call(&self, request: LlmRequest, cx: &TurnContext) -> Result<LlmResponse, LlmError>;
+
+    /// A streamed call. The default makes the chunks of one [`call`](Self::call).
+    fn stream<'a>(&'a self, request: LlmRequest, cx: &'a TurnContext) -> LlmStream<'a> {
+        stream::once(async move { self.call(request, cx).await })
+            .flat_map(|result| match result {
+                Ok(response) => stream::iter(response.into_chunks().into_iter().map(Ok)).boxed(),
+                Err(e) => stream::once(async move { Err(e) }).boxed(),
+            })
+            .boxed()
+    }
+
+    /// The provider's name for telemetry (`gen_ai.provider.name`), such as `openai`.
+    fn provider_name(&self) -> &str {
+        "unknown"
+    }
+
+    /// The model requests go to unless they name one (`gen_ai.request.model`).
+    fn model_name(&self) -> &str {
+        "unknown"
+    }
+}
+
+#[async_trait]
+impl<P: LlmProvider + ?Sized> LlmProvider for Arc<P> {
+    async fn call(&self, request: LlmRequest, cx: &TurnContext) -> Result<LlmResponse, LlmError> {
+        (**self).call(request, cx).await
+    }
+    fn stream<'a>(&'a self, request: LlmRequest, cx: &'a TurnContext) -> LlmStream<'a> {
+        (**self).stream(request, cx)
+    }
+    fn provider_name(&self) -> &str {
+        (**self).provider_name()
+    }
+    fn model_name(&self) -> &str {
+        (**self).model_name()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn assembler_reassembles_interleaved_tool_calls() {
+        let mut a = ResponseAssembler::new();
+        for c in [
+            LlmChunk::TextDelta("Let me ".into()),
+            LlmChunk::TextDelta("check.".into()),
+            LlmChunk::ToolCallStart {
+                index: 0,
+                id: "a".into(),
+                name: "x".into(),
+            },
+            LlmChunk::ToolCallStart {
+                index: 1,
+                id: "b".into(),
+                name: "y".into(),
+            },
+            LlmChunk::ToolCallDelta {
+                index: 1,
+                arguments: "{\"q\":".into(),
+            },
+            LlmChunk::ToolCallDelta {
+                index: 0,
+                arguments: "{}".into(),
+            },
+            LlmChunk::ToolCallDelta {
+                index: 1,
+                arguments: "2}".into(),
+            },
+            LlmChunk::Usage(Usage {
+                input_tokens: 3,
+                output_tokens: 4,
+                total_tokens: 7,
+                ..Default::default()
+            }),
+        ] {
+            a.push(&c);
+        }
+        let r = a.finish();
+        assert_eq!(r.message.text(), "Let me check.");
+        assert_eq!(
+            r.message.tool_calls[1],
+            ToolCall::new("b", "y", "{\"q\":2}")
+        );
+        assert_eq!(r.message.tool_calls[0].arguments, "{}");
+        assert_eq!(r.finish_reason, FinishReason::ToolCalls);
+        assert_eq!(r.usage.unwrap().total_tokens, 7);
+    }
+
+    #[test]
+    fn chunks_round_trip_through_the_assembler() {
+        let original = LlmResponse::tool_calls("hi", vec![ToolCall::new("1", "t", "{\"a\":1}")])
+            .with_usage(Usage {
+                input_tokens: 1,
+                output_tokens: 2,
+                total_tokens: 3,
+                ..Default::default()
+            });
+        let mut a = ResponseAssembler::new();
+        for c in original.clone().into_chunks() {
+            a.push(&c);
+        }
+        let back = a.finish();
+        assert_eq!(back.message.tool_calls, original.message.tool_calls);
+        assert_eq!(back.message.text(), "hi");
+        assert_eq!(back.usage, original.usage);
+    }
+
+    #[test]
+    fn finish_reason_keeps_unknown_values() {
+        let f: FinishReason = serde_json::from_str("\"weird\"").unwrap();
+        assert_eq!(f, FinishReason::Other("weird".into()));
+        assert_eq!(
+            serde_json::to_string(&FinishReason::ToolCalls).unwrap(),
+            "\"tool_calls\""
+        );
+    }
+}

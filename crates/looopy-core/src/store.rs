@@ -1,0 +1,303 @@
+//! Persistence traits. Implementations live in `looopy-stores-memory` and
+//! `looopy-stores-redis`; `looopy-testkit` has one conformance suite that
+//! every implementation must pass.
+//!
+//! | trait | holds | keyed by |
+//! |---|---|---|
+//! | [`TaskStateStore`] | loop checkpoints of a running turn | task id |
+//! | [`MessageStore`] | conversation history | context id |
+//! | [`ArtifactStore`] | artifacts, appended chunk by chunk | context id + artifact id |
+//! | [`AgentStateStore`] | agent lifecycle metadata | context id |
+//! | [`EventLog`] | ordered events of a task, readable after an id | task id |
+//! | [`TurnLock`] | one turn at a time per context, across processes | context id |
+
+use std::ops::Range;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use futures::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::event::AgentEvent;
+use crate::history::History;
+use crate::llm::Usage;
+use crate::message::{Message, Part};
+use crate::task::{Artifact, TaskState};
+
+/// Why a store operation failed. No variant means "partly done": a failed
+/// write wrote nothing.
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The backend cannot be reached (connection refused, pool exhausted, timeout).
+    #[error("store unavailable: {message}")]
+    Unavailable {
+        /// What failed.
+        message: String,
+    },
+    /// Stored data could not be (de)serialized.
+    #[error("store data could not be read or written: {message}")]
+    Serialization {
+        /// What failed.
+        message: String,
+    },
+    /// The thing does not exist.
+    #[error("not found: {what}")]
+    NotFound {
+        /// What was looked for.
+        what: String,
+    },
+    /// A concurrent writer won (lock held by another owner, stale range).
+    #[error("conflict: {message}")]
+    Conflict {
+        /// What conflicted.
+        message: String,
+    },
+    /// Any other backend error.
+    #[error("store error: {message}")]
+    Backend {
+        /// What failed.
+        message: String,
+    },
+}
+
+impl From<serde_json::Error> for StoreError {
+    fn from(e: serde_json::Error) -> Self {
+        StoreError::Serialization {
+            message: e.to_string(),
+        }
+    }
+}
+
+/// The persisted state of a turn in progress (seed 000 `PersistedLoopState`).
+///
+/// `messages` is the whole history the turn works on: what the Agent passed in
+/// (`messages[..turn_start]`) followed by what the turn added. A tool call
+/// whose result message is present is never run again on resume.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskCheckpoint {
+    /// The task.
+    pub task_id: String,
+    /// The conversation.
+    pub context_id: String,
+    /// The agent.
+    pub agent_id: String,
+    /// Iterations completed or under way (0 before the first).
+    pub iteration: u32,
+    /// The task's state at the checkpoint.
+    pub state: TaskState,
+    /// Everything the turn sees.
+    pub messages: History,
+    /// Where the turn's own messages start in `messages`.
+    pub turn_start: usize,
+    /// Tokens used so far.
+    #[serde(default)]
+    pub usage: Usage,
+    /// When the turn started.
+    pub created_at: DateTime<Utc>,
+    /// When this checkpoint was taken.
+    pub updated_at: DateTime<Utc>,
+    /// Free-form metadata (for instance the turn's input options).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub metadata: Map<String, Value>,
+}
+
+/// Loop checkpoints, so that a turn can resume after a crash.
+#[async_trait]
+pub trait TaskStateStore: Send + Sync {
+    /// Stores (replaces) the checkpoint of `checkpoint.task_id`.
+    async fn save(&self, checkpoint: &TaskCheckpoint) -> Result<(), StoreError>;
+    /// The last checkpoint of a task.
+    async fn load(&self, task_id: &str) -> Result<Option<TaskCheckpoint>, StoreError>;
+    /// Forgets a task's checkpoint.
+    async fn delete(&self, task_id: &str) -> Result<(), StoreError>;
+}
+
+/// Conversation history, per context.
+#[async_trait]
+pub trait MessageStore: Send + Sync {
+    /// Appends messages as one batch: all of them or none, never interleaved
+    /// with another batch.
+    async fn append(&self, context_id: &str, messages: &[Message]) -> Result<(), StoreError>;
+    /// Messages `range` (clamped to what exists), in order.
+    async fn load_range(
+        &self,
+        context_id: &str,
+        range: Range<usize>,
+    ) -> Result<Vec<Message>, StoreError>;
+    /// All messages, in order.
+    async fn load(&self, context_id: &str) -> Result<Vec<Message>, StoreError> {
+        self.load_range(context_id, 0..usize::MAX).await
+    }
+    /// Number of messages.
+    async fn count(&self, context_id: &str) -> Result<usize, StoreError>;
+    /// Replaces messages `range` with `replacement`, atomically (compaction).
+    /// Fails with [`StoreError::Conflict`] when `range` is out of bounds.
+    async fn replace_range(
+        &self,
+        context_id: &str,
+        range: Range<usize>,
+        replacement: &[Message],
+    ) -> Result<(), StoreError>;
+    /// Deletes the whole history of a context.
+    async fn clear(&self, context_id: &str) -> Result<(), StoreError>;
+}
+
+/// An artifact with where it belongs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredArtifact {
+    /// The artifact, with every chunk appended so far.
+    pub artifact: Artifact,
+    /// The conversation.
+    pub context_id: String,
+    /// The task that made it.
+    pub task_id: String,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// Artifacts, per context.
+#[async_trait]
+pub trait ArtifactStore: Send + Sync {
+    /// Creates or replaces an artifact.
+    async fn put(
+        &self,
+        context_id: &str,
+        task_id: &str,
+        artifact: &Artifact,
+    ) -> Result<(), StoreError>;
+    /// Appends parts to an artifact, creating it (without a name) when missing.
+    async fn append_parts(
+        &self,
+        context_id: &str,
+        task_id: &str,
+        artifact_id: &str,
+        parts: &[Part],
+    ) -> Result<(), StoreError>;
+    /// One artifact.
+    async fn get(
+        &self,
+        context_id: &str,
+        artifact_id: &str,
+    ) -> Result<Option<StoredArtifact>, StoreError>;
+    /// All artifacts of a context, oldest first.
+    async fn list(&self, context_id: &str) -> Result<Vec<StoredArtifact>, StoreError>;
+    /// Deletes one artifact.
+    async fn delete(&self, context_id: &str, artifact_id: &str) -> Result<(), StoreError>;
+    /// Deletes every artifact of a context.
+    async fn clear(&self, context_id: &str) -> Result<(), StoreError>;
+}
+
+/// Where an Agent is in its lifecycle (seed 004).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LifecycleState {
+    /// Constructed, nothing loaded.
+    Created,
+    /// Loading history and metadata.
+    Starting,
+    /// Idle, ready for a turn.
+    Ready,
+    /// Running a turn.
+    Busy,
+    /// Persisted and unloaded; a new Agent for the context continues it.
+    Paused,
+    /// Stopped for good.
+    Shutdown,
+    /// Could not start.
+    Failed,
+}
+
+/// Lifecycle metadata of an Agent, per context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentState {
+    /// The conversation.
+    pub context_id: String,
+    /// The agent.
+    pub agent_id: String,
+    /// Lifecycle state when saved.
+    pub lifecycle: LifecycleState,
+    /// Completed turns.
+    pub turn_count: u64,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// Last turn or lifecycle change.
+    pub last_activity: DateTime<Utc>,
+    /// The principal that owns the conversation, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Free-form metadata (compaction records, task ids...).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub metadata: Map<String, Value>,
+}
+
+/// Agent metadata, per context.
+#[async_trait]
+pub trait AgentStateStore: Send + Sync {
+    /// Stores (replaces) the state of `state.context_id`.
+    async fn save(&self, state: &AgentState) -> Result<(), StoreError>;
+    /// The state of a context.
+    async fn load(&self, context_id: &str) -> Result<Option<AgentState>, StoreError>;
+    /// Forgets a context.
+    async fn delete(&self, context_id: &str) -> Result<(), StoreError>;
+    /// Contexts owned by `owner`, most recently active first.
+    async fn list_by_owner(&self, owner: &str, limit: usize)
+    -> Result<Vec<AgentState>, StoreError>;
+}
+
+/// An event as the log stored it, with its id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredEvent {
+    /// Position in the task's log; ids of one task sort in append order as
+    /// the log compares them (opaque to callers: pass them back as `after`).
+    pub id: String,
+    /// The event.
+    pub event: AgentEvent,
+}
+
+/// Ordered events per task: what SSE resubscription replays.
+#[async_trait]
+pub trait EventLog: Send + Sync {
+    /// Appends an event and returns its id.
+    async fn append(&self, task_id: &str, event: &AgentEvent) -> Result<String, StoreError>;
+    /// Events after `after` (from the start when `None`), at most `limit`.
+    async fn read(
+        &self,
+        task_id: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError>;
+    /// Events after `after`, then every new one as it is appended. The stream
+    /// ends after the task's final event.
+    fn follow<'a>(
+        &'a self,
+        task_id: &'a str,
+        after: Option<String>,
+    ) -> BoxStream<'a, Result<StoredEvent, StoreError>>;
+    /// Forgets a task's events.
+    async fn delete(&self, task_id: &str) -> Result<(), StoreError>;
+}
+
+/// A lease on a context, so that one turn runs at a time, across processes.
+#[async_trait]
+pub trait TurnLock: Send + Sync {
+    /// Takes the lease for `owner` if nobody holds it. `Ok(false)`: held by another.
+    async fn try_acquire(
+        &self,
+        context_id: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<bool, StoreError>;
+    /// Extends the lease; `Ok(false)` when `owner` no longer holds it.
+    async fn renew(&self, context_id: &str, owner: &str, ttl: Duration)
+    -> Result<bool, StoreError>;
+    /// Gives the lease back; only its owner can. `Ok(false)` when not held by `owner`.
+    async fn release(&self, context_id: &str, owner: &str) -> Result<bool, StoreError>;
+}

@@ -1,0 +1,81 @@
+//! The [`ToolProvider`] trait: a source of tools (Rust functions, client
+//! tools, an MCP server, a remote agent).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::context::ToolContext;
+use crate::tool::{ToolCall, ToolDefinition, ToolResult};
+
+/// Why a provider could not list or run its tools.
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// No tool of that name.
+    #[error("Unknown tool '{name}'")]
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+    },
+    /// The arguments did not fit the tool's schema.
+    #[error("invalid arguments for '{tool}': {message}")]
+    InvalidArguments {
+        /// The tool.
+        tool: String,
+        /// What was wrong, for the model to read.
+        message: String,
+    },
+    /// The tool failed.
+    #[error("{message}")]
+    Execution {
+        /// What went wrong.
+        message: String,
+    },
+    /// The tool ran past its timeout.
+    #[error("tool '{tool}' timed out after {after_ms} ms")]
+    Timeout {
+        /// The tool.
+        tool: String,
+        /// The limit.
+        after_ms: u64,
+    },
+    /// The provider's backend (MCP server, remote agent) is unreachable.
+    #[error("tool provider unavailable: {message}")]
+    Unavailable {
+        /// What failed.
+        message: String,
+    },
+    /// Two providers offer the same tool name.
+    #[error("duplicate tool name '{name}'")]
+    DuplicateName {
+        /// The name.
+        name: String,
+    },
+    /// The call was cancelled.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// A source of tools.
+///
+/// `execute` never fails: a failure is a [`ToolResult`] with `is_error`, which
+/// the model reads and may react to.
+#[async_trait]
+pub trait ToolProvider: Send + Sync {
+    /// The tools this provider offers now.
+    async fn tools(&self, cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError>;
+
+    /// Runs one call of one of this provider's tools.
+    async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> ToolResult;
+}
+
+#[async_trait]
+impl<P: ToolProvider + ?Sized> ToolProvider for Arc<P> {
+    async fn tools(&self, cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+        (**self).tools(cx).await
+    }
+    async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> ToolResult {
+        (**self).execute(call, cx).await
+    }
+}
