@@ -1,1 +1,2 @@
+//! Project tasks; see `cargo xtask help`.
 fn main() {}
