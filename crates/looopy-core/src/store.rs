@@ -25,6 +25,7 @@ use crate::history::History;
 use crate::llm::Usage;
 use crate::message::{Message, Part};
 use crate::task::{Artifact, TaskState};
+use crate::tool::ToolResult;
 
 /// Why a store operation failed. No variant means "partly done": a failed
 /// write wrote nothing.
@@ -96,6 +97,12 @@ pub struct TaskCheckpoint {
     /// Tokens used so far.
     #[serde(default)]
     pub usage: Usage,
+    /// Results of tool calls of the last assistant message that finished
+    /// before their batch did (calls run in parallel; results enter
+    /// `messages` in the model's order once all are in). Resume runs only the
+    /// calls that have neither a result here nor a tool message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub completed_tool_results: Vec<ToolResult>,
     /// When the turn started.
     pub created_at: DateTime<Utc>,
     /// When this checkpoint was taken.
