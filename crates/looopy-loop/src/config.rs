@@ -1,0 +1,59 @@
+//! [`AgentLoopConfig`]: the settings of a loop, with the seeds' defaults.
+
+use std::sync::Arc;
+
+use looopy_core::ToolChoice;
+
+/// Settings of an [`AgentLoop`](crate::AgentLoop). Build one through
+/// [`AgentLoopBuilder`](crate::AgentLoopBuilder).
+#[derive(Debug, Clone)]
+pub struct AgentLoopConfig {
+    /// Id of the agent (spans, events, checkpoints). Default `"agent"`.
+    pub agent_id: Arc<str>,
+    /// System prompt, injected at call time and never stored in the history.
+    pub system_prompt: Option<Arc<str>>,
+    /// Iterations (LLM calls with tools) before the turn is wrapped up with one
+    /// last call without tools. Default 10 (seed 000).
+    pub max_iterations: u32,
+    /// Tool calls of one response that run at once. Default 5 (seed 000).
+    pub max_parallel_tools: usize,
+    /// When true only the done tool ends the turn; an answer without tool
+    /// calls does not (seed 003). Default false.
+    pub require_done_tool: bool,
+    /// Stream model output (text arrives as `artifact-update` chunks). Default true.
+    pub stream: bool,
+    /// Tool choice sent with each request; `None` leaves the provider's default.
+    pub tool_choice: Option<ToolChoice>,
+    /// Sampling temperature sent with each request.
+    pub temperature: Option<f32>,
+    /// Token limit sent with each request.
+    pub max_tokens: Option<u32>,
+    /// The user message of the wrap-up call after `max_iterations` (seed 003 §6).
+    pub final_summary_prompt: Arc<str>,
+    /// The answer when the wrap-up call fails (seed 003 §6).
+    pub fallback_final_text: Arc<str>,
+}
+
+impl Default for AgentLoopConfig {
+    fn default() -> Self {
+        AgentLoopConfig {
+            agent_id: Arc::from("agent"),
+            system_prompt: None,
+            max_iterations: 10,
+            max_parallel_tools: 5,
+            require_done_tool: false,
+            stream: true,
+            tool_choice: None,
+            temperature: None,
+            max_tokens: None,
+            final_summary_prompt: Arc::from(
+                "You have reached the maximum number of steps for this turn. Do not call any \
+                 tools. Summarise what you have done and found so far, and answer the user's \
+                 request as well as you can with that.",
+            ),
+            fallback_final_text: Arc::from(
+                "I could not finish this task within the allowed number of steps.",
+            ),
+        }
+    }
+}

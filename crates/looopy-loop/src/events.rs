@@ -1,0 +1,195 @@
+//! Every event a turn emits is built here, so that their shapes live in one place.
+
+use std::sync::Arc;
+
+use looopy_core::{
+    AgentEvent, Artifact, EventPayload, FinishReason, Message, Part, TaskState, TaskStatus,
+    ToolCall, ToolOutcome, ToolResult, Usage,
+};
+use serde_json::{Map, Value};
+use tokio::sync::mpsc::UnboundedSender;
+
+/// Why a turn ended, as the final event's `metadata.finishReason` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnEnd {
+    /// The model answered without tool calls.
+    Finished,
+    /// The done tool ended the turn.
+    DoneTool,
+    /// `max_iterations` was reached; one last call without tools wrote the answer.
+    MaxIterations,
+    /// A client tool was called: the client must answer.
+    InputRequired,
+    /// Cancelled.
+    Cancelled,
+    /// The model, a store or the configuration failed.
+    Error,
+}
+
+impl TurnEnd {
+    /// The name used in event metadata.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnEnd::Finished => "finished",
+            TurnEnd::DoneTool => "done_tool",
+            TurnEnd::MaxIterations => "max_iterations",
+            TurnEnd::InputRequired => "input_required",
+            TurnEnd::Cancelled => "cancelled",
+            TurnEnd::Error => "error",
+        }
+    }
+
+    /// The task state a turn ending this way reports.
+    pub fn state(self) -> TaskState {
+        match self {
+            TurnEnd::Finished | TurnEnd::DoneTool | TurnEnd::MaxIterations => TaskState::Completed,
+            TurnEnd::InputRequired => TaskState::InputRequired,
+            TurnEnd::Cancelled => TaskState::Canceled,
+            TurnEnd::Error => TaskState::Failed,
+        }
+    }
+}
+
+/// Sends a turn's events, stamped with its task and context.
+#[derive(Clone)]
+pub(crate) struct Emitter {
+    tx: UnboundedSender<AgentEvent>,
+    task_id: Arc<str>,
+    context_id: Arc<str>,
+}
+
+impl Emitter {
+    pub(crate) fn new(
+        tx: UnboundedSender<AgentEvent>,
+        task_id: Arc<str>,
+        context_id: Arc<str>,
+    ) -> Self {
+        Emitter {
+            tx,
+            task_id,
+            context_id,
+        }
+    }
+
+    fn emit(&self, payload: EventPayload) {
+        // A receiver that went away means nobody listens; the turn goes on
+        // only until its next await point, where it is dropped.
+        let _ = self.tx.send(AgentEvent::new(
+            self.task_id.clone(),
+            self.context_id.clone(),
+            payload,
+        ));
+    }
+
+    pub(crate) fn task_submitted(&self) {
+        self.emit(EventPayload::Task {
+            status: TaskStatus::new(TaskState::Submitted),
+            metadata: Map::new(),
+        });
+    }
+
+    pub(crate) fn status(&self, state: TaskState) {
+        self.emit(EventPayload::StatusUpdate {
+            status: TaskStatus::new(state),
+            is_final: false,
+            metadata: Map::new(),
+        });
+    }
+
+    pub(crate) fn final_status(
+        &self,
+        end: TurnEnd,
+        message: Option<Message>,
+        usage: Usage,
+        iterations: u32,
+        extra: Map<String, Value>,
+    ) {
+        let mut metadata = extra;
+        metadata.insert("finishReason".into(), Value::from(end.as_str()));
+        metadata.insert("iterations".into(), Value::from(iterations));
+        if let Ok(u) = serde_json::to_value(usage) {
+            metadata.insert("usage".into(), u);
+        }
+        let mut status = TaskStatus::new(end.state());
+        status.message = message;
+        self.emit(EventPayload::StatusUpdate {
+            status,
+            is_final: true,
+            metadata,
+        });
+    }
+
+    pub(crate) fn text_chunk(&self, artifact_id: &str, text: String, first: bool, last: bool) {
+        self.emit(EventPayload::ArtifactUpdate {
+            artifact: Artifact::new(artifact_id, vec![Part::text(text)]).with_name("response"),
+            append: !first,
+            last_chunk: last,
+        });
+    }
+
+    pub(crate) fn llm_call(&self, iteration: u32, message_count: usize, tool_count: usize) {
+        self.emit(EventPayload::LlmCall {
+            iteration,
+            message_count,
+            tool_count,
+        });
+    }
+
+    pub(crate) fn llm_response(
+        &self,
+        iteration: u32,
+        finish_reason: FinishReason,
+        tool_call_count: usize,
+        usage: Option<Usage>,
+        duration_ms: u64,
+    ) {
+        self.emit(EventPayload::LlmResponse {
+            iteration,
+            finish_reason,
+            tool_call_count,
+            usage,
+            duration_ms,
+        });
+    }
+
+    pub(crate) fn usage(&self, call: Usage, total: Usage) {
+        self.emit(EventPayload::Usage { call, total });
+    }
+
+    pub(crate) fn reasoning(&self, text: String) {
+        self.emit(EventPayload::Reasoning { text });
+    }
+
+    pub(crate) fn text(&self, text: String) {
+        self.emit(EventPayload::Text { text });
+    }
+
+    pub(crate) fn tool_start(&self, call: &ToolCall) {
+        self.emit(EventPayload::ToolStart {
+            call: call.clone(),
+            arguments: call.parsed_arguments(),
+        });
+    }
+
+    pub(crate) fn tool_complete(
+        &self,
+        name: &str,
+        result: &ToolResult,
+        outcome: ToolOutcome,
+        duration_ms: u64,
+    ) {
+        self.emit(EventPayload::ToolComplete {
+            name: name.to_owned(),
+            result: result.clone(),
+            outcome,
+            duration_ms,
+        });
+    }
+
+    pub(crate) fn checkpoint(&self, iteration: u32, message_count: usize) {
+        self.emit(EventPayload::Checkpoint {
+            iteration,
+            message_count,
+        });
+    }
+}

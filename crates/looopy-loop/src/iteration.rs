@@ -1,0 +1,99 @@
+//! One model call of an iteration: build the request, stream the answer,
+//! forward text chunks, assemble the response.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt;
+use looopy_core::{
+    History, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, ResponseAssembler,
+    ToolChoice, ToolDefinition, TurnContext,
+};
+use tracing::Instrument;
+
+use crate::config::AgentLoopConfig;
+use crate::events::Emitter;
+
+/// Builds the request of one call. The system prompt travels beside the
+/// history; it is never stored in it.
+pub(crate) fn request(
+    config: &AgentLoopConfig,
+    messages: History,
+    tools: Arc<[ToolDefinition]>,
+    tool_choice: Option<ToolChoice>,
+) -> LlmRequest {
+    LlmRequest {
+        system_prompt: config.system_prompt.clone(),
+        messages,
+        tools,
+        tool_choice,
+        model: None,
+        temperature: config.temperature,
+        max_tokens: config.max_tokens,
+        metadata: Default::default(),
+    }
+}
+
+/// Calls the model once. When streaming, text arrives as `artifact-update`
+/// chunks on `artifact_id`, one chunk behind so that the last one can say so.
+pub(crate) async fn call_model(
+    llm: &dyn LlmProvider,
+    config: &AgentLoopConfig,
+    request: LlmRequest,
+    cx: &TurnContext,
+    emit: &Emitter,
+    iteration: u32,
+    artifact_id: &str,
+) -> Result<LlmResponse, LlmError> {
+    emit.llm_call(iteration, request.messages.len(), request.tools.len());
+    let started = Instant::now();
+    let span = tracing::info_span!(
+        "llm_call",
+        otel.name = %format_args!("chat {}", request.model.as_deref().unwrap_or(llm.model_name())),
+        looopy.iteration = iteration,
+    );
+    let work = async {
+        if !config.stream {
+            let response = llm.call(request, cx).await?;
+            let text = response.message.text();
+            if !text.is_empty() {
+                emit.text_chunk(artifact_id, text, true, true);
+            }
+            return Ok(response);
+        }
+        let mut chunks = llm.stream(request, cx);
+        let mut assembler = ResponseAssembler::new();
+        let mut held: Option<String> = None;
+        let mut first = true;
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk?;
+            if let LlmChunk::TextDelta(delta) = &chunk
+                && let Some(previous) = held.replace(delta.clone())
+            {
+                emit.text_chunk(artifact_id, previous, first, false);
+                first = false;
+            }
+            assembler.push(&chunk);
+        }
+        if let Some(last) = held {
+            emit.text_chunk(artifact_id, last, first, true);
+        }
+        Ok(assembler.finish())
+    }
+    .instrument(span);
+    let result = tokio::select! {
+        biased;
+        _ = cx.cancel.cancelled() => Err(LlmError::Cancelled),
+        r = work => r,
+    };
+    if let Ok(response) = &result {
+        emit.llm_response(
+            iteration,
+            response.finish_reason.clone(),
+            response.message.tool_calls.len(),
+            response.usage,
+            started.elapsed().as_millis() as u64,
+        );
+    }
+    result
+}

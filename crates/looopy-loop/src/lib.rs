@@ -1,0 +1,254 @@
+#![forbid(unsafe_code)]
+//! # looopy-loop
+//!
+//! [`AgentLoop`] runs one turn of an agent: it calls the model with the
+//! history and the tools, runs the tool calls it asks for (in parallel,
+//! bounded), feeds the results back and repeats until the model is done, a
+//! limit is hit, the turn is cancelled or the client must act. It emits a
+//! stream of [`AgentEvent`](looopy_core::AgentEvent)s the whole way and
+//! checkpoints through a [`TaskStateStore`](looopy_core::store::TaskStateStore)
+//! so that [`AgentLoop::resume`] can finish a turn after a crash.
+//!
+//! ```
+//! use futures::StreamExt;
+//! use looopy_core::{LlmResponse, Message, TurnContext};
+//! use looopy_loop::AgentLoop;
+//! use looopy_testkit::ScriptedLlm;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let llm = ScriptedLlm::new().respond(LlmResponse::text("Hello!"));
+//! let agent = AgentLoop::builder(llm).system_prompt("Be brief.").build();
+//! let mut events = agent.start_turn(vec![Message::user("Hi")].into(), TurnContext::new("task-1", "ctx-1"));
+//! let mut last = None;
+//! while let Some(event) = events.next().await {
+//!     last = Some(event);
+//! }
+//! let last = last.unwrap();
+//! assert!(last.is_final());
+//! assert_eq!(last.state(), Some(looopy_core::TaskState::Completed));
+//! # }
+//! ```
+//!
+//! Layout: [`config`](AgentLoopConfig) holds the settings, `turn` decides
+//! termination, `iteration` makes one model call, `tools` routes and runs tool
+//! calls, `checkpoint` persists and derives what resume must do, `events`
+//! builds every event.
+
+mod checkpoint;
+mod config;
+mod error;
+mod events;
+mod iteration;
+mod stream;
+mod tools;
+mod turn;
+
+use std::sync::Arc;
+
+use looopy_core::store::TaskStateStore;
+use looopy_core::{History, LlmProvider, TaskState, ToolProvider, TurnContext};
+use tokio::sync::mpsc;
+
+pub use config::AgentLoopConfig;
+pub use error::LoopError;
+pub use events::TurnEnd;
+pub use stream::{TurnHandle, TurnOutcome, TurnStream};
+pub use tools::ToolRegistry;
+
+use crate::events::Emitter;
+use crate::stream::TurnShared;
+use crate::turn::Turn;
+
+/// The single-turn engine. Cheap to clone; one loop serves any number of
+/// concurrent turns.
+#[derive(Clone)]
+pub struct AgentLoop {
+    llm: Arc<dyn LlmProvider>,
+    tools: Arc<[Arc<dyn ToolProvider>]>,
+    task_store: Option<Arc<dyn TaskStateStore>>,
+    config: Arc<AgentLoopConfig>,
+}
+
+impl AgentLoop {
+    /// Starts building a loop around a model.
+    pub fn builder(llm: impl LlmProvider + 'static) -> AgentLoopBuilder {
+        AgentLoopBuilder::new(Arc::new(llm))
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &AgentLoopConfig {
+        &self.config
+    }
+
+    /// The model.
+    pub fn llm(&self) -> &Arc<dyn LlmProvider> {
+        &self.llm
+    }
+
+    fn channel(
+        &self,
+        cx: &TurnContext,
+    ) -> (Emitter, mpsc::UnboundedReceiver<looopy_core::AgentEvent>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (
+            Emitter::new(tx, cx.task_id.clone(), cx.context_id.clone()),
+            rx,
+        )
+    }
+
+    /// Runs one turn over `messages` (the history the Agent loaded, ending
+    /// with the new user message). The turn's task id, context, principal and
+    /// cancellation come from `cx`; its agent id is this loop's.
+    pub fn start_turn(&self, messages: History, cx: TurnContext) -> TurnStream {
+        let cx = cx.with_agent_id(self.config.agent_id.clone());
+        let (emit, rx) = self.channel(&cx);
+        let shared = Arc::new(TurnShared::default());
+        let turn = Turn::start(self.clone(), cx, emit, shared.clone(), messages.clone());
+        TurnStream::new(Box::pin(turn.run(false)), rx, shared, messages)
+    }
+
+    /// Continues the turn of `cx.task_id` from its last checkpoint: tool calls
+    /// whose results were recorded are not run again. A turn that had already
+    /// ended just reports its final state again.
+    pub fn resume(&self, cx: TurnContext) -> TurnStream {
+        let cx = cx.with_agent_id(self.config.agent_id.clone());
+        let (emit, rx) = self.channel(&cx);
+        let shared = Arc::new(TurnShared::default());
+        let this = self.clone();
+        let shared2 = shared.clone();
+        let driver = async move {
+            let checkpoint = match &this.task_store {
+                None => Err(LoopError::NoTaskStore),
+                Some(store) => match store.load(&cx.task_id).await {
+                    Ok(Some(c)) => Ok(c),
+                    Ok(None) => Err(LoopError::NoCheckpoint {
+                        task_id: cx.task_id.to_string(),
+                    }),
+                    Err(e) => Err(LoopError::Store(e)),
+                },
+            };
+            match checkpoint {
+                Err(e) => {
+                    let message = looopy_core::Message::assistant(format!("cannot resume: {e}"));
+                    emit.final_status(
+                        TurnEnd::Error,
+                        Some(message),
+                        Default::default(),
+                        0,
+                        Default::default(),
+                    );
+                }
+                Ok(c) if c.state.ends_turn() => {
+                    shared2.set_history(c.messages.clone());
+                    let end = match c.state {
+                        TaskState::Completed => TurnEnd::Finished,
+                        TaskState::InputRequired | TaskState::AuthRequired => {
+                            TurnEnd::InputRequired
+                        }
+                        TaskState::Canceled => TurnEnd::Cancelled,
+                        _ => TurnEnd::Error,
+                    };
+                    let message = c.messages.last().cloned();
+                    emit.final_status(end, message, c.usage, c.iteration, Default::default());
+                }
+                Ok(c) => {
+                    shared2.set_history(c.messages.clone());
+                    Turn::from_checkpoint(this, cx, emit, shared2, c)
+                        .run(true)
+                        .await;
+                }
+            }
+        };
+        TurnStream::new(Box::pin(driver), rx, shared, History::new())
+    }
+}
+
+/// Builds an [`AgentLoop`].
+pub struct AgentLoopBuilder {
+    llm: Arc<dyn LlmProvider>,
+    tools: Vec<Arc<dyn ToolProvider>>,
+    task_store: Option<Arc<dyn TaskStateStore>>,
+    config: AgentLoopConfig,
+}
+
+impl AgentLoopBuilder {
+    /// A builder with the default settings.
+    pub fn new(llm: Arc<dyn LlmProvider>) -> Self {
+        AgentLoopBuilder {
+            llm,
+            tools: Vec::new(),
+            task_store: None,
+            config: AgentLoopConfig::default(),
+        }
+    }
+
+    /// Adds a tool provider. Tool names must be unique across providers.
+    pub fn tools(mut self, provider: impl ToolProvider + 'static) -> Self {
+        self.tools.push(Arc::new(provider));
+        self
+    }
+
+    /// Adds a shared tool provider.
+    pub fn tools_shared(mut self, provider: Arc<dyn ToolProvider>) -> Self {
+        self.tools.push(provider);
+        self
+    }
+
+    /// Persists checkpoints here (enables [`AgentLoop::resume`]).
+    pub fn task_store(mut self, store: Arc<dyn TaskStateStore>) -> Self {
+        self.task_store = Some(store);
+        self
+    }
+
+    /// Replaces all settings.
+    pub fn config(mut self, config: AgentLoopConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Sets the agent id.
+    pub fn agent_id(mut self, id: impl Into<Arc<str>>) -> Self {
+        self.config.agent_id = id.into();
+        self
+    }
+
+    /// Sets the system prompt.
+    pub fn system_prompt(mut self, prompt: impl Into<Arc<str>>) -> Self {
+        self.config.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// Sets the iteration limit.
+    pub fn max_iterations(mut self, n: u32) -> Self {
+        self.config.max_iterations = n;
+        self
+    }
+
+    /// Sets how many tool calls run at once.
+    pub fn max_parallel_tools(mut self, n: usize) -> Self {
+        self.config.max_parallel_tools = n;
+        self
+    }
+
+    /// Only the done tool ends the turn.
+    pub fn require_done_tool(mut self, yes: bool) -> Self {
+        self.config.require_done_tool = yes;
+        self
+    }
+
+    /// Streams model output (default) or not.
+    pub fn stream(mut self, yes: bool) -> Self {
+        self.config.stream = yes;
+        self
+    }
+
+    /// The loop.
+    pub fn build(self) -> AgentLoop {
+        AgentLoop {
+            llm: self.llm,
+            tools: self.tools.into(),
+            task_store: self.task_store,
+            config: Arc::new(self.config),
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! [`TurnStream`]: the events of a turn, and what it left behind.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+
+use futures::Stream;
+use looopy_core::{AgentEvent, History, Message, TaskState, Usage};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::events::TurnEnd;
+
+/// How a turn ended and what it produced.
+#[derive(Debug, Clone)]
+pub struct TurnOutcome {
+    /// Why it ended.
+    pub end: TurnEnd,
+    /// The task state it ended in.
+    pub state: TaskState,
+    /// The final message (the answer, the error, the pending client calls).
+    pub message: Option<Message>,
+    /// Tokens used by the turn.
+    pub usage: Usage,
+    /// Iterations run.
+    pub iterations: u32,
+    /// The whole history at the end.
+    pub history: History,
+    /// Where the turn's own messages start in `history`.
+    pub turn_start: usize,
+}
+
+impl TurnOutcome {
+    /// The messages the turn added.
+    pub fn new_messages(&self) -> Vec<Message> {
+        self.history.tail(self.turn_start)
+    }
+}
+
+/// State a turn shares with whoever holds its [`TurnHandle`].
+#[derive(Default)]
+pub(crate) struct TurnShared {
+    history: Mutex<Option<History>>,
+    outcome: Mutex<Option<TurnOutcome>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl TurnShared {
+    pub(crate) fn set_history(&self, history: History) {
+        *lock(&self.history) = Some(history);
+    }
+
+    pub(crate) fn set_outcome(&self, outcome: TurnOutcome) {
+        *lock(&self.outcome) = Some(outcome);
+    }
+}
+
+/// A view of a turn that outlives its stream: the history so far (also when
+/// the turn failed or was dropped midway) and the outcome once it ended.
+#[derive(Clone)]
+pub struct TurnHandle {
+    shared: Arc<TurnShared>,
+    initial: History,
+}
+
+impl TurnHandle {
+    /// The history as the turn last left it (the input when nothing was added yet).
+    pub fn history(&self) -> History {
+        lock(&self.shared.history)
+            .clone()
+            .unwrap_or_else(|| self.initial.clone())
+    }
+
+    /// The outcome, once the final event was produced.
+    pub fn outcome(&self) -> Option<TurnOutcome> {
+        lock(&self.shared.outcome).clone()
+    }
+}
+
+type Driver = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// The events of one turn, in order, ending with a `status-update` whose
+/// `final` is true.
+///
+/// The turn runs as the stream is polled, on the polling task: nothing is
+/// spawned. Dropping the stream drops the turn at its next await point (a
+/// running model call or tool is aborted); to cancel and still get the final
+/// `canceled` event, fire the turn's cancellation token instead. To run a turn
+/// detached from its reader, spawn a task that drains the stream.
+pub struct TurnStream {
+    driver: Option<Driver>,
+    events: UnboundedReceiver<AgentEvent>,
+    handle: TurnHandle,
+}
+
+impl TurnStream {
+    pub(crate) fn new(
+        driver: Driver,
+        events: UnboundedReceiver<AgentEvent>,
+        shared: Arc<TurnShared>,
+        initial: History,
+    ) -> Self {
+        TurnStream {
+            driver: Some(driver),
+            events,
+            handle: TurnHandle { shared, initial },
+        }
+    }
+
+    /// A handle that stays valid after the stream is consumed or dropped.
+    pub fn handle(&self) -> TurnHandle {
+        self.handle.clone()
+    }
+
+    /// Drains the stream and returns the outcome with every event.
+    pub async fn collect_all(mut self) -> (Vec<AgentEvent>, Option<TurnOutcome>) {
+        use futures::StreamExt;
+        let mut events = Vec::new();
+        while let Some(e) = self.next().await {
+            events.push(e);
+        }
+        (events, self.handle.outcome())
+    }
+}
+
+impl Stream for TurnStream {
+    type Item = AgentEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
+        if let Some(driver) = self.driver.as_mut()
+            && driver.as_mut().poll(cx).is_ready()
+        {
+            self.driver = None;
+        }
+        match self.events.poll_recv(cx) {
+            Poll::Ready(event) => Poll::Ready(event),
+            // The sender lives inside the driver: once the driver is gone the
+            // channel reports its end, so Pending here means "more to come".
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! Test tools for the loop's tests: tools backed by closures.
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use looopy_core::{
+    AgentEvent, ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider, ToolResult,
+};
+use looopy_loop::TurnStream;
+
+type Handler = Arc<dyn Fn(ToolCall, ToolContext) -> BoxFuture<'static, ToolResult> + Send + Sync>;
+
+/// Tools backed by closures.
+#[derive(Clone, Default)]
+pub struct FnTools {
+    defs: Vec<ToolDefinition>,
+    handlers: HashMap<String, Handler>,
+}
+
+impl FnTools {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn tool<F, Fut>(mut self, name: &str, f: F) -> Self
+    where
+        F: Fn(ToolCall, ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ToolResult> + Send + 'static,
+    {
+        self.defs.push(ToolDefinition::without_parameters(
+            name,
+            format!("the {name} tool"),
+        ));
+        self.handlers
+            .insert(name.to_owned(), Arc::new(move |c, cx| Box::pin(f(c, cx))));
+        self
+    }
+
+    /// A tool that answers `"<name>:<arguments>"` after `delay`.
+    pub fn echo(self, name: &str, delay: Duration) -> Self {
+        let n = name.to_owned();
+        self.tool(name, move |c, _| {
+            let n = n.clone();
+            async move {
+                tokio::time::sleep(delay).await;
+                ToolResult::text(&c.id, format!("{n}:{}", c.arguments))
+            }
+        })
+    }
+}
+
+#[async_trait]
+impl ToolProvider for FnTools {
+    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+        Ok(self.defs.clone())
+    }
+
+    async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> ToolResult {
+        match self.handlers.get(&call.name) {
+            Some(h) => h(call.clone(), cx.clone()).await,
+            None => ToolResult::error(&call.id, "not mine"),
+        }
+    }
+}
+
+/// Counts how many calls run at once and the most seen.
+#[derive(Clone, Default)]
+pub struct Concurrency {
+    now: Arc<AtomicUsize>,
+    max: Arc<AtomicUsize>,
+}
+
+impl Concurrency {
+    pub fn enter(&self) -> ConcurrencyGuard {
+        let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max.fetch_max(n, Ordering::SeqCst);
+        ConcurrencyGuard(self.now.clone())
+    }
+    pub fn max(&self) -> usize {
+        self.max.load(Ordering::SeqCst)
+    }
+}
+
+pub struct ConcurrencyGuard(Arc<AtomicUsize>);
+impl Drop for ConcurrencyGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Sets a flag when dropped (to see that a future was dropped).
+pub struct DropFlag(pub Arc<std::sync::atomic::AtomicBool>);
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+pub async fn drain(mut s: TurnStream) -> Vec<AgentEvent> {
+    let mut out = Vec::new();
+    while let Some(e) = s.next().await {
+        out.push(e);
+    }
+    out
+}
+
+pub fn kinds(events: &[AgentEvent]) -> Vec<&'static str> {
+    events.iter().map(|e| e.kind()).collect()
+}
+
+pub fn final_event(events: &[AgentEvent]) -> &AgentEvent {
+    let last = events.last().expect("no events");
+    assert!(last.is_final(), "last event is not final: {last:?}");
+    assert_eq!(
+        events.iter().filter(|e| e.is_final()).count(),
+        1,
+        "exactly one final event"
+    );
+    last
+}
+
+pub fn final_meta(events: &[AgentEvent]) -> serde_json::Map<String, serde_json::Value> {
+    match &final_event(events).payload {
+        looopy_core::EventPayload::StatusUpdate { metadata, .. } => metadata.clone(),
+        _ => unreachable!(),
+    }
+}
