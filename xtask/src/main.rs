@@ -1,2 +1,35 @@
-//! Project tasks; see `cargo xtask help`.
-fn main() {}
+//! Project tasks, run as `cargo xtask <task>`:
+//!
+//! - `ci`: provisioning, format check, clippy (`-D warnings`), every test and
+//!   doc test, and `cargo deny check licenses bans sources`. The README's test
+//!   command; `.ci/run` calls it.
+//! - `bench`: the benchmark suite; writes `docs/benchmarks.md` and `docs/benchmarks.json`.
+//! - `release --dry-run`: packages every publishable crate.
+//! - `deny-advisories`: `cargo deny check advisories` (needs the advisory database online).
+//! - `provision`: only the provisioning step of `ci`.
+
+mod bench;
+mod ci;
+mod redis;
+mod util;
+
+use anyhow::{Result, bail};
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rest: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
+    match args.first().map(String::as_str) {
+        Some("ci") => ci::run(&rest),
+        Some("bench") => bench::run(&rest),
+        Some("release") => ci::release(&rest),
+        Some("deny-advisories") => ci::deny(&["advisories"]),
+        Some("provision") => ci::provision(),
+        Some("help") | Some("--help") | None => {
+            println!(
+                "usage: cargo xtask <ci | bench | release --dry-run | deny-advisories | provision>"
+            );
+            Ok(())
+        }
+        Some(other) => bail!("unknown task '{other}' (try `cargo xtask help`)"),
+    }
+}

@@ -1,0 +1,79 @@
+//! `cargo xtask ci`, `release --dry-run`, `deny-advisories`.
+
+use anyhow::{Result, bail};
+
+use crate::redis::RedisServer;
+use crate::util::run as sh;
+use crate::util::{cmd, have};
+
+/// Installs what the tests need (idempotent): Redis, the Python and npm test servers.
+pub(crate) fn provision() -> Result<()> {
+    if std::env::var_os("LOOOPY_SKIP_PROVISION").is_some() {
+        eprintln!("[xtask] LOOOPY_SKIP_PROVISION set: not provisioning");
+        return Ok(());
+    }
+    sh(cmd("bash", &["scripts/provision.sh"]))
+}
+
+/// The whole check, as CI runs it.
+pub(crate) fn run(args: &[&str]) -> Result<()> {
+    let skip_deny = args.contains(&"--no-deny");
+    provision()?;
+    sh(cmd("cargo", &["fmt", "--all", "--", "--check"]))?;
+    sh(cmd(
+        "cargo",
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--locked",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    ))?;
+
+    // One Redis for the whole run unless the caller brought one; tests use
+    // unique key prefixes, so they share it safely.
+    let _redis = match std::env::var("LOOOPY_TEST_REDIS_URL") {
+        Ok(url) if !url.is_empty() => None,
+        _ => Some(RedisServer::start()?),
+    };
+    let mut test = cmd(
+        "cargo",
+        &["test", "--workspace", "--locked", "--no-fail-fast"],
+    );
+    if let Some(server) = &_redis {
+        test.env("LOOOPY_TEST_REDIS_URL", &server.url);
+    }
+    sh(test)?;
+
+    if skip_deny {
+        eprintln!("[xtask] --no-deny: skipping cargo deny");
+    } else {
+        deny(&["licenses", "bans", "sources"])?;
+    }
+    eprintln!("[xtask] ci: all checks passed");
+    Ok(())
+}
+
+/// `cargo deny check <checks>`, installing cargo-deny when missing.
+pub(crate) fn deny(checks: &[&str]) -> Result<()> {
+    if !have("cargo-deny") {
+        eprintln!("[xtask] installing cargo-deny (once per machine)");
+        sh(cmd("cargo", &["install", "--locked", "cargo-deny"]))?;
+    }
+    let mut args = vec!["deny", "--all-features", "check"];
+    args.extend_from_slice(checks);
+    sh(cmd("cargo", &args))
+}
+
+/// `cargo xtask release --dry-run`: packages every publishable crate.
+pub(crate) fn release(args: &[&str]) -> Result<()> {
+    if !args.contains(&"--dry-run") {
+        bail!("only `cargo xtask release --dry-run` is supported: publishing is done by a person");
+    }
+    sh(cmd("cargo", &["package", "--workspace", "--allow-dirty"]))?;
+    eprintln!("[xtask] every publishable crate packaged (target/package)");
+    Ok(())
+}
