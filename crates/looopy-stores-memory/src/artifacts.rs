@@ -1,0 +1,150 @@
+//! [`MemoryArtifactStore`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use chrono::Utc;
+use looopy_core::store::{ArtifactStore, StoredArtifact};
+use looopy_core::{Artifact, Part, StoreError};
+
+use crate::lock;
+
+/// The artifacts of one context, in creation order.
+#[derive(Debug, Default)]
+struct ContextArtifacts {
+    /// Creation sequence number -> artifact.
+    by_seq: BTreeMap<u64, StoredArtifact>,
+    /// Artifact id -> creation sequence number.
+    seq_of: HashMap<String, u64>,
+    next_seq: u64,
+}
+
+impl ContextArtifacts {
+    fn get(&self, artifact_id: &str) -> Option<&StoredArtifact> {
+        let seq = self.seq_of.get(artifact_id)?;
+        self.by_seq.get(seq)
+    }
+
+    fn get_mut(&mut self, artifact_id: &str) -> Option<&mut StoredArtifact> {
+        let seq = self.seq_of.get(artifact_id)?;
+        self.by_seq.get_mut(seq)
+    }
+
+    fn insert_new(&mut self, stored: StoredArtifact) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.seq_of.insert(stored.artifact.artifact_id.clone(), seq);
+        self.by_seq.insert(seq, stored);
+    }
+}
+
+/// Artifacts in memory.
+///
+/// Appending parts costs O(parts appended). [`ArtifactStore::put`] on an
+/// existing id replaces the artifact but keeps its creation time, and so its
+/// place in [`ArtifactStore::list`].
+#[derive(Debug, Default)]
+pub struct MemoryArtifactStore {
+    contexts: Mutex<HashMap<String, ContextArtifacts>>,
+}
+
+impl MemoryArtifactStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+#[async_trait]
+impl ArtifactStore for MemoryArtifactStore {
+    async fn put(
+        &self,
+        context_id: &str,
+        task_id: &str,
+        artifact: &Artifact,
+    ) -> Result<(), StoreError> {
+        let artifact = artifact.clone();
+        let now = Utc::now();
+        let mut contexts = lock(&self.contexts);
+        let context = contexts.entry(context_id.to_owned()).or_default();
+        if let Some(stored) = context.get_mut(&artifact.artifact_id) {
+            stored.artifact = artifact;
+            stored.task_id = task_id.to_owned();
+            stored.updated_at = now;
+        } else {
+            context.insert_new(StoredArtifact {
+                artifact,
+                context_id: context_id.to_owned(),
+                task_id: task_id.to_owned(),
+                created_at: now,
+                updated_at: now,
+            });
+        }
+        Ok(())
+    }
+
+    async fn append_parts(
+        &self,
+        context_id: &str,
+        task_id: &str,
+        artifact_id: &str,
+        parts: &[Part],
+    ) -> Result<(), StoreError> {
+        let parts = parts.to_vec();
+        let now = Utc::now();
+        let mut contexts = lock(&self.contexts);
+        let context = contexts.entry(context_id.to_owned()).or_default();
+        if let Some(stored) = context.get_mut(artifact_id) {
+            stored.artifact.parts.extend(parts);
+            stored.updated_at = now;
+        } else {
+            context.insert_new(StoredArtifact {
+                artifact: Artifact::new(artifact_id, parts),
+                context_id: context_id.to_owned(),
+                task_id: task_id.to_owned(),
+                created_at: now,
+                updated_at: now,
+            });
+        }
+        Ok(())
+    }
+
+    async fn get(
+        &self,
+        context_id: &str,
+        artifact_id: &str,
+    ) -> Result<Option<StoredArtifact>, StoreError> {
+        Ok(lock(&self.contexts)
+            .get(context_id)
+            .and_then(|c| c.get(artifact_id))
+            .cloned())
+    }
+
+    async fn list(&self, context_id: &str) -> Result<Vec<StoredArtifact>, StoreError> {
+        Ok(lock(&self.contexts)
+            .get(context_id)
+            .map(|c| c.by_seq.values().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    async fn delete(&self, context_id: &str, artifact_id: &str) -> Result<(), StoreError> {
+        let mut contexts = lock(&self.contexts);
+        let Some(context) = contexts.get_mut(context_id) else {
+            return Ok(());
+        };
+        if let Some(seq) = context.seq_of.remove(artifact_id) {
+            context.by_seq.remove(&seq);
+        }
+        if context.by_seq.is_empty() {
+            contexts.remove(context_id);
+        }
+        Ok(())
+    }
+
+    async fn clear(&self, context_id: &str) -> Result<(), StoreError> {
+        let removed = lock(&self.contexts).remove(context_id);
+        drop(removed); // freed outside the lock
+        Ok(())
+    }
+}

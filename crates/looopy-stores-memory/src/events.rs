@@ -1,0 +1,237 @@
+//! [`MemoryEventLog`].
+
+use std::collections::{HashMap, VecDeque};
+use std::pin::pin;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use futures::stream::{self, BoxStream, StreamExt};
+use looopy_core::store::{EventLog, StoredEvent};
+use looopy_core::{AgentEvent, StoreError};
+use tokio::sync::Notify;
+
+use crate::lock;
+
+/// How many events a follower takes from the log per lock.
+const FOLLOW_BATCH: usize = 256;
+
+#[derive(Debug, Clone)]
+struct Entry {
+    seq: u64,
+    event: AgentEvent,
+}
+
+impl Entry {
+    fn stored(&self) -> StoredEvent {
+        StoredEvent {
+            id: self.seq.to_string(),
+            event: self.event.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    logs: HashMap<String, Vec<Entry>>,
+    /// Source of ids: one sequence for the whole store, so that the ids of a
+    /// task keep growing even after its log was deleted and started again.
+    last_seq: u64,
+    /// Tasks with live followers: whom to wake, and how many follow.
+    watchers: HashMap<String, (Arc<Notify>, usize)>,
+}
+
+impl Inner {
+    /// Entries of `task_id` with a sequence number above `after`.
+    fn after(&self, task_id: &str, after: u64) -> &[Entry] {
+        let Some(log) = self.logs.get(task_id) else {
+            return &[];
+        };
+        let start = log.partition_point(|e| e.seq <= after);
+        &log[start..]
+    }
+}
+
+/// Per-task event logs in memory.
+///
+/// Ids are decimal numbers from one sequence for the whole store, so they
+/// grow in append order within every task. Appending and reading after an id
+/// cost O(log n) plus what is read. [`EventLog::follow`] wakes on appends
+/// through a [`Notify`] per followed task.
+#[derive(Debug, Default)]
+pub struct MemoryEventLog {
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl MemoryEventLog {
+    /// An empty log.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of events of a task.
+    pub fn len(&self, task_id: &str) -> usize {
+        lock(&self.inner).logs.get(task_id).map_or(0, Vec::len)
+    }
+}
+
+fn parse_id(id: Option<&str>) -> Result<u64, StoreError> {
+    match id {
+        None => Ok(0),
+        Some(id) => id.parse().map_err(|_| StoreError::NotFound {
+            what: format!("event id `{id}` (the memory log's ids are decimal numbers)"),
+        }),
+    }
+}
+
+/// A live follower: registers its task's [`Notify`] and unregisters on drop.
+struct Watch {
+    inner: Arc<Mutex<Inner>>,
+    task_id: String,
+    notify: Arc<Notify>,
+}
+
+impl Watch {
+    fn new(inner: Arc<Mutex<Inner>>, task_id: String) -> Self {
+        let notify = {
+            let mut guard = lock(&inner);
+            let (notify, followers) = guard
+                .watchers
+                .entry(task_id.clone())
+                .or_insert_with(|| (Arc::new(Notify::new()), 0));
+            *followers += 1;
+            Arc::clone(notify)
+        };
+        Watch {
+            inner,
+            task_id,
+            notify,
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let mut guard = lock(&self.inner);
+        if let Some((_, followers)) = guard.watchers.get_mut(&self.task_id) {
+            *followers -= 1;
+            if *followers == 0 {
+                guard.watchers.remove(&self.task_id);
+            }
+        }
+    }
+}
+
+struct Follow {
+    watch: Watch,
+    cursor: u64,
+    buffer: VecDeque<StoredEvent>,
+    /// The buffer ends with the task's final event, or the log already ended.
+    done: bool,
+}
+
+impl Follow {
+    /// Moves what the log holds after the cursor into the buffer.
+    fn fill(&mut self) {
+        let guard = lock(&self.watch.inner);
+        let entries = guard.after(&self.watch.task_id, self.cursor);
+        if entries.is_empty() {
+            // Nothing new: when the last event was the final one, nothing will come.
+            self.done = guard
+                .logs
+                .get(&self.watch.task_id)
+                .and_then(|log| log.last())
+                .is_some_and(|last| last.seq <= self.cursor && last.event.is_final());
+            return;
+        }
+        for entry in entries.iter().take(FOLLOW_BATCH) {
+            self.cursor = entry.seq;
+            self.buffer.push_back(entry.stored());
+            if entry.event.is_final() {
+                self.done = true;
+                break;
+            }
+        }
+    }
+
+    async fn next(mut self) -> Option<(Result<StoredEvent, StoreError>, Self)> {
+        loop {
+            if let Some(event) = self.buffer.pop_front() {
+                return Some((Ok(event), self));
+            }
+            if self.done {
+                return None;
+            }
+            let notify = Arc::clone(&self.watch.notify);
+            let mut notified = pin!(notify.notified());
+            // Registered before looking, so an append after the look wakes us.
+            notified.as_mut().enable();
+            self.fill();
+            if self.buffer.is_empty() && !self.done {
+                notified.await;
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl EventLog for MemoryEventLog {
+    async fn append(&self, task_id: &str, event: &AgentEvent) -> Result<String, StoreError> {
+        let event = event.clone();
+        let (seq, notify) = {
+            let mut inner = lock(&self.inner);
+            inner.last_seq += 1;
+            let seq = inner.last_seq;
+            inner
+                .logs
+                .entry(task_id.to_owned())
+                .or_default()
+                .push(Entry { seq, event });
+            let notify = inner.watchers.get(task_id).map(|(n, _)| Arc::clone(n));
+            (seq, notify)
+        };
+        if let Some(notify) = notify {
+            notify.notify_waiters();
+        }
+        Ok(seq.to_string())
+    }
+
+    async fn read(
+        &self,
+        task_id: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let after = parse_id(after)?;
+        let inner = lock(&self.inner);
+        Ok(inner
+            .after(task_id, after)
+            .iter()
+            .take(limit)
+            .map(Entry::stored)
+            .collect())
+    }
+
+    fn follow<'a>(
+        &'a self,
+        task_id: &'a str,
+        after: Option<String>,
+    ) -> BoxStream<'a, Result<StoredEvent, StoreError>> {
+        let cursor = match parse_id(after.as_deref()) {
+            Ok(cursor) => cursor,
+            Err(e) => return stream::once(async move { Err(e) }).boxed(),
+        };
+        let follow = Follow {
+            watch: Watch::new(Arc::clone(&self.inner), task_id.to_owned()),
+            cursor,
+            buffer: VecDeque::new(),
+            done: false,
+        };
+        stream::unfold(follow, Follow::next).boxed()
+    }
+
+    async fn delete(&self, task_id: &str) -> Result<(), StoreError> {
+        let removed = lock(&self.inner).logs.remove(task_id);
+        drop(removed); // freed outside the lock
+        Ok(())
+    }
+}

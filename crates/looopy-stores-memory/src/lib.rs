@@ -1,0 +1,52 @@
+#![forbid(unsafe_code)]
+#![doc = include_str!("../README.md")]
+
+mod agents;
+mod artifacts;
+mod events;
+mod locks;
+mod messages;
+mod tasks;
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+pub use agents::MemoryAgentStateStore;
+pub use artifacts::MemoryArtifactStore;
+pub use events::MemoryEventLog;
+pub use locks::MemoryTurnLock;
+pub use messages::MemoryMessageStore;
+pub use tasks::MemoryTaskStateStore;
+
+/// Every in-memory store, each behind an [`Arc`] so that it can be handed to
+/// an Agent as `Arc<dyn Trait>` (`stores.messages.clone()` coerces) while the
+/// bundle keeps a handle for inspection.
+///
+/// Clones share the same data.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryStores {
+    /// Loop checkpoints.
+    pub tasks: Arc<MemoryTaskStateStore>,
+    /// Conversation histories.
+    pub messages: Arc<MemoryMessageStore>,
+    /// Artifacts.
+    pub artifacts: Arc<MemoryArtifactStore>,
+    /// Agent lifecycle metadata.
+    pub agents: Arc<MemoryAgentStateStore>,
+    /// Event logs.
+    pub events: Arc<MemoryEventLog>,
+    /// Turn leases.
+    pub locks: Arc<MemoryTurnLock>,
+}
+
+impl MemoryStores {
+    /// A fresh set of empty stores.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// Locks a mutex, carrying on after a panic in another holder: every critical
+/// section in this crate leaves its data consistent before anything can panic.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

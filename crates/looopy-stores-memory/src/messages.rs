@@ -1,0 +1,133 @@
+//! [`MemoryMessageStore`].
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use imbl::Vector;
+use looopy_core::store::MessageStore;
+use looopy_core::{History, Message, StoreError};
+
+use crate::lock;
+
+type Messages = Vector<Arc<Message>>;
+
+/// Conversation histories in memory.
+///
+/// Each history is a persistent vector of shared messages: appending a batch
+/// costs O(batch), replacing a range O(log n + replacement), and reading a
+/// range O(range). Every write happens under one lock, so batches are atomic
+/// and never interleave.
+#[derive(Debug, Default)]
+pub struct MemoryMessageStore {
+    contexts: Mutex<HashMap<String, Messages>>,
+}
+
+impl MemoryMessageStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The whole history of a context as a [`History`] sharing the stored
+    /// messages: no message is copied, only pointers (O(n) pointer copies).
+    pub fn history(&self, context_id: &str) -> History {
+        let messages = lock(&self.contexts)
+            .get(context_id)
+            .cloned()
+            .unwrap_or_default();
+        let mut history = History::new();
+        for message in messages {
+            history.push_shared(message);
+        }
+        history
+    }
+
+    /// Number of contexts with at least one message.
+    pub fn context_count(&self) -> usize {
+        lock(&self.contexts).len()
+    }
+}
+
+#[async_trait]
+impl MessageStore for MemoryMessageStore {
+    async fn append(&self, context_id: &str, messages: &[Message]) -> Result<(), StoreError> {
+        if messages.is_empty() {
+            return Ok(());
+        }
+        // Copy outside the lock; the lock only moves pointers.
+        let batch: Vec<Arc<Message>> = messages.iter().cloned().map(Arc::new).collect();
+        let mut contexts = lock(&self.contexts);
+        let history = contexts.entry(context_id.to_owned()).or_default();
+        history.extend(batch);
+        Ok(())
+    }
+
+    async fn load_range(
+        &self,
+        context_id: &str,
+        range: Range<usize>,
+    ) -> Result<Vec<Message>, StoreError> {
+        let shared: Vec<Arc<Message>> = {
+            let contexts = lock(&self.contexts);
+            let Some(history) = contexts.get(context_id) else {
+                return Ok(Vec::new());
+            };
+            let end = range.end.min(history.len());
+            let start = range.start.min(end);
+            history
+                .focus()
+                .narrow(start..end)
+                .into_iter()
+                .cloned()
+                .collect()
+        };
+        Ok(shared.iter().map(|m| (**m).clone()).collect())
+    }
+
+    async fn count(&self, context_id: &str) -> Result<usize, StoreError> {
+        Ok(lock(&self.contexts).get(context_id).map_or(0, Vector::len))
+    }
+
+    async fn replace_range(
+        &self,
+        context_id: &str,
+        range: Range<usize>,
+        replacement: &[Message],
+    ) -> Result<(), StoreError> {
+        let replacement: Vector<Arc<Message>> = replacement.iter().cloned().map(Arc::new).collect();
+        let removed = {
+            let mut contexts = lock(&self.contexts);
+            let len = contexts.get(context_id).map_or(0, Vector::len);
+            if range.start > range.end || range.end > len {
+                return Err(StoreError::Conflict {
+                    message: format!(
+                        "range {}..{} is out of bounds for the {len} messages of context `{context_id}`",
+                        range.start, range.end
+                    ),
+                });
+            }
+            if range.is_empty() && replacement.is_empty() {
+                return Ok(());
+            }
+            let history = contexts.entry(context_id.to_owned()).or_default();
+            let mut tail = history.split_off(range.start);
+            let rest = tail.split_off(range.end - range.start);
+            history.append(replacement);
+            history.append(rest);
+            if history.is_empty() {
+                contexts.remove(context_id);
+            }
+            tail
+        };
+        drop(removed); // freed outside the lock
+        Ok(())
+    }
+
+    async fn clear(&self, context_id: &str) -> Result<(), StoreError> {
+        let removed = lock(&self.contexts).remove(context_id);
+        drop(removed); // freed outside the lock
+        Ok(())
+    }
+}

@@ -1,0 +1,36 @@
+//! The in-memory stores pass the store conformance suite of looopy-testkit.
+
+use looopy_stores_memory::MemoryStores;
+use looopy_testkit::conformance::{self, StoreUnderTest, UniqueIds};
+
+fn under_test(stores: &MemoryStores) -> StoreUnderTest {
+    StoreUnderTest::new(
+        stores.tasks.clone(),
+        stores.messages.clone(),
+        stores.artifacts.clone(),
+        stores.agents.clone(),
+        stores.events.clone(),
+        stores.locks.clone(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn memory_stores_pass_the_whole_suite() {
+    let stores = MemoryStores::new();
+    conformance::run_all(&under_test(&stores)).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn memory_stores_pass_on_a_single_thread() {
+    let stores = MemoryStores::new();
+    conformance::run_all(&under_test(&stores)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_suites_share_one_set_of_stores() {
+    // As on a shared Redis: unique ids keep concurrent runs apart.
+    let stores = MemoryStores::new();
+    let a = under_test(&stores);
+    let b = under_test(&stores).with_ids(UniqueIds::with_prefix("second-run"));
+    futures::join!(conformance::run_all(&a), conformance::run_all(&b));
+}

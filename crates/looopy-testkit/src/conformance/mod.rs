@@ -1,0 +1,210 @@
+//! One conformance suite for every implementation of the store traits of
+//! [`looopy_core::store`].
+//!
+//! An implementation runs all of it with one line:
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use looopy_core::store::{
+//!     AgentStateStore, ArtifactStore, EventLog, MessageStore, TaskStateStore, TurnLock,
+//! };
+//! use looopy_testkit::conformance::{StoreUnderTest, run_all};
+//!
+//! async fn check_my_stores(
+//!     tasks: Arc<dyn TaskStateStore>,
+//!     messages: Arc<dyn MessageStore>,
+//!     artifacts: Arc<dyn ArtifactStore>,
+//!     agents: Arc<dyn AgentStateStore>,
+//!     events: Arc<dyn EventLog>,
+//!     locks: Arc<dyn TurnLock>,
+//! ) {
+//!     let stores = StoreUnderTest::new(tasks, messages, artifacts, agents, events, locks);
+//!     run_all(&stores).await;
+//! }
+//! ```
+//!
+//! or one trait at a time ([`message_store`], [`event_log`], ...). Failures
+//! panic with a message naming the broken rule. Every key the suite writes
+//! starts with the [`UniqueIds`] prefix of the run (random by default), so
+//! runs never collide on a shared backend, in parallel or not. Run it on a
+//! multi-threaded runtime (`#[tokio::test(flavor = "multi_thread")]`) to give
+//! the concurrency checks real parallelism, and never with a paused clock:
+//! lease expiry is checked with real sleeps.
+//!
+//! What it holds implementations to, beyond the trait docs:
+//!
+//! - Every serde field of every stored value comes back equal (timestamps to
+//!   the nanosecond, JSON metadata of every type).
+//! - Missing keys read as `None` / empty / `0`; deleting or clearing a missing
+//!   key succeeds.
+//! - [`MessageStore`]: concurrent batches never interleave and a reader never
+//!   sees part of a batch; `replace_range` accepts any `start <= end <= len`
+//!   (including empty ranges, which insert) and fails with
+//!   [`StoreError::Conflict`] otherwise, changing nothing.
+//! - [`ArtifactStore`]: `append_parts` creates a missing artifact (no name,
+//!   the given task id) and concurrent appends lose and interleave nothing;
+//!   `put` on an existing id replaces its content but keeps `created_at` and
+//!   its place in `list` (creation order).
+//! - [`AgentStateStore`]: `list_by_owner` follows owner changes and deletes.
+//! - [`EventLog`]: ids are distinct; `read` pages with `after`; `follow`
+//!   replays, then yields live events, ends after the first final event, ends
+//!   at once when the log already ended before `after`, and can start before
+//!   the task's first event.
+//! - [`TurnLock`]: the owner may re-acquire (which extends); others may not
+//!   until the lease expires; renew and release work for the owner only, and
+//!   not after expiry; of many concurrent acquirers exactly one wins.
+
+mod agents;
+mod artifacts;
+mod events;
+mod fixtures;
+mod locks;
+mod messages;
+mod tasks;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use looopy_core::StoreError;
+use looopy_core::store::{
+    AgentStateStore, ArtifactStore, EventLog, MessageStore, TaskStateStore, TurnLock,
+};
+
+pub use agents::agent_state_store;
+pub use artifacts::artifact_store;
+pub use events::event_log;
+pub use locks::turn_lock;
+pub use messages::message_store;
+pub use tasks::task_state_store;
+
+/// Makes ids (context, task, owner, artifact) that no other run uses.
+#[derive(Debug)]
+pub struct UniqueIds {
+    prefix: String,
+    next: AtomicU64,
+}
+
+impl UniqueIds {
+    /// Ids under a random prefix.
+    pub fn new() -> Self {
+        Self::with_prefix(format!("conformance-{}", uuid::Uuid::new_v4().simple()))
+    }
+
+    /// Ids under `prefix` (which should itself be unique).
+    pub fn with_prefix(prefix: impl Into<String>) -> Self {
+        UniqueIds {
+            prefix: prefix.into(),
+            next: AtomicU64::new(1),
+        }
+    }
+
+    /// The prefix of every id, for cleaning up a shared backend afterwards.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// A fresh id: `<prefix>-<what>-<n>`.
+    pub fn next(&self, what: &str) -> String {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        format!("{}-{what}-{n}", self.prefix)
+    }
+}
+
+impl Default for UniqueIds {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The stores of one implementation, as the suite sees them.
+pub struct StoreUnderTest {
+    /// Loop checkpoints.
+    pub tasks: Arc<dyn TaskStateStore>,
+    /// Conversation histories.
+    pub messages: Arc<dyn MessageStore>,
+    /// Artifacts.
+    pub artifacts: Arc<dyn ArtifactStore>,
+    /// Agent lifecycle metadata.
+    pub agents: Arc<dyn AgentStateStore>,
+    /// Event logs.
+    pub events: Arc<dyn EventLog>,
+    /// Turn leases.
+    pub locks: Arc<dyn TurnLock>,
+    /// Where the suite takes its keys from.
+    pub ids: UniqueIds,
+}
+
+impl StoreUnderTest {
+    /// The stores, with keys under a random prefix.
+    pub fn new(
+        tasks: Arc<dyn TaskStateStore>,
+        messages: Arc<dyn MessageStore>,
+        artifacts: Arc<dyn ArtifactStore>,
+        agents: Arc<dyn AgentStateStore>,
+        events: Arc<dyn EventLog>,
+        locks: Arc<dyn TurnLock>,
+    ) -> Self {
+        StoreUnderTest {
+            tasks,
+            messages,
+            artifacts,
+            agents,
+            events,
+            locks,
+            ids: UniqueIds::new(),
+        }
+    }
+
+    /// Uses `ids` for keys instead of a random prefix.
+    pub fn with_ids(mut self, ids: UniqueIds) -> Self {
+        self.ids = ids;
+        self
+    }
+}
+
+impl std::fmt::Debug for StoreUnderTest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreUnderTest")
+            .field("ids", &self.ids)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs the whole suite; panics at the first broken rule.
+pub async fn run_all(stores: &StoreUnderTest) {
+    task_state_store(Arc::clone(&stores.tasks), &stores.ids).await;
+    message_store(Arc::clone(&stores.messages), &stores.ids).await;
+    artifact_store(Arc::clone(&stores.artifacts), &stores.ids).await;
+    agent_state_store(Arc::clone(&stores.agents), &stores.ids).await;
+    event_log(Arc::clone(&stores.events), &stores.ids).await;
+    turn_lock(Arc::clone(&stores.locks), &stores.ids).await;
+}
+
+/// Unwraps a store result, naming the operation when it failed.
+#[track_caller]
+fn ok<T>(result: Result<T, StoreError>, what: &str) -> T {
+    match result {
+        Ok(value) => value,
+        Err(e) => panic!("conformance: {what} failed: {e}"),
+    }
+}
+
+/// Awaits `future`, failing instead of hanging when it takes minutes.
+async fn within<F: Future>(what: &str, future: F) -> F::Output {
+    match tokio::time::timeout(Duration::from_secs(30), future).await {
+        Ok(output) => output,
+        Err(_) => panic!("conformance: {what} did not finish within 30 s (hung?)"),
+    }
+}
+
+/// Awaits a spawned check, re-raising its panic.
+async fn join<T>(handle: tokio::task::JoinHandle<T>) -> T {
+    match handle.await {
+        Ok(value) => value,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => panic!("conformance: a spawned check did not finish: {e}"),
+    }
+}
