@@ -10,6 +10,7 @@
 //! | [`AgentStateStore`] | agent lifecycle metadata | context id |
 //! | [`EventLog`] | ordered events of a task, readable after an id | task id |
 //! | [`TurnLock`] | one turn at a time per context, across processes | context id |
+//! | [`TaskStore`] | A2A task records (owner, status) | task id |
 
 use std::ops::Range;
 use std::time::Duration;
@@ -307,4 +308,45 @@ pub trait TurnLock: Send + Sync {
     -> Result<bool, StoreError>;
     /// Gives the lease back; only its owner can. `Ok(false)` when not held by `owner`.
     async fn release(&self, context_id: &str, owner: &str) -> Result<bool, StoreError>;
+}
+
+/// What the A2A layer knows of a task: who owns it, where it stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskRecord {
+    /// The task.
+    pub task_id: String,
+    /// The conversation it belongs to.
+    pub context_id: String,
+    /// The principal that created it; only they may see it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Its current status.
+    pub status: crate::task::TaskStatus,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When its status last changed.
+    pub updated_at: DateTime<Utc>,
+    /// Free-form metadata.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub metadata: Map<String, Value>,
+}
+
+/// Task records, so that tasks can be listed and looked up by id.
+#[async_trait]
+pub trait TaskStore: Send + Sync {
+    /// Stores (replaces) a record.
+    async fn put(&self, record: &TaskRecord) -> Result<(), StoreError>;
+    /// One record.
+    async fn get(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
+    /// Records of `owner` (all owners when `None`), optionally of one context,
+    /// most recently updated first, at most `limit`.
+    async fn list(
+        &self,
+        owner: Option<&str>,
+        context_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<TaskRecord>, StoreError>;
+    /// Forgets a record.
+    async fn delete(&self, task_id: &str) -> Result<(), StoreError>;
 }
