@@ -1,0 +1,281 @@
+//! Client tools (seed 001): tools the client declares for a turn and runs
+//! itself. See `docs/tools.md` for the wire shape.
+
+use std::collections::HashSet;
+
+use async_trait::async_trait;
+use looopy_core::{
+    Message, Part, ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider, ToolResult,
+    ToolSignal,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::ToolsError;
+
+/// The message-metadata key under which a client declares its tools.
+pub const CLIENT_TOOLS_KEY: &str = "clientTools";
+
+/// The metadata key that marks results (and pending calls) of client tools.
+pub const CLIENT_TOOL_MARK: &str = "clientTool";
+
+/// A provider of the tools a client declared for this turn.
+///
+/// Executing one does not run anything: the result carries
+/// [`ToolSignal::InputRequired`] and a [`PendingClientCall`] as a data part,
+/// the loop ends the turn `input-required`, and the client sends the outcome
+/// in its next message (see [`ClientToolResult`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClientTools {
+    tools: Vec<ToolDefinition>,
+}
+
+impl ClientTools {
+    /// The given tools. A later definition with a name already given
+    /// replaces the earlier one.
+    pub fn new(tools: impl IntoIterator<Item = ToolDefinition>) -> Self {
+        let mut out: Vec<ToolDefinition> = Vec::new();
+        for tool in tools {
+            match out.iter_mut().find(|t| t.name == tool.name) {
+                Some(slot) => *slot = tool,
+                None => out.push(tool),
+            }
+        }
+        ClientTools { tools: out }
+    }
+
+    /// Reads a JSON array of declarations. Each is either a
+    /// [`ToolDefinition`] (`{"name", "description", "parameters"}`) or the
+    /// OpenAI form `{"type": "function", "function": {...}}`. Names must be
+    /// non-empty and distinct.
+    pub fn from_value(value: &Value) -> Result<Self, ToolsError> {
+        let Value::Array(items) = value else {
+            return Err(ToolsError::InvalidClientTools(
+                "expected an array of tool definitions".into(),
+            ));
+        };
+        let mut tools = Vec::with_capacity(items.len());
+        let mut seen = HashSet::new();
+        for (i, item) in items.iter().enumerate() {
+            let item = match item.get("function") {
+                Some(function) if item.get("type").and_then(Value::as_str) == Some("function") => {
+                    function
+                }
+                _ => item,
+            };
+            let tool: ToolDefinition = serde_json::from_value(item.clone())
+                .map_err(|e| ToolsError::InvalidClientTools(format!("tool #{i}: {e}")))?;
+            if tool.name.trim().is_empty() {
+                return Err(ToolsError::InvalidClientTools(format!(
+                    "tool #{i}: empty name"
+                )));
+            }
+            if !seen.insert(tool.name.clone()) {
+                return Err(ToolsError::InvalidClientTools(format!(
+                    "duplicate tool name '{}'",
+                    tool.name
+                )));
+            }
+            tools.push(tool);
+        }
+        Ok(ClientTools { tools })
+    }
+
+    /// Reads the declarations under [`CLIENT_TOOLS_KEY`] in message (or
+    /// request) metadata; none when the key is absent.
+    pub fn from_metadata(metadata: &Map<String, Value>) -> Result<Self, ToolsError> {
+        match metadata.get(CLIENT_TOOLS_KEY) {
+            None | Some(Value::Null) => Ok(ClientTools::default()),
+            Some(value) => Self::from_value(value),
+        }
+    }
+
+    /// Reads the declarations in a message's metadata.
+    pub fn from_message(message: &Message) -> Result<Self, ToolsError> {
+        Self::from_metadata(&message.metadata)
+    }
+
+    /// The declared tools.
+    pub fn definitions(&self) -> &[ToolDefinition] {
+        &self.tools
+    }
+
+    /// Whether no tools were declared.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// Whether a tool of this name was declared.
+    pub fn contains(&self, name: &str) -> bool {
+        self.tools.iter().any(|t| t.name == name)
+    }
+}
+
+#[async_trait]
+impl ToolProvider for ClientTools {
+    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+        Ok(self.tools.clone())
+    }
+
+    async fn execute(&self, call: &ToolCall, _cx: &ToolContext) -> ToolResult {
+        if !self.contains(&call.name) {
+            let error = ToolError::UnknownTool {
+                name: call.name.clone(),
+            };
+            return ToolResult::error(call.id.clone(), error.to_string());
+        }
+        let pending = PendingClientCall {
+            tool_call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: call.parsed_arguments(),
+        };
+        let mut result = ToolResult {
+            content: vec![pending.to_part()],
+            ..ToolResult::text(call.id.clone(), "")
+        }
+        .with_signal(ToolSignal::InputRequired);
+        result
+            .metadata
+            .insert(CLIENT_TOOL_MARK.into(), Value::Bool(true));
+        result
+    }
+}
+
+/// A call the client must run: the data part of a client tool's result.
+///
+/// Wire form: `{"toolCallId": "...", "name": "...", "arguments": {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingClientCall {
+    /// The model's id for the call; the client quotes it in its result.
+    pub tool_call_id: String,
+    /// The tool.
+    pub name: String,
+    /// The arguments, as JSON (see [`ToolCall::parsed_arguments`]).
+    pub arguments: Value,
+}
+
+impl PendingClientCall {
+    /// The data part that carries this call.
+    pub fn to_part(&self) -> Part {
+        Part::data(serde_json::to_value(self).unwrap_or(Value::Null))
+    }
+
+    /// Reads a pending call from a data part.
+    pub fn from_part(part: &Part) -> Option<Self> {
+        match part {
+            Part::Data { data } => serde_json::from_value(data.clone()).ok(),
+            _ => None,
+        }
+    }
+
+    /// The pending calls among a tool result's parts.
+    pub fn from_result(result: &ToolResult) -> Vec<Self> {
+        result.content.iter().filter_map(Self::from_part).collect()
+    }
+}
+
+/// The outcome of a client tool, as the client sends it back in a data part
+/// of its next message.
+///
+/// Wire form: `{"toolCallId": "...", "result": <any JSON>}` for success,
+/// `{"toolCallId": "...", "error": "<message>"}` (or `"result"` with
+/// `"isError": true`) for failure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientToolResult {
+    /// The call this answers.
+    pub tool_call_id: String,
+    /// The result (a string is given to the model as plain text, anything
+    /// else as JSON text), or the error message.
+    pub result: Value,
+    /// Whether the client reports a failure.
+    pub is_error: bool,
+}
+
+impl ClientToolResult {
+    /// Reads a result from a data part; `None` for any other part.
+    pub fn from_part(part: &Part) -> Option<Self> {
+        let Part::Data {
+            data: Value::Object(data),
+        } = part
+        else {
+            return None;
+        };
+        let tool_call_id = data.get("toolCallId")?.as_str()?.to_owned();
+        let flagged = data.get("isError").and_then(Value::as_bool) == Some(true);
+        if let Some(error) = data.get("error").filter(|e| !e.is_null()) {
+            return Some(ClientToolResult {
+                tool_call_id,
+                result: error.clone(),
+                is_error: true,
+            });
+        }
+        let result = data.get("result")?.clone();
+        Some(ClientToolResult {
+            tool_call_id,
+            result,
+            is_error: flagged,
+        })
+    }
+
+    /// The tool result this stands for.
+    pub fn into_tool_result(self) -> ToolResult {
+        let text = match self.result {
+            Value::String(text) => text,
+            other => other.to_string(),
+        };
+        let mut result = if self.is_error {
+            ToolResult::error(self.tool_call_id, text)
+        } else {
+            ToolResult::text(self.tool_call_id, text)
+        };
+        result
+            .metadata
+            .insert(CLIENT_TOOL_MARK.into(), Value::Bool(true));
+        result
+    }
+
+    /// The tool message that carries this result in the history.
+    pub fn into_message(self) -> Message {
+        self.into_tool_result().into_message()
+    }
+}
+
+/// The client tool results in a message, in order.
+pub fn client_results(message: &Message) -> Vec<ClientToolResult> {
+    message
+        .parts
+        .iter()
+        .filter_map(ClientToolResult::from_part)
+        .collect()
+}
+
+/// Splits a client's message into the tool messages for the results it
+/// carries and what is left of it (`None` when it held only results).
+pub fn split_client_results(message: Message) -> (Vec<Message>, Option<Message>) {
+    let mut results = Vec::new();
+    let mut rest = Vec::new();
+    let Message {
+        message_id,
+        role,
+        parts,
+        tool_calls,
+        tool_call_id,
+        metadata,
+    } = message;
+    for part in parts {
+        match ClientToolResult::from_part(&part) {
+            Some(result) => results.push(result.into_message()),
+            None => rest.push(part),
+        }
+    }
+    let rest = (!rest.is_empty() || results.is_empty()).then(|| {
+        let mut m = Message::with_parts(role, rest);
+        m.message_id = message_id;
+        m.tool_calls = tool_calls;
+        m.tool_call_id = tool_call_id;
+        m.metadata = metadata;
+        m
+    });
+    (results, rest)
+}

@@ -1,0 +1,413 @@
+//! MCP servers as tool providers: [`McpToolProvider`] over stdio
+//! ([`StdioServer`]) or streamable HTTP ([`HttpServer`]), on the `rmcp` crate.
+
+mod content;
+mod transport;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use looopy_core::{ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider, ToolResult};
+use rmcp::RoleClient;
+use rmcp::ServiceError;
+use rmcp::model::{CallToolRequestParams, CallToolResponse};
+use rmcp::service::Peer;
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+pub use transport::{HttpServer, McpTransport, StdioServer};
+
+use crate::error::ToolsError;
+use transport::Session;
+
+/// How long connecting (spawn or HTTP, then the MCP handshake) may take by default.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long [`McpToolProvider::shutdown`] waits for the session to close.
+const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The tools of one MCP server.
+///
+/// The connection is opened on first use (or by [`connect`](Self::connect))
+/// and kept. When it breaks (the child died, the HTTP server went away), the
+/// call that notices gets an error result saying the server is unavailable,
+/// and the next listing or call opens a new one (re-spawning the child).
+///
+/// Tool names are the server's, behind an optional prefix, with characters
+/// other than `[A-Za-z0-9_-]` replaced by `_` and cut to 64 characters;
+/// calls are routed back to the server's own name.
+///
+/// Results: text stays text, structured content becomes a data part, images
+/// and audio become inline file parts; `isError` becomes an error result.
+///
+/// [`shutdown`](Self::shutdown) closes the session and ends the child
+/// (stdin closed, then `SIGTERM`, then kill); dropping the last clone of the
+/// provider does the same in the background.
+#[derive(Clone)]
+pub struct McpToolProvider {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    name: String,
+    transport: McpTransport,
+    prefix: String,
+    connect_timeout: Duration,
+    state: Mutex<State>,
+    /// Exposed name → the server's name, from the last listing.
+    names: RwLock<HashMap<String, String>>,
+}
+
+#[derive(Default)]
+struct State {
+    live: Option<Live>,
+    generation: u64,
+    closed: bool,
+}
+
+struct Live {
+    session: Session,
+    pid: Option<u32>,
+    generation: u64,
+}
+
+impl fmt::Debug for McpToolProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpToolProvider")
+            .field("name", &self.shared.name)
+            .field("transport", &self.shared.transport)
+            .field("prefix", &self.shared.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpToolProvider {
+    /// A provider for this server; nothing is started yet.
+    pub fn new(transport: impl Into<McpTransport>) -> Self {
+        let transport = transport.into();
+        Self::build(
+            transport.default_name(),
+            transport,
+            String::new(),
+            DEFAULT_CONNECT_TIMEOUT,
+        )
+    }
+
+    fn build(name: String, transport: McpTransport, prefix: String, timeout: Duration) -> Self {
+        McpToolProvider {
+            shared: Arc::new(Shared {
+                name,
+                transport,
+                prefix,
+                connect_timeout: timeout,
+                state: Mutex::new(State::default()),
+                names: RwLock::new(HashMap::new()),
+            }),
+        }
+    }
+
+    fn rebuild(self, f: impl FnOnce(&mut String, &mut String, &mut Duration)) -> Self {
+        let s = &self.shared;
+        let (mut name, mut prefix, mut timeout) =
+            (s.name.clone(), s.prefix.clone(), s.connect_timeout);
+        f(&mut name, &mut prefix, &mut timeout);
+        Self::build(name, s.transport.clone(), prefix, timeout)
+    }
+
+    /// Puts `prefix` before every tool name (for instance `"fs_"`), so that
+    /// two servers' tools cannot clash. Call before first use: it makes a new
+    /// provider.
+    pub fn with_prefix(self, prefix: impl Into<String>) -> Self {
+        let prefix = prefix.into();
+        self.rebuild(|_, p, _| *p = prefix)
+    }
+
+    /// Names the server in messages and logs.
+    pub fn with_name(self, name: impl Into<String>) -> Self {
+        let name = name.into();
+        self.rebuild(|n, _, _| *n = name)
+    }
+
+    /// Bounds connecting (spawn or HTTP, then the handshake); 30 s by default.
+    pub fn with_connect_timeout(self, timeout: Duration) -> Self {
+        self.rebuild(|_, _, t| *t = timeout)
+    }
+
+    /// The server's name in messages.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// Connects now rather than on first use.
+    pub async fn connect(&self) -> Result<(), ToolsError> {
+        self.peer()
+            .await
+            .map(|_| ())
+            .map_err(|message| self.unavailable(message))
+    }
+
+    /// The process id of the running child (stdio servers only).
+    pub async fn server_pid(&self) -> Option<u32> {
+        let state = self.shared.state.lock().await;
+        state.live.as_ref().and_then(|l| l.pid)
+    }
+
+    /// Closes the session and ends the child; later calls get an error
+    /// result. Waits up to 10 s for the session to close.
+    pub async fn shutdown(&self) -> Result<(), ToolsError> {
+        let live = {
+            let mut state = self.shared.state.lock().await;
+            state.closed = true;
+            state.live.take()
+        };
+        let Some(mut live) = live else {
+            return Ok(());
+        };
+        match live.session.close_with_timeout(SHUTDOWN_TIMEOUT).await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(self.unavailable("the session did not close in time".into())),
+            Err(e) => Err(self.unavailable(format!("closing failed: {e}"))),
+        }
+    }
+
+    fn unavailable(&self, message: String) -> ToolsError {
+        ToolsError::McpUnavailable {
+            server: self.shared.name.clone(),
+            message,
+        }
+    }
+
+    fn unavailable_result(&self, call: &ToolCall, message: String) -> ToolResult {
+        let error = ToolError::Unavailable {
+            message: format!(
+                "MCP server '{}' is unavailable: {message}",
+                self.shared.name
+            ),
+        };
+        ToolResult::error(call.id.clone(), error.to_string())
+    }
+
+    /// A peer of a live session, opening one when there is none or the last
+    /// one broke.
+    async fn peer(&self) -> Result<(Peer<RoleClient>, u64), String> {
+        let mut state = self.shared.state.lock().await;
+        if state.closed {
+            return Err("the provider was shut down".into());
+        }
+        if let Some(live) = &state.live {
+            if !live.session.is_transport_closed() && !live.session.is_closed() {
+                return Ok((live.session.peer().clone(), live.generation));
+            }
+            tracing::info!(server = %self.shared.name, "MCP session ended; reconnecting");
+        }
+        // Dropping the old session ends its child.
+        state.live = None;
+        let opened = tokio::time::timeout(
+            self.shared.connect_timeout,
+            transport::open(&self.shared.transport, &self.shared.name),
+        )
+        .await
+        .map_err(|_| format!("connecting took over {:?}", self.shared.connect_timeout))??;
+        let (session, pid) = opened;
+        state.generation += 1;
+        let generation = state.generation;
+        let peer = session.peer().clone();
+        state.live = Some(Live {
+            session,
+            pid,
+            generation,
+        });
+        tracing::debug!(server = %self.shared.name, ?pid, "MCP session opened");
+        Ok((peer, generation))
+    }
+
+    /// Forgets the session of this generation after a transport failure, so
+    /// that the next use reconnects.
+    async fn forget(&self, generation: u64) {
+        let mut state = self.shared.state.lock().await;
+        if state
+            .live
+            .as_ref()
+            .is_some_and(|l| l.generation == generation)
+        {
+            state.live = None;
+        }
+    }
+
+    async fn list(&self) -> Result<Vec<ToolDefinition>, ToolError> {
+        let (peer, generation) = self
+            .peer()
+            .await
+            .map_err(|message| ToolError::Unavailable {
+                message: format!("MCP server '{}': {message}", self.shared.name),
+            })?;
+        let tools = match peer.list_all_tools().await {
+            Ok(tools) => tools,
+            Err(e) => {
+                if is_transport_failure(&e) {
+                    self.forget(generation).await;
+                }
+                return Err(ToolError::Unavailable {
+                    message: format!(
+                        "MCP server '{}': listing tools failed: {e}",
+                        self.shared.name
+                    ),
+                });
+            }
+        };
+        let mut names = HashMap::with_capacity(tools.len());
+        let mut definitions = Vec::with_capacity(tools.len());
+        for tool in tools {
+            let exposed = exposed_name(&self.shared.prefix, &tool.name);
+            if let Some(other) = names.get(&exposed) {
+                tracing::warn!(
+                    server = %self.shared.name,
+                    "tools '{other}' and '{}' both map to '{exposed}'; keeping the first",
+                    tool.name
+                );
+                continue;
+            }
+            names.insert(exposed.clone(), tool.name.to_string());
+            definitions.push(ToolDefinition::new(
+                exposed,
+                tool.description.map(|d| d.into_owned()).unwrap_or_default(),
+                Value::Object((*tool.input_schema).clone()),
+            ));
+        }
+        if let Ok(mut slot) = self.shared.names.write() {
+            *slot = names;
+        }
+        Ok(definitions)
+    }
+
+    fn server_name_of(&self, exposed: &str) -> Option<String> {
+        self.shared.names.read().ok()?.get(exposed).cloned()
+    }
+
+    async fn call(&self, call: &ToolCall) -> ToolResult {
+        let original = match self.server_name_of(&call.name) {
+            Some(name) => name,
+            None => {
+                // Not listed yet (or listed before the server changed).
+                if let Err(e) = self.list().await {
+                    return ToolResult::error(call.id.clone(), e.to_string());
+                }
+                match self.server_name_of(&call.name) {
+                    Some(name) => name,
+                    None => {
+                        let error = ToolError::UnknownTool {
+                            name: call.name.clone(),
+                        };
+                        return ToolResult::error(call.id.clone(), error.to_string());
+                    }
+                }
+            }
+        };
+        let arguments = match parse_object(&call.arguments) {
+            Ok(map) => map,
+            Err(message) => {
+                let error = ToolError::InvalidArguments {
+                    tool: call.name.clone(),
+                    message,
+                };
+                return ToolResult::error(call.id.clone(), error.to_string());
+            }
+        };
+        let (peer, generation) = match self.peer().await {
+            Ok(peer) => peer,
+            Err(message) => return self.unavailable_result(call, message),
+        };
+        let params = CallToolRequestParams::new(original).with_arguments(arguments);
+        match peer.call_tool_once(params).await {
+            Ok(CallToolResponse::Complete(result)) => {
+                content::to_tool_result(call.id.clone(), result)
+            }
+            Ok(_) => ToolResult::error(
+                call.id.clone(),
+                format!(
+                    "MCP server '{}' asked for client input or started a task, which is not supported",
+                    self.shared.name
+                ),
+            ),
+            Err(e) if is_transport_failure(&e) => {
+                self.forget(generation).await;
+                self.unavailable_result(call, e.to_string())
+            }
+            Err(ServiceError::McpError(e)) => {
+                let error = ToolError::Execution {
+                    message: e.message.into_owned(),
+                };
+                ToolResult::error(call.id.clone(), error.to_string())
+            }
+            Err(e) => ToolResult::error(call.id.clone(), e.to_string()),
+        }
+    }
+}
+
+#[async_trait]
+impl ToolProvider for McpToolProvider {
+    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+        self.list().await
+    }
+
+    async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> ToolResult {
+        tokio::select! {
+            // Dropping the call sends the server a cancellation.
+            () = cx.cancel.cancelled() => {
+                ToolResult::error(call.id.clone(), ToolError::Cancelled.to_string())
+            }
+            result = self.call(call) => result,
+        }
+    }
+}
+
+/// The arguments as a JSON object; empty arguments read as `{}`.
+fn parse_object(arguments: &str) -> Result<serde_json::Map<String, Value>, String> {
+    if arguments.trim().is_empty() {
+        return Ok(serde_json::Map::new());
+    }
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err("the arguments must be a JSON object".into()),
+        Err(e) => Err(format!("the arguments are not valid JSON: {e}")),
+    }
+}
+
+fn is_transport_failure(error: &ServiceError) -> bool {
+    matches!(
+        error,
+        ServiceError::TransportSend(_) | ServiceError::TransportClosed
+    )
+}
+
+/// The name the model sees: prefix + the server's name, with characters
+/// other than `[A-Za-z0-9_-]` replaced by `_`, at most 64 characters.
+pub fn exposed_name(prefix: &str, name: &str) -> String {
+    prefix
+        .chars()
+        .chain(name.chars())
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exposed_names_are_prefixed_and_sanitized() {
+        assert_eq!(exposed_name("fs_", "read_file"), "fs_read_file");
+        assert_eq!(exposed_name("", "a.b/c d"), "a_b_c_d");
+        assert_eq!(exposed_name("p_", &"x".repeat(100)).len(), 64);
+    }
+}

@@ -1,0 +1,247 @@
+//! How to reach an MCP server: [`StdioServer`] (a child process) or
+//! [`HttpServer`] (streamable HTTP), and the connection itself.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// An MCP server run as a child process, spoken to over its stdin and
+/// stdout. Its stderr is forwarded line by line to `tracing` (target
+/// `looopy_tools::mcp`, level debug).
+#[derive(Clone)]
+pub struct StdioServer {
+    /// The program.
+    pub command: PathBuf,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables added to the inherited environment.
+    pub env: Vec<(String, String)>,
+    /// The working directory, when not the current one.
+    pub current_dir: Option<PathBuf>,
+}
+
+impl StdioServer {
+    /// Runs `command` with no arguments.
+    pub fn new(command: impl Into<PathBuf>) -> Self {
+        StdioServer {
+            command: command.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+            current_dir: None,
+        }
+    }
+
+    /// Adds an argument.
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Adds arguments.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets an environment variable of the child.
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Sets the child's working directory.
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.current_dir = Some(dir.into());
+        self
+    }
+}
+
+impl fmt::Debug for StdioServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Environment values may be secrets: show the names only.
+        f.debug_struct("StdioServer")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field("current_dir", &self.current_dir)
+            .finish()
+    }
+}
+
+/// An MCP server reached over streamable HTTP.
+#[derive(Clone)]
+pub struct HttpServer {
+    /// The endpoint, such as `http://127.0.0.1:8000/mcp`.
+    pub url: String,
+    /// Headers sent with every request.
+    pub headers: Vec<(String, String)>,
+    /// A bearer token sent as `Authorization: Bearer <token>`.
+    pub bearer_token: Option<String>,
+}
+
+impl HttpServer {
+    /// The server at `url`.
+    pub fn new(url: impl Into<String>) -> Self {
+        HttpServer {
+            url: url.into(),
+            headers: Vec::new(),
+            bearer_token: None,
+        }
+    }
+
+    /// Adds a header sent with every request.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Sends `Authorization: Bearer <token>`.
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.bearer_token = Some(token.into());
+        self
+    }
+}
+
+impl fmt::Debug for HttpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Header values may be credentials: show the names only.
+        f.debug_struct("HttpServer")
+            .field("url", &self.url)
+            .field(
+                "headers",
+                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .field(
+                "bearer_token",
+                &self.bearer_token.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
+/// How to reach an MCP server.
+#[derive(Debug, Clone)]
+pub enum McpTransport {
+    /// A child process over stdio.
+    Stdio(StdioServer),
+    /// Streamable HTTP.
+    Http(HttpServer),
+}
+
+impl McpTransport {
+    /// A name for messages and logs: the program's file name, or the URL.
+    pub(crate) fn default_name(&self) -> String {
+        match self {
+            McpTransport::Stdio(s) => s
+                .command
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| s.command.display().to_string()),
+            McpTransport::Http(h) => h.url.clone(),
+        }
+    }
+}
+
+impl From<StdioServer> for McpTransport {
+    fn from(server: StdioServer) -> Self {
+        McpTransport::Stdio(server)
+    }
+}
+
+impl From<HttpServer> for McpTransport {
+    fn from(server: HttpServer) -> Self {
+        McpTransport::Http(server)
+    }
+}
+
+/// A live client session.
+pub(crate) type Session = RunningService<RoleClient, ClientConfig>;
+
+fn client_config() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("looopy", env!("CARGO_PKG_VERSION")),
+    )
+}
+
+/// Opens a session: spawns the child or reaches the URL, then runs the MCP
+/// handshake. Returns the session and the child's process id.
+pub(crate) async fn open(
+    transport: &McpTransport,
+    server_name: &str,
+) -> Result<(Session, Option<u32>), String> {
+    match transport {
+        McpTransport::Stdio(server) => open_stdio(server, server_name).await,
+        McpTransport::Http(server) => open_http(server).await.map(|s| (s, None)),
+    }
+}
+
+async fn open_stdio(
+    server: &StdioServer,
+    server_name: &str,
+) -> Result<(Session, Option<u32>), String> {
+    let mut command = tokio::process::Command::new(&server.command);
+    command
+        .args(&server.args)
+        .envs(server.env.iter().map(|(k, v)| (k, v)))
+        // A fallback: rmcp kills the child when the session ends; this
+        // kills it even when no runtime is left to run that cleanup.
+        .kill_on_drop(true);
+    if let Some(dir) = &server.current_dir {
+        command.current_dir(dir);
+    }
+    let (child, stderr) = TokioChildProcess::builder(command)
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("could not start {}: {e}", server.command.display()))?;
+    let pid = child.id();
+    if let Some(stderr) = stderr {
+        let name = server_name.to_owned();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::debug!(target: "looopy_tools::mcp", server = %name, "{line}");
+            }
+        });
+    }
+    let session = client_config()
+        .serve(child)
+        .await
+        .map_err(|e| format!("handshake failed: {e}"))?;
+    Ok((session, pid))
+}
+
+async fn open_http(server: &HttpServer) -> Result<Session, String> {
+    let mut headers = HashMap::new();
+    for (name, value) in &server.headers {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|e| format!("invalid header name '{name}': {e}"))?;
+        let value = HeaderValue::from_str(value)
+            .map_err(|e| format!("invalid value for header '{name}': {e}"))?;
+        headers.insert(name, value);
+    }
+    let mut config = StreamableHttpClientTransportConfig::with_uri(server.url.as_str())
+        .custom_headers(headers)
+        .reinit_on_expired_session(true);
+    if let Some(token) = &server.bearer_token {
+        config = config.auth_header(token.clone());
+    }
+    let transport = StreamableHttpClientTransport::from_config(config);
+    client_config()
+        .serve(transport)
+        .await
+        .map_err(|e| format!("handshake failed: {e}"))
+}

@@ -1,0 +1,107 @@
+//! [`TimeoutTools`]: a wrapper provider that bounds each call in time and
+//! honours the turn's cancellation.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use looopy_core::{ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider, ToolResult};
+
+/// The limit a call gets when nothing else is configured.
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Wraps a provider so that every call ends within its time limit (30 s
+/// unless configured, per tool if need be) or when the turn is cancelled.
+///
+/// A call past its limit becomes an error result carrying the
+/// [`ToolError::Timeout`] message, and the tool's future is dropped, which
+/// stops whatever it was awaiting. A cancelled turn gives an error result
+/// with the [`ToolError::Cancelled`] message. Listing is not bounded.
+#[derive(Debug, Clone)]
+pub struct TimeoutTools<P> {
+    inner: P,
+    default: Option<Duration>,
+    per_tool: HashMap<String, Option<Duration>>,
+}
+
+impl<P> TimeoutTools<P> {
+    /// Wraps `inner` with the default limit of 30 s.
+    pub fn new(inner: P) -> Self {
+        TimeoutTools {
+            inner,
+            default: Some(DEFAULT_TOOL_TIMEOUT),
+            per_tool: HashMap::new(),
+        }
+    }
+
+    /// Sets the limit of every tool without its own.
+    pub fn with_default(mut self, limit: Duration) -> Self {
+        self.default = Some(limit);
+        self
+    }
+
+    /// Sets the limit of one tool.
+    pub fn with_timeout(mut self, tool: impl Into<String>, limit: Duration) -> Self {
+        self.per_tool.insert(tool.into(), Some(limit));
+        self
+    }
+
+    /// Lets one tool run without a limit (it still stops on cancellation).
+    pub fn without_timeout(mut self, tool: impl Into<String>) -> Self {
+        self.per_tool.insert(tool.into(), None);
+        self
+    }
+
+    /// The limit that applies to `tool`, `None` for none.
+    pub fn limit_for(&self, tool: &str) -> Option<Duration> {
+        match self.per_tool.get(tool) {
+            Some(limit) => *limit,
+            None => self.default,
+        }
+    }
+
+    /// The wrapped provider.
+    pub fn inner(&self) -> &P {
+        &self.inner
+    }
+
+    /// Unwraps the provider.
+    pub fn into_inner(self) -> P {
+        self.inner
+    }
+}
+
+#[async_trait]
+impl<P: ToolProvider> ToolProvider for TimeoutTools<P> {
+    async fn tools(&self, cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+        self.inner.tools(cx).await
+    }
+
+    async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> ToolResult {
+        let run = self.inner.execute(call, cx);
+        let limit = self.limit_for(&call.name);
+        let timed = async {
+            match limit {
+                Some(limit) => tokio::time::timeout(limit, run).await.map_err(|_| limit),
+                None => Ok(run.await),
+            }
+        };
+        tokio::select! {
+            biased;
+            () = cx.cancel.cancelled() => {
+                ToolResult::error(call.id.clone(), ToolError::Cancelled.to_string())
+            }
+            outcome = timed => match outcome {
+                Ok(result) => result,
+                Err(limit) => {
+                    tracing::warn!(tool = %call.name, ?limit, "tool call timed out");
+                    let error = ToolError::Timeout {
+                        tool: call.name.clone(),
+                        after_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+                    };
+                    ToolResult::error(call.id.clone(), error.to_string())
+                }
+            },
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! Shared helpers of the integration tests: finding the provisioned external
+//! servers, free ports, process checks.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Finds a provisioned tool. Missing: the test fails, telling how to
+/// provision, unless `LOOOPY_SKIP_EXTERNAL=1`, when it prints a loud skip
+/// line and the caller returns.
+pub fn require(env_var: &str, default: PathBuf, what: &str) -> Option<PathBuf> {
+    let path = std::env::var_os(env_var)
+        .map(PathBuf::from)
+        .unwrap_or(default);
+    if path.exists() {
+        return Some(path);
+    }
+    if std::env::var("LOOOPY_SKIP_EXTERNAL").as_deref() == Ok("1") {
+        eprintln!(
+            "\n!!!!! SKIPPED: {what} not found at {} (LOOOPY_SKIP_EXTERNAL=1) !!!!!\n",
+            path.display()
+        );
+        return None;
+    }
+    panic!(
+        "{what} not found at {}: run `scripts/provision.sh python node` \
+         (or set {env_var}, or LOOOPY_SKIP_EXTERNAL=1 to skip)",
+        path.display()
+    );
+}
+
+/// The Python of the provisioned venv (has the `mcp` package).
+pub fn python() -> Option<PathBuf> {
+    require(
+        "LOOOPY_MCP_PYTHON",
+        repo_root().join(".tools/venv/bin/python"),
+        "the Python venv with the `mcp` package",
+    )
+}
+
+/// The fixture server script.
+pub fn fixture_server() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py")
+}
+
+/// `mcp-server-everything` from npm.
+pub fn server_everything() -> Option<PathBuf> {
+    require(
+        "LOOOPY_MCP_EVERYTHING",
+        repo_root().join(".tools/node/node_modules/.bin/mcp-server-everything"),
+        "@modelcontextprotocol/server-everything",
+    )
+}
+
+/// A port that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until something accepts connections on the port (at most 30 s).
+pub async fn wait_for_port(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        assert!(Instant::now() < deadline, "nothing listens on port {port}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Whether a process runs (exists and is not a zombie).
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            // The state follows the parenthesised command name.
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        }
+        Err(_) => false,
+    }
+}
+
+/// Waits until the process is gone (at most 20 s); false if it never went.
+pub async fn wait_gone(pid: u32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while alive(pid) {
+        if Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    true
+}
+
+/// Kills a process hard.
+pub fn kill9(pid: u32) {
+    let status = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -9 {pid} failed");
+}
