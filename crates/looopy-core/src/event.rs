@@ -193,6 +193,79 @@ pub enum EventPayload {
         /// Messages in the checkpoint.
         message_count: usize,
     },
+    /// The turn's execution began (seed 002 `execution:start`).
+    #[serde(rename = "internal:execution-start", rename_all = "camelCase")]
+    ExecutionStart {
+        /// Whether it continues from a checkpoint.
+        resumed: bool,
+    },
+    /// The turn ended (seed 002 `execution:complete` / `execution:error` /
+    /// `execution:cancelled`); the final `status-update` follows.
+    #[serde(rename = "internal:execution-end", rename_all = "camelCase")]
+    ExecutionEnd {
+        /// The final state.
+        state: TaskState,
+        /// Why it ended (`finished`, `done_tool`, `max_iterations`, ...).
+        reason: String,
+        /// Wall time of the turn in milliseconds.
+        duration_ms: u64,
+        /// The error, when it failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// The turn paused before its next model or tool call.
+    #[serde(rename = "internal:execution-paused")]
+    ExecutionPaused {
+        /// Why.
+        reason: String,
+    },
+    /// A paused turn goes on.
+    #[serde(rename = "internal:execution-resumed")]
+    ExecutionResumed {},
+    /// An iteration begins.
+    #[serde(rename = "internal:iteration-start")]
+    IterationStart {
+        /// 1-based iteration.
+        iteration: u32,
+    },
+    /// An iteration ended (its model call and tool calls are done).
+    #[serde(rename = "internal:iteration-complete", rename_all = "camelCase")]
+    IterationComplete {
+        /// 1-based iteration.
+        iteration: u32,
+        /// Wall time in milliseconds.
+        duration_ms: u64,
+    },
+    /// A model call failed.
+    #[serde(rename = "internal:llm-error", rename_all = "camelCase")]
+    LlmError {
+        /// 1-based iteration.
+        iteration: u32,
+        /// The error's kind (`rate_limited`, `timeout`, ...).
+        error_type: String,
+        /// The error's message.
+        message: String,
+    },
+    /// The model asked for tool calls (seed 002 `tool:detected`).
+    #[serde(rename = "internal:tool-detected")]
+    ToolDetected {
+        /// 1-based iteration.
+        iteration: u32,
+        /// The calls.
+        calls: Vec<ToolCall>,
+    },
+    /// A hook failed (seed 002 `hook:error`).
+    #[serde(rename = "internal:hook-error", rename_all = "camelCase")]
+    HookError {
+        /// The hook's name.
+        hook: String,
+        /// Where it ran (`before_llm`, `after_tool`, ...).
+        point: String,
+        /// What went wrong.
+        message: String,
+        /// Whether the failure ended the turn.
+        fatal: bool,
+    },
     /// Token usage of one model call, and the turn's running total.
     #[serde(rename = "internal:usage")]
     Usage {
@@ -218,6 +291,15 @@ impl EventPayload {
             EventPayload::ToolComplete { .. } => "internal:tool-complete",
             EventPayload::Checkpoint { .. } => "internal:checkpoint",
             EventPayload::Usage { .. } => "internal:usage",
+            EventPayload::ExecutionStart { .. } => "internal:execution-start",
+            EventPayload::ExecutionEnd { .. } => "internal:execution-end",
+            EventPayload::ExecutionPaused { .. } => "internal:execution-paused",
+            EventPayload::ExecutionResumed {} => "internal:execution-resumed",
+            EventPayload::IterationStart { .. } => "internal:iteration-start",
+            EventPayload::IterationComplete { .. } => "internal:iteration-complete",
+            EventPayload::LlmError { .. } => "internal:llm-error",
+            EventPayload::ToolDetected { .. } => "internal:tool-detected",
+            EventPayload::HookError { .. } => "internal:hook-error",
         }
     }
 }
@@ -246,6 +328,51 @@ mod tests {
         assert_eq!(back, e);
         assert!(!e.is_internal());
         assert!(!e.is_final());
+    }
+
+    #[test]
+    fn every_catalogue_event_round_trips_with_its_kind() {
+        let payloads = vec![
+            EventPayload::ExecutionStart { resumed: false },
+            EventPayload::ExecutionEnd {
+                state: TaskState::Failed,
+                reason: "error".into(),
+                duration_ms: 3,
+                error: Some("x".into()),
+            },
+            EventPayload::ExecutionPaused {
+                reason: "review".into(),
+            },
+            EventPayload::ExecutionResumed {},
+            EventPayload::IterationStart { iteration: 1 },
+            EventPayload::IterationComplete {
+                iteration: 1,
+                duration_ms: 2,
+            },
+            EventPayload::LlmError {
+                iteration: 1,
+                error_type: "timeout".into(),
+                message: "m".into(),
+            },
+            EventPayload::ToolDetected {
+                iteration: 1,
+                calls: vec![ToolCall::new("1", "t", "{}")],
+            },
+            EventPayload::HookError {
+                hook: "h".into(),
+                point: "before_llm".into(),
+                message: "m".into(),
+                fatal: true,
+            },
+        ];
+        for p in payloads {
+            let kind = p.kind();
+            let e = AgentEvent::new("t".into(), "c".into(), p);
+            let v = serde_json::to_value(&e).unwrap();
+            assert_eq!(v["kind"], kind);
+            assert!(e.is_internal());
+            assert_eq!(serde_json::from_value::<AgentEvent>(v).unwrap(), e);
+        }
     }
 
     #[test]
