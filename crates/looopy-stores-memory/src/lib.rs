@@ -6,6 +6,7 @@ mod artifacts;
 mod events;
 mod locks;
 mod messages;
+mod task_records;
 mod tasks;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -15,6 +16,7 @@ pub use artifacts::MemoryArtifactStore;
 pub use events::MemoryEventLog;
 pub use locks::MemoryTurnLock;
 pub use messages::MemoryMessageStore;
+pub use task_records::MemoryTaskStore;
 pub use tasks::MemoryTaskStateStore;
 
 /// Every in-memory store, each behind an [`Arc`] so that it can be handed to

@@ -1,0 +1,165 @@
+//! [`MemoryTaskStore`]: A2A task records in memory.
+
+use std::cmp::Reverse;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use looopy_core::StoreError;
+use looopy_core::store::{TaskRecord, TaskStore};
+
+use crate::lock;
+
+/// A2A task records in memory.
+///
+/// [`TaskStore::list`] scans every record (O(n log n) in the number of
+/// records): fine for tests and single-process servers of modest size. Ties in
+/// `updated_at` are broken by task id, so pages are stable.
+#[derive(Debug, Default)]
+pub struct MemoryTaskStore {
+    records: Mutex<HashMap<String, TaskRecord>>,
+}
+
+impl MemoryTaskStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of stored records.
+    pub fn len(&self) -> usize {
+        lock(&self.records).len()
+    }
+
+    /// Whether no record is stored.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[async_trait]
+impl TaskStore for MemoryTaskStore {
+    async fn put(&self, record: &TaskRecord) -> Result<(), StoreError> {
+        let record = record.clone();
+        let previous = lock(&self.records).insert(record.task_id.clone(), record);
+        drop(previous); // freed outside the lock
+        Ok(())
+    }
+
+    async fn get(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        Ok(lock(&self.records).get(task_id).cloned())
+    }
+
+    async fn list(
+        &self,
+        owner: Option<&str>,
+        context_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        let records = lock(&self.records);
+        let mut found: Vec<&TaskRecord> = records
+            .values()
+            .filter(|r| owner.is_none_or(|o| r.owner.as_deref() == Some(o)))
+            .filter(|r| context_id.is_none_or(|c| r.context_id == c))
+            .collect();
+        found.sort_by(|a, b| {
+            (Reverse(a.updated_at), &a.task_id).cmp(&(Reverse(b.updated_at), &b.task_id))
+        });
+        Ok(found.into_iter().take(limit).cloned().collect())
+    }
+
+    async fn delete(&self, task_id: &str) -> Result<(), StoreError> {
+        let removed = lock(&self.records).remove(task_id);
+        drop(removed); // freed outside the lock
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use chrono::{Duration, Utc};
+    use looopy_core::{TaskState, TaskStatus};
+
+    use super::*;
+
+    fn record(task: &str, context: &str, owner: Option<&str>, age_s: i64) -> TaskRecord {
+        let at = Utc::now() - Duration::seconds(age_s);
+        TaskRecord {
+            task_id: task.into(),
+            context_id: context.into(),
+            owner: owner.map(Into::into),
+            status: TaskStatus::new(TaskState::Working),
+            created_at: at,
+            updated_at: at,
+            metadata: Default::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn put_get_replace_delete() {
+        let store = MemoryTaskStore::new();
+        assert!(store.get("t1").await.unwrap().is_none());
+        let mut r = record("t1", "c1", Some("alice"), 0);
+        store.put(&r).await.unwrap();
+        assert_eq!(store.get("t1").await.unwrap().unwrap(), r);
+        r.status = TaskStatus::new(TaskState::Completed);
+        store.put(&r).await.unwrap();
+        assert_eq!(
+            store.get("t1").await.unwrap().unwrap().status.state,
+            TaskState::Completed
+        );
+        assert_eq!(store.len(), 1);
+        store.delete("t1").await.unwrap();
+        assert!(store.get("t1").await.unwrap().is_none());
+        assert!(store.is_empty());
+    }
+
+    #[tokio::test]
+    async fn list_filters_by_owner_and_context_newest_first() {
+        let store = MemoryTaskStore::new();
+        store
+            .put(&record("old", "c1", Some("alice"), 30))
+            .await
+            .unwrap();
+        store
+            .put(&record("new", "c1", Some("alice"), 10))
+            .await
+            .unwrap();
+        store
+            .put(&record("other-ctx", "c2", Some("alice"), 20))
+            .await
+            .unwrap();
+        store
+            .put(&record("bobs", "c1", Some("bob"), 0))
+            .await
+            .unwrap();
+        store.put(&record("nobody", "c1", None, 5)).await.unwrap();
+
+        let ids = |v: Vec<TaskRecord>| v.into_iter().map(|r| r.task_id).collect::<Vec<_>>();
+        assert_eq!(
+            ids(store.list(Some("alice"), None, 10).await.unwrap()),
+            ["new", "other-ctx", "old"]
+        );
+        assert_eq!(
+            ids(store.list(Some("alice"), Some("c1"), 10).await.unwrap()),
+            ["new", "old"]
+        );
+        assert_eq!(
+            ids(store.list(Some("alice"), None, 1).await.unwrap()),
+            ["new"]
+        );
+        assert_eq!(
+            ids(store.list(None, Some("c1"), 10).await.unwrap()),
+            ["bobs", "nobody", "new", "old"]
+        );
+        assert!(
+            store
+                .list(Some("carol"), None, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+}
