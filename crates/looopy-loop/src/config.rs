@@ -32,6 +32,8 @@ pub struct AgentLoopConfig {
     pub final_summary_prompt: Arc<str>,
     /// The answer when the wrap-up call fails (seed 003 §6).
     pub fallback_final_text: Arc<str>,
+    /// Extra prompts that incomplete-work hooks may send in one turn. Default 2.
+    pub max_incomplete_prompts: u32,
 }
 
 impl Default for AgentLoopConfig {
@@ -54,6 +56,7 @@ impl Default for AgentLoopConfig {
             fallback_final_text: Arc::from(
                 "I could not finish this task within the allowed number of steps.",
             ),
+            max_incomplete_prompts: 2,
         }
     }
 }

@@ -192,4 +192,60 @@ impl Emitter {
             message_count,
         });
     }
+
+    pub(crate) fn execution_start(&self, resumed: bool) {
+        self.emit(EventPayload::ExecutionStart { resumed });
+    }
+
+    pub(crate) fn execution_end(&self, end: TurnEnd, duration_ms: u64, error: Option<String>) {
+        self.emit(EventPayload::ExecutionEnd {
+            state: end.state(),
+            reason: end.as_str().to_owned(),
+            duration_ms,
+            error,
+        });
+    }
+
+    pub(crate) fn paused(&self, reason: String) {
+        self.emit(EventPayload::ExecutionPaused { reason });
+    }
+
+    pub(crate) fn resumed(&self) {
+        self.emit(EventPayload::ExecutionResumed {});
+    }
+
+    pub(crate) fn iteration_start(&self, iteration: u32) {
+        self.emit(EventPayload::IterationStart { iteration });
+    }
+
+    pub(crate) fn iteration_complete(&self, iteration: u32, duration_ms: u64) {
+        self.emit(EventPayload::IterationComplete {
+            iteration,
+            duration_ms,
+        });
+    }
+
+    pub(crate) fn llm_error(&self, iteration: u32, error: &looopy_core::LlmError) {
+        self.emit(EventPayload::LlmError {
+            iteration,
+            error_type: error.kind().to_owned(),
+            message: error.to_string(),
+        });
+    }
+
+    pub(crate) fn tool_detected(&self, iteration: u32, calls: &[ToolCall]) {
+        self.emit(EventPayload::ToolDetected {
+            iteration,
+            calls: calls.to_vec(),
+        });
+    }
+
+    pub(crate) fn hook_error(&self, hook: &str, point: &str, message: &str, fatal: bool) {
+        self.emit(EventPayload::HookError {
+            hook: hook.to_owned(),
+            point: point.to_owned(),
+            message: message.to_owned(),
+            fatal,
+        });
+    }
 }

@@ -38,7 +38,9 @@ mod checkpoint;
 mod config;
 mod error;
 mod events;
+pub mod hooks;
 mod iteration;
+mod pause;
 mod stream;
 mod tools;
 mod turn;
@@ -56,6 +58,7 @@ pub use stream::{TurnHandle, TurnOutcome, TurnStream};
 pub use tools::ToolRegistry;
 
 use crate::events::Emitter;
+use crate::hooks::{Hook, HookFailureMode, Hooks};
 use crate::stream::TurnShared;
 use crate::turn::Turn;
 
@@ -67,6 +70,7 @@ pub struct AgentLoop {
     tools: Arc<[Arc<dyn ToolProvider>]>,
     task_store: Option<Arc<dyn TaskStateStore>>,
     config: Arc<AgentLoopConfig>,
+    hooks: Hooks,
 }
 
 impl AgentLoop {
@@ -169,6 +173,8 @@ pub struct AgentLoopBuilder {
     tools: Vec<Arc<dyn ToolProvider>>,
     task_store: Option<Arc<dyn TaskStateStore>>,
     config: AgentLoopConfig,
+    hooks: Vec<Arc<dyn Hook>>,
+    hook_failure_mode: HookFailureMode,
 }
 
 impl AgentLoopBuilder {
@@ -179,6 +185,8 @@ impl AgentLoopBuilder {
             tools: Vec::new(),
             task_store: None,
             config: AgentLoopConfig::default(),
+            hooks: Vec::new(),
+            hook_failure_mode: HookFailureMode::default(),
         }
     }
 
@@ -242,6 +250,24 @@ impl AgentLoopBuilder {
         self
     }
 
+    /// Adds a hook; hooks run in the order they were added.
+    pub fn hook(mut self, hook: impl Hook + 'static) -> Self {
+        self.hooks.push(Arc::new(hook));
+        self
+    }
+
+    /// Adds a shared hook.
+    pub fn hook_shared(mut self, hook: Arc<dyn Hook>) -> Self {
+        self.hooks.push(hook);
+        self
+    }
+
+    /// What a failing hook does (default: fail the turn).
+    pub fn hook_failure_mode(mut self, mode: HookFailureMode) -> Self {
+        self.hook_failure_mode = mode;
+        self
+    }
+
     /// The loop.
     pub fn build(self) -> AgentLoop {
         AgentLoop {
@@ -249,6 +275,10 @@ impl AgentLoopBuilder {
             tools: self.tools.into(),
             task_store: self.task_store,
             config: Arc::new(self.config),
+            hooks: Hooks {
+                list: self.hooks.into(),
+                mode: self.hook_failure_mode,
+            },
         }
     }
 }

@@ -10,6 +10,7 @@ use looopy_core::{AgentEvent, History, Message, TaskState, Usage};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::events::TurnEnd;
+use crate::pause::PauseGate;
 
 /// How a turn ended and what it produced.
 #[derive(Debug, Clone)]
@@ -42,6 +43,7 @@ impl TurnOutcome {
 pub(crate) struct TurnShared {
     history: Mutex<Option<History>>,
     outcome: Mutex<Option<TurnOutcome>>,
+    pub(crate) pause: PauseGate,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -72,6 +74,22 @@ impl TurnHandle {
         lock(&self.shared.history)
             .clone()
             .unwrap_or_else(|| self.initial.clone())
+    }
+
+    /// Pauses the turn before its next model call or tool call (seed 002).
+    /// An `internal:execution-paused` event says when it stopped.
+    pub fn pause(&self, reason: impl Into<String>) {
+        self.shared.pause.pause(reason);
+    }
+
+    /// Lets a paused turn go on.
+    pub fn resume(&self) {
+        self.shared.pause.resume();
+    }
+
+    /// Whether a pause is requested.
+    pub fn is_paused(&self) -> bool {
+        self.shared.pause.is_paused()
     }
 
     /// The outcome, once the final event was produced.

@@ -14,6 +14,8 @@ use looopy_core::{
 use tracing::Instrument;
 
 use crate::events::Emitter;
+use crate::hooks::{FatalHook, HookContext, Hooks};
+use crate::pause::PauseGate;
 
 /// The tools of one turn, merged from every provider and routed by name.
 #[derive(Clone)]
@@ -112,16 +114,83 @@ pub(crate) struct Finished {
     pub(crate) result: ToolResult,
     pub(crate) outcome: ToolOutcome,
     pub(crate) duration_ms: u64,
+    /// A hook failure that must end the turn.
+    pub(crate) fatal: Option<FatalHook>,
 }
 
-/// One future per call, each in its `execute_tool` span, emitting
-/// `tool-start` when it starts. Boxed so that the turn's future stays `Send`
-/// whatever the borrow lifetimes.
+/// What every call of a batch shares.
+pub(crate) struct CallEnv<'a> {
+    pub(crate) registry: &'a ToolRegistry,
+    pub(crate) cx: &'a ToolContext,
+    pub(crate) emit: &'a Emitter,
+    pub(crate) hooks: &'a Hooks,
+    pub(crate) pause: &'a PauseGate,
+    pub(crate) iteration: u32,
+}
+
+impl CallEnv<'_> {
+    /// One call: wait while paused, approval and `before_tool` hooks, the
+    /// tool, `after_tool` hooks.
+    async fn run(&self, call: &ToolCall) -> Finished {
+        if !self.pause.wait(&self.cx.cancel, self.emit).await {
+            // Cancelled while paused: the turn drops this future.
+            return std::future::pending().await;
+        }
+        let mut call = call.clone();
+        let hcx = HookContext {
+            turn: self.cx.clone(),
+            iteration: self.iteration,
+        };
+        let gate = if self.hooks.is_empty() {
+            Ok(None)
+        } else {
+            self.hooks.gate_tool(&hcx, self.emit, &mut call).await
+        };
+        self.emit.tool_start(&call);
+        let started = Instant::now();
+        let (mut result, outcome) = match gate {
+            Ok(None) => self.registry.execute(&call, self.cx).await,
+            Ok(Some(result)) => {
+                let outcome = outcome_of(&result);
+                (result, outcome)
+            }
+            Err(fatal) => {
+                let result = ToolResult::error(&call.id, &fatal.message);
+                return Finished {
+                    call,
+                    result,
+                    outcome: ToolOutcome::Error,
+                    duration_ms: 0,
+                    fatal: Some(fatal),
+                };
+            }
+        };
+        let mut fatal = None;
+        if !self.hooks.is_empty() {
+            fatal = self
+                .hooks
+                .after_tool(&hcx, self.emit, &call, &mut result)
+                .await
+                .err();
+        }
+        if outcome != ToolOutcome::Success {
+            tracing::Span::current().record("error.type", "tool_error");
+        }
+        Finished {
+            call,
+            result,
+            outcome,
+            duration_ms: started.elapsed().as_millis() as u64,
+            fatal,
+        }
+    }
+}
+
+/// One future per call, each in its `execute_tool` span. Boxed so that the
+/// turn's future stays `Send` whatever the borrow lifetimes.
 pub(crate) fn call_futures<'a>(
-    registry: &'a ToolRegistry,
+    env: &'a CallEnv<'a>,
     calls: &'a [(usize, ToolCall)],
-    cx: &'a ToolContext,
-    emit: &'a Emitter,
 ) -> Vec<BoxFuture<'a, Finished>> {
     calls
         .iter()
@@ -134,22 +203,7 @@ pub(crate) fn call_futures<'a>(
                 gen_ai.tool.call.id = %call.id,
                 error.type = tracing::field::Empty,
             );
-            async move {
-                emit.tool_start(call);
-                let started = Instant::now();
-                let (result, outcome) = registry.execute(call, cx).await;
-                if outcome != ToolOutcome::Success {
-                    tracing::Span::current().record("error.type", "tool_error");
-                }
-                Finished {
-                    call: call.clone(),
-                    result,
-                    outcome,
-                    duration_ms: started.elapsed().as_millis() as u64,
-                }
-            }
-            .instrument(span)
-            .boxed()
+            env.run(call).instrument(span).boxed()
         })
         .collect()
 }

@@ -1,22 +1,24 @@
 //! One turn: start, iterate, end. The only place that decides termination.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use looopy_core::store::TaskCheckpoint;
 use looopy_core::{
-    History, LlmError, Message, Part, Role, TaskState, ToolCall, ToolChoice, ToolResult,
-    ToolSignal, TurnContext, Usage,
+    History, LlmError, LlmResponse, Message, Part, Role, TaskState, ToolCall, ToolChoice,
+    ToolResult, ToolSignal, TurnContext, Usage,
 };
 use serde_json::{Map, Value, json};
 use tracing::Instrument;
 
 use crate::checkpoint::{self, Snapshot};
 use crate::events::{Emitter, TurnEnd};
+use crate::hooks::{FatalHook, HookContext, TurnSummary};
 use crate::iteration;
 use crate::stream::{TurnOutcome, TurnShared};
-use crate::tools::{self, ToolRegistry};
+use crate::tools::{self, CallEnv, ToolRegistry};
 use crate::{AgentLoop, LoopError};
 
 /// The state of a turn in progress.
@@ -32,6 +34,8 @@ pub(crate) struct Turn {
     pub(crate) created_at: DateTime<Utc>,
     /// Results of the current batch that finished before the batch did.
     pub(crate) completed: Vec<ToolResult>,
+    /// Extra prompts sent by incomplete-work hooks so far.
+    incomplete_prompts: u32,
 }
 
 /// How the loop body ended.
@@ -39,6 +43,7 @@ struct Ending {
     end: TurnEnd,
     message: Option<Message>,
     metadata: Map<String, Value>,
+    error: Option<String>,
 }
 
 impl Ending {
@@ -47,6 +52,7 @@ impl Ending {
             end,
             message,
             metadata: Map::new(),
+            error: None,
         }
     }
 
@@ -56,11 +62,44 @@ impl Ending {
         ending
             .metadata
             .insert("error".into(), json!({ "type": kind, "message": text }));
+        ending.error = Some(text);
         ending
+    }
+
+    fn hook(f: FatalHook) -> Self {
+        Ending::failed(f.message, "hook")
     }
 }
 
+/// What one iteration decided.
+enum Step {
+    Continue,
+    End(Ending),
+}
+
 impl Turn {
+    fn new(
+        agent: AgentLoop,
+        cx: TurnContext,
+        emit: Emitter,
+        shared: Arc<TurnShared>,
+        history: History,
+    ) -> Self {
+        Turn {
+            agent,
+            cx,
+            emit,
+            shared,
+            turn_start: history.len(),
+            history,
+            iteration: 0,
+            usage: Usage::default(),
+            created_at: Utc::now(),
+            completed: Vec::new(),
+            incomplete_prompts: 0,
+        }
+    }
+
     /// A new turn over `history`.
     pub(crate) fn start(
         agent: AgentLoop,
@@ -69,19 +108,7 @@ impl Turn {
         shared: Arc<TurnShared>,
         history: History,
     ) -> Self {
-        let turn_start = history.len();
-        Turn {
-            agent,
-            cx,
-            emit,
-            shared,
-            history,
-            turn_start,
-            iteration: 0,
-            usage: Usage::default(),
-            created_at: Utc::now(),
-            completed: Vec::new(),
-        }
+        Self::new(agent, cx, emit, shared, history)
     }
 
     /// A turn continuing from a checkpoint.
@@ -92,43 +119,64 @@ impl Turn {
         shared: Arc<TurnShared>,
         c: TaskCheckpoint,
     ) -> Self {
-        Turn {
-            agent,
-            cx,
-            emit,
-            shared,
-            history: c.messages,
-            turn_start: c.turn_start,
-            iteration: c.iteration,
-            usage: c.usage,
-            created_at: c.created_at,
-            completed: c.completed_tool_results,
-        }
+        let mut turn = Self::new(agent, cx, emit, shared, c.messages);
+        turn.turn_start = c.turn_start;
+        turn.iteration = c.iteration;
+        turn.usage = c.usage;
+        turn.created_at = c.created_at;
+        turn.completed = c.completed_tool_results;
+        turn
     }
 
     fn span(&self) -> tracing::Span {
         tracing::info_span!(
             "invoke_agent",
             otel.name = %format_args!("invoke_agent {}", self.cx.agent_id),
+            otel.status_code = tracing::field::Empty,
             gen_ai.operation.name = "invoke_agent",
             gen_ai.agent.name = %self.cx.agent_id,
             gen_ai.conversation.id = %self.cx.context_id,
             a2a.task.id = %self.cx.task_id,
+            a2a.task.state = tracing::field::Empty,
             looopy.turn.end = tracing::field::Empty,
+            error.type = tracing::field::Empty,
         )
+    }
+
+    fn hook_cx(&self) -> HookContext {
+        HookContext {
+            turn: self.cx.clone(),
+            iteration: self.iteration,
+        }
     }
 
     /// Runs the turn to its end and emits the final event.
     pub(crate) async fn run(mut self, resumed: bool) {
         let span = self.span();
         async move {
+            let started = Instant::now();
             if !resumed {
                 self.emit.task_submitted();
             }
             self.emit.status(TaskState::Working);
+            self.emit.execution_start(resumed);
             let ending = self.body(resumed).await;
-            tracing::Span::current().record("looopy.turn.end", ending.end.as_str());
-            self.finish(ending).await;
+            let span = tracing::Span::current();
+            span.record("looopy.turn.end", ending.end.as_str());
+            span.record("a2a.task.state", ending.end.state().as_str());
+            if let Some(e) = &ending.error {
+                span.record("otel.status_code", "ERROR");
+                span.record(
+                    "error.type",
+                    ending
+                        .metadata
+                        .get("error")
+                        .and_then(|e| e["type"].as_str())
+                        .unwrap_or("error"),
+                );
+                tracing::error!(error = %e, "turn failed");
+            }
+            self.finish(ending, started).await;
         }
         .instrument(span)
         .await
@@ -139,36 +187,81 @@ impl Turn {
             Ok(r) => r,
             Err(e) => return Ending::failed(LoopError::from(e).to_string(), "configuration"),
         };
+        if let Err(f) = self
+            .agent
+            .hooks
+            .before_turn(&self.hook_cx(), &self.emit, &self.history)
+            .await
+        {
+            return Ending::hook(f);
+        }
         if resumed {
             let pending =
                 checkpoint::pending_calls(&self.history, self.turn_start, &self.completed);
             if (!pending.is_empty() || !self.completed.is_empty())
-                && let Some(ending) = self.run_tools(&registry, pending).await
+                && let Step::End(ending) = self.run_tools(&registry, pending).await
             {
                 return ending;
             }
         }
-        let config = self.agent.config.clone();
         loop {
             if self.cx.cancel.is_cancelled() {
                 return Ending::new(TurnEnd::Cancelled, None);
             }
-            if self.iteration >= config.max_iterations {
+            if self.iteration >= self.agent.config.max_iterations {
                 return self.wrap_up().await;
             }
             self.iteration += 1;
             let iteration = self.iteration;
-            let span = tracing::info_span!("iteration", otel.name = %format_args!("iteration {iteration}"), looopy.iteration = iteration);
-            let step = async {
-                self.checkpoint(TaskState::Working).await;
-                let request = iteration::request(
-                    &config,
-                    self.history.clone(),
-                    registry.definitions(),
-                    config.tool_choice.clone(),
-                );
+            let span = tracing::info_span!(
+                "iteration",
+                otel.name = %format_args!("iteration {iteration}"),
+                looopy.iteration = iteration,
+                error.type = tracing::field::Empty,
+            );
+            let started = Instant::now();
+            self.emit.iteration_start(iteration);
+            let step = self.iterate(&registry).instrument(span).await;
+            self.emit
+                .iteration_complete(iteration, started.elapsed().as_millis() as u64);
+            if let Step::End(ending) = step {
+                return ending;
+            }
+        }
+    }
+
+    /// One iteration: pause check, model call (with its hooks), then tools.
+    async fn iterate(&mut self, registry: &ToolRegistry) -> Step {
+        let config = self.agent.config.clone();
+        let hooks = self.agent.hooks.clone();
+        self.checkpoint(TaskState::Working).await;
+        match hooks.pause_check(&self.hook_cx(), &self.emit).await {
+            Ok(Some(reason)) => self.shared.pause.pause(reason),
+            Ok(None) => {}
+            Err(f) => return Step::End(Ending::hook(f)),
+        }
+        if !self.shared.pause.wait(&self.cx.cancel, &self.emit).await {
+            return Step::End(Ending::new(TurnEnd::Cancelled, None));
+        }
+        let mut request = iteration::request(
+            &config,
+            self.history.clone(),
+            registry.definitions(),
+            config.tool_choice.clone(),
+        );
+        let skipped = match hooks
+            .before_llm(&self.hook_cx(), &self.emit, &mut request)
+            .await
+        {
+            Ok(skip) => skip,
+            Err(f) => return Step::End(Ending::hook(f)),
+        };
+        let iteration = self.iteration;
+        let mut response = match skipped {
+            Some(response) => response,
+            None => {
                 let artifact_id = format!("{}-response-{iteration}", self.cx.task_id);
-                let response = match iteration::call_model(
+                match iteration::call_model(
                     self.agent.llm.as_ref(),
                     &config,
                     request,
@@ -180,60 +273,105 @@ impl Turn {
                 .await
                 {
                     Ok(r) => r,
-                    Err(LlmError::Cancelled) => return Some(Ending::new(TurnEnd::Cancelled, None)),
+                    Err(LlmError::Cancelled) => {
+                        return Step::End(Ending::new(TurnEnd::Cancelled, None));
+                    }
                     Err(e) => {
+                        self.emit.llm_error(iteration, &e);
                         tracing::Span::current().record("error.type", e.kind());
-                        return Some(Ending::failed(format!("LLM call failed: {e}"), e.kind()));
+                        return Step::End(Ending::failed(
+                            format!("LLM call failed: {e}"),
+                            e.kind(),
+                        ));
                     }
-                };
-                self.add_usage(response.usage);
-                if let Some(reasoning) = response.reasoning.clone() {
-                    self.emit.reasoning(reasoning);
                 }
-                let calls = response.message.tool_calls.clone();
-                let text = response.message.text();
-                self.push(response.message);
-                self.checkpoint(TaskState::Working).await;
-                if calls.is_empty() {
-                    if config.require_done_tool {
-                        if !text.is_empty() {
-                            self.emit.text(text);
-                        }
-                        return None;
-                    }
-                    let last = self.history.last().cloned();
-                    return Some(Ending::new(TurnEnd::Finished, last));
-                }
+            }
+        };
+        if let Err(f) = hooks
+            .after_llm(&self.hook_cx(), &self.emit, &mut response)
+            .await
+        {
+            return Step::End(Ending::hook(f));
+        }
+        self.add_usage(response.usage);
+        if let Some(reasoning) = response.reasoning.clone() {
+            self.emit.reasoning(reasoning);
+        }
+        let calls = response.message.tool_calls.clone();
+        let text = response.message.text();
+        self.push(response.message);
+        self.checkpoint(TaskState::Working).await;
+        if calls.is_empty() {
+            if config.require_done_tool {
                 if !text.is_empty() {
                     self.emit.text(text);
                 }
-                let indexed = calls.into_iter().enumerate().collect();
-                self.run_tools(&registry, indexed).await
+                return Step::Continue;
             }
-            .instrument(span);
-            if let Some(ending) = step.await {
-                return ending;
+            return self.model_finished().await;
+        }
+        if !text.is_empty() {
+            self.emit.text(text);
+        }
+        self.emit.tool_detected(iteration, &calls);
+        self.run_tools(registry, calls.into_iter().enumerate().collect())
+            .await
+    }
+
+    /// The model answered without tool calls: the turn ends unless an
+    /// incomplete-work hook sends one more prompt (bounded).
+    async fn model_finished(&mut self) -> Step {
+        let last = self.history.last().cloned();
+        if self.incomplete_prompts < self.agent.config.max_incomplete_prompts
+            && !self.agent.hooks.is_empty()
+        {
+            let summary = self.summary(TurnEnd::Finished, last.as_ref());
+            match self
+                .agent
+                .hooks
+                .incomplete_work(&self.hook_cx(), &self.emit, &summary)
+                .await
+            {
+                Ok(Some(prompt)) => {
+                    self.incomplete_prompts += 1;
+                    let mut message = Message::user(prompt);
+                    message
+                        .metadata
+                        .insert("looopyIncompleteWork".into(), Value::Bool(true));
+                    self.push(message);
+                    return Step::Continue;
+                }
+                Ok(None) => {}
+                Err(f) => return Step::End(Ending::hook(f)),
             }
         }
+        Step::End(Ending::new(TurnEnd::Finished, last))
     }
 
     /// Runs the pending calls of the last assistant message, appends every
     /// result of that message in the model's order, and reads their signals.
-    async fn run_tools(
-        &mut self,
-        registry: &ToolRegistry,
-        calls: Vec<(usize, ToolCall)>,
-    ) -> Option<Ending> {
+    async fn run_tools(&mut self, registry: &ToolRegistry, calls: Vec<(usize, ToolCall)>) -> Step {
         let limit = self.agent.config.max_parallel_tools.max(1);
         let cx = self.cx.clone();
         let emit = self.emit.clone();
+        let hooks = self.agent.hooks.clone();
+        let pause = self.shared.pause.clone();
+        let env = CallEnv {
+            registry,
+            cx: &cx,
+            emit: &emit,
+            hooks: &hooks,
+            pause: &pause,
+            iteration: self.iteration,
+        };
         let span = tracing::info_span!(
             "tools",
             otel.name = "execute_tools",
             looopy.tool_count = calls.len()
         );
-        let futures = tools::call_futures(registry, &calls, &cx, &emit);
-        let mut running = futures::stream::iter(futures).buffer_unordered(limit);
+        let mut running =
+            futures::stream::iter(tools::call_futures(&env, &calls)).buffer_unordered(limit);
+        let mut fatal = None;
         let cancelled = loop {
             let next = tokio::select! {
                 biased;
@@ -242,22 +380,21 @@ impl Turn {
             };
             let Some(f) = next else { break false };
             emit.tool_complete(&f.call.name, &f.result, f.outcome, f.duration_ms);
+            if fatal.is_none() {
+                fatal = f.fatal;
+            }
             self.completed.push(f.result);
             self.checkpoint(TaskState::Working).await;
         };
         drop(running);
         if cancelled {
             // `completed` stays in the checkpoint: a resume does not run those again.
-            return Some(Ending::new(TurnEnd::Cancelled, None));
+            return Step::End(Ending::new(TurnEnd::Cancelled, None));
         }
         let mut results = std::mem::take(&mut self.completed);
         // Order every result of the assistant message as the model asked.
         let order: Vec<String> = self
-            .history
-            .iter()
-            .skip(self.turn_start)
-            .rev()
-            .find(|m| m.role == Role::Assistant)
+            .last_assistant()
             .map(|m| m.tool_calls.iter().map(|c| c.id.clone()).collect())
             .unwrap_or_default();
         results.sort_by_key(|r| {
@@ -271,8 +408,9 @@ impl Turn {
         for result in results {
             match &result.signal {
                 Some(ToolSignal::InputRequired) => {
-                    if let Some(call) = calls.iter().find(|(_, c)| c.id == result.tool_call_id) {
-                        waiting.push(call.1.clone());
+                    if let Some((_, call)) = calls.iter().find(|(_, c)| c.id == result.tool_call_id)
+                    {
+                        waiting.push(call.clone());
                     }
                     continue;
                 }
@@ -281,16 +419,20 @@ impl Turn {
             }
             self.push(result.into_message());
         }
+        if let Some(f) = fatal {
+            return Step::End(Ending::hook(f));
+        }
         if !waiting.is_empty() {
-            return Some(self.input_required(waiting));
+            return Step::End(self.input_required(waiting));
         }
         if let Some(message) = done {
-            let text = message.unwrap_or_else(|| self.last_assistant_text());
+            let text = message
+                .unwrap_or_else(|| self.last_assistant().map(Message::text).unwrap_or_default());
             let answer = Message::assistant(text);
             self.push(answer.clone());
-            return Some(Ending::new(TurnEnd::DoneTool, Some(answer)));
+            return Step::End(Ending::new(TurnEnd::DoneTool, Some(answer)));
         }
-        None
+        Step::Continue
     }
 
     fn input_required(&self, waiting: Vec<ToolCall>) -> Ending {
@@ -312,14 +454,12 @@ impl Turn {
         ending
     }
 
-    fn last_assistant_text(&self) -> String {
+    fn last_assistant(&self) -> Option<&Message> {
         self.history
             .iter()
             .skip(self.turn_start)
             .rev()
             .find(|m| m.role == Role::Assistant)
-            .map(Message::text)
-            .unwrap_or_default()
     }
 
     /// Seed 003 §6: one last call without tools on a temporary copy of the
@@ -349,17 +489,10 @@ impl Turn {
             Err(LlmError::Cancelled) => return Ending::new(TurnEnd::Cancelled, None),
             Ok(response) => {
                 self.add_usage(response.usage);
-                let mut message = response.message;
-                // Tool calls are not wanted here; a model that sends some anyway
-                // must not leave unanswered calls in the history.
-                message.tool_calls.clear();
-                if message.text().is_empty() {
-                    Message::assistant(config.fallback_final_text.to_string())
-                } else {
-                    message
-                }
+                answer_text(response, &config.fallback_final_text)
             }
             Err(e) => {
+                self.emit.llm_error(self.iteration + 1, &e);
                 tracing::warn!(error = %e, "wrap-up call failed; answering with the fallback text");
                 Message::assistant(config.fallback_final_text.to_string())
             }
@@ -372,7 +505,7 @@ impl Turn {
         ending
     }
 
-    fn add_usage(&mut self, usage: Option<looopy_core::Usage>) {
+    fn add_usage(&mut self, usage: Option<Usage>) {
         if let Some(u) = usage {
             self.usage += u;
             self.emit.usage(u, self.usage);
@@ -382,6 +515,17 @@ impl Turn {
     fn push(&mut self, message: Message) {
         self.history.push(message);
         self.shared.set_history(self.history.clone());
+    }
+
+    fn summary(&self, end: TurnEnd, message: Option<&Message>) -> TurnSummary {
+        TurnSummary {
+            state: end.state(),
+            reason: end.as_str(),
+            final_text: message.map(Message::text),
+            history: self.history.clone(),
+            iterations: self.iteration,
+            usage: self.usage,
+        }
     }
 
     async fn checkpoint(&self, state: TaskState) {
@@ -399,7 +543,18 @@ impl Turn {
         }
     }
 
-    async fn finish(self, ending: Ending) {
+    async fn finish(self, mut ending: Ending, started: Instant) {
+        if !self.agent.hooks.is_empty() {
+            let summary = self.summary(ending.end, ending.message.as_ref());
+            if let Err(f) = self
+                .agent
+                .hooks
+                .after_turn(&self.hook_cx(), &self.emit, &summary)
+                .await
+            {
+                ending = Ending::hook(f);
+            }
+        }
         let state = ending.end.state();
         self.checkpoint(state).await;
         self.shared.set_outcome(TurnOutcome {
@@ -411,6 +566,11 @@ impl Turn {
             history: self.history.clone(),
             turn_start: self.turn_start,
         });
+        self.emit.execution_end(
+            ending.end,
+            started.elapsed().as_millis() as u64,
+            ending.error.clone(),
+        );
         self.emit.final_status(
             ending.end,
             ending.message,
@@ -418,5 +578,18 @@ impl Turn {
             self.iteration,
             ending.metadata,
         );
+    }
+}
+
+/// The wrap-up answer: the model's text without tool calls (a model that
+/// sends some anyway must not leave unanswered calls in the history), or the
+/// fallback when it said nothing.
+fn answer_text(response: LlmResponse, fallback: &str) -> Message {
+    let mut message = response.message;
+    message.tool_calls.clear();
+    if message.text().is_empty() {
+        Message::assistant(fallback.to_owned())
+    } else {
+        message
     }
 }

@@ -45,10 +45,14 @@ async fn plain_answer_follows_the_event_order_and_keeps_the_system_prompt_out_of
         vec![
             "task",
             "status-update",
+            "internal:execution-start",
+            "internal:iteration-start",
             "internal:llm-call",
             "artifact-update",
             "internal:llm-response",
             "internal:usage",
+            "internal:iteration-complete",
+            "internal:execution-end",
             "status-update"
         ]
     );

@@ -1,0 +1,385 @@
+//! Hooks: user code at fixed points of a turn (seed 002's hook table, seed
+//! 003's `canExecuteTool` and incomplete-work prompt).
+//!
+//! A [`Hook`] implements the points it cares about; every method has a
+//! default that does nothing. Several hooks run in registration order at each
+//! point; a change one hook makes (a rewritten request, new arguments) is what
+//! the next hook sees. A hook that returns an error emits an
+//! `internal:hook-error` event and then, per [`HookFailureMode`], either fails
+//! the turn or is ignored.
+//!
+//! ```
+//! use async_trait::async_trait;
+//! use looopy_core::ToolCall;
+//! use looopy_loop::hooks::{Approval, Hook, HookContext, HookError};
+//!
+//! /// Refuses one dangerous tool.
+//! struct NoDeletes;
+//!
+//! #[async_trait]
+//! impl Hook for NoDeletes {
+//!     fn name(&self) -> &str { "no-deletes" }
+//!     async fn approve_tool(&self, _cx: &HookContext, call: &ToolCall) -> Result<Approval, HookError> {
+//!         Ok(if call.name == "delete_all_data" {
+//!             Approval::Deny("Dangerous operation blocked".into())
+//!         } else {
+//!             Approval::Allow
+//!         })
+//!     }
+//! }
+//! ```
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use looopy_core::{
+    History, LlmRequest, LlmResponse, TaskState, ToolCall, ToolResult, TurnContext, Usage,
+};
+
+use crate::events::Emitter;
+
+/// Why a hook failed.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[error("{message}")]
+pub struct HookError {
+    /// What went wrong.
+    pub message: String,
+}
+
+impl HookError {
+    /// An error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        HookError {
+            message: message.into(),
+        }
+    }
+}
+
+/// What a failing hook does to the turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HookFailureMode {
+    /// The turn ends `failed` with the hook's error (the default: a broken
+    /// guard must not be skipped silently).
+    #[default]
+    FailTurn,
+    /// The failure is reported as an event and the turn goes on as if the
+    /// hook had not run.
+    Ignore,
+}
+
+/// What a hook knows about the turn.
+#[derive(Debug, Clone)]
+pub struct HookContext {
+    /// The turn's context (ids, principal, cancellation).
+    pub turn: TurnContext,
+    /// The current iteration (0 before the first).
+    pub iteration: u32,
+}
+
+/// `before_llm`: go on, or answer in the model's place.
+#[derive(Debug, Clone)]
+pub enum BeforeLlm {
+    /// Call the model with the (possibly modified) request.
+    Continue,
+    /// Do not call the model; use this response.
+    Skip(Box<LlmResponse>),
+}
+
+/// `before_tool`: go on, or give a result without running the tool.
+#[derive(Debug, Clone)]
+pub enum BeforeTool {
+    /// Run the tool with the (possibly modified) call.
+    Continue,
+    /// Do not run the tool; the model sees this result (a mock, a cached value).
+    Skip(ToolResult),
+}
+
+/// `approve_tool`: the approval gate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// Run it.
+    Allow,
+    /// Do not run it; the model reads the reason as the call's error result.
+    Deny(String),
+}
+
+/// A summary of how a turn is about to end, for `incomplete_work` and `after_turn`.
+#[derive(Debug, Clone)]
+pub struct TurnSummary {
+    /// The state it ends (or would end) in.
+    pub state: TaskState,
+    /// Why (`finished`, `max_iterations`, ...).
+    pub reason: &'static str,
+    /// The final answer's text, when there is one.
+    pub final_text: Option<String>,
+    /// The whole history.
+    pub history: History,
+    /// Iterations run.
+    pub iterations: u32,
+    /// Tokens used.
+    pub usage: Usage,
+}
+
+/// User code at the points of a turn. Implement only what you need.
+#[async_trait]
+pub trait Hook: Send + Sync {
+    /// A name for events and logs.
+    fn name(&self) -> &str {
+        "hook"
+    }
+
+    /// Before the first iteration.
+    async fn before_turn(&self, _cx: &HookContext, _history: &History) -> Result<(), HookError> {
+        Ok(())
+    }
+
+    /// Before each model call: modify the request, or skip the call.
+    async fn before_llm(
+        &self,
+        _cx: &HookContext,
+        _request: &mut LlmRequest,
+    ) -> Result<BeforeLlm, HookError> {
+        Ok(BeforeLlm::Continue)
+    }
+
+    /// After each model call: modify the response.
+    async fn after_llm(
+        &self,
+        _cx: &HookContext,
+        _response: &mut LlmResponse,
+    ) -> Result<(), HookError> {
+        Ok(())
+    }
+
+    /// The approval gate, before `before_tool`.
+    async fn approve_tool(
+        &self,
+        _cx: &HookContext,
+        _call: &ToolCall,
+    ) -> Result<Approval, HookError> {
+        Ok(Approval::Allow)
+    }
+
+    /// Before each tool call: modify the arguments, or skip with a result.
+    async fn before_tool(
+        &self,
+        _cx: &HookContext,
+        _call: &mut ToolCall,
+    ) -> Result<BeforeTool, HookError> {
+        Ok(BeforeTool::Continue)
+    }
+
+    /// After each tool call: modify the result.
+    async fn after_tool(
+        &self,
+        _cx: &HookContext,
+        _call: &ToolCall,
+        _result: &mut ToolResult,
+    ) -> Result<(), HookError> {
+        Ok(())
+    }
+
+    /// Each iteration, before the model call: `Some(reason)` pauses the turn
+    /// until [`TurnHandle::resume`](crate::TurnHandle::resume).
+    async fn pause_check(&self, _cx: &HookContext) -> Result<Option<String>, HookError> {
+        Ok(None)
+    }
+
+    /// Before a turn ends because the model answered: `Some(prompt)` sends the
+    /// model one more user message instead (seed 003 incomplete-work prompt).
+    /// Bounded by [`AgentLoopConfig::max_incomplete_prompts`](crate::AgentLoopConfig).
+    async fn incomplete_work(
+        &self,
+        _cx: &HookContext,
+        _summary: &TurnSummary,
+    ) -> Result<Option<String>, HookError> {
+        Ok(None)
+    }
+
+    /// After the turn ended, before its final event.
+    async fn after_turn(&self, _cx: &HookContext, _summary: &TurnSummary) -> Result<(), HookError> {
+        Ok(())
+    }
+}
+
+/// The hooks of a loop and what their failures do.
+#[derive(Clone, Default)]
+pub(crate) struct Hooks {
+    pub(crate) list: Arc<[Arc<dyn Hook>]>,
+    pub(crate) mode: HookFailureMode,
+}
+
+/// A hook failure that ends the turn.
+#[derive(Debug, Clone)]
+pub(crate) struct FatalHook {
+    pub(crate) message: String,
+}
+
+impl Hooks {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// Reports a failure; returns it when it must end the turn.
+    pub(crate) fn failed(
+        &self,
+        emit: &Emitter,
+        hook: &dyn Hook,
+        point: &str,
+        e: HookError,
+    ) -> Result<(), FatalHook> {
+        let fatal = self.mode == HookFailureMode::FailTurn;
+        emit.hook_error(hook.name(), point, &e.message, fatal);
+        if fatal {
+            Err(FatalHook {
+                message: format!("hook '{}' failed at {point}: {}", hook.name(), e.message),
+            })
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Each point runs every hook in order; the first fatal failure stops it.
+impl Hooks {
+    pub(crate) async fn before_turn(
+        &self,
+        cx: &HookContext,
+        emit: &Emitter,
+        history: &History,
+    ) -> Result<(), FatalHook> {
+        for h in self.list.iter() {
+            if let Err(e) = h.before_turn(cx, history).await {
+                self.failed(emit, h.as_ref(), "before_turn", e)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `Some(response)` when a hook answered in the model's place.
+    pub(crate) async fn before_llm(
+        &self,
+        cx: &HookContext,
+        emit: &Emitter,
+        request: &mut LlmRequest,
+    ) -> Result<Option<LlmResponse>, FatalHook> {
+        for h in self.list.iter() {
+            match h.before_llm(cx, request).await {
+                Ok(BeforeLlm::Continue) => {}
+                Ok(BeforeLlm::Skip(response)) => return Ok(Some(*response)),
+                Err(e) => self.failed(emit, h.as_ref(), "before_llm", e)?,
+            }
+        }
+        Ok(None)
+    }
+
+    pub(crate) async fn after_llm(
+        &self,
+        cx: &HookContext,
+        emit: &Emitter,
+        response: &mut LlmResponse,
+    ) -> Result<(), FatalHook> {
+        for h in self.list.iter() {
+            if let Err(e) = h.after_llm(cx, response).await {
+                self.failed(emit, h.as_ref(), "after_llm", e)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Approval, then `before_tool`. `Some(result)` when the call must not run.
+    pub(crate) async fn gate_tool(
+        &self,
+        cx: &HookContext,
+        emit: &Emitter,
+        call: &mut ToolCall,
+    ) -> Result<Option<ToolResult>, FatalHook> {
+        for h in self.list.iter() {
+            match h.approve_tool(cx, call).await {
+                Ok(Approval::Allow) => {}
+                Ok(Approval::Deny(reason)) => {
+                    let mut denied =
+                        ToolResult::error(&call.id, format!("Tool call denied: {reason}"));
+                    denied
+                        .metadata
+                        .insert("denied".into(), serde_json::Value::Bool(true));
+                    return Ok(Some(denied));
+                }
+                Err(e) => self.failed(emit, h.as_ref(), "approve_tool", e)?,
+            }
+        }
+        for h in self.list.iter() {
+            match h.before_tool(cx, call).await {
+                Ok(BeforeTool::Continue) => {}
+                Ok(BeforeTool::Skip(mut result)) => {
+                    result.tool_call_id.clone_from(&call.id);
+                    return Ok(Some(result));
+                }
+                Err(e) => self.failed(emit, h.as_ref(), "before_tool", e)?,
+            }
+        }
+        Ok(None)
+    }
+
+    pub(crate) async fn after_tool(
+        &self,
+        cx: &HookContext,
+        emit: &Emitter,
+        call: &ToolCall,
+        result: &mut ToolResult,
+    ) -> Result<(), FatalHook> {
+        for h in self.list.iter() {
+            if let Err(e) = h.after_tool(cx, call, result).await {
+                self.failed(emit, h.as_ref(), "after_tool", e)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The first pause reason any hook gives.
+    pub(crate) async fn pause_check(
+        &self,
+        cx: &HookContext,
+        emit: &Emitter,
+    ) -> Result<Option<String>, FatalHook> {
+        for h in self.list.iter() {
+            match h.pause_check(cx).await {
+                Ok(Some(reason)) => return Ok(Some(reason)),
+                Ok(None) => {}
+                Err(e) => self.failed(emit, h.as_ref(), "pause_check", e)?,
+            }
+        }
+        Ok(None)
+    }
+
+    /// The first extra prompt any hook gives.
+    pub(crate) async fn incomplete_work(
+        &self,
+        cx: &HookContext,
+        emit: &Emitter,
+        summary: &TurnSummary,
+    ) -> Result<Option<String>, FatalHook> {
+        for h in self.list.iter() {
+            match h.incomplete_work(cx, summary).await {
+                Ok(Some(prompt)) => return Ok(Some(prompt)),
+                Ok(None) => {}
+                Err(e) => self.failed(emit, h.as_ref(), "incomplete_work", e)?,
+            }
+        }
+        Ok(None)
+    }
+
+    pub(crate) async fn after_turn(
+        &self,
+        cx: &HookContext,
+        emit: &Emitter,
+        summary: &TurnSummary,
+    ) -> Result<(), FatalHook> {
+        for h in self.list.iter() {
+            if let Err(e) = h.after_turn(cx, summary).await {
+                self.failed(emit, h.as_ref(), "after_turn", e)?;
+            }
+        }
+        Ok(())
+    }
+}
