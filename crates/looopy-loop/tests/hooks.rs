@@ -1,5 +1,6 @@
 //! Hooks, the event catalogue, and pause / resume inside a turn.
 
+#![allow(clippy::unwrap_used)]
 mod common;
 
 use std::sync::{Arc, Mutex};

@@ -1,5 +1,6 @@
 //! Checkpointing and resume.
 
+#![allow(clippy::unwrap_used)]
 mod common;
 
 use std::sync::Arc;

@@ -1,5 +1,6 @@
 //! AgentLoop behaviour: event order, tools, termination.
 
+#![allow(clippy::unwrap_used)]
 mod common;
 
 use std::sync::Arc;
