@@ -1,5 +1,9 @@
 #![forbid(unsafe_code)]
-#![doc = include_str!("../README.md")]
+#![cfg_attr(feature = "mcp", doc = include_str!("../README.md"))]
+#![cfg_attr(
+    not(feature = "mcp"),
+    doc = "Tool providers for the Looopy agent runtime (built without the `mcp` feature; see README.md)."
+)]
 
 mod client;
 mod done;

@@ -64,23 +64,21 @@ fn inline_file(name: Option<String>, mime_type: String, data: String) -> Part {
 
 /// Maps a whole MCP result.
 ///
-/// Structured content becomes a [`Part::Data`]; text blocks that merely
-/// repeat it as JSON (which servers are asked to send for older clients) are
-/// dropped so that the model does not read it twice. `isError` gives an
-/// error result whose first text starts with `Error: `.
+/// Structured content becomes a [`Part::Data`], and text blocks that merely
+/// repeat it as JSON (which servers send for older clients) are dropped so
+/// that the model does not read it twice. A structured result that only
+/// wraps a scalar (`{"result": x}`) whose text is already there adds
+/// nothing and is dropped instead. `isError` gives an error result whose
+/// first text starts with `Error: `.
 pub(crate) fn to_tool_result(tool_call_id: String, result: CallToolResult) -> ToolResult {
-    let structured = result.structured_content;
-    let mut content: Vec<Part> = result
-        .content
-        .into_iter()
-        .filter_map(to_part)
-        .filter(|part| match (&structured, part) {
-            (Some(data), Part::Text { text }) => !repeats(data, text),
-            _ => true,
-        })
-        .collect();
-    if let Some(data) = structured {
-        content.push(Part::data(data));
+    let mut content: Vec<Part> = result.content.into_iter().filter_map(to_part).collect();
+    if let Some(data) = result.structured_content {
+        let wrapped_and_shown =
+            unwrapped(&data).is_some_and(|inner| content.iter().any(|p| text_is(p, inner)));
+        if !wrapped_and_shown {
+            content.retain(|p| !text_is(p, &data));
+            content.push(Part::data(data));
+        }
     }
     let is_error = result.is_error == Some(true);
     if is_error {
@@ -106,18 +104,23 @@ pub(crate) fn to_tool_result(tool_call_id: String, result: CallToolResult) -> To
     }
 }
 
-/// Whether `text` is `data` written as JSON (or, for a structured result
-/// wrapped as `{"result": x}`, is `x`).
-fn repeats(data: &Value, text: &str) -> bool {
-    let Ok(parsed) = serde_json::from_str::<Value>(text) else {
+/// `x` when `data` is `{"result": x}`, the wrapping of a scalar result.
+fn unwrapped(data: &Value) -> Option<&Value> {
+    match data {
+        Value::Object(map) if map.len() == 1 => map.get("result"),
+        _ => None,
+    }
+}
+
+/// Whether `part` is a text part that says `value`: the same string, or
+/// `value` written as JSON.
+fn text_is(part: &Part, value: &Value) -> bool {
+    let Part::Text { text } = part else {
         return false;
     };
-    if &parsed == data {
-        return true;
-    }
-    match data {
-        Value::Object(map) if map.len() == 1 => map.get("result") == Some(&parsed),
-        _ => false,
+    match value {
+        Value::String(s) => s == text,
+        _ => serde_json::from_str::<Value>(text).is_ok_and(|parsed| &parsed == value),
     }
 }
 
@@ -180,6 +183,19 @@ mod tests {
                 json!({"content": [{"type": "text", "text": "42"}], "structuredContent": {"result": 42}}),
             ),
         );
-        assert_eq!(r.content, vec![Part::data(json!({"result": 42}))]);
+        assert_eq!(r.content, vec![Part::text("42")]);
+        let r = to_tool_result(
+            "c5".into(),
+            result(
+                json!({"content": [{"type": "text", "text": "hi"}], "structuredContent": {"result": "hi"}}),
+            ),
+        );
+        assert_eq!(r.content, vec![Part::text("hi")]);
+        // Structured content without a text copy is kept.
+        let r = to_tool_result(
+            "c6".into(),
+            result(json!({"content": [], "structuredContent": {"result": 1}})),
+        );
+        assert_eq!(r.content, vec![Part::data(json!({"result": 1}))]);
     }
 }

@@ -1,0 +1,181 @@
+//! `McpToolProvider` against `@modelcontextprotocol/server-everything`
+//! (npm), the reference server of the MCP project, over stdio.
+#![cfg(feature = "mcp")]
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
+
+mod support;
+
+use std::path::Path;
+
+use looopy_core::{Part, ToolCall, ToolContext, ToolProvider};
+use looopy_tools::{McpToolProvider, StdioServer};
+use serde_json::{Value, json};
+
+fn cx() -> ToolContext {
+    ToolContext::new("t", "c")
+}
+
+fn provider(bin: &Path) -> McpToolProvider {
+    McpToolProvider::new(
+        StdioServer::new(bin)
+            .arg("stdio")
+            .env("LOOOPY_TEST_MARKER", "marker-42"),
+    )
+}
+
+#[tokio::test]
+async fn server_everything_over_stdio() {
+    let Some(bin) = support::server_everything() else {
+        return;
+    };
+    let mcp = provider(&bin);
+    assert_eq!(mcp.name(), "mcp-server-everything");
+
+    let defs = mcp.tools(&cx()).await.unwrap();
+    let names: Vec<_> = defs.iter().map(|d| d.name.as_str()).collect();
+    for expected in [
+        "echo",
+        "get-sum",
+        "get-tiny-image",
+        "get-structured-content",
+        "get-env",
+        "get-resource-links",
+    ] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    let sum = defs.iter().find(|d| d.name == "get-sum").unwrap();
+    assert_eq!(sum.description, "Returns the sum of two numbers");
+    assert_eq!(sum.parameters["properties"]["a"]["type"], "number");
+
+    let r = mcp
+        .execute(
+            &ToolCall::new("1", "echo", r#"{"message": "hello"}"#),
+            &cx(),
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text_content());
+    assert_eq!(r.text_content(), "Echo: hello");
+
+    let r = mcp
+        .execute(&ToolCall::new("2", "get-sum", r#"{"a": 2, "b": 3}"#), &cx())
+        .await;
+    assert_eq!(r.text_content(), "The sum of 2 and 3 is 5.");
+
+    // Text around an image; the image is an inline PNG.
+    let r = mcp
+        .execute(&ToolCall::new("3", "get-tiny-image", "{}"), &cx())
+        .await;
+    assert!(!r.is_error, "{}", r.text_content());
+    let files: Vec<_> = r
+        .content
+        .iter()
+        .filter_map(|p| match p {
+            Part::File { file } => Some(file),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(files.len(), 1, "{:?}", r.content);
+    assert_eq!(files[0].mime_type.as_deref(), Some("image/png"));
+    assert!(
+        files[0]
+            .bytes
+            .as_deref()
+            .unwrap()
+            .starts_with("iVBORw0KGgo")
+    );
+    assert!(r.content.iter().any(|p| p.as_text().is_some()));
+
+    // Structured content: one data part, the JSON text copy dropped.
+    let r = mcp
+        .execute(
+            &ToolCall::new("4", "get-structured-content", r#"{"location": "Chicago"}"#),
+            &cx(),
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text_content());
+    assert_eq!(
+        r.content,
+        vec![Part::data(json!({
+            "temperature": 36, "conditions": "Light rain / drizzle", "humidity": 82
+        }))]
+    );
+
+    // Resource links become files by URI.
+    let r = mcp
+        .execute(
+            &ToolCall::new("5", "get-resource-links", r#"{"count": 2}"#),
+            &cx(),
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text_content());
+    let uris: Vec<_> = r
+        .content
+        .iter()
+        .filter_map(|p| match p {
+            Part::File { file } => file.uri.clone(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(uris.len(), 2, "{:?}", r.content);
+
+    // The child got the configured environment.
+    let r = mcp
+        .execute(&ToolCall::new("6", "get-env", "{}"), &cx())
+        .await;
+    let env: Value = serde_json::from_str(&r.text_content()).unwrap();
+    assert_eq!(env["LOOOPY_TEST_MARKER"], "marker-42");
+
+    // Arguments the server's schema rejects give an error result.
+    let r = mcp
+        .execute(&ToolCall::new("7", "get-sum", r#"{"a": "two"}"#), &cx())
+        .await;
+    assert!(r.is_error, "{}", r.text_content());
+    assert!(r.text_content().starts_with("Error:"));
+
+    let pid = mcp.server_pid().await.unwrap();
+    mcp.shutdown().await.unwrap();
+    assert!(!support::alive(pid), "the node server outlived shutdown()");
+}
+
+#[tokio::test]
+async fn server_everything_is_respawned_after_a_crash() {
+    let Some(bin) = support::server_everything() else {
+        return;
+    };
+    let mcp = provider(&bin).with_prefix("ev_");
+    let defs = mcp.tools(&cx()).await.unwrap();
+    assert!(defs.iter().all(|d| d.name.starts_with("ev_")));
+    let first = mcp.server_pid().await.unwrap();
+    support::kill9(first);
+
+    let mut failures = 0;
+    loop {
+        let r = mcp
+            .execute(
+                &ToolCall::new("1", "ev_echo", r#"{"message": "again"}"#),
+                &cx(),
+            )
+            .await;
+        if !r.is_error {
+            assert_eq!(r.text_content(), "Echo: again");
+            break;
+        }
+        assert!(
+            r.text_content().contains("unavailable"),
+            "{}",
+            r.text_content()
+        );
+        failures += 1;
+        assert!(failures <= 1, "more than one failed call after the crash");
+    }
+    let second = mcp.server_pid().await.unwrap();
+    assert_ne!(first, second);
+    assert!(
+        support::wait_gone(first).await,
+        "the dead child was not reaped"
+    );
+    mcp.shutdown().await.unwrap();
+}

@@ -1,0 +1,321 @@
+//! `McpToolProvider` against a Python MCP server (PyPI `mcp` 2.x, the
+//! fixture in tests/fixtures/mcp_server.py), over stdio and streamable HTTP.
+#![cfg(feature = "mcp")]
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use looopy_core::{Part, ToolCall, ToolContext, ToolError, ToolProvider};
+use looopy_tools::{HttpServer, McpToolProvider, StdioServer, ToolProviderExt};
+use serde_json::json;
+
+fn cx() -> ToolContext {
+    ToolContext::new("t", "c")
+}
+
+fn stdio_provider(python: &Path) -> McpToolProvider {
+    McpToolProvider::new(
+        StdioServer::new(python)
+            .arg(support::fixture_server().display().to_string())
+            .arg("stdio")
+            .env("PYTHONUNBUFFERED", "1"),
+    )
+    .with_name("py")
+    .with_prefix("py_")
+}
+
+/// The checks shared by both transports.
+async fn exercise(mcp: &McpToolProvider) {
+    let defs = mcp.tools(&cx()).await.unwrap();
+    let mut names: Vec<_> = defs.iter().map(|d| d.name.as_str()).collect();
+    names.sort_unstable();
+    // `echo.text` is not a valid model tool name: the dot becomes `_`.
+    assert_eq!(
+        names,
+        [
+            "py_echo_text",
+            "py_fail",
+            "py_pid",
+            "py_pixel",
+            "py_weather"
+        ]
+    );
+    let weather = defs.iter().find(|d| d.name == "py_weather").unwrap();
+    assert_eq!(weather.description, "Structured weather for a city.");
+    assert_eq!(weather.parameters["properties"]["city"]["type"], "string");
+
+    // Text, routed back to the server's own name.
+    let r = mcp
+        .execute(
+            &ToolCall::new("1", "py_echo_text", r#"{"text": "hi"}"#),
+            &cx(),
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text_content());
+    assert_eq!(r.tool_call_id, "1");
+    assert_eq!(r.content[0], Part::text("echo: hi"));
+
+    // Structured content becomes a data part, without the JSON text copy.
+    let r = mcp
+        .execute(
+            &ToolCall::new("2", "py_weather", r#"{"city": "Oslo"}"#),
+            &cx(),
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text_content());
+    assert_eq!(
+        r.content,
+        vec![Part::data(json!({"city": "Oslo", "celsius": 21.5}))]
+    );
+
+    // Images become inline files.
+    let r = mcp
+        .execute(&ToolCall::new("3", "py_pixel", ""), &cx())
+        .await;
+    assert!(!r.is_error, "{}", r.text_content());
+    match &r.content[..] {
+        [Part::File { file }] => {
+            assert_eq!(file.mime_type.as_deref(), Some("image/png"));
+            assert!(file.bytes.as_deref().unwrap().starts_with("iVBORw0KGgo"));
+        }
+        other => panic!("expected one file part, got {other:?}"),
+    }
+
+    // A failing tool is an error result with the server's message.
+    let r = mcp
+        .execute(
+            &ToolCall::new("4", "py_fail", r#"{"reason": "testing"}"#),
+            &cx(),
+        )
+        .await;
+    assert!(r.is_error);
+    let text = r.text_content();
+    assert!(text.starts_with("Error: "), "{text}");
+    assert!(text.contains("failed on purpose: testing"), "{text}");
+
+    // Arguments the server rejects, and ones that are not an object.
+    let r = mcp
+        .execute(&ToolCall::new("5", "py_weather", r#"{"town": 1}"#), &cx())
+        .await;
+    assert!(r.is_error, "{}", r.text_content());
+    let r = mcp
+        .execute(&ToolCall::new("6", "py_weather", "[1]"), &cx())
+        .await;
+    assert!(r.is_error);
+    assert!(r.text_content().contains("must be a JSON object"));
+
+    let r = mcp
+        .execute(&ToolCall::new("7", "py_nope", "{}"), &cx())
+        .await;
+    assert!(r.is_error);
+    assert!(r.text_content().contains("Unknown tool 'py_nope'"));
+}
+
+#[tokio::test]
+async fn python_server_over_stdio() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let mcp = stdio_provider(&python);
+    exercise(&mcp).await;
+    mcp.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_call_before_any_listing_connects_and_routes() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let mcp = stdio_provider(&python);
+    let r = mcp
+        .execute(
+            &ToolCall::new("1", "py_echo_text", r#"{"text": "first"}"#),
+            &cx(),
+        )
+        .await;
+    assert_eq!(r.text_content(), "echo: first");
+    mcp.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_provider_reconnects_after_the_child_dies() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let mcp = stdio_provider(&python);
+    mcp.connect().await.unwrap();
+    let first = mcp.server_pid().await.unwrap();
+    let r = mcp.execute(&ToolCall::new("1", "py_pid", ""), &cx()).await;
+    assert_eq!(r.text_content(), first.to_string());
+
+    support::kill9(first);
+    // The provider reaps the dead child when it notices; it may also be
+    // reaped by the reconnect below.
+    let mut failures = 0;
+    let second = loop {
+        let r = mcp.execute(&ToolCall::new("2", "py_pid", ""), &cx()).await;
+        if !r.is_error {
+            break r.text_content().parse::<u32>().unwrap();
+        }
+        // The call that finds the broken pipe reports the server unavailable.
+        assert!(
+            r.text_content().contains("unavailable"),
+            "{}",
+            r.text_content()
+        );
+        failures += 1;
+        assert!(failures <= 1, "more than one failed call after the crash");
+    };
+    assert_ne!(second, first, "the server was not re-spawned");
+    assert_eq!(mcp.server_pid().await, Some(second));
+    assert!(
+        support::wait_gone(first).await,
+        "the dead child was not reaped"
+    );
+
+    // Listing works on the new session too.
+    assert_eq!(mcp.tools(&cx()).await.unwrap().len(), 5);
+    mcp.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn shutdown_ends_the_child_and_later_calls_fail() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let mcp = stdio_provider(&python);
+    mcp.connect().await.unwrap();
+    let pid = mcp.server_pid().await.unwrap();
+    assert!(support::alive(pid));
+    mcp.shutdown().await.unwrap();
+    // shutdown waits for the child: it is gone at once, not eventually.
+    assert!(!support::alive(pid), "the child outlived shutdown()");
+
+    let r = mcp.execute(&ToolCall::new("1", "py_pid", ""), &cx()).await;
+    assert!(r.is_error);
+    assert!(
+        r.text_content().contains("shut down"),
+        "{}",
+        r.text_content()
+    );
+    assert!(matches!(
+        mcp.tools(&cx()).await,
+        Err(ToolError::Unavailable { .. })
+    ));
+}
+
+#[tokio::test]
+async fn dropping_the_provider_kills_the_child() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let mcp = stdio_provider(&python);
+    mcp.connect().await.unwrap();
+    let pid = mcp.server_pid().await.unwrap();
+    drop(mcp);
+    assert!(
+        support::wait_gone(pid).await,
+        "the child outlived the provider"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_program_is_reported_unavailable() {
+    let mcp = McpToolProvider::new(StdioServer::new("/nonexistent/mcp-server"));
+    let err = mcp.connect().await.unwrap_err();
+    assert!(err.to_string().contains("could not start"), "{err}");
+    let r = mcp.execute(&ToolCall::new("1", "x", "{}"), &cx()).await;
+    assert!(r.is_error);
+    assert!(
+        r.text_content().contains("unavailable"),
+        "{}",
+        r.text_content()
+    );
+}
+
+/// A Python server over streamable HTTP on a free port; killed on drop.
+struct HttpFixture {
+    child: tokio::process::Child,
+    url: String,
+}
+
+impl HttpFixture {
+    async fn start(python: &Path) -> Self {
+        let port = support::free_port();
+        let child = tokio::process::Command::new(python)
+            .arg(support::fixture_server())
+            .arg("http")
+            .arg(port.to_string())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        support::wait_for_port(port).await;
+        HttpFixture {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn python_server_over_streamable_http() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let mut server = HttpFixture::start(&python).await;
+    let mcp = McpToolProvider::new(HttpServer::new(server.url.clone()).header("X-Test", "looopy"))
+        .with_name("py")
+        .with_prefix("py_");
+    exercise(&mcp).await;
+
+    // The server goes away: calls fail as unavailable, none hangs.
+    server.child.kill().await.unwrap();
+    let tools = mcp
+        .clone()
+        .with_timeouts()
+        .with_default(Duration::from_secs(20));
+    let r = tools
+        .execute(
+            &ToolCall::new("9", "py_echo_text", r#"{"text": "x"}"#),
+            &cx(),
+        )
+        .await;
+    assert!(r.is_error, "{}", r.text_content());
+
+    // A new server process on the same URL: the provider reconnects.
+    let port: u16 = server
+        .url
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    let _restarted = tokio::process::Command::new(&python)
+        .arg(support::fixture_server())
+        .arg("http")
+        .arg(port.to_string())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    support::wait_for_port(port).await;
+    let mut ok = false;
+    for _ in 0..3 {
+        let r = tools
+            .execute(
+                &ToolCall::new("10", "py_echo_text", r#"{"text": "back"}"#),
+                &cx(),
+            )
+            .await;
+        if !r.is_error {
+            assert_eq!(r.text_content(), "echo: back");
+            ok = true;
+            break;
+        }
+    }
+    assert!(ok, "the provider did not reconnect to the restarted server");
+    mcp.shutdown().await.unwrap();
+}
