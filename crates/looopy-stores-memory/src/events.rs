@@ -235,3 +235,57 @@ impl EventLog for MemoryEventLog {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use looopy_core::EventPayload;
+
+    fn text(n: u32) -> AgentEvent {
+        AgentEvent::new(
+            "t".into(),
+            "c".into(),
+            EventPayload::Text {
+                text: n.to_string(),
+            },
+        )
+    }
+
+    #[tokio::test]
+    async fn ids_keep_growing_after_a_delete() {
+        let log = MemoryEventLog::new();
+        let first = log.append("t", &text(1)).await.unwrap();
+        log.delete("t").await.unwrap();
+        let second = log.append("t", &text(2)).await.unwrap();
+        assert!(second.parse::<u64>().unwrap() > first.parse::<u64>().unwrap());
+        // A reader that had seen `first` still gets the new event.
+        let after = log.read("t", Some(&first), 10).await.unwrap();
+        assert_eq!(after.len(), 1);
+        assert_eq!(after[0].id, second);
+    }
+
+    #[tokio::test]
+    async fn an_id_that_is_not_ours_is_an_error() {
+        let log = MemoryEventLog::new();
+        let err = log.read("t", Some("1-0"), 10).await.unwrap_err();
+        assert!(matches!(err, StoreError::NotFound { .. }), "{err:?}");
+        let items: Vec<_> = log.follow("t", Some("x".into())).collect().await;
+        assert_eq!(items.len(), 1);
+        assert!(items[0].is_err());
+    }
+
+    #[tokio::test]
+    async fn a_dropped_follower_unregisters() {
+        let log = MemoryEventLog::new();
+        let mut first = log.follow("t", None);
+        let second = log.follow("t", None);
+        assert_eq!(lock(&log.inner).watchers.get("t").map(|w| w.1), Some(2));
+        drop(second);
+        let event = text(1);
+        log.append("t", &event).await.unwrap();
+        assert_eq!(first.next().await.unwrap().unwrap().event, event);
+        drop(first);
+        assert!(lock(&log.inner).watchers.is_empty());
+        assert_eq!(log.len("t"), 1);
+    }
+}

@@ -118,3 +118,31 @@ impl TurnLock for MemoryTurnLock {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn leases_expire_on_the_tokio_clock() {
+        let lock = MemoryTurnLock::new();
+        let ttl = Duration::from_secs(60);
+        assert!(lock.try_acquire("c", "a", ttl).await.unwrap());
+        assert_eq!(lock.holder("c").as_deref(), Some("a"));
+        tokio::time::advance(Duration::from_secs(59)).await;
+        assert!(!lock.try_acquire("c", "b", ttl).await.unwrap());
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert_eq!(lock.holder("c"), None);
+        assert!(lock.try_acquire("c", "b", ttl).await.unwrap());
+        assert!(!lock.renew("c", "a", ttl).await.unwrap());
+        assert_eq!(lock.holder("c").as_deref(), Some("b"));
+    }
+
+    #[tokio::test]
+    async fn a_huge_ttl_does_not_overflow() {
+        let lock = MemoryTurnLock::new();
+        assert!(lock.try_acquire("c", "a", Duration::MAX).await.unwrap());
+        assert!(lock.renew("c", "a", Duration::MAX).await.unwrap());
+        assert!(!lock.try_acquire("c", "b", Duration::MAX).await.unwrap());
+    }
+}

@@ -131,3 +131,24 @@ impl MessageStore for MemoryMessageStore {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn history_shares_the_stored_messages() {
+        let store = MemoryMessageStore::new();
+        let batch: Vec<Message> = (0..3).map(|n| Message::user(n.to_string())).collect();
+        store.append("c", &batch).await.unwrap();
+        let history = store.history("c");
+        assert_eq!(history.to_vec(), batch);
+        assert!(store.history("missing").is_empty());
+        assert_eq!(store.context_count(), 1);
+        // Replacing everything with nothing forgets the context.
+        store.replace_range("c", 0..3, &[]).await.unwrap();
+        assert_eq!(store.context_count(), 0);
+        // The history taken before is a snapshot.
+        assert_eq!(history.len(), 3);
+    }
+}

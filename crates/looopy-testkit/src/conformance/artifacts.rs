@@ -7,6 +7,7 @@ use std::time::Duration;
 use looopy_core::store::{ArtifactStore, StoredArtifact};
 use looopy_core::{Artifact, Part};
 use serde_json::{Value, json};
+use tokio::sync::Barrier;
 
 use super::fixtures::{all_parts, full_artifact};
 use super::{UniqueIds, join, ok};
@@ -208,10 +209,13 @@ fn tag(part: &Part) -> (u64, u64, u64) {
 async fn concurrent_appends(store: Arc<dyn ArtifactStore>, ids: &UniqueIds) {
     let ctx = ids.next("ctx");
     let task = ids.next("task");
+    let start = Arc::new(Barrier::new(WRITERS));
     let writers: Vec<_> = (0..WRITERS)
         .map(|w| {
             let (store, ctx, task) = (Arc::clone(&store), ctx.clone(), task.clone());
+            let start = Arc::clone(&start);
             tokio::spawn(async move {
+                start.wait().await;
                 for b in 0..BATCHES {
                     let parts: Vec<Part> = (0..BATCH_SIZE)
                         .map(|i| Part::data(json!({"w": w, "b": b, "i": i})))

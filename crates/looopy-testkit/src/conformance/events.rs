@@ -7,6 +7,7 @@ use std::time::Duration;
 use futures::{StreamExt, TryStreamExt};
 use looopy_core::store::{EventLog, StoredEvent};
 use looopy_core::{AgentEvent, EventPayload};
+use tokio::sync::Barrier;
 
 use super::fixtures::{every_event, final_event, numbered_event};
 use super::{UniqueIds, join, ok, within};
@@ -219,10 +220,13 @@ async fn follow_before_first_event(log: Arc<dyn EventLog>, ids: &UniqueIds) {
 
 async fn concurrent_appends(log: Arc<dyn EventLog>, ids: &UniqueIds) {
     let task = ids.next("task");
+    let start = Arc::new(Barrier::new(WRITERS));
     let writers: Vec<_> = (0..WRITERS)
         .map(|w| {
             let (log, task) = (Arc::clone(&log), task.clone());
+            let start = Arc::clone(&start);
             tokio::spawn(async move {
+                start.wait().await;
                 let events: Vec<AgentEvent> = (0..PER_WRITER)
                     .map(|n| numbered_event(&task, w * 1000 + n))
                     .collect();

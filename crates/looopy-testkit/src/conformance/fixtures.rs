@@ -201,6 +201,7 @@ fn status(state: TaskState, tag: &str) -> TaskStatus {
 }
 
 /// One event of every payload kind, every field set, ending with the final one.
+/// (`EventPayload` is `#[non_exhaustive]`: add new kinds here.)
 pub(crate) fn every_event(task_id: &str, context_id: &str) -> Vec<AgentEvent> {
     let call = ToolCall::new("call-1", "search", r#"{"q":"x"}"#);
     let payloads = vec![
@@ -267,6 +268,40 @@ pub(crate) fn every_event(task_id: &str, context_id: &str) -> Vec<AgentEvent> {
         EventPayload::Usage {
             call: full_usage(1),
             total: full_usage(2),
+        },
+        EventPayload::ExecutionStart { resumed: true },
+        EventPayload::ExecutionPaused {
+            reason: "review ✓".into(),
+        },
+        EventPayload::ExecutionResumed {},
+        EventPayload::IterationStart { iteration: 2 },
+        EventPayload::IterationComplete {
+            iteration: 2,
+            duration_ms: 77,
+        },
+        EventPayload::LlmError {
+            iteration: 2,
+            error_type: "rate_limited".into(),
+            message: "slow down".into(),
+        },
+        EventPayload::ToolDetected {
+            iteration: 2,
+            calls: vec![
+                ToolCall::new("call-3", "search", r#"{"q":"y"}"#),
+                ToolCall::new("call-4", "raw", "not json"),
+            ],
+        },
+        EventPayload::HookError {
+            hook: "audit".into(),
+            point: "before_llm".into(),
+            message: "hook failed".into(),
+            fatal: true,
+        },
+        EventPayload::ExecutionEnd {
+            state: TaskState::Failed,
+            reason: "error".into(),
+            duration_ms: 4321,
+            error: Some("boom".into()),
         },
         EventPayload::StatusUpdate {
             status: status(TaskState::Completed, "done"),

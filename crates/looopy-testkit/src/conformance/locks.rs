@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use looopy_core::store::TurnLock;
+use tokio::sync::Barrier;
 
 use super::{UniqueIds, join, ok};
 
@@ -12,6 +13,7 @@ const SHORT: Duration = Duration::from_millis(300);
 /// Comfortably longer than [`SHORT`].
 const PAST_SHORT: Duration = Duration::from_millis(900);
 const CONTENDERS: usize = 16;
+const ROUNDS: usize = 4;
 
 /// Checks a [`TurnLock`]: exclusivity, re-acquiring by the owner, renew and
 /// release by the owner only, expiry (a lease can be taken once expired and
@@ -151,27 +153,39 @@ async fn renew_extends(lock: &dyn TurnLock, ids: &UniqueIds) {
 }
 
 async fn contention(lock: Arc<dyn TurnLock>, ids: &UniqueIds) {
-    let ctx = ids.next("ctx");
-    let owners: Vec<String> = (0..CONTENDERS).map(|_| ids.next("owner")).collect();
-    let tries: Vec<_> = owners
-        .iter()
-        .map(|owner| {
-            let (lock, ctx, owner) = (Arc::clone(&lock), ctx.clone(), owner.clone());
-            tokio::spawn(
-                async move { ok(lock.try_acquire(&ctx, &owner, LONG).await, "try_acquire") },
-            )
-        })
-        .collect();
-    let mut winners = Vec::new();
-    for (owner, attempt) in owners.iter().zip(tries) {
-        if join(attempt).await {
-            winners.push(owner);
+    for _round in 0..ROUNDS {
+        let ctx = ids.next("ctx");
+        let owners: Vec<String> = (0..CONTENDERS).map(|_| ids.next("owner")).collect();
+        let start = Arc::new(Barrier::new(CONTENDERS));
+        let tries: Vec<_> = owners
+            .iter()
+            .map(|owner| {
+                let (lock, ctx, owner) = (Arc::clone(&lock), ctx.clone(), owner.clone());
+                let start = Arc::clone(&start);
+                tokio::spawn(async move {
+                    start.wait().await;
+                    ok(lock.try_acquire(&ctx, &owner, LONG).await, "try_acquire")
+                })
+            })
+            .collect();
+        let mut winners = Vec::new();
+        for (owner, attempt) in owners.iter().zip(tries) {
+            if join(attempt).await {
+                winners.push(owner);
+            }
+        }
+        assert_eq!(
+            winners.len(),
+            1,
+            "of {CONTENDERS} concurrent try_acquire calls exactly one must win"
+        );
+        for owner in &owners {
+            let released = ok(lock.release(&ctx, owner).await, "release");
+            assert_eq!(
+                released,
+                owner == winners[0],
+                "only the winner of a contended lease holds it"
+            );
         }
     }
-    assert_eq!(
-        winners.len(),
-        1,
-        "of {CONTENDERS} concurrent try_acquire calls exactly one must win"
-    );
-    assert!(ok(lock.release(&ctx, winners[0]).await, "cleanup release"));
 }

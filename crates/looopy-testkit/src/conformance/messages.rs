@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use looopy_core::store::MessageStore;
 use looopy_core::{Message, StoreError};
+use tokio::sync::Barrier;
 
 use super::fixtures::{full_message, tag_of, tagged_message};
 use super::{UniqueIds, join, ok};
@@ -225,10 +226,13 @@ async fn concurrent_batches(store: Arc<dyn MessageStore>, ids: &UniqueIds) {
             }
         })
     };
+    let start = Arc::new(Barrier::new(WRITERS));
     let writers: Vec<_> = (0..WRITERS)
         .map(|writer| {
             let (store, ctx) = (Arc::clone(&store), ctx.clone());
+            let start = Arc::clone(&start);
             tokio::spawn(async move {
+                start.wait().await;
                 for batch in 0..BATCHES {
                     let messages: Vec<Message> = (0..BATCH_SIZE)
                         .map(|index| tagged_message(writer, batch, index))
