@@ -42,6 +42,7 @@ pub mod hooks;
 mod iteration;
 mod pause;
 mod stream;
+pub mod tool_output;
 mod tools;
 mod turn;
 
@@ -259,6 +260,15 @@ impl AgentLoopBuilder {
     /// Adds a shared hook.
     pub fn hook_shared(mut self, hook: Arc<dyn Hook>) -> Self {
         self.hooks.push(hook);
+        self
+    }
+
+    /// Stores tool results longer than the cache's limit as artifacts and
+    /// offers the model the `read_tool_output` tool to page through them.
+    pub fn tool_output_cache(mut self, cache: tool_output::ToolOutputCache) -> Self {
+        let cache = Arc::new(cache);
+        self.tools.push(cache.clone());
+        self.hooks.push(cache);
         self
     }
 

@@ -1,0 +1,111 @@
+//! Large tool outputs are stored as artifacts and read back on demand.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use looopy_core::store::ArtifactStore;
+use looopy_core::{
+    History, LlmResponse, Message, Role, TaskState, ToolCall, ToolResult, TurnContext,
+};
+use looopy_loop::AgentLoop;
+use looopy_loop::tool_output::ToolOutputCache;
+use looopy_stores_memory::MemoryArtifactStore;
+use looopy_testkit::ScriptedLlm;
+
+fn big_text() -> String {
+    (0..2000).map(|i| format!("{:04} ", i)).collect()
+}
+
+#[tokio::test]
+async fn a_large_output_becomes_a_preview_and_the_model_reads_the_rest() {
+    let store = Arc::new(MemoryArtifactStore::new());
+    let tools = FnTools::new().tool("dump", |call, _| async move {
+        ToolResult::text(&call.id, big_text())
+    });
+    let llm = ScriptedLlm::new()
+        .respond(LlmResponse::tool_calls(
+            "",
+            vec![ToolCall::new("d1", "dump", "{}")],
+        ))
+        .respond(LlmResponse::tool_calls(
+            "",
+            vec![ToolCall::new(
+                "r1",
+                "read_tool_output",
+                r#"{"artifact_id":"tool-output-d1","offset":1000,"limit":500}"#,
+            )],
+        ))
+        .respond(LlmResponse::text("read it"));
+    let agent = AgentLoop::builder(llm.clone())
+        .tools(tools)
+        .tool_output_cache(ToolOutputCache::new(store.clone(), 1000, 200))
+        .build();
+    let stream = agent.start_turn(
+        History::from(vec![Message::user("dump it")]),
+        TurnContext::new("t", "ctx"),
+    );
+    let handle = stream.handle();
+    let events = drain(stream).await;
+    assert_eq!(final_event(&events).state(), Some(TaskState::Completed));
+
+    let history = handle.history();
+    let tool_msgs: Vec<&Message> = history.iter().filter(|m| m.role == Role::Tool).collect();
+    let preview = tool_msgs[0].text();
+    assert!(preview.starts_with(&big_text()[..200]));
+    assert!(
+        preview.len() < 600,
+        "the history holds a preview, not 10 000 characters"
+    );
+    assert!(preview.contains("artifact 'tool-output-d1'"));
+    assert_eq!(tool_msgs[0].metadata["originalChars"], 10_000);
+
+    let page = tool_msgs[1].text();
+    assert!(page.starts_with(&big_text()[1000..1500]));
+    assert!(page.ends_with("[characters 1000..1500 of 10000]"));
+
+    let stored = store.get("ctx", "tool-output-d1").await.unwrap().unwrap();
+    assert_eq!(stored.artifact.parts[0].as_text().unwrap(), big_text());
+    // The model was offered the reading tool.
+    assert!(
+        llm.requests()[0]
+            .tools
+            .iter()
+            .any(|t| t.name == "read_tool_output")
+    );
+}
+
+#[tokio::test]
+async fn small_outputs_and_unknown_references_are_left_alone_or_refused() {
+    let store = Arc::new(MemoryArtifactStore::new());
+    let tools = FnTools::new().tool("small", |call, _| async move {
+        ToolResult::text(&call.id, "tiny")
+    });
+    let llm = ScriptedLlm::new()
+        .respond(LlmResponse::tool_calls(
+            "",
+            vec![
+                ToolCall::new("s", "small", "{}"),
+                ToolCall::new("r", "read_tool_output", r#"{"artifact_id":"nope"}"#),
+            ],
+        ))
+        .respond(LlmResponse::text("ok"));
+    let agent = AgentLoop::builder(llm)
+        .tools(tools)
+        .tool_output_cache(ToolOutputCache::new(store.clone(), 1000, 200))
+        .build();
+    let stream = agent.start_turn(
+        History::from(vec![Message::user("x")]),
+        TurnContext::new("t", "ctx"),
+    );
+    let handle = stream.handle();
+    drain(stream).await;
+    let history = handle.history();
+    let tool_msgs: Vec<&Message> = history.iter().filter(|m| m.role == Role::Tool).collect();
+    assert_eq!(tool_msgs[0].text(), "tiny");
+    assert!(tool_msgs[1].is_error());
+    assert!(tool_msgs[1].text().contains("no stored tool output 'nope'"));
+    assert!(store.list("ctx").await.unwrap().is_empty());
+}
