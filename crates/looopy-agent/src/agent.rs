@@ -1,0 +1,508 @@
+//! [`Agent`]: one conversation's lifecycle and persistence (seed 004).
+//!
+//! ```text
+//! created --start()--> starting --> ready --execute_turn()--> busy --turn ends--> ready
+//!                          |          |  \--pause()--> paused --start()/execute_turn()--> starting
+//!                          v          \----shutdown()--> shutdown --start()--> starting
+//!                        failed --start()/execute_turn()--> starting
+//! ```
+//!
+//! Every operation that changes the conversation (a turn, start, pause,
+//! shutdown, save_state, clear, compact) holds the Agent exclusively: one
+//! started while another runs fails at once with [`AgentError::Busy`]; it
+//! never waits and never runs beside it.
+
+use std::ops::Range;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use chrono::Utc;
+use looopy_core::store::{
+    AgentState, AgentStateStore, ArtifactStore, LifecycleState, MessageStore, StoredArtifact,
+    TurnLock,
+};
+use looopy_core::{CancellationToken, LlmProvider, Message, StoreError, TurnContext};
+use looopy_loop::AgentLoop;
+use serde_json::{Map, Value};
+use tokio::sync::OwnedMutexGuard;
+
+use crate::builder::AgentBuilder;
+use crate::compaction::{self, CompactionReport};
+use crate::config::{MAX_COMPACTION_RECORDS, Settings, keys};
+use crate::error::{AgentError, BusyHolder};
+use crate::lease::Lease;
+
+/// A stateful, multi-turn agent for one conversation.
+///
+/// Cheap to clone: clones are the same agent (same lifecycle, same busy
+/// check). See the [crate docs](crate) for an example.
+#[derive(Clone)]
+pub struct Agent {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) context_id: Arc<str>,
+    pub(crate) agent_loop: AgentLoop,
+    pub(crate) summarizer: Arc<dyn LlmProvider>,
+    pub(crate) messages: Arc<dyn MessageStore>,
+    pub(crate) artifacts: Arc<dyn ArtifactStore>,
+    pub(crate) states: Option<Arc<dyn AgentStateStore>>,
+    pub(crate) turn_lock: Option<Arc<dyn TurnLock>>,
+    pub(crate) settings: Settings,
+    exclusive: Arc<tokio::sync::Mutex<()>>,
+    status: Mutex<Status>,
+}
+
+/// What the Agent knows between operations.
+pub(crate) struct Status {
+    pub(crate) state: AgentState,
+    /// Messages not in the store yet (auto-save off, or a failed save),
+    /// oldest first; they follow the stored history.
+    pub(crate) unsaved: Vec<Message>,
+    pub(crate) last_error: Option<String>,
+}
+
+/// What the builder hands over.
+pub(crate) struct Parts {
+    pub(crate) context_id: Arc<str>,
+    pub(crate) agent_loop: AgentLoop,
+    pub(crate) summarizer: Arc<dyn LlmProvider>,
+    pub(crate) messages: Arc<dyn MessageStore>,
+    pub(crate) artifacts: Arc<dyn ArtifactStore>,
+    pub(crate) states: Option<Arc<dyn AgentStateStore>>,
+    pub(crate) turn_lock: Option<Arc<dyn TurnLock>>,
+    pub(crate) settings: Settings,
+}
+
+fn fresh_state(context_id: &str, agent_id: &str, owner: Option<String>) -> AgentState {
+    let now = Utc::now();
+    AgentState {
+        context_id: context_id.to_owned(),
+        agent_id: agent_id.to_owned(),
+        lifecycle: LifecycleState::Created,
+        turn_count: 0,
+        created_at: now,
+        last_activity: now,
+        owner,
+        metadata: Map::new(),
+    }
+}
+
+impl Agent {
+    /// Starts configuring an agent for the conversation `context_id`.
+    pub fn builder(context_id: impl Into<Arc<str>>) -> AgentBuilder {
+        AgentBuilder::new(context_id.into())
+    }
+
+    pub(crate) fn from_parts(p: Parts) -> Self {
+        let state = fresh_state(
+            &p.context_id,
+            &p.agent_loop.config().agent_id,
+            p.settings.owner.clone(),
+        );
+        Agent {
+            inner: Arc::new(Inner {
+                context_id: p.context_id,
+                agent_loop: p.agent_loop,
+                summarizer: p.summarizer,
+                messages: p.messages,
+                artifacts: p.artifacts,
+                states: p.states,
+                turn_lock: p.turn_lock,
+                settings: p.settings,
+                exclusive: Arc::new(tokio::sync::Mutex::new(())),
+                status: Mutex::new(Status {
+                    state,
+                    unsaved: Vec::new(),
+                    last_error: None,
+                }),
+            }),
+        }
+    }
+
+    /// The conversation this agent serves.
+    pub fn context_id(&self) -> &str {
+        &self.inner.context_id
+    }
+
+    /// The loop that runs the turns.
+    pub fn agent_loop(&self) -> &AgentLoop {
+        &self.inner.agent_loop
+    }
+
+    /// Where the agent is in its lifecycle.
+    pub fn lifecycle(&self) -> LifecycleState {
+        self.status().state.lifecycle
+    }
+
+    /// A snapshot of the agent's state (turn count, last activity, metadata).
+    pub fn state(&self) -> AgentState {
+        self.status().state.clone()
+    }
+
+    /// Turns run so far in this conversation (loaded from the state store
+    /// on start).
+    pub fn turn_count(&self) -> u64 {
+        self.status().state.turn_count
+    }
+
+    /// Why the last start failed, when the lifecycle is `failed`.
+    pub fn last_error(&self) -> Option<String> {
+        self.status().last_error.clone()
+    }
+
+    /// Messages kept in memory, not yet in the store.
+    pub fn unsaved_count(&self) -> usize {
+        self.status().unsaved.len()
+    }
+
+    pub(crate) fn status(&self) -> MutexGuard<'_, Status> {
+        self.inner
+            .status
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn set_lifecycle(&self, lifecycle: LifecycleState) {
+        let mut status = self.status();
+        status.state.lifecycle = lifecycle;
+        status.state.last_activity = Utc::now();
+    }
+
+    /// Holds the agent exclusively, or says it is busy.
+    pub(crate) fn claim(&self) -> Result<OwnedMutexGuard<()>, AgentError> {
+        self.inner
+            .exclusive
+            .clone()
+            .try_lock_owned()
+            .map_err(|_| AgentError::busy(&self.inner.context_id, BusyHolder::ThisAgent))
+    }
+
+    /// Takes the turn lease when a lock is configured.
+    pub(crate) async fn lease(
+        &self,
+        on_lost: CancellationToken,
+    ) -> Result<Option<Lease>, AgentError> {
+        let Some(lock) = &self.inner.turn_lock else {
+            return Ok(None);
+        };
+        let lease = Lease::acquire(
+            lock.clone(),
+            self.inner.context_id.clone(),
+            self.inner.settings.lock_ttl,
+            on_lost,
+        )
+        .await?;
+        match lease {
+            Some(lease) => Ok(Some(lease)),
+            None => Err(AgentError::busy(
+                &self.inner.context_id,
+                BusyHolder::OtherOwner,
+            )),
+        }
+    }
+
+    /// Loads (or reloads) the state and checks that the message store
+    /// answers: `starting`, then `ready` or `failed`.
+    async fn load(&self) -> Result<(), AgentError> {
+        self.set_lifecycle(LifecycleState::Starting);
+        let loaded = async {
+            let state = match &self.inner.states {
+                Some(states) => states.load(&self.inner.context_id).await?,
+                None => None,
+            };
+            self.inner.messages.count(&self.inner.context_id).await?;
+            Ok::<_, StoreError>(state)
+        }
+        .await;
+        match loaded {
+            Ok(stored) => {
+                {
+                    let mut status = self.status();
+                    if let Some(mut stored) = stored {
+                        if stored.owner.is_none() {
+                            stored.owner = self.inner.settings.owner.clone();
+                        }
+                        status.state = stored;
+                    }
+                    status.state.lifecycle = LifecycleState::Ready;
+                    status.state.last_activity = Utc::now();
+                    status.last_error = None;
+                }
+                if self.inner.settings.auto_save
+                    && let Err(e) = self.persist_state().await
+                {
+                    tracing::warn!(context_id = %self.inner.context_id, error = %e, "could not save the agent state on start");
+                }
+                Ok(())
+            }
+            Err(e) => {
+                let mut status = self.status();
+                status.state.lifecycle = LifecycleState::Failed;
+                status.last_error = Some(e.to_string());
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Makes sure the agent is `ready`, loading when needed. A shut-down
+    /// agent is refused unless `restart` is set.
+    pub(crate) async fn ensure_ready(&self, restart: bool) -> Result<(), AgentError> {
+        match self.lifecycle() {
+            LifecycleState::Ready => Ok(()),
+            LifecycleState::Shutdown if !restart => Err(AgentError::ShutDown {
+                context_id: self.inner.context_id.to_string(),
+            }),
+            _ => self.load().await,
+        }
+    }
+
+    /// Refreshes the turn count and metadata from the state store, for
+    /// when other processes take turns in this conversation too.
+    pub(crate) async fn refresh_shared_state(&self) -> Result<(), StoreError> {
+        let Some(states) = &self.inner.states else {
+            return Ok(());
+        };
+        if let Some(stored) = states.load(&self.inner.context_id).await? {
+            let mut status = self.status();
+            status.state.turn_count = stored.turn_count.max(status.state.turn_count);
+            status.state.metadata = stored.metadata;
+        }
+        Ok(())
+    }
+
+    /// Writes the state, when a state store is configured.
+    pub(crate) async fn persist_state(&self) -> Result<(), StoreError> {
+        let Some(states) = &self.inner.states else {
+            return Ok(());
+        };
+        let snapshot = self.state();
+        states.save(&snapshot).await
+    }
+
+    /// Writes the unsaved messages; on failure they stay unsaved.
+    pub(crate) async fn flush_unsaved(&self) -> Result<(), StoreError> {
+        let batch = std::mem::take(&mut self.status().unsaved);
+        if batch.is_empty() {
+            return Ok(());
+        }
+        match self
+            .inner
+            .messages
+            .append(&self.inner.context_id, &batch)
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let mut status = self.status();
+                let newer = std::mem::replace(&mut status.unsaved, batch);
+                status.unsaved.extend(newer);
+                Err(e)
+            }
+        }
+    }
+
+    pub(crate) fn record_compaction(&self, report: &CompactionReport) {
+        let mut status = self.status();
+        let metadata = &mut status.state.metadata;
+        let count = metadata
+            .get(keys::COMPACTION_COUNT)
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        metadata.insert(keys::COMPACTION_COUNT.into(), Value::from(count + 1));
+        let records = metadata
+            .entry(keys::COMPACTIONS)
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if !records.is_array() {
+            *records = Value::Array(Vec::new());
+        }
+        if let Value::Array(list) = records {
+            list.push(report.to_json());
+            let excess = list.len().saturating_sub(MAX_COMPACTION_RECORDS);
+            list.drain(..excess);
+        }
+    }
+
+    /// Loads the state and gets ready for turns (seed 004 `start`). Also
+    /// what brings a paused, shut-down or failed agent back. Turns call it
+    /// on their own when needed.
+    pub async fn start(&self) -> Result<(), AgentError> {
+        let _guard = self.claim()?;
+        self.ensure_ready(true).await
+    }
+
+    /// Saves everything and marks the agent `paused`. A new Agent for the
+    /// same context (in this process or another) continues from there; so
+    /// does this one on its next `start` or turn.
+    pub async fn pause(&self) -> Result<(), AgentError> {
+        self.stop(LifecycleState::Paused).await
+    }
+
+    /// Saves everything and marks the agent `shutdown`: turns are refused
+    /// until [`start`](Self::start) is called again.
+    pub async fn shutdown(&self) -> Result<(), AgentError> {
+        self.stop(LifecycleState::Shutdown).await
+    }
+
+    async fn stop(&self, to: LifecycleState) -> Result<(), AgentError> {
+        let _guard = self.claim()?;
+        match self.lifecycle() {
+            // Nothing loaded: nothing to save (saving would overwrite the
+            // stored state with an empty one).
+            LifecycleState::Created | LifecycleState::Failed | LifecycleState::Starting => {
+                self.set_lifecycle(to);
+                return Ok(());
+            }
+            LifecycleState::Shutdown if to == LifecycleState::Shutdown => return Ok(()),
+            _ => {}
+        }
+        self.flush_unsaved().await?;
+        let before = self.lifecycle();
+        self.set_lifecycle(to);
+        if let Err(e) = self.persist_state().await {
+            self.set_lifecycle(before);
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    /// Writes unsaved messages and the state now (for `auto_save(false)`,
+    /// or to retry after a failed save). Does nothing before the agent was
+    /// started.
+    pub async fn save_state(&self) -> Result<(), AgentError> {
+        let _guard = self.claim()?;
+        if matches!(
+            self.lifecycle(),
+            LifecycleState::Created | LifecycleState::Failed | LifecycleState::Starting
+        ) {
+            return Ok(());
+        }
+        self.flush_unsaved().await?;
+        self.persist_state().await?;
+        Ok(())
+    }
+
+    /// Deletes the conversation's history and artifacts. The turn count
+    /// stays (it counts turns ever run); compaction records go.
+    pub async fn clear(&self) -> Result<(), AgentError> {
+        let _guard = self.claim()?;
+        self.ensure_ready(false).await?;
+        let lease = self.lease(CancellationToken::new()).await?;
+        let result = async {
+            self.inner.messages.clear(&self.inner.context_id).await?;
+            self.inner.artifacts.clear(&self.inner.context_id).await?;
+            {
+                let mut status = self.status();
+                status.unsaved.clear();
+                for key in [keys::COMPACTIONS, keys::COMPACTION_COUNT, keys::LAST_TURN] {
+                    status.state.metadata.remove(key);
+                }
+                status.state.last_activity = Utc::now();
+            }
+            self.persist_state().await
+        }
+        .await;
+        if let Some(lease) = lease {
+            lease.release().await;
+        }
+        result.map_err(AgentError::from)
+    }
+
+    /// Compacts the history now, whatever the limits say (the configured
+    /// `keep_recent` and instructions apply). `Ok(None)` when there was
+    /// nothing worth compacting.
+    pub async fn compact(&self) -> Result<Option<CompactionReport>, AgentError> {
+        let _guard = self.claim()?;
+        self.ensure_ready(false).await?;
+        let cancel = CancellationToken::new();
+        let lease = self.lease(cancel.clone()).await?;
+        let result = async {
+            self.flush_unsaved().await?;
+            let history = self.inner.messages.load(&self.inner.context_id).await?;
+            let cx = TurnContext::new(
+                format!("compaction-{}", uuid::Uuid::new_v4()),
+                self.inner.context_id.clone(),
+            )
+            .with_cancel(cancel);
+            let done = compaction::compact(
+                self.inner.summarizer.as_ref(),
+                self.inner.messages.as_ref(),
+                &self.inner.context_id,
+                &history,
+                history.len(),
+                &self.inner.settings.compaction,
+                &cx,
+            )
+            .await?;
+            let Some(done) = done else { return Ok(None) };
+            self.record_compaction(&done.report);
+            self.persist_state().await?;
+            Ok(Some(done.report))
+        }
+        .await;
+        if let Some(lease) = lease {
+            lease.release().await;
+        }
+        result
+    }
+
+    /// The whole conversation, oldest first (stored messages, then any
+    /// unsaved ones).
+    pub async fn messages(&self) -> Result<Vec<Message>, AgentError> {
+        self.messages_in(0..usize::MAX).await
+    }
+
+    /// Messages `range` of the conversation (clamped), oldest first.
+    pub async fn messages_in(&self, range: Range<usize>) -> Result<Vec<Message>, AgentError> {
+        let unsaved = self.status().unsaved.clone();
+        let stored = self.inner.messages.count(&self.inner.context_id).await?;
+        let total = stored + unsaved.len();
+        let end = range.end.min(total);
+        let start = range.start.min(end);
+        let mut out = if start < stored {
+            self.inner
+                .messages
+                .load_range(&self.inner.context_id, start..end.min(stored))
+                .await?
+        } else {
+            Vec::new()
+        };
+        let from = start.saturating_sub(stored);
+        let to = end.saturating_sub(stored);
+        out.extend(unsaved[from..to].iter().cloned());
+        Ok(out)
+    }
+
+    /// The `limit` most recent messages, oldest first.
+    pub async fn last_messages(&self, limit: usize) -> Result<Vec<Message>, AgentError> {
+        let stored = self.inner.messages.count(&self.inner.context_id).await?;
+        let total = stored + self.status().unsaved.len();
+        self.messages_in(total.saturating_sub(limit)..total).await
+    }
+
+    /// The conversation's artifacts, oldest first.
+    pub async fn artifacts(&self) -> Result<Vec<StoredArtifact>, AgentError> {
+        Ok(self.inner.artifacts.list(&self.inner.context_id).await?)
+    }
+
+    /// One artifact.
+    pub async fn artifact(&self, artifact_id: &str) -> Result<Option<StoredArtifact>, AgentError> {
+        Ok(self
+            .inner
+            .artifacts
+            .get(&self.inner.context_id, artifact_id)
+            .await?)
+    }
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let status = self.status();
+        f.debug_struct("Agent")
+            .field("context_id", &self.inner.context_id)
+            .field("lifecycle", &status.state.lifecycle)
+            .field("turn_count", &status.state.turn_count)
+            .field("unsaved", &status.unsaved.len())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,221 @@
+//! Saving what a turn produces through the [`ArtifactStore`].
+//!
+//! Two sources:
+//!
+//! - the loop's `artifact-update` events (streamed answer text): the first
+//!   chunk of an artifact (`append: false`) is written with `put`, later
+//!   chunks with `append_parts`, in the order they came. Consecutive chunks
+//!   of one artifact are batched (flushed at its last chunk, when another
+//!   artifact starts, every [`FLUSH_EVERY`] parts and at the end of the turn);
+//! - artifacts made by tools: a tool returns them in its result's metadata
+//!   under [`TOOL_ARTIFACTS_KEY`] (a JSON array of
+//!   [`Artifact`](looopy_core::Artifact)). The Agent stores each one and
+//!   emits an `artifact-update` event for it, and in the saved tool message
+//!   keeps only their ids (under [`TOOL_ARTIFACT_IDS_KEY`]).
+//!
+//! A failing store does not fail the turn: the error is logged and counted.
+
+use std::sync::Arc;
+
+use looopy_core::store::ArtifactStore;
+use looopy_core::{AgentEvent, Artifact, EventPayload, Message, Part, ToolResult};
+use serde_json::Value;
+
+/// Result-metadata key under which a tool returns artifacts it made.
+pub const TOOL_ARTIFACTS_KEY: &str = "artifacts";
+
+/// Message-metadata key that replaces [`TOOL_ARTIFACTS_KEY`] in saved tool
+/// messages: the ids of the artifacts, which live in the artifact store.
+pub const TOOL_ARTIFACT_IDS_KEY: &str = "artifactIds";
+
+/// Parts buffered for one artifact before they are written anyway.
+pub const FLUSH_EVERY: usize = 32;
+
+/// Writes a turn's artifacts as its events go by.
+pub(crate) struct ArtifactRecorder {
+    store: Arc<dyn ArtifactStore>,
+    context_id: Arc<str>,
+    task_id: Arc<str>,
+    pending: Option<(String, Vec<Part>)>,
+    pub(crate) failures: usize,
+    pub(crate) saved: Vec<String>,
+}
+
+impl ArtifactRecorder {
+    pub(crate) fn new(
+        store: Arc<dyn ArtifactStore>,
+        context_id: Arc<str>,
+        task_id: Arc<str>,
+    ) -> Self {
+        ArtifactRecorder {
+            store,
+            context_id,
+            task_id,
+            pending: None,
+            failures: 0,
+            saved: Vec::new(),
+        }
+    }
+
+    fn failed(&mut self, what: &str, id: &str, error: &looopy_core::StoreError) {
+        self.failures += 1;
+        tracing::warn!(context_id = %self.context_id, artifact_id = id, %error, "could not {what} artifact");
+    }
+
+    fn note(&mut self, id: &str) {
+        if !self.saved.iter().any(|s| s == id) {
+            self.saved.push(id.to_owned());
+        }
+    }
+
+    /// Writes buffered chunks.
+    pub(crate) async fn flush(&mut self) {
+        if let Some((id, parts)) = self.pending.take()
+            && !parts.is_empty()
+        {
+            let result = self
+                .store
+                .append_parts(&self.context_id, &self.task_id, &id, &parts)
+                .await;
+            if let Err(e) = result {
+                self.failed("append to", &id, &e);
+            }
+        }
+    }
+
+    async fn put(&mut self, artifact: &Artifact) {
+        match self
+            .store
+            .put(&self.context_id, &self.task_id, artifact)
+            .await
+        {
+            Ok(()) => self.note(&artifact.artifact_id),
+            Err(e) => self.failed("save", &artifact.artifact_id, &e),
+        }
+    }
+
+    /// Records an `artifact-update` event of the loop; ignores other events.
+    pub(crate) async fn observe(&mut self, event: &AgentEvent) {
+        let EventPayload::ArtifactUpdate {
+            artifact,
+            append,
+            last_chunk,
+        } = &event.payload
+        else {
+            return;
+        };
+        let same = self
+            .pending
+            .as_ref()
+            .is_some_and(|(id, _)| *id == artifact.artifact_id);
+        if !same {
+            self.flush().await;
+        }
+        if !append {
+            self.put(artifact).await;
+        } else {
+            self.note(&artifact.artifact_id);
+            let (_, parts) = self
+                .pending
+                .get_or_insert_with(|| (artifact.artifact_id.clone(), Vec::new()));
+            parts.extend(artifact.parts.iter().cloned());
+            if parts.len() >= FLUSH_EVERY {
+                self.flush().await;
+            }
+        }
+        if *last_chunk {
+            self.flush().await;
+        }
+    }
+
+    /// Stores the artifacts a tool result carries and returns the events
+    /// announcing them.
+    pub(crate) async fn tool_artifacts(&mut self, result: &ToolResult) -> Vec<AgentEvent> {
+        let artifacts = artifacts_of(&result.metadata);
+        if artifacts.is_empty() {
+            return Vec::new();
+        }
+        self.flush().await;
+        let mut events = Vec::with_capacity(artifacts.len());
+        for artifact in artifacts {
+            self.put(&artifact).await;
+            events.push(AgentEvent::new(
+                self.task_id.clone(),
+                self.context_id.clone(),
+                EventPayload::ArtifactUpdate {
+                    artifact,
+                    append: false,
+                    last_chunk: true,
+                },
+            ));
+        }
+        events
+    }
+}
+
+fn artifacts_of(metadata: &serde_json::Map<String, Value>) -> Vec<Artifact> {
+    match metadata.get(TOOL_ARTIFACTS_KEY) {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|v| match serde_json::from_value::<Artifact>(v.clone()) {
+                Ok(a) => Some(a),
+                Err(error) => {
+                    tracing::warn!(%error, "ignoring a tool artifact that is not an Artifact");
+                    None
+                }
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Replaces tool-made artifacts in a tool message's metadata by their ids.
+pub(crate) fn strip_tool_artifacts(message: &mut Message) {
+    if let Some(value) = message.metadata.remove(TOOL_ARTIFACTS_KEY) {
+        let ids: Vec<Value> = match value {
+            Value::Array(items) => items
+                .iter()
+                .filter_map(|a| a.get("artifactId").cloned())
+                .collect(),
+            _ => Vec::new(),
+        };
+        message
+            .metadata
+            .insert(TOOL_ARTIFACT_IDS_KEY.into(), Value::Array(ids));
+    }
+}
+
+/// Adds a tool-made artifact to a result (for tool authors).
+pub fn attach_artifact(result: &mut ToolResult, artifact: &Artifact) {
+    let value = serde_json::to_value(artifact).unwrap_or(Value::Null);
+    match result.metadata.get_mut(TOOL_ARTIFACTS_KEY) {
+        Some(Value::Array(items)) => items.push(value),
+        _ => {
+            result
+                .metadata
+                .insert(TOOL_ARTIFACTS_KEY.into(), Value::Array(vec![value]));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use looopy_core::Role;
+
+    #[test]
+    fn attach_and_strip() {
+        let mut r = ToolResult::text("c", "made a chart");
+        attach_artifact(&mut r, &Artifact::new("chart-1", vec![Part::text("svg")]));
+        attach_artifact(&mut r, &Artifact::new("chart-2", vec![]));
+        assert_eq!(artifacts_of(&r.metadata).len(), 2);
+        let mut m = r.into_message();
+        assert_eq!(m.role, Role::Tool);
+        strip_tool_artifacts(&mut m);
+        assert!(!m.metadata.contains_key(TOOL_ARTIFACTS_KEY));
+        assert_eq!(
+            m.metadata[TOOL_ARTIFACT_IDS_KEY],
+            serde_json::json!(["chart-1", "chart-2"])
+        );
+    }
+}

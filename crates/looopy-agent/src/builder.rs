@@ -1,0 +1,225 @@
+//! [`AgentBuilder`]: how an [`Agent`] is configured.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use looopy_core::store::{AgentStateStore, ArtifactStore, MessageStore, TaskStateStore, TurnLock};
+use looopy_core::{LlmProvider, ToolProvider};
+use looopy_loop::{AgentLoop, AgentLoopBuilder, AgentLoopConfig};
+
+use crate::agent::Agent;
+use crate::compaction::CompactionConfig;
+use crate::config::Settings;
+use crate::error::AgentError;
+use crate::window::{WindowConfig, WindowedLlm};
+
+/// Builds an [`Agent`] for one conversation (`contextId`).
+///
+/// Required: a model ([`llm`](Self::llm)) or a prebuilt loop
+/// ([`agent_loop`](Self::agent_loop)), a [`MessageStore`] and an
+/// [`ArtifactStore`]. Everything else is optional.
+pub struct AgentBuilder {
+    context_id: Arc<str>,
+    llm: Option<Arc<dyn LlmProvider>>,
+    tools: Vec<Arc<dyn ToolProvider>>,
+    loop_config: Option<AgentLoopConfig>,
+    agent_loop: Option<AgentLoop>,
+    task_store: Option<Arc<dyn TaskStateStore>>,
+    messages: Option<Arc<dyn MessageStore>>,
+    artifacts: Option<Arc<dyn ArtifactStore>>,
+    states: Option<Arc<dyn AgentStateStore>>,
+    turn_lock: Option<Arc<dyn TurnLock>>,
+    settings: Settings,
+}
+
+impl AgentBuilder {
+    pub(crate) fn new(context_id: Arc<str>) -> Self {
+        AgentBuilder {
+            context_id,
+            llm: None,
+            tools: Vec::new(),
+            loop_config: None,
+            agent_loop: None,
+            task_store: None,
+            messages: None,
+            artifacts: None,
+            states: None,
+            turn_lock: None,
+            settings: Settings::default(),
+        }
+    }
+
+    /// The model. With a prebuilt loop it is used only for compaction
+    /// summaries (the loop's own model is used otherwise).
+    pub fn llm(self, llm: impl LlmProvider + 'static) -> Self {
+        self.llm_shared(Arc::new(llm))
+    }
+
+    /// The model, shared.
+    pub fn llm_shared(mut self, llm: Arc<dyn LlmProvider>) -> Self {
+        self.llm = Some(llm);
+        self
+    }
+
+    /// Adds a tool provider. Tool names must be unique across providers.
+    pub fn tools(self, provider: impl ToolProvider + 'static) -> Self {
+        self.tools_shared(Arc::new(provider))
+    }
+
+    /// Adds a shared tool provider.
+    pub fn tools_shared(mut self, provider: Arc<dyn ToolProvider>) -> Self {
+        self.tools.push(provider);
+        self
+    }
+
+    /// Loop settings (system prompt, iteration limit, streaming...).
+    pub fn loop_config(mut self, config: AgentLoopConfig) -> Self {
+        self.loop_config = Some(config);
+        self
+    }
+
+    /// Sets the system prompt of the loop settings.
+    pub fn system_prompt(mut self, prompt: impl Into<Arc<str>>) -> Self {
+        self.loop_config
+            .get_or_insert_with(AgentLoopConfig::default)
+            .system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// Sets the iteration limit of the loop settings.
+    pub fn max_iterations(mut self, n: u32) -> Self {
+        self.loop_config
+            .get_or_insert_with(AgentLoopConfig::default)
+            .max_iterations = n;
+        self
+    }
+
+    /// Loop checkpoints go here (crash safety within a turn).
+    pub fn task_store(mut self, store: Arc<dyn TaskStateStore>) -> Self {
+        self.task_store = Some(store);
+        self
+    }
+
+    /// A prebuilt loop instead of a model, tools and loop settings. The
+    /// sliding window is then applied to the history at the start of each
+    /// turn only; wrap the loop's model in a [`WindowedLlm`] to apply it to
+    /// every call.
+    pub fn agent_loop(mut self, agent_loop: AgentLoop) -> Self {
+        self.agent_loop = Some(agent_loop);
+        self
+    }
+
+    /// The conversation history (required).
+    pub fn message_store(mut self, store: Arc<dyn MessageStore>) -> Self {
+        self.messages = Some(store);
+        self
+    }
+
+    /// Where artifacts go (required).
+    pub fn artifact_store(mut self, store: Arc<dyn ArtifactStore>) -> Self {
+        self.artifacts = Some(store);
+        self
+    }
+
+    /// Where lifecycle metadata (turn count, last activity, compactions)
+    /// is kept. Without one it lives in memory only.
+    pub fn state_store(mut self, store: Arc<dyn AgentStateStore>) -> Self {
+        self.states = Some(store);
+        self
+    }
+
+    /// A lease so that one turn runs at a time for the context across
+    /// processes (the in-agent check always applies).
+    pub fn turn_lock(mut self, lock: Arc<dyn TurnLock>) -> Self {
+        self.turn_lock = Some(lock);
+        self
+    }
+
+    /// Time-to-live of the turn lease (default 30 s, renewed every third).
+    pub fn lock_ttl(mut self, ttl: Duration) -> Self {
+        self.settings.lock_ttl = ttl;
+        self
+    }
+
+    /// Save messages and state after each turn (default true). When off,
+    /// they are kept in memory until [`Agent::save_state`], `pause` or
+    /// `shutdown`; artifacts are always written as they stream.
+    pub fn auto_save(mut self, yes: bool) -> Self {
+        self.settings.auto_save = yes;
+        self
+    }
+
+    /// Limits what the model is sent (default: no limit).
+    pub fn window(mut self, window: WindowConfig) -> Self {
+        self.settings.window = window;
+        self
+    }
+
+    /// Compaction settings (default: no automatic compaction).
+    pub fn compaction(mut self, compaction: CompactionConfig) -> Self {
+        self.settings.compaction = compaction;
+        self
+    }
+
+    /// The principal that owns the conversation (recorded in the state).
+    pub fn owner(mut self, owner: impl Into<String>) -> Self {
+        self.settings.owner = Some(owner.into());
+        self
+    }
+
+    /// The agent.
+    pub fn build(self) -> Result<Agent, AgentError> {
+        let messages = self
+            .messages
+            .ok_or_else(|| AgentError::Config("a message store is required".into()))?;
+        let artifacts = self
+            .artifacts
+            .ok_or_else(|| AgentError::Config("an artifact store is required".into()))?;
+        if self.context_id.is_empty() {
+            return Err(AgentError::Config("the context id is empty".into()));
+        }
+        let (agent_loop, summarizer) = match self.agent_loop {
+            Some(agent_loop) => {
+                if !self.tools.is_empty() || self.loop_config.is_some() || self.task_store.is_some()
+                {
+                    return Err(AgentError::Config(
+                        "give either a prebuilt AgentLoop or tools/loop settings/task store, \
+                         not both"
+                            .into(),
+                    ));
+                }
+                let summarizer = self.llm.unwrap_or_else(|| agent_loop.llm().clone());
+                (agent_loop, summarizer)
+            }
+            None => {
+                let llm = self.llm.ok_or_else(|| {
+                    AgentError::Config("a model (llm) or an agent loop is required".into())
+                })?;
+                let model: Arc<dyn LlmProvider> = if self.settings.window.is_unbounded() {
+                    llm.clone()
+                } else {
+                    Arc::new(WindowedLlm::new(llm.clone(), self.settings.window))
+                };
+                let mut builder =
+                    AgentLoopBuilder::new(model).config(self.loop_config.unwrap_or_default());
+                for tools in self.tools {
+                    builder = builder.tools_shared(tools);
+                }
+                if let Some(store) = self.task_store {
+                    builder = builder.task_store(store);
+                }
+                (builder.build(), llm)
+            }
+        };
+        Ok(Agent::from_parts(crate::agent::Parts {
+            context_id: self.context_id,
+            agent_loop,
+            summarizer,
+            messages,
+            artifacts,
+            states: self.states,
+            turn_lock: self.turn_lock,
+            settings: self.settings,
+        }))
+    }
+}

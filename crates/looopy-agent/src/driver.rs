@@ -1,0 +1,298 @@
+//! The task that runs one turn to its end and saves what it produced.
+//!
+//! Order of work: compaction (when due) -> window -> loop, forwarding events
+//! and writing artifacts -> close tool calls left open -> save messages and
+//! state -> release the lease and the agent -> forward the final event.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use chrono::Utc;
+use futures::{FutureExt, StreamExt};
+use looopy_core::store::LifecycleState;
+use looopy_core::{
+    AgentEvent, EventPayload, History, Message, TaskState, TaskStatus, ToolResult, TurnContext,
+};
+use looopy_loop::{TurnEnd, TurnStream};
+use serde_json::{Value, json};
+use tokio::sync::OwnedMutexGuard;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::agent::Agent;
+use crate::artifacts::{ArtifactRecorder, strip_tool_artifacts};
+use crate::client;
+use crate::compaction::{self, CompactionReport};
+use crate::config::keys;
+use crate::lease::Lease;
+use crate::turn::TurnSummary;
+use crate::window;
+
+/// The history a turn starts from.
+pub(crate) struct Prepared {
+    /// Stored and unsaved messages, then the turn's input.
+    pub(crate) history: History,
+    /// How many of them are in the store.
+    pub(crate) stored_len: usize,
+    /// The turn's input (client tool results, user message).
+    pub(crate) input: Vec<Message>,
+}
+
+/// Everything the turn task owns.
+pub(crate) struct TurnRun {
+    pub(crate) agent: Agent,
+    pub(crate) guard: OwnedMutexGuard<()>,
+    pub(crate) lease: Option<Lease>,
+    pub(crate) prepared: Prepared,
+    pub(crate) cx: TurnContext,
+    pub(crate) turn_number: u64,
+    pub(crate) tx: UnboundedSender<AgentEvent>,
+    pub(crate) summary: Arc<Mutex<Option<TurnSummary>>>,
+}
+
+/// What the loop left once its stream ended.
+struct Pumped {
+    final_event: Option<AgentEvent>,
+    finished: Vec<ToolResult>,
+}
+
+pub(crate) async fn drive(run: TurnRun) {
+    let TurnRun {
+        agent,
+        guard,
+        lease,
+        prepared,
+        cx,
+        turn_number,
+        tx,
+        summary,
+    } = run;
+    let Prepared {
+        mut history,
+        stored_len,
+        input,
+    } = prepared;
+    let (compaction, compaction_error) = maybe_compact(&agent, &mut history, stored_len, &cx).await;
+
+    let sent = window::apply(&history, &agent.inner.settings.window);
+    let base = sent.len();
+    let stream = agent.inner.agent_loop.start_turn(sent, cx.clone());
+    let handle = stream.handle();
+    let mut recorder = ArtifactRecorder::new(
+        agent.inner.artifacts.clone(),
+        agent.inner.context_id.clone(),
+        cx.task_id.clone(),
+    );
+    let mut pumped = Pumped {
+        final_event: None,
+        finished: Vec::new(),
+    };
+    let run = AssertUnwindSafe(pump(stream, &tx, &mut recorder, &mut pumped))
+        .catch_unwind()
+        .await;
+    if run.is_err() {
+        tracing::error!(task_id = %cx.task_id, "the turn panicked; saving what it produced");
+        pumped.final_event = None;
+    }
+    recorder.flush().await;
+
+    let outcome = handle.outcome();
+    let end = outcome.as_ref().map_or(TurnEnd::Error, |o| o.end);
+    let mut produced = handle.history().tail(base);
+    if end != TurnEnd::InputRequired {
+        client::close_open_calls(&mut produced, &pumped.finished, why_open(end));
+    }
+    produced.iter_mut().for_each(strip_tool_artifacts);
+
+    let state = outcome.as_ref().map_or(TaskState::Failed, |o| o.state);
+    let record = json!({
+        "taskId": &*cx.task_id,
+        "turnNumber": turn_number,
+        "state": state.as_str(),
+        "finishReason": end.as_str(),
+        "at": Utc::now().to_rfc3339(),
+    });
+    let save_error = finish_turn(&agent, &produced, record).await;
+    if let Some(lease) = lease {
+        lease.release().await;
+    }
+    drop(guard);
+
+    let mut event = pumped
+        .final_event
+        .unwrap_or_else(|| synthetic_final(&cx, "the turn ended without a final event"));
+    let saved = agent.inner.settings.auto_save && save_error.is_none();
+    if let EventPayload::StatusUpdate { metadata, .. } = &mut event.payload {
+        metadata.insert("turnNumber".into(), Value::from(turn_number));
+        metadata.insert("saved".into(), Value::Bool(saved));
+        if let Some(e) = &save_error {
+            metadata.insert("saveError".into(), Value::from(e.clone()));
+        }
+        if let Some(c) = &compaction {
+            metadata.insert(compaction::COMPACTION_KEY.into(), c.to_json());
+        }
+        if let Some(e) = compaction_error {
+            metadata.insert("compactionError".into(), Value::from(e));
+        }
+    }
+    let mut new_messages = input;
+    new_messages.extend(produced);
+    let message = outcome.as_ref().and_then(|o| o.message.clone());
+    let pending_tool_calls = match (&message, end) {
+        (Some(m), TurnEnd::InputRequired) => m.tool_calls.clone(),
+        _ => Vec::new(),
+    };
+    *summary.lock().unwrap_or_else(PoisonError::into_inner) = Some(TurnSummary {
+        task_id: cx.task_id.to_string(),
+        turn_number,
+        end,
+        state,
+        message,
+        usage: outcome.as_ref().map(|o| o.usage).unwrap_or_default(),
+        iterations: outcome.as_ref().map_or(0, |o| o.iterations),
+        new_messages,
+        pending_tool_calls,
+        saved,
+        save_error,
+        compaction,
+        artifact_ids: recorder.saved,
+    });
+    // Nobody listening is fine: the turn is saved.
+    let _ = tx.send(event);
+}
+
+/// Forwards the loop's events, writing artifacts on the way; keeps the
+/// final event back.
+async fn pump(
+    mut stream: TurnStream,
+    tx: &UnboundedSender<AgentEvent>,
+    recorder: &mut ArtifactRecorder,
+    pumped: &mut Pumped,
+) {
+    while let Some(event) = stream.next().await {
+        if event.is_final() {
+            pumped.final_event = Some(event);
+            continue;
+        }
+        let result = match &event.payload {
+            EventPayload::ArtifactUpdate { .. } => {
+                recorder.observe(&event).await;
+                None
+            }
+            EventPayload::ToolComplete { result, .. } => Some(result.clone()),
+            _ => None,
+        };
+        let _ = tx.send(event);
+        if let Some(result) = result {
+            for artifact_event in recorder.tool_artifacts(&result).await {
+                let _ = tx.send(artifact_event);
+            }
+            pumped.finished.push(result);
+        }
+    }
+}
+
+fn why_open(end: TurnEnd) -> &'static str {
+    match end {
+        TurnEnd::Cancelled => "the turn was cancelled before this tool call finished",
+        TurnEnd::Error => "the turn failed before this tool call finished",
+        _ => "the turn ended before this tool call finished",
+    }
+}
+
+fn synthetic_final(cx: &TurnContext, why: &str) -> AgentEvent {
+    let mut metadata = serde_json::Map::new();
+    metadata.insert("finishReason".into(), Value::from(TurnEnd::Error.as_str()));
+    metadata.insert(
+        "error".into(),
+        json!({ "type": "internal", "message": why }),
+    );
+    AgentEvent::new(
+        cx.task_id.clone(),
+        cx.context_id.clone(),
+        EventPayload::StatusUpdate {
+            status: TaskStatus::new(TaskState::Failed).with_message(Message::assistant(why)),
+            is_final: true,
+            metadata,
+        },
+    )
+}
+
+/// Compacts before the turn when configured and due. A failure is logged
+/// and reported in the final event; the turn runs on the full history.
+async fn maybe_compact(
+    agent: &Agent,
+    history: &mut History,
+    stored_len: usize,
+    cx: &TurnContext,
+) -> (Option<CompactionReport>, Option<String>) {
+    let config = &agent.inner.settings.compaction;
+    if !config.auto {
+        return (None, None);
+    }
+    let messages = history.to_vec();
+    if !config.is_exceeded_by(&messages) {
+        return (None, None);
+    }
+    let result = compaction::compact(
+        agent.inner.summarizer.as_ref(),
+        agent.inner.messages.as_ref(),
+        &agent.inner.context_id,
+        &messages,
+        stored_len,
+        config,
+        cx,
+    )
+    .await;
+    match result {
+        Ok(Some(done)) => {
+            agent.record_compaction(&done.report);
+            *history = History::from(done.history);
+            (Some(done.report), None)
+        }
+        Ok(None) => (None, None),
+        Err(error) => {
+            tracing::warn!(context_id = %agent.inner.context_id, %error, "compaction failed; the turn runs on the full history");
+            (None, Some(error.to_string()))
+        }
+    }
+}
+
+/// Saves the turn's messages (after any older unsaved ones) and the state;
+/// marks the agent ready. Returns why saving failed, if it did.
+async fn finish_turn(agent: &Agent, produced: &[Message], record: Value) -> Option<String> {
+    let auto = agent.inner.settings.auto_save;
+    let batch = {
+        let mut status = agent.status();
+        let mut batch = std::mem::take(&mut status.unsaved);
+        batch.extend(produced.iter().cloned());
+        batch
+    };
+    let mut error = None;
+    if auto {
+        if !batch.is_empty()
+            && let Err(e) = agent
+                .inner
+                .messages
+                .append(&agent.inner.context_id, &batch)
+                .await
+        {
+            tracing::warn!(context_id = %agent.inner.context_id, error = %e, "could not save the turn's messages; keeping them in memory");
+            error = Some(e.to_string());
+            agent.status().unsaved = batch;
+        }
+    } else {
+        agent.status().unsaved = batch;
+    }
+    {
+        let mut status = agent.status();
+        status.state.turn_count += 1;
+        status.state.lifecycle = LifecycleState::Ready;
+        status.state.last_activity = Utc::now();
+        status.state.metadata.insert(keys::LAST_TURN.into(), record);
+    }
+    if auto && let Err(e) = agent.persist_state().await {
+        tracing::warn!(context_id = %agent.inner.context_id, error = %e, "could not save the agent state");
+        error.get_or_insert(e.to_string());
+    }
+    error
+}

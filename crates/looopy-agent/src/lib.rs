@@ -1,0 +1,39 @@
+#![forbid(unsafe_code)]
+#![doc = include_str!("../README.md")]
+//!
+//! ## Modules
+//!
+//! - `agent`: [`Agent`] and its lifecycle (start, pause, shutdown, save, clear);
+//! - `builder`: [`AgentBuilder`];
+//! - `turn` / `driver`: [`Agent::execute_turn`], [`AgentTurn`], the turn task;
+//! - [`window`]: the sliding context window (pure functions);
+//! - [`compaction`]: summarising old history;
+//! - `artifacts`: saving streamed and tool-made artifacts;
+//! - `client`: client tool results and tool calls left open;
+//! - `lease`: the cross-process turn lease.
+
+mod agent;
+mod artifacts;
+mod builder;
+mod client;
+pub mod compaction;
+mod config;
+mod driver;
+mod error;
+mod lease;
+mod turn;
+pub mod window;
+
+pub use agent::Agent;
+pub use artifacts::{FLUSH_EVERY, TOOL_ARTIFACT_IDS_KEY, TOOL_ARTIFACTS_KEY, attach_artifact};
+pub use builder::AgentBuilder;
+pub use client::{CLIENT_TOOL_MARK, ClientToolResult, SYNTHETIC_RESULT_KEY, open_tool_calls};
+pub use compaction::{CompactionConfig, CompactionReport};
+pub use config::{DEFAULT_LOCK_TTL, MAX_COMPACTION_RECORDS, keys};
+pub use error::{AgentBusy, AgentError, BusyHolder};
+pub use turn::{AgentTurn, TurnOptions, TurnSummary};
+pub use window::{WindowConfig, WindowedLlm};
+
+// Re-exported so that users of the Agent name the same types.
+pub use looopy_core::store::{AgentState, LifecycleState};
+pub use looopy_loop::{AgentLoop, AgentLoopConfig, TurnEnd};

@@ -1,0 +1,335 @@
+//! Running a turn: [`Agent::execute_turn`], [`TurnOptions`], and the
+//! [`AgentTurn`] stream it returns.
+//!
+//! The turn runs on a spawned task (see `driver`): the task drains the
+//! loop's events, saves artifacts as they stream, forwards the events to
+//! the [`AgentTurn`], and when the loop is done saves the messages the turn
+//! produced (also when it failed or was cancelled), updates the state,
+//! releases the lease and only then forwards the final event. So:
+//!
+//! - when the caller sees the final event, everything is saved and the
+//!   agent takes the next turn;
+//! - dropping the [`AgentTurn`] early cancels the turn (unless
+//!   [`TurnOptions::keep_running_on_drop`]) and the task still saves what
+//!   the turn produced up to there. Nothing is lost to a dropped stream.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+use futures::Stream;
+use looopy_core::store::LifecycleState;
+use looopy_core::{
+    AgentEvent, AuthContext, CancellationToken, History, Message, TaskState, ToolCall, TurnContext,
+    Usage,
+};
+use looopy_loop::TurnEnd;
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+use crate::agent::Agent;
+use crate::client;
+use crate::compaction::CompactionReport;
+use crate::driver::{self, Prepared, TurnRun};
+use crate::error::AgentError;
+
+/// Per-turn inputs beside the user message.
+#[derive(Debug, Clone, Default)]
+pub struct TurnOptions {
+    /// Who acts in this turn, with fresh credentials; every tool call of
+    /// the turn sees it (`TurnContext::auth`).
+    pub auth: Option<AuthContext>,
+    /// The turn's task id (A2A task); a new UUID when absent.
+    pub task_id: Option<String>,
+    /// Cancels the turn when fired. The turn uses a child of it, so the
+    /// turn never cancels the caller's token.
+    pub cancel: Option<CancellationToken>,
+    /// Passed to providers and tools in `TurnContext::metadata` (the Agent
+    /// adds `turnNumber`).
+    pub metadata: Map<String, Value>,
+    /// Keep running when the [`AgentTurn`] is dropped before its end
+    /// (default false: dropping it cancels the turn). Either way the
+    /// messages are saved.
+    pub keep_running_on_drop: bool,
+}
+
+impl TurnOptions {
+    /// No auth, a generated task id, no external cancellation.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the principal of the turn.
+    pub fn with_auth(mut self, auth: AuthContext) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+
+    /// Sets the task id.
+    pub fn with_task_id(mut self, task_id: impl Into<String>) -> Self {
+        self.task_id = Some(task_id.into());
+        self
+    }
+
+    /// Cancels the turn when `token` fires.
+    pub fn with_cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// Adds metadata for providers and tools.
+    pub fn with_metadata(mut self, metadata: Map<String, Value>) -> Self {
+        self.metadata = metadata;
+        self
+    }
+
+    /// Keeps the turn running when its stream is dropped.
+    pub fn keep_running_on_drop(mut self, yes: bool) -> Self {
+        self.keep_running_on_drop = yes;
+        self
+    }
+}
+
+/// How a turn ended, once it has.
+#[derive(Debug, Clone)]
+pub struct TurnSummary {
+    /// The turn's task id.
+    pub task_id: String,
+    /// 1-based number of the turn in the conversation.
+    pub turn_number: u64,
+    /// Why it ended (model finished, max iterations, input required,
+    /// cancelled, error...).
+    pub end: TurnEnd,
+    /// The task state it ended in.
+    pub state: TaskState,
+    /// The final message (answer, error text, pending client calls).
+    pub message: Option<Message>,
+    /// Tokens used.
+    pub usage: Usage,
+    /// Loop iterations run.
+    pub iterations: u32,
+    /// What the turn added to the conversation: client tool results, the
+    /// user message, then everything the loop produced.
+    pub new_messages: Vec<Message>,
+    /// Client tool calls waiting for results (`input-required`).
+    pub pending_tool_calls: Vec<ToolCall>,
+    /// Whether the messages and state reached the stores (false with
+    /// auto-save off, or when a save failed: see `save_error`).
+    pub saved: bool,
+    /// Why saving failed; the messages stay in memory and are written by
+    /// the next turn or [`Agent::save_state`].
+    pub save_error: Option<String>,
+    /// A compaction made before the turn.
+    pub compaction: Option<CompactionReport>,
+    /// Artifacts written by the turn.
+    pub artifact_ids: Vec<String>,
+}
+
+/// The events of a running turn, ending with the final `status-update`.
+///
+/// It is a [`Stream`] of [`AgentEvent`]s (the loop's events, plus an
+/// `artifact-update` for each artifact a tool made). Dropping it before
+/// the end cancels the turn unless [`TurnOptions::keep_running_on_drop`]
+/// was set; the turn's messages are saved either way.
+pub struct AgentTurn {
+    events: mpsc::UnboundedReceiver<AgentEvent>,
+    task_id: Arc<str>,
+    turn_number: u64,
+    cancel: CancellationToken,
+    summary: Arc<Mutex<Option<TurnSummary>>>,
+    cancel_on_drop: bool,
+    ended: bool,
+}
+
+impl AgentTurn {
+    /// The turn's task id.
+    pub fn task_id(&self) -> &str {
+        &self.task_id
+    }
+
+    /// 1-based number of the turn in the conversation.
+    pub fn turn_number(&self) -> u64 {
+        self.turn_number
+    }
+
+    /// Cancels the turn: it ends `canceled` and saves what it produced.
+    pub fn cancel(&self) {
+        self.cancel.cancel();
+    }
+
+    /// The turn's cancellation token.
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// How the turn ended, once the final event was sent.
+    pub fn summary(&self) -> Option<TurnSummary> {
+        self.summary
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Reads every event to the end; returns them with the summary.
+    pub async fn collect_all(mut self) -> (Vec<AgentEvent>, Option<TurnSummary>) {
+        use futures::StreamExt;
+        let mut events = Vec::new();
+        while let Some(e) = self.next().await {
+            events.push(e);
+        }
+        let summary = self.summary();
+        (events, summary)
+    }
+
+    /// Runs the turn to its end, discarding the events.
+    pub async fn finish(self) -> Option<TurnSummary> {
+        self.collect_all().await.1
+    }
+}
+
+impl Stream for AgentTurn {
+    type Item = AgentEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
+        let polled = self.events.poll_recv(cx);
+        if let Poll::Ready(None) = polled {
+            self.ended = true;
+        }
+        polled
+    }
+}
+
+impl Drop for AgentTurn {
+    fn drop(&mut self) {
+        if self.cancel_on_drop && !self.ended {
+            self.cancel.cancel();
+        }
+    }
+}
+
+impl std::fmt::Debug for AgentTurn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentTurn")
+            .field("task_id", &self.task_id)
+            .field("turn_number", &self.turn_number)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// Runs one turn (seed 004 `executeTurn`): `user_message` (or `None` to
+    /// continue, for instance after a failure) with a fresh `auth` for
+    /// this turn's tools.
+    ///
+    /// Fails at once with [`AgentError::Busy`] when a turn already runs for
+    /// this context (in this agent, or under the turn lock elsewhere).
+    pub async fn execute_turn(
+        &self,
+        user_message: Option<Message>,
+        auth: Option<AuthContext>,
+    ) -> Result<AgentTurn, AgentError> {
+        let options = TurnOptions {
+            auth,
+            ..TurnOptions::default()
+        };
+        self.execute_turn_with(user_message, options).await
+    }
+
+    /// [`execute_turn`](Self::execute_turn) with a task id, a cancellation
+    /// token and metadata.
+    pub async fn execute_turn_with(
+        &self,
+        user_message: Option<Message>,
+        options: TurnOptions,
+    ) -> Result<AgentTurn, AgentError> {
+        let guard = self.claim()?;
+        self.ensure_ready(false).await?;
+        let cancel = options
+            .cancel
+            .as_ref()
+            .map(CancellationToken::child_token)
+            .unwrap_or_default();
+        let lease = self.lease(cancel.clone()).await?;
+        let prepared = match self.prepare(user_message, lease.is_some()).await {
+            Ok(p) => p,
+            Err(e) => {
+                if let Some(lease) = lease {
+                    lease.release().await;
+                }
+                return Err(e);
+            }
+        };
+        let turn_number = self.turn_count() + 1;
+        self.set_lifecycle(LifecycleState::Busy);
+        let task_id: Arc<str> = options
+            .task_id
+            .map(Arc::from)
+            .unwrap_or_else(|| Arc::from(uuid::Uuid::new_v4().to_string()));
+        let mut metadata = options.metadata;
+        metadata.insert("turnNumber".into(), Value::from(turn_number));
+        let mut cx = TurnContext::new(task_id.clone(), self.inner.context_id.clone())
+            .with_cancel(cancel.clone())
+            .with_metadata(metadata);
+        if let Some(auth) = options.auth {
+            cx = cx.with_auth(auth);
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let summary = Arc::new(Mutex::new(None));
+        let run = TurnRun {
+            agent: self.clone(),
+            guard,
+            lease,
+            prepared,
+            cx,
+            turn_number,
+            tx,
+            summary: summary.clone(),
+        };
+        tokio::spawn(driver::drive(run));
+        Ok(AgentTurn {
+            events: rx,
+            task_id,
+            turn_number,
+            cancel,
+            summary,
+            cancel_on_drop: !options.keep_running_on_drop,
+            ended: false,
+        })
+    }
+
+    /// Loads the history and adds the turn's input (client tool results,
+    /// then the user message), saving that input first.
+    async fn prepare(&self, user: Option<Message>, shared: bool) -> Result<Prepared, AgentError> {
+        let context_id = &self.inner.context_id;
+        if shared {
+            self.refresh_shared_state().await?;
+        }
+        if self.inner.settings.auto_save
+            && let Err(error) = self.flush_unsaved().await
+        {
+            tracing::warn!(%context_id, %error, "could not save earlier messages; keeping them in memory");
+        }
+        let stored = self.inner.messages.load(context_id).await?;
+        let mut stored_len = stored.len();
+        let unsaved = self.status().unsaved.clone();
+        let mut history: History = stored.into_iter().chain(unsaved.iter().cloned()).collect();
+        let input = client::prepare_input(&history, user)?;
+        if history.is_empty() && input.is_empty() {
+            return Err(AgentError::EmptyTurn);
+        }
+        if input.is_empty() {
+            // A plain continuation: nothing to save.
+        } else if self.inner.settings.auto_save && unsaved.is_empty() {
+            self.inner.messages.append(context_id, &input).await?;
+            stored_len += input.len();
+        } else {
+            self.status().unsaved.extend(input.iter().cloned());
+        }
+        history.extend(input.iter().cloned());
+        Ok(Prepared {
+            history,
+            stored_len,
+            input,
+        })
+    }
+}

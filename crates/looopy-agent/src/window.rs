@@ -1,0 +1,536 @@
+//! The sliding context window (seed 002, "Tool Boundary Safety"): which
+//! history messages are sent to the model.
+//!
+//! The system prompt never is in the history (the loop sends it beside the
+//! messages), so it is always kept. In the history, leading *pinned*
+//! messages are always kept too: `system` messages and the summary left by a
+//! compaction. From the rest the window keeps the most recent messages that
+//! fit the limits, and moves its start forward to the next *safe* cut when
+//! the limit falls inside a tool exchange: a window never begins with a tool
+//! result, and never holds a tool result without the assistant message that
+//! asked for it.
+//!
+//! Everything here is pure; [`WindowedLlm`] applies the window to every
+//! request of a provider.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use looopy_core::{
+    History, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream, Message, Part, Role,
+    TurnContext,
+};
+
+use crate::compaction::is_summary;
+
+/// Limits of the window. `None` means "no limit"; the default has none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WindowConfig {
+    /// Most history messages sent, pinned ones included (they are kept even
+    /// when they alone exceed it).
+    pub max_messages: Option<usize>,
+    /// Most estimated tokens sent (see [`estimate_tokens`]), pinned messages
+    /// included.
+    pub max_tokens: Option<usize>,
+}
+
+impl WindowConfig {
+    /// No limits: everything is sent.
+    pub fn unbounded() -> Self {
+        Self::default()
+    }
+
+    /// At most `n` messages.
+    pub fn max_messages(n: usize) -> Self {
+        WindowConfig {
+            max_messages: Some(n),
+            max_tokens: None,
+        }
+    }
+
+    /// At most about `n` tokens.
+    pub fn max_tokens(n: usize) -> Self {
+        WindowConfig {
+            max_messages: None,
+            max_tokens: Some(n),
+        }
+    }
+
+    /// Adds a message limit.
+    pub fn with_max_messages(mut self, n: usize) -> Self {
+        self.max_messages = Some(n);
+        self
+    }
+
+    /// Adds a token limit.
+    pub fn with_max_tokens(mut self, n: usize) -> Self {
+        self.max_tokens = Some(n);
+        self
+    }
+
+    /// Whether no limit is set.
+    pub fn is_unbounded(&self) -> bool {
+        self.max_messages.is_none() && self.max_tokens.is_none()
+    }
+}
+
+/// A rough token count of a message: about four characters per token, plus
+/// a small overhead per message and per tool call. Good enough for budgets;
+/// not a tokenizer.
+pub fn estimate_tokens(message: &Message) -> usize {
+    let mut chars = 0usize;
+    for part in &message.parts {
+        chars += match part {
+            Part::Text { text } => text.len(),
+            Part::Data { data } => data.to_string().len(),
+            Part::File { file } => {
+                file.name.as_ref().map_or(0, String::len)
+                    + file.uri.as_ref().map_or(0, String::len)
+                    + file.bytes.as_ref().map_or(0, String::len)
+            }
+        };
+    }
+    let mut overhead = 4;
+    for call in &message.tool_calls {
+        chars += call.id.len() + call.name.len() + call.arguments.len();
+        overhead += 4;
+    }
+    chars.div_ceil(4) + overhead
+}
+
+/// Which cut points are safe: `safe[s]` says whether `messages[s..]` can
+/// start a window (or be kept by a compaction) without separating a tool
+/// result from its call. The result has `messages.len() + 1` entries; the
+/// last one (an empty suffix) is always safe.
+///
+/// A cut `s` is unsafe when `messages[s]` is a tool message, or when some
+/// tool message at `j >= s` answers a call made by an assistant message at
+/// `i < s`.
+pub fn safe_cut_points(messages: &[Message]) -> Vec<bool> {
+    safe_cuts(&messages.iter().collect::<Vec<_>>())
+}
+
+fn safe_cuts(messages: &[&Message]) -> Vec<bool> {
+    use std::collections::HashMap;
+    let n = messages.len();
+    // For every tool message at j answering a call of the assistant message
+    // at i < j, the cuts i+1..=j are unsafe: a difference array marks them.
+    let mut diff = vec![0i64; n + 2];
+    let mut caller: HashMap<&str, usize> = HashMap::new();
+    for (j, m) in messages.iter().enumerate() {
+        for call in &m.tool_calls {
+            caller.insert(call.id.as_str(), j);
+        }
+        if m.role == Role::Tool
+            && let Some(&i) = m.tool_call_id.as_deref().and_then(|id| caller.get(id))
+            && i < j
+        {
+            diff[i + 1] += 1;
+            diff[j + 1] -= 1;
+        }
+    }
+    let mut safe = Vec::with_capacity(n + 1);
+    let mut open = 0i64;
+    for (s, d) in diff.iter().take(n + 1).enumerate() {
+        open += d;
+        let starts_with_tool = messages.get(s).is_some_and(|m| m.role == Role::Tool);
+        safe.push(open == 0 && !starts_with_tool);
+    }
+    safe
+}
+
+/// Whether a message is always kept at the head of the window.
+fn is_pinned(message: &Message) -> bool {
+    message.role == Role::System || is_summary(message)
+}
+
+/// What a window keeps: the first `pinned` messages, then everything from
+/// `start` on (`start >= pinned`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowPlan {
+    /// Number of leading pinned messages (system messages, compaction summary).
+    pub pinned: usize,
+    /// Where the kept suffix begins.
+    pub start: usize,
+}
+
+impl WindowPlan {
+    /// Whether the window drops nothing.
+    pub fn keeps_all(&self) -> bool {
+        self.start == self.pinned
+    }
+
+    /// Number of messages kept out of `total`.
+    pub fn kept(&self, total: usize) -> usize {
+        self.pinned + total.saturating_sub(self.start)
+    }
+}
+
+/// Plans the window over `messages` (oldest first).
+///
+/// The suffix starts at the first safe cut at or after the point the limits
+/// ask for. A window never ends up empty when there are unpinned messages:
+/// when the limits leave no room (or no safe cut follows), it keeps the
+/// smallest safe suffix instead, even over the limits, because a model call
+/// without the latest message makes no sense.
+pub fn plan(messages: &[Message], config: &WindowConfig) -> WindowPlan {
+    plan_refs(&messages.iter().collect::<Vec<_>>(), config)
+}
+
+fn plan_refs(messages: &[&Message], config: &WindowConfig) -> WindowPlan {
+    let n = messages.len();
+    let pinned = messages.iter().take_while(|m| is_pinned(m)).count();
+    if config.is_unbounded() || pinned == n {
+        return WindowPlan {
+            pinned,
+            start: pinned,
+        };
+    }
+    let mut target = pinned;
+    if let Some(max) = config.max_messages {
+        let room = max.saturating_sub(pinned);
+        target = target.max(n.saturating_sub(room));
+    }
+    if let Some(budget) = config.max_tokens {
+        let pinned_tokens: usize = messages[..pinned].iter().map(|m| estimate_tokens(m)).sum();
+        let mut room = budget.saturating_sub(pinned_tokens);
+        let mut start = n;
+        while start > pinned {
+            let cost = estimate_tokens(messages[start - 1]);
+            if cost > room {
+                break;
+            }
+            room -= cost;
+            start -= 1;
+        }
+        target = target.max(start);
+    }
+    let safe = safe_cuts(messages);
+    let forward = (target..n).find(|&s| safe[s]);
+    let start = match forward {
+        Some(s) => s,
+        // Nothing safe after the target: keep the smallest safe suffix
+        // before it, or everything when there is none.
+        None => (pinned..target.min(n))
+            .rev()
+            .find(|&s| safe[s])
+            .unwrap_or(pinned),
+    };
+    WindowPlan { pinned, start }
+}
+
+/// The messages of `history` that the window keeps, in order. Cheap when
+/// nothing is dropped (the history is shared, not copied).
+pub fn apply(history: &History, config: &WindowConfig) -> History {
+    if config.is_unbounded() {
+        return history.clone();
+    }
+    let refs: Vec<&Message> = history.iter().collect();
+    let plan = plan_refs(&refs, config);
+    if plan.keeps_all() {
+        return history.clone();
+    }
+    let mut kept = History::new();
+    for m in history.iter_from(0).take(plan.pinned) {
+        kept.push_shared(m.clone());
+    }
+    for m in history.iter_from(plan.start) {
+        kept.push_shared(m.clone());
+    }
+    kept
+}
+
+/// A provider that applies a [`WindowConfig`] to the messages of every
+/// request before passing it on.
+///
+/// The Agent wraps its model in one when it builds its own loop, so that
+/// the window also holds between the iterations of a long turn. Wrap your
+/// model yourself when you give the Agent a prebuilt
+/// [`AgentLoop`](looopy_loop::AgentLoop).
+#[derive(Clone)]
+pub struct WindowedLlm {
+    inner: Arc<dyn LlmProvider>,
+    config: WindowConfig,
+}
+
+impl WindowedLlm {
+    /// Wraps `inner`.
+    pub fn new(inner: Arc<dyn LlmProvider>, config: WindowConfig) -> Self {
+        WindowedLlm { inner, config }
+    }
+
+    /// The window.
+    pub fn config(&self) -> &WindowConfig {
+        &self.config
+    }
+
+    fn windowed(&self, mut request: LlmRequest) -> LlmRequest {
+        request.messages = apply(&request.messages, &self.config);
+        request
+    }
+}
+
+#[async_trait]
+impl LlmProvider for WindowedLlm {
+    async fn call(&self, request: LlmRequest, cx: &TurnContext) -> Result<LlmResponse, LlmError> {
+        let request = self.windowed(request);
+        self.inner.call(request, cx).await
+    }
+
+    fn stream<'a>(&'a self, request: LlmRequest, cx: &'a TurnContext) -> LlmStream<'a> {
+        let request = self.windowed(request);
+        self.inner.stream(request, cx)
+    }
+
+    fn provider_name(&self) -> &str {
+        self.inner.provider_name()
+    }
+
+    fn model_name(&self) -> &str {
+        self.inner.model_name()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use looopy_core::{LlmResponse, ToolCall, ToolResult};
+    use serde_json::json;
+
+    fn user(t: &str) -> Message {
+        Message::user(t)
+    }
+    fn asst(t: &str) -> Message {
+        Message::assistant(t)
+    }
+    fn calls(ids: &[&str]) -> Message {
+        LlmResponse::tool_calls(
+            "",
+            ids.iter().map(|id| ToolCall::new(*id, "t", "{}")).collect(),
+        )
+        .message
+    }
+    fn result(id: &str) -> Message {
+        ToolResult::text(id, "r").into_message()
+    }
+    fn summary() -> Message {
+        let mut m = Message::user("summary");
+        m.metadata
+            .insert(crate::compaction::COMPACTION_KEY.into(), json!({}));
+        m
+    }
+
+    /// Checks the invariant the window promises on `kept`: every tool result
+    /// has its call earlier in the window, and it does not start with one.
+    fn assert_tool_safe(kept: &[Message]) {
+        let mut seen = std::collections::HashSet::new();
+        for m in kept {
+            for c in &m.tool_calls {
+                seen.insert(c.id.clone());
+            }
+            if m.role == Role::Tool {
+                let id = m.tool_call_id.clone().unwrap();
+                assert!(seen.contains(&id), "orphan tool result {id} in {kept:#?}");
+            }
+        }
+    }
+
+    fn kept(messages: &[Message], config: WindowConfig) -> Vec<Message> {
+        apply(&History::from(messages.to_vec()), &config).to_vec()
+    }
+
+    #[test]
+    fn unbounded_keeps_everything() {
+        let h = vec![user("a"), asst("b"), user("c")];
+        assert_eq!(kept(&h, WindowConfig::unbounded()), h);
+        assert!(plan(&h, &WindowConfig::unbounded()).keeps_all());
+    }
+
+    #[test]
+    fn under_the_limit_keeps_everything() {
+        let h = vec![user("a"), asst("b"), user("c")];
+        assert_eq!(kept(&h, WindowConfig::max_messages(3)), h);
+        assert_eq!(kept(&h, WindowConfig::max_messages(10)), h);
+    }
+
+    #[test]
+    fn keeps_the_most_recent_messages() {
+        let h = vec![user("1"), asst("2"), user("3"), asst("4"), user("5")];
+        let k = kept(&h, WindowConfig::max_messages(2));
+        assert_eq!(k, h[3..].to_vec());
+    }
+
+    #[test]
+    fn never_starts_inside_a_tool_exchange() {
+        // 0 user, 1 call(a,b), 2 result a, 3 result b, 4 answer, 5 user
+        let h = vec![
+            user("q"),
+            calls(&["a", "b"]),
+            result("a"),
+            result("b"),
+            asst("done"),
+            user("next"),
+        ];
+        for max in 0..=h.len() {
+            let k = kept(&h, WindowConfig::max_messages(max));
+            assert_tool_safe(&k);
+            assert!(!k.is_empty(), "max {max} emptied the window");
+            assert!(k.len() <= max.max(1), "max {max} kept {}", k.len());
+        }
+        // A limit of 4 would start at "result a": the window moves to "answer".
+        let k = kept(&h, WindowConfig::max_messages(4));
+        assert_eq!(k, h[4..].to_vec());
+        // A limit of 5 starts exactly at the call: the whole exchange is kept.
+        let k = kept(&h, WindowConfig::max_messages(5));
+        assert_eq!(k, h[1..].to_vec());
+    }
+
+    #[test]
+    fn a_trailing_tool_exchange_larger_than_the_limit_is_kept_whole() {
+        // The last messages are one exchange: there is no safe cut inside,
+        // so the window keeps the smallest safe suffix, over the limit.
+        let h = vec![
+            user("q"),
+            calls(&["a", "b", "c"]),
+            result("a"),
+            result("b"),
+            result("c"),
+        ];
+        let k = kept(&h, WindowConfig::max_messages(2));
+        assert_eq!(k, h[1..].to_vec());
+        assert_tool_safe(&k);
+    }
+
+    #[test]
+    fn results_are_never_split_from_calls_with_interleaving() {
+        // Results of two calls interleaved with another exchange (odd but
+        // possible): cuts inside either span are unsafe.
+        let h = vec![
+            user("q"),
+            calls(&["a"]),
+            calls(&["b"]),
+            result("a"),
+            result("b"),
+            user("x"),
+        ];
+        let safe = safe_cut_points(&h);
+        assert_eq!(safe, vec![true, true, false, false, false, true, true]);
+    }
+
+    #[test]
+    fn pinned_messages_are_kept_and_counted() {
+        let h = vec![
+            Message::system("rules"),
+            summary(),
+            user("1"),
+            asst("2"),
+            user("3"),
+            asst("4"),
+        ];
+        let k = kept(&h, WindowConfig::max_messages(4));
+        assert_eq!(k.len(), 4);
+        assert_eq!(k[0].text(), "rules");
+        assert_eq!(k[1].text(), "summary");
+        assert_eq!(k[2].text(), "3");
+        // Pinned messages alone over the limit: they stay, plus the last message.
+        let k = kept(&h, WindowConfig::max_messages(1));
+        assert_eq!(k.len(), 3);
+        assert_eq!(k[2].text(), "4");
+        let p = plan(&h, &WindowConfig::max_messages(1));
+        assert_eq!(p.pinned, 2);
+        assert_eq!(p.kept(h.len()), 3);
+    }
+
+    #[test]
+    fn only_leading_pinned_messages_are_pinned() {
+        let h = vec![user("1"), Message::system("late"), user("3"), asst("4")];
+        let p = plan(&h, &WindowConfig::max_messages(2));
+        assert_eq!(p.pinned, 0);
+        assert_eq!(p.start, 2);
+    }
+
+    #[test]
+    fn a_history_of_only_pinned_messages_is_kept() {
+        let h = vec![Message::system("a"), summary()];
+        assert_eq!(kept(&h, WindowConfig::max_messages(1)), h);
+    }
+
+    #[test]
+    fn empty_history_stays_empty() {
+        assert!(kept(&[], WindowConfig::max_messages(3)).is_empty());
+        assert!(kept(&[], WindowConfig::max_tokens(3)).is_empty());
+    }
+
+    #[test]
+    fn token_budget_keeps_what_fits() {
+        let long = "x".repeat(400); // ~100 tokens + overhead
+        let h = vec![user(&long), asst(&long), user(&long), asst("short")];
+        let each = estimate_tokens(&h[0]);
+        let short = estimate_tokens(&h[3]);
+        let k = kept(&h, WindowConfig::max_tokens(each + short));
+        assert_eq!(k, h[2..].to_vec());
+        let k = kept(&h, WindowConfig::max_tokens(short));
+        assert_eq!(k, h[3..].to_vec());
+        // Smaller than the last message: still keeps the last message.
+        let k = kept(&h, WindowConfig::max_tokens(1));
+        assert_eq!(k, h[3..].to_vec());
+    }
+
+    #[test]
+    fn both_limits_apply_and_the_stricter_wins() {
+        let h: Vec<Message> = (0..10).map(|i| user(&format!("m{i}"))).collect();
+        let per = estimate_tokens(&h[0]);
+        let k = kept(&h, WindowConfig::max_messages(5).with_max_tokens(per * 3));
+        assert_eq!(k.len(), 3);
+        let k = kept(&h, WindowConfig::max_messages(2).with_max_tokens(per * 3));
+        assert_eq!(k.len(), 2);
+    }
+
+    #[test]
+    fn token_budget_respects_tool_boundaries() {
+        let big = "y".repeat(4000);
+        let mut r = ToolResult::text("a", big).into_message();
+        r.tool_call_id = Some("a".into());
+        let h = vec![user("q"), calls(&["a"]), r, asst("ok"), user("more")];
+        let budget = estimate_tokens(&h[2]) + estimate_tokens(&h[3]) + estimate_tokens(&h[4]);
+        // Fits the result but not its call: the window drops the result too.
+        let k = kept(&h, WindowConfig::max_tokens(budget));
+        assert_eq!(k, h[3..].to_vec());
+        assert_tool_safe(&k);
+    }
+
+    #[test]
+    fn orphan_tool_results_never_start_a_window() {
+        // A result whose call is not in the history at all.
+        let h = vec![result("zz"), asst("a"), user("b")];
+        let safe = safe_cut_points(&h);
+        assert!(!safe[0]);
+        // Even under the limit a bounded window drops a leading orphan: a
+        // provider would refuse it.
+        let k = kept(&h, WindowConfig::max_messages(3));
+        assert_eq!(k, h[1..].to_vec());
+        let k = kept(&h, WindowConfig::max_messages(1));
+        assert_eq!(k, h[2..].to_vec());
+    }
+
+    #[test]
+    fn estimate_counts_text_calls_and_data() {
+        let a = estimate_tokens(&user("abcd"));
+        let b = estimate_tokens(&user(&"abcd".repeat(10)));
+        assert!(b > a);
+        let c = estimate_tokens(&calls(&["id"]));
+        assert!(c > estimate_tokens(&asst("")));
+        let d = estimate_tokens(&Message::with_parts(
+            Role::User,
+            vec![Part::data(json!({"k": "v".repeat(100)}))],
+        ));
+        assert!(d > 25);
+    }
+
+    #[test]
+    fn the_window_is_shared_not_copied_when_nothing_is_dropped() {
+        let h = History::from(vec![user("a"), asst("b")]);
+        let w = apply(&h, &WindowConfig::max_messages(5));
+        assert_eq!(w, h);
+    }
+}
