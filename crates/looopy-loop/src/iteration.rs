@@ -6,11 +6,12 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use looopy_core::{
-    History, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, ResponseAssembler,
-    ToolChoice, ToolDefinition, TurnContext,
+    History, LlmChunk, LlmError, LlmRequest, LlmResponse, ResponseAssembler, ToolChoice,
+    ToolDefinition, TurnContext,
 };
 use tracing::Instrument;
 
+use crate::AgentLoop;
 use crate::config::AgentLoopConfig;
 use crate::events::Emitter;
 
@@ -37,19 +38,32 @@ pub(crate) fn request(
 /// Calls the model once. When streaming, text arrives as `artifact-update`
 /// chunks on `artifact_id`, one chunk behind so that the last one can say so.
 pub(crate) async fn call_model(
-    llm: &dyn LlmProvider,
-    config: &AgentLoopConfig,
+    agent: &AgentLoop,
     request: LlmRequest,
     cx: &TurnContext,
     emit: &Emitter,
     iteration: u32,
     artifact_id: &str,
 ) -> Result<LlmResponse, LlmError> {
+    let (llm, config, metrics) = (agent.llm.as_ref(), &*agent.config, &agent.metrics);
     emit.llm_call(iteration, request.messages.len(), request.tools.len());
     let started = Instant::now();
+    let model = request
+        .model
+        .clone()
+        .unwrap_or_else(|| llm.model_name().to_owned());
     let span = tracing::info_span!(
-        "llm_call",
-        otel.name = %format_args!("chat {}", request.model.as_deref().unwrap_or(llm.model_name())),
+        "chat",
+        otel.name = %format_args!("chat {model}"),
+        otel.kind = "client",
+        otel.status_code = tracing::field::Empty,
+        gen_ai.operation.name = "chat",
+        gen_ai.provider.name = %llm.provider_name(),
+        gen_ai.request.model = %model,
+        gen_ai.response.finish_reasons = tracing::field::Empty,
+        gen_ai.usage.input_tokens = tracing::field::Empty,
+        gen_ai.usage.output_tokens = tracing::field::Empty,
+        error.type = tracing::field::Empty,
         looopy.iteration = iteration,
     );
     let work = async {
@@ -80,20 +94,40 @@ pub(crate) async fn call_model(
         }
         Ok(assembler.finish())
     }
-    .instrument(span);
+    .instrument(span.clone());
     let result = tokio::select! {
         biased;
         _ = cx.cancel.cancelled() => Err(LlmError::Cancelled),
         r = work => r,
     };
-    if let Ok(response) = &result {
-        emit.llm_response(
-            iteration,
-            response.finish_reason.clone(),
-            response.message.tool_calls.len(),
-            response.usage,
-            started.elapsed().as_millis() as u64,
-        );
+    let elapsed = started.elapsed();
+    match &result {
+        Ok(response) => {
+            span.record(
+                "gen_ai.response.finish_reasons",
+                format!("[\"{}\"]", response.finish_reason.as_str()),
+            );
+            if let Some(u) = response.usage {
+                span.record("gen_ai.usage.input_tokens", u.input_tokens);
+                span.record("gen_ai.usage.output_tokens", u.output_tokens);
+            }
+            emit.llm_response(
+                iteration,
+                response.finish_reason.clone(),
+                response.message.tool_calls.len(),
+                response.usage,
+                elapsed.as_millis() as u64,
+            );
+        }
+        Err(LlmError::Cancelled) => {
+            span.record("error.type", "cancelled");
+        }
+        Err(e) => {
+            span.record("error.type", e.kind());
+            span.record("otel.status_code", "ERROR");
+            tracing::error!(parent: &span, error = %e, "LLM call failed");
+        }
     }
+    metrics.record_call(&model, llm.provider_name(), elapsed, &result);
     result
 }

@@ -42,6 +42,7 @@ pub mod hooks;
 mod iteration;
 mod pause;
 mod stream;
+mod telemetry;
 pub mod tool_output;
 mod tools;
 mod turn;
@@ -61,6 +62,7 @@ pub use tools::ToolRegistry;
 use crate::events::Emitter;
 use crate::hooks::{Hook, HookFailureMode, Hooks};
 use crate::stream::TurnShared;
+use crate::telemetry::LoopMetrics;
 use crate::turn::Turn;
 
 /// The single-turn engine. Cheap to clone; one loop serves any number of
@@ -72,6 +74,7 @@ pub struct AgentLoop {
     task_store: Option<Arc<dyn TaskStateStore>>,
     config: Arc<AgentLoopConfig>,
     hooks: Hooks,
+    metrics: LoopMetrics,
 }
 
 impl AgentLoop {
@@ -289,6 +292,7 @@ impl AgentLoopBuilder {
                 list: self.hooks.into(),
                 mode: self.hook_failure_mode,
             },
+            metrics: LoopMetrics::new(),
         }
     }
 }

@@ -262,8 +262,7 @@ impl Turn {
             None => {
                 let artifact_id = format!("{}-response-{iteration}", self.cx.task_id);
                 match iteration::call_model(
-                    self.agent.llm.as_ref(),
-                    &config,
+                    &self.agent,
                     request,
                     &self.cx,
                     &self.emit,
@@ -369,8 +368,10 @@ impl Turn {
             otel.name = "execute_tools",
             looopy.tool_count = calls.len()
         );
-        let mut running =
-            futures::stream::iter(tools::call_futures(&env, &calls)).buffer_unordered(limit);
+        // Each call's span is made inside the batch span, so that parallel
+        // calls nest under it whatever task polls them.
+        let futures = span.in_scope(|| tools::call_futures(&env, &calls));
+        let mut running = futures::stream::iter(futures).buffer_unordered(limit);
         let mut fatal = None;
         let cancelled = loop {
             let next = tokio::select! {
@@ -476,8 +477,7 @@ impl Turn {
         );
         let artifact_id = format!("{}-response-final", self.cx.task_id);
         let result = iteration::call_model(
-            self.agent.llm.as_ref(),
-            &config,
+            &self.agent,
             request,
             &self.cx,
             &self.emit,

@@ -1,0 +1,217 @@
+//! The span tree of a turn, asserted on an in-memory OpenTelemetry exporter.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use looopy_core::{History, LlmError, LlmResponse, Message, ToolCall, TurnContext, Usage};
+use looopy_loop::AgentLoop;
+use looopy_testkit::ScriptedLlm;
+use opentelemetry::trace::{SpanId, Status, TracerProvider as _};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use tracing_subscriber::layer::SubscriberExt;
+
+/// Runs `f` with a subscriber that exports to memory; returns the spans.
+async fn traced<F: std::future::Future<Output = ()>>(f: F) -> Vec<SpanData> {
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+    let guard = tracing::subscriber::set_default(subscriber);
+    f.await;
+    drop(guard);
+    let _ = provider.force_flush();
+    exporter.get_finished_spans().unwrap()
+}
+
+fn named<'a>(spans: &'a [SpanData], name: &str) -> Vec<&'a SpanData> {
+    spans.iter().filter(|s| s.name == name).collect()
+}
+
+fn one<'a>(spans: &'a [SpanData], name: &str) -> &'a SpanData {
+    let found = named(spans, name);
+    assert_eq!(
+        found.len(),
+        1,
+        "one span named {name:?}; all: {:?}",
+        spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
+    found[0]
+}
+
+fn attr(span: &SpanData, key: &str) -> Option<String> {
+    span.attributes
+        .iter()
+        .find(|kv| kv.key.as_str() == key)
+        .map(|kv| kv.value.to_string())
+}
+
+fn cx() -> TurnContext {
+    TurnContext::new("task-s", "ctx-s")
+}
+
+#[tokio::test]
+async fn a_turn_with_two_parallel_tool_calls_has_the_seed_hierarchy() {
+    let spans = traced(async {
+        let tools = FnTools::new()
+            .echo("weather", Duration::from_millis(20))
+            .echo("calculate", Duration::from_millis(10));
+        let llm = ScriptedLlm::new()
+            .respond(LlmResponse::tool_calls(
+                "",
+                vec![
+                    ToolCall::new("w1", "weather", "{}"),
+                    ToolCall::new("c1", "calculate", "{}"),
+                ],
+            ))
+            .respond(LlmResponse::text("sunny, 4").with_usage(Usage {
+                input_tokens: 11,
+                output_tokens: 3,
+                total_tokens: 14,
+                ..Default::default()
+            }));
+        let agent = AgentLoop::builder(llm)
+            .agent_id("forecaster")
+            .tools(tools)
+            .build();
+        drain(agent.start_turn(History::from(vec![Message::user("?")]), cx())).await;
+    })
+    .await;
+
+    let root = one(&spans, "invoke_agent forecaster");
+    assert_eq!(root.parent_span_id, SpanId::INVALID);
+    assert_eq!(
+        attr(root, "gen_ai.operation.name").as_deref(),
+        Some("invoke_agent")
+    );
+    assert_eq!(
+        attr(root, "gen_ai.conversation.id").as_deref(),
+        Some("ctx-s")
+    );
+    assert_eq!(
+        attr(root, "gen_ai.agent.name").as_deref(),
+        Some("forecaster")
+    );
+    assert_eq!(attr(root, "a2a.task.state").as_deref(), Some("completed"));
+
+    let it1 = one(&spans, "iteration 1");
+    let it2 = one(&spans, "iteration 2");
+    assert_eq!(it1.parent_span_id, root.span_context.span_id());
+    assert_eq!(it2.parent_span_id, root.span_context.span_id());
+
+    let chats = named(&spans, "chat scripted");
+    assert_eq!(chats.len(), 2);
+    assert!(
+        chats
+            .iter()
+            .any(|c| c.parent_span_id == it1.span_context.span_id())
+    );
+    let last_chat = chats
+        .iter()
+        .find(|c| c.parent_span_id == it2.span_context.span_id())
+        .unwrap();
+    assert_eq!(
+        attr(last_chat, "gen_ai.usage.input_tokens").as_deref(),
+        Some("11")
+    );
+    assert_eq!(
+        attr(last_chat, "gen_ai.usage.output_tokens").as_deref(),
+        Some("3")
+    );
+    assert_eq!(
+        attr(last_chat, "gen_ai.provider.name").as_deref(),
+        Some("scripted")
+    );
+    assert!(
+        attr(last_chat, "gen_ai.response.finish_reasons")
+            .unwrap()
+            .contains("stop")
+    );
+
+    let batch = one(&spans, "execute_tools");
+    assert_eq!(batch.parent_span_id, it1.span_context.span_id());
+    for (name, id) in [
+        ("execute_tool weather", "w1"),
+        ("execute_tool calculate", "c1"),
+    ] {
+        let tool = one(&spans, name);
+        assert_eq!(
+            tool.parent_span_id,
+            batch.span_context.span_id(),
+            "{name} nests under the batch"
+        );
+        assert_eq!(attr(tool, "gen_ai.tool.call.id").as_deref(), Some(id));
+        assert_eq!(tool.span_context.trace_id(), root.span_context.trace_id());
+    }
+    // The two calls overlapped in time: they really ran in parallel.
+    let w = one(&spans, "execute_tool weather");
+    let c = one(&spans, "execute_tool calculate");
+    assert!(c.start_time < w.end_time && w.start_time < c.end_time);
+}
+
+#[tokio::test]
+async fn an_llm_error_is_recorded_on_the_span_that_failed() {
+    let spans = traced(async {
+        let llm = ScriptedLlm::new().fail(LlmError::Server {
+            status: 502,
+            message: "bad gateway".into(),
+        });
+        drain(
+            AgentLoop::builder(llm)
+                .build()
+                .start_turn(History::from(vec![Message::user("?")]), cx()),
+        )
+        .await;
+    })
+    .await;
+    let chat = one(&spans, "chat scripted");
+    assert!(
+        matches!(chat.status, Status::Error { .. }),
+        "{:?}",
+        chat.status
+    );
+    assert_eq!(attr(chat, "error.type").as_deref(), Some("server_error"));
+    assert!(chat.events.iter().any(|e| {
+        e.name == "exception"
+            || e.attributes
+                .iter()
+                .any(|kv| kv.value.to_string().contains("bad gateway"))
+    }));
+    let root = one(&spans, "invoke_agent agent");
+    assert!(matches!(root.status, Status::Error { .. }));
+    assert_eq!(attr(root, "error.type").as_deref(), Some("server_error"));
+}
+
+#[tokio::test]
+async fn a_cancelled_turn_closes_every_span() {
+    let spans = traced(async {
+        let tools = FnTools::new().echo("slow", Duration::from_secs(30));
+        let llm = ScriptedLlm::new().respond(LlmResponse::tool_calls(
+            "",
+            vec![ToolCall::new("s", "slow", "{}")],
+        ));
+        let cx = cx();
+        let token = cx.cancel.clone();
+        let stream = AgentLoop::builder(llm)
+            .tools(tools)
+            .build()
+            .start_turn(History::from(vec![Message::user("?")]), cx);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            token.cancel();
+        });
+        drain(stream).await;
+    })
+    .await;
+    // Exported spans are ended spans: each level of the tree is there.
+    let root = one(&spans, "invoke_agent agent");
+    assert_eq!(attr(root, "looopy.turn.end").as_deref(), Some("cancelled"));
+    assert_eq!(attr(root, "a2a.task.state").as_deref(), Some("canceled"));
+    one(&spans, "iteration 1");
+    one(&spans, "execute_tools");
+    one(&spans, "execute_tool slow");
+}
