@@ -7,8 +7,14 @@
 //!   chunks, errors, delays) and records every request it got.
 //! - [`conformance`]: the suite every store implementation must pass
 //!   (`conformance::run_all`).
+//! - [`OpenAiFixture`]: an in-process OpenAI-compatible HTTP server that plays
+//!   scripted answers (JSON, SSE streams, errors, garbage) and records requests.
 
 pub mod conformance;
+pub mod openai_fixture;
 mod scripted;
 
+pub use openai_fixture::{
+    FixtureReply, OpenAiFixture, RecordedRequest, SseEnd, SseEvent, SseReply,
+};
 pub use scripted::{ScriptStep, ScriptedLlm};

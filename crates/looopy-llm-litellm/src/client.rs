@@ -1,0 +1,288 @@
+//! [`LiteLlmProvider`]: the HTTP client and the non-streaming call.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use looopy_core::{LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream, TurnContext};
+use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+use tokio::time::Instant;
+use tracing::Instrument;
+use tracing::field::Empty;
+
+use crate::config::LiteLlmConfig;
+use crate::decode::completion_to_response;
+use crate::error::{from_reqwest, from_status};
+use crate::wire::{ChatCompletion, ChatRequest};
+
+/// A model behind LiteLLM or any OpenAI-compatible chat completions endpoint.
+///
+/// Cheap to clone (the HTTP connection pool is shared). Each call emits a
+/// `chat {model}` span with the GenAI semantic-convention fields, and (with
+/// the default `otel` feature) sends the span's W3C `traceparent`.
+///
+/// Errors are never retried here: wrap the provider in
+/// [`RetryingLlm`](crate::RetryingLlm) for that.
+#[derive(Clone, Debug)]
+pub struct LiteLlmProvider {
+    pub(crate) config: Arc<LiteLlmConfig>,
+    http: reqwest::Client,
+    endpoint: reqwest::Url,
+    headers: HeaderMap,
+}
+
+impl LiteLlmProvider {
+    /// A provider with its own HTTP client (using the configured connect
+    /// timeout). Fails with [`LlmError::NotConfigured`] for a bad base URL or
+    /// header.
+    pub fn new(config: LiteLlmConfig) -> Result<Self, LlmError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .build()
+            .map_err(|e| LlmError::NotConfigured {
+                message: format!("cannot build the HTTP client: {e}"),
+            })?;
+        Self::with_http_client(config, http)
+    }
+
+    /// A provider configured from `LOOOPY_LLM_BASE_URL`, `LOOOPY_LLM_API_KEY`
+    /// and `LOOOPY_LLM_MODEL` (see [`LiteLlmConfig::from_env`]).
+    pub fn from_env() -> Result<Self, LlmError> {
+        Self::new(LiteLlmConfig::from_env()?)
+    }
+
+    /// A provider sending through the given client (to share a pool, or to
+    /// set proxies and TLS roots). The client's own timeouts apply on top of
+    /// the configured request and idle timeouts.
+    pub fn with_http_client(
+        config: LiteLlmConfig,
+        http: reqwest::Client,
+    ) -> Result<Self, LlmError> {
+        let endpoint =
+            reqwest::Url::parse(&config.endpoint()).map_err(|e| LlmError::NotConfigured {
+                message: format!("invalid base URL {:?}: {e}", config.base_url),
+            })?;
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        if let Some(key) = &config.api_key {
+            let mut value =
+                HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
+                    LlmError::NotConfigured {
+                        message: "the API key holds characters not allowed in an HTTP header"
+                            .into(),
+                    }
+                })?;
+            value.set_sensitive(true);
+            headers.insert(header::AUTHORIZATION, value);
+        }
+        for (name, value) in &config.extra_headers {
+            let n =
+                HeaderName::from_bytes(name.as_bytes()).map_err(|_| LlmError::NotConfigured {
+                    message: format!("invalid header name {name:?}"),
+                })?;
+            let mut v = HeaderValue::from_str(value).map_err(|_| LlmError::NotConfigured {
+                message: format!("invalid value for header {name:?}"),
+            })?;
+            v.set_sensitive(true);
+            headers.append(n, v);
+        }
+        Ok(LiteLlmProvider {
+            config: Arc::new(config),
+            http,
+            endpoint,
+            headers,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &LiteLlmConfig {
+        &self.config
+    }
+
+    pub(crate) fn model_for<'r>(&'r self, request: &'r LlmRequest) -> &'r str {
+        request.model.as_deref().unwrap_or(&self.config.model)
+    }
+
+    /// The request body. `LlmRequest.metadata["extra_body"]`, an object, is
+    /// merged into the top level (as the OpenAI SDKs' `extra_body`).
+    pub(crate) fn body(&self, request: &LlmRequest, stream: bool) -> Result<Vec<u8>, LlmError> {
+        let c = &self.config;
+        let body = ChatRequest {
+            model: self.model_for(request),
+            system_prompt: request.system_prompt.as_deref(),
+            messages: &request.messages,
+            tools: &request.tools,
+            tool_choice: request.tool_choice.as_ref().or(c.tool_choice.as_ref()),
+            temperature: request.temperature.or(c.temperature),
+            max_tokens: request.max_tokens.or(c.max_tokens),
+            stream,
+            extra_body: request
+                .metadata
+                .get("extra_body")
+                .and_then(Value::as_object),
+        };
+        serde_json::to_vec(&body).map_err(|e| LlmError::BadRequest {
+            message: format!("cannot serialize the request: {e}"),
+        })
+    }
+
+    /// Posts `body`. Must run inside the call's span (its trace context is
+    /// sent along).
+    pub(crate) async fn send(
+        &self,
+        body: Vec<u8>,
+        stream: bool,
+    ) -> Result<reqwest::Response, LlmError> {
+        let mut headers = self.headers.clone();
+        headers.insert(
+            header::ACCEPT,
+            HeaderValue::from_static(if stream {
+                "text/event-stream"
+            } else {
+                "application/json"
+            }),
+        );
+        #[cfg(feature = "otel")]
+        crate::otel::inject_current_context(&mut headers);
+        self.http
+            .post(self.endpoint.clone())
+            .headers(headers)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| from_reqwest(&e, "sending the request"))
+    }
+
+    /// The span of one call (`chat {model}`).
+    pub(crate) fn span(&self, model: &str) -> tracing::Span {
+        tracing::info_span!(
+            "chat",
+            otel.name = %format_args!("chat {model}"),
+            otel.kind = "client",
+            otel.status_code = Empty,
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = %self.config.provider_name,
+            gen_ai.request.model = %model,
+            gen_ai.response.model = Empty,
+            gen_ai.response.finish_reasons = Empty,
+            gen_ai.usage.input_tokens = Empty,
+            gen_ai.usage.output_tokens = Empty,
+            error.type = Empty,
+        )
+    }
+
+    pub(crate) fn deadline(&self) -> Instant {
+        Instant::now() + self.config.request_timeout
+    }
+
+    pub(crate) fn timeout_error(&self, what: &str, limit: Duration) -> LlmError {
+        LlmError::Timeout {
+            message: format!("{what} (limit {limit:?}, endpoint {})", self.endpoint),
+        }
+    }
+
+    async fn call_inner(
+        &self,
+        request: LlmRequest,
+        cx: &TurnContext,
+    ) -> Result<LlmResponse, LlmError> {
+        let body = self.body(&request, false)?;
+        let work = async {
+            let response = self.send(body, false).await?;
+            let status = response.status();
+            let headers = response.headers().clone();
+            let bytes = response
+                .bytes()
+                .await
+                .map_err(|e| from_reqwest(&e, "reading the response"))?;
+            if !status.is_success() {
+                return Err(from_status(
+                    status.as_u16(),
+                    &headers,
+                    &String::from_utf8_lossy(&bytes),
+                ));
+            }
+            let completion: ChatCompletion =
+                serde_json::from_slice(&bytes).map_err(|e| LlmError::MalformedResponse {
+                    message: format!("invalid completion JSON ({e}): {}", snippet(&bytes)),
+                })?;
+            completion_to_response(completion)
+        };
+        tokio::select! {
+            biased;
+            _ = cx.cancel.cancelled() => Err(LlmError::Cancelled),
+            r = tokio::time::timeout_at(self.deadline(), work) => r.unwrap_or_else(|_| {
+                Err(self.timeout_error("no complete answer in time", self.config.request_timeout))
+            }),
+        }
+    }
+}
+
+/// The start of a body, for error messages.
+pub(crate) fn snippet(bytes: &[u8]) -> String {
+    const MAX: usize = 500;
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX)]);
+    if bytes.len() > MAX {
+        format!("{text}…")
+    } else {
+        text.into_owned()
+    }
+}
+
+/// Records the outcome of a call on its span.
+pub(crate) fn record_outcome(span: &tracing::Span, result: &Result<LlmResponse, LlmError>) {
+    match result {
+        Ok(r) => record_success(span, r.finish_reason.as_str(), r.usage, r.model.as_deref()),
+        Err(e) => record_error(span, e),
+    }
+}
+
+pub(crate) fn record_success(
+    span: &tracing::Span,
+    finish: &str,
+    usage: Option<looopy_core::Usage>,
+    model: Option<&str>,
+) {
+    span.record("gen_ai.response.finish_reasons", finish);
+    if let Some(u) = usage {
+        // As i64: OpenTelemetry has no unsigned integers.
+        let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        span.record("gen_ai.usage.input_tokens", int(u.input_tokens));
+        span.record("gen_ai.usage.output_tokens", int(u.output_tokens));
+    }
+    if let Some(m) = model {
+        span.record("gen_ai.response.model", m);
+    }
+}
+
+pub(crate) fn record_error(span: &tracing::Span, e: &LlmError) {
+    span.record("error.type", e.kind());
+    span.record("otel.status_code", "ERROR");
+    tracing::debug!(parent: span, error = %e, "model call failed");
+}
+
+#[async_trait]
+impl LlmProvider for LiteLlmProvider {
+    async fn call(&self, request: LlmRequest, cx: &TurnContext) -> Result<LlmResponse, LlmError> {
+        let span = self.span(self.model_for(&request));
+        let result = self.call_inner(request, cx).instrument(span.clone()).await;
+        record_outcome(&span, &result);
+        result
+    }
+
+    fn stream<'a>(&'a self, request: LlmRequest, cx: &'a TurnContext) -> LlmStream<'a> {
+        crate::stream::chat_stream(self, request, cx)
+    }
+
+    fn provider_name(&self) -> &str {
+        &self.config.provider_name
+    }
+
+    fn model_name(&self) -> &str {
+        &self.config.model
+    }
+}

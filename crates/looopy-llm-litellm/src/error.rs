@@ -1,0 +1,233 @@
+//! From HTTP statuses, bodies and transport failures to [`LlmError`].
+
+use std::time::{Duration, SystemTime};
+
+use looopy_core::LlmError;
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+/// Longest server message quoted in an error.
+const MAX_MESSAGE: usize = 2000;
+
+/// The error for an answer with a non-success `status`, quoting the server.
+pub(crate) fn from_status(status: u16, headers: &HeaderMap, body: &str) -> LlmError {
+    let message =
+        server_message(body).unwrap_or_else(|| format!("HTTP {status} with an empty body"));
+    match status {
+        401 | 403 => LlmError::Authentication { message },
+        404 => LlmError::NotFound { message },
+        408 => LlmError::Timeout {
+            message: format!("server answered 408: {message}"),
+        },
+        429 => LlmError::RateLimited {
+            message,
+            retry_after: retry_after(headers, SystemTime::now()),
+        },
+        500..=599 => LlmError::Server { status, message },
+        400..=499 => LlmError::BadRequest {
+            message: if status == 400 || status == 422 {
+                message
+            } else {
+                format!("HTTP {status}: {message}")
+            },
+        },
+        _ => LlmError::Other {
+            message: format!("unexpected HTTP {status}: {message}"),
+        },
+    }
+}
+
+/// The error for an `{"error": …}` object sent inside a stream.
+pub(crate) fn from_stream_error(error: &Value) -> LlmError {
+    let message = message_of(error).unwrap_or_else(|| error.to_string());
+    let code = error
+        .get("code")
+        .and_then(|c| {
+            c.as_u64()
+                .or_else(|| c.as_str().and_then(|s| s.parse().ok()))
+        })
+        .and_then(|c| u16::try_from(c).ok())
+        .filter(|c| (400..600).contains(c));
+    match code {
+        Some(status) => from_status(status, &HeaderMap::new(), &error_body(&message)),
+        None if error.get("type").and_then(Value::as_str) == Some("rate_limit_error") => {
+            LlmError::RateLimited {
+                message,
+                retry_after: None,
+            }
+        }
+        None => LlmError::Server {
+            status: 500,
+            message: format!("error in stream: {message}"),
+        },
+    }
+}
+
+fn error_body(message: &str) -> String {
+    serde_json::json!({ "error": { "message": message } }).to_string()
+}
+
+/// The human-readable message of an error body: `error.message`, `error`
+/// (a string), `message` or `detail`, else the body itself, trimmed.
+pub(crate) fn server_message(body: &str) -> Option<String> {
+    let body = body.trim();
+    if body.is_empty() {
+        return None;
+    }
+    let text = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| message_of(&v))
+        .unwrap_or_else(|| body.to_owned());
+    Some(truncate(text))
+}
+
+fn message_of(v: &Value) -> Option<String> {
+    let field = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    match v.get("error") {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(e @ Value::Object(_)) => field(e, "message").or_else(|| Some(e.to_string())),
+        _ => field(v, "message").or_else(|| match v.get("detail") {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(d) => Some(d.to_string()),
+            None => None,
+        }),
+    }
+}
+
+fn truncate(mut text: String) -> String {
+    if text.len() > MAX_MESSAGE {
+        let mut cut = MAX_MESSAGE;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push('…');
+    }
+    text
+}
+
+/// How long the server asks us to wait: `retry-after-ms` (OpenAI), then
+/// `Retry-After` as seconds or as an HTTP date.
+pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
+        return Duration::try_from_secs_f64(ms / 1000.0).ok();
+    }
+    parse_retry_after(header("retry-after")?, now)
+}
+
+/// Parses a `Retry-After` value: delay seconds, or an HTTP date (a date in
+/// the past means "now").
+pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return Duration::try_from_secs_f64(secs).ok();
+    }
+    let date = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    let when = SystemTime::from(date);
+    Some(when.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// What a transport failure means. `what` says which phase failed.
+pub(crate) fn from_reqwest(e: &reqwest::Error, what: &str) -> LlmError {
+    let detail = error_chain(e);
+    if e.is_timeout() {
+        LlmError::Timeout {
+            message: format!("{what}: {detail}"),
+        }
+    } else if e.is_connect() {
+        LlmError::Connection {
+            message: format!("{what}: {detail}"),
+        }
+    } else if e.is_body() || e.is_decode() {
+        LlmError::MalformedResponse {
+            message: format!("{what}: {detail}"),
+        }
+    } else if e.is_builder() {
+        LlmError::NotConfigured {
+            message: format!("{what}: {detail}"),
+        }
+    } else {
+        LlmError::Connection {
+            message: format!("{what}: {detail}"),
+        }
+    }
+}
+
+/// The error and its sources, joined (reqwest's own message is terse).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    #[test]
+    fn statuses_map_to_kinds_with_the_servers_words() {
+        let h = HeaderMap::new();
+        let e = from_status(401, &h, r#"{"error":{"message":"Invalid key sk-...x"}}"#);
+        assert_eq!(
+            e,
+            LlmError::Authentication {
+                message: "Invalid key sk-...x".into()
+            }
+        );
+        assert!(
+            matches!(from_status(404, &h, "no such model"), LlmError::NotFound { message } if message == "no such model")
+        );
+        assert!(
+            matches!(from_status(422, &h, r#"{"detail":"bad"}"#), LlmError::BadRequest { message } if message == "bad")
+        );
+        assert!(matches!(
+            from_status(503, &h, ""),
+            LlmError::Server { status: 503, .. }
+        ));
+        let mut h = HeaderMap::new();
+        h.insert("retry-after", HeaderValue::from_static("7"));
+        assert!(matches!(
+            from_status(429, &h, r#"{"error":"slow down"}"#),
+            LlmError::RateLimited { message, retry_after: Some(d) } if message == "slow down" && d == Duration::from_secs(7)
+        ));
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_dates_and_ms() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(784_111_777); // 1994-11-06 08:49:37 UTC
+        assert_eq!(parse_retry_after("2", now), Some(Duration::from_secs(2)));
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:47 GMT", now),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("soon", now), None);
+        let mut h = HeaderMap::new();
+        h.insert("retry-after-ms", HeaderValue::from_static("1500"));
+        h.insert("retry-after", HeaderValue::from_static("9"));
+        assert_eq!(retry_after(&h, now), Some(Duration::from_millis(1500)));
+    }
+
+    #[test]
+    fn stream_errors_use_their_code() {
+        let e = from_stream_error(&serde_json::json!({"message": "quota", "code": "429"}));
+        assert!(matches!(e, LlmError::RateLimited { message, .. } if message == "quota"));
+        let e = from_stream_error(&serde_json::json!({"message": "boom"}));
+        assert!(matches!(e, LlmError::Server { message, .. } if message.contains("boom")));
+    }
+}

@@ -1,0 +1,283 @@
+//! [`RetryingLlm`]: retries with exponential backoff and full jitter around
+//! any [`LlmProvider`].
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::stream::{self, StreamExt};
+use looopy_core::{
+    LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream, TurnContext,
+};
+
+/// When and how long to wait before trying a failed call again.
+///
+/// The defaults: at most 5 retries, delays drawn uniformly from
+/// `0..=min(max_delay, base_delay * 2^retry)` ("full jitter") with a base of
+/// 1 s and a cap of 60 s, retrying HTTP 429, 500, 502, 503 and 504 and
+/// connection failures. A `Retry-After` from the server
+/// ([`LlmError::RateLimited::retry_after`](LlmError::RateLimited)) replaces
+/// the drawn delay; when it asks for more than `max_delay` the error is
+/// returned at once instead.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (0 disables retrying).
+    pub max_retries: u32,
+    /// Backoff base: the ceiling of the first delay.
+    pub base_delay: Duration,
+    /// Ceiling of every delay.
+    pub max_delay: Duration,
+    /// HTTP statuses worth another try (see [`LlmError::status`]).
+    pub retryable_statuses: Vec<u16>,
+    /// Whether [`LlmError::Connection`] is retried.
+    pub retry_connection_errors: bool,
+    /// Whether [`LlmError::Timeout`] is retried.
+    pub retry_timeouts: bool,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 5,
+            base_delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(60),
+            retryable_statuses: vec![429, 500, 502, 503, 504],
+            retry_connection_errors: true,
+            retry_timeouts: false,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// A policy that never retries.
+    pub fn none() -> Self {
+        RetryPolicy {
+            max_retries: 0,
+            ..Self::default()
+        }
+    }
+
+    /// Sets the number of retries.
+    pub fn with_max_retries(mut self, max_retries: u32) -> Self {
+        self.max_retries = max_retries;
+        self
+    }
+
+    /// Sets the backoff base and ceiling.
+    pub fn with_delays(mut self, base_delay: Duration, max_delay: Duration) -> Self {
+        self.base_delay = base_delay;
+        self.max_delay = max_delay;
+        self
+    }
+
+    /// Whether `error` is worth another try (ignoring the retry count).
+    pub fn is_retryable(&self, error: &LlmError) -> bool {
+        match error {
+            LlmError::Connection { .. } => self.retry_connection_errors,
+            LlmError::Timeout { .. } => self.retry_timeouts,
+            LlmError::Cancelled | LlmError::NotConfigured { .. } => false,
+            e => e
+                .status()
+                .is_some_and(|s| self.retryable_statuses.contains(&s)),
+        }
+    }
+
+    /// The wait before retry number `retry` (0-based) after `error`, or
+    /// `None` when the error should be returned instead.
+    pub fn delay_for(&self, retry: u32, error: &LlmError) -> Option<Duration> {
+        if retry >= self.max_retries || !self.is_retryable(error) {
+            return None;
+        }
+        if let LlmError::RateLimited {
+            retry_after: Some(wait),
+            ..
+        } = error
+        {
+            return (*wait <= self.max_delay).then_some(*wait);
+        }
+        let ceiling = self
+            .base_delay
+            .saturating_mul(2u32.saturating_pow(retry))
+            .min(self.max_delay);
+        let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
+        Some(Duration::from_nanos(rand::random_range(0..=nanos)))
+    }
+}
+
+/// Retries the calls of an inner provider according to a [`RetryPolicy`].
+///
+/// A stream is retried only while it has delivered nothing: once a chunk has
+/// reached the caller, an error ends the stream. Waits stop early, with
+/// [`LlmError::Cancelled`], when the turn is cancelled.
+///
+/// ```
+/// use looopy_core::LlmProvider;
+/// use looopy_llm_litellm::{RetryPolicy, RetryingLlm};
+/// use looopy_testkit::ScriptedLlm;
+///
+/// let llm = RetryingLlm::new(ScriptedLlm::new(), RetryPolicy::default());
+/// assert_eq!(llm.provider_name(), "scripted");
+/// ```
+#[derive(Debug, Clone)]
+pub struct RetryingLlm<P> {
+    inner: P,
+    policy: RetryPolicy,
+}
+
+impl<P: LlmProvider> RetryingLlm<P> {
+    /// Wraps `inner`.
+    pub fn new(inner: P, policy: RetryPolicy) -> Self {
+        RetryingLlm { inner, policy }
+    }
+
+    /// The wrapped provider.
+    pub fn inner(&self) -> &P {
+        &self.inner
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &RetryPolicy {
+        &self.policy
+    }
+
+    /// Waits before retry `retry`, or gives the error back.
+    async fn wait(&self, retry: u32, error: LlmError, cx: &TurnContext) -> Result<(), LlmError> {
+        let Some(delay) = self.policy.delay_for(retry, &error) else {
+            return Err(error);
+        };
+        tracing::warn!(
+            retry = retry + 1,
+            max_retries = self.policy.max_retries,
+            delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            error.type = error.kind(),
+            error = %error,
+            "model call failed, retrying"
+        );
+        tokio::select! {
+            biased;
+            _ = cx.cancel.cancelled() => Err(LlmError::Cancelled),
+            _ = tokio::time::sleep(delay) => Ok(()),
+        }
+    }
+}
+
+struct StreamState<'a, P> {
+    llm: &'a RetryingLlm<P>,
+    cx: &'a TurnContext,
+    request: LlmRequest,
+    inner: Option<LlmStream<'a>>,
+    delivered: bool,
+    retry: u32,
+    done: bool,
+}
+
+#[async_trait]
+impl<P: LlmProvider> LlmProvider for RetryingLlm<P> {
+    async fn call(&self, request: LlmRequest, cx: &TurnContext) -> Result<LlmResponse, LlmError> {
+        let mut retry = 0;
+        loop {
+            match self.inner.call(request.clone(), cx).await {
+                Ok(response) => return Ok(response),
+                Err(e) => self.wait(retry, e, cx).await?,
+            }
+            retry += 1;
+        }
+    }
+
+    fn stream<'a>(&'a self, request: LlmRequest, cx: &'a TurnContext) -> LlmStream<'a> {
+        let state = StreamState {
+            llm: self,
+            cx,
+            request,
+            inner: None,
+            delivered: false,
+            retry: 0,
+            done: false,
+        };
+        stream::unfold(state, |mut s| async move {
+            let item = next_chunk(&mut s).await?;
+            Some((item, s))
+        })
+        .boxed()
+    }
+
+    fn provider_name(&self) -> &str {
+        self.inner.provider_name()
+    }
+
+    fn model_name(&self) -> &str {
+        self.inner.model_name()
+    }
+}
+
+async fn next_chunk<P: LlmProvider>(
+    s: &mut StreamState<'_, P>,
+) -> Option<Result<LlmChunk, LlmError>> {
+    if s.done {
+        return None;
+    }
+    loop {
+        let llm = s.llm;
+        let inner = s
+            .inner
+            .get_or_insert_with(|| llm.inner.stream(s.request.clone(), s.cx));
+        match inner.next().await {
+            Some(Ok(chunk)) => {
+                s.delivered = true;
+                return Some(Ok(chunk));
+            }
+            None => {
+                s.done = true;
+                return None;
+            }
+            Some(Err(e)) if !s.delivered => {
+                // Drop the failed stream (and its connection) before waiting.
+                s.inner = None;
+                if let Err(e) = llm.wait(s.retry, e, s.cx).await {
+                    s.done = true;
+                    return Some(Err(e));
+                }
+                s.retry += 1;
+            }
+            Some(Err(e)) => {
+                s.done = true;
+                return Some(Err(e));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_is_capped_and_honours_retry_after() {
+        let p = RetryPolicy::default();
+        let server = LlmError::Server {
+            status: 503,
+            message: String::new(),
+        };
+        for retry in 0..5 {
+            let d = p.delay_for(retry, &server).unwrap();
+            assert!(d <= Duration::from_secs(1 << retry).min(p.max_delay));
+        }
+        assert_eq!(p.delay_for(5, &server), None);
+        let limited = |secs| LlmError::RateLimited {
+            message: String::new(),
+            retry_after: Some(Duration::from_secs(secs)),
+        };
+        assert_eq!(p.delay_for(0, &limited(3)), Some(Duration::from_secs(3)));
+        assert_eq!(p.delay_for(0, &limited(3600)), None);
+        assert!(!p.is_retryable(&LlmError::BadRequest {
+            message: String::new()
+        }));
+        assert!(!p.is_retryable(&LlmError::Server {
+            status: 501,
+            message: String::new()
+        }));
+        assert!(p.is_retryable(&LlmError::Connection {
+            message: String::new()
+        }));
+        assert!(!p.is_retryable(&LlmError::Cancelled));
+    }
+}

@@ -1,0 +1,225 @@
+//! The streamed call: server-sent events over the response body, decoded
+//! into [`LlmChunk`]s.
+//!
+//! Dropping the stream drops the response body, which closes the connection
+//! and so aborts the request on the server.
+
+use std::collections::VecDeque;
+
+use bytes::Bytes;
+use eventsource_stream::{Event, EventStreamError, Eventsource};
+use futures::stream::{self, BoxStream, StreamExt};
+use looopy_core::{LlmChunk, LlmError, LlmRequest, LlmStream, TurnContext};
+use reqwest::header;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use crate::client::{LiteLlmProvider, record_error, record_success, snippet};
+use crate::decode::{ChunkDecoder, completion_to_response};
+use crate::error::{from_reqwest, from_status};
+use crate::wire::{ChatChunk, ChatCompletion};
+
+type Events = BoxStream<'static, Result<Event, EventStreamError<reqwest::Error>>>;
+
+enum Phase {
+    /// Not sent yet.
+    Start(LlmRequest),
+    /// Reading events.
+    Reading(Events),
+    /// Over (after `[DONE]` or an error).
+    Done,
+}
+
+/// What bounds the wait for each piece (shared, `Copy`).
+#[derive(Clone, Copy)]
+struct Limits<'a> {
+    provider: &'a LiteLlmProvider,
+    cx: &'a TurnContext,
+    deadline: Instant,
+}
+
+struct State<'a> {
+    limits: Limits<'a>,
+    span: tracing::Span,
+    phase: Phase,
+    decoder: ChunkDecoder,
+    pending: VecDeque<LlmChunk>,
+}
+
+/// The stream of one call.
+pub(crate) fn chat_stream<'a>(
+    provider: &'a LiteLlmProvider,
+    request: LlmRequest,
+    cx: &'a TurnContext,
+) -> LlmStream<'a> {
+    let state = State {
+        limits: Limits {
+            provider,
+            cx,
+            deadline: provider.deadline(),
+        },
+        span: provider.span(provider.model_for(&request)),
+        phase: Phase::Start(request),
+        decoder: ChunkDecoder::default(),
+        pending: VecDeque::new(),
+    };
+    stream::unfold(state, |mut state| async move {
+        let span = state.span.clone();
+        let item = next(&mut state).instrument(span).await;
+        item.map(|item| (item, state))
+    })
+    .boxed()
+}
+
+/// The next item; `None` once the stream is over.
+async fn next(state: &mut State<'_>) -> Option<Result<LlmChunk, LlmError>> {
+    loop {
+        if let Some(chunk) = state.pending.pop_front() {
+            return Some(Ok(chunk));
+        }
+        let step = match std::mem::replace(&mut state.phase, Phase::Done) {
+            Phase::Done => return None,
+            Phase::Start(request) => start(state, request).await,
+            Phase::Reading(mut events) => match read(state, &mut events).await {
+                Ok(true) => {
+                    state.phase = Phase::Reading(events);
+                    Ok(())
+                }
+                Ok(false) => {
+                    let d = &state.decoder;
+                    record_success(
+                        &state.span,
+                        d.finish_reason().as_str(),
+                        d.usage(),
+                        d.model(),
+                    );
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            },
+        };
+        if let Err(e) = step {
+            // The phase stays `Done`: an error ends the stream.
+            record_error(&state.span, &e);
+            return Some(Err(e));
+        }
+    }
+}
+
+/// Sends the request; on success the phase becomes `Reading` (or the whole
+/// answer is queued, for servers that answer a stream request with JSON).
+async fn start(state: &mut State<'_>, request: LlmRequest) -> Result<(), LlmError> {
+    let limits = state.limits;
+    let provider = limits.provider;
+    let body = provider.body(&request, true)?;
+    let response = guard(limits, provider.send(body, true)).await?;
+    let status = response.status();
+    if !status.is_success() {
+        let headers = response.headers().clone();
+        let bytes = guard(limits, async {
+            response
+                .bytes()
+                .await
+                .map_err(|e| from_reqwest(&e, "reading the error response"))
+        })
+        .await?;
+        return Err(from_status(
+            status.as_u16(),
+            &headers,
+            &String::from_utf8_lossy(&bytes),
+        ));
+    }
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if is_json {
+        let bytes = guard(limits, async {
+            response
+                .bytes()
+                .await
+                .map_err(|e| from_reqwest(&e, "reading the response"))
+        })
+        .await?;
+        let completion: ChatCompletion =
+            serde_json::from_slice(&bytes).map_err(|e| LlmError::MalformedResponse {
+                message: format!("invalid completion JSON ({e}): {}", snippet(&bytes)),
+            })?;
+        let response = completion_to_response(completion)?;
+        record_success(
+            &state.span,
+            response.finish_reason.as_str(),
+            response.usage,
+            response.model.as_deref(),
+        );
+        state.pending.extend(response.into_chunks());
+        return Ok(());
+    }
+    let bytes: BoxStream<'static, Result<Bytes, reqwest::Error>> = response.bytes_stream().boxed();
+    state.phase = Phase::Reading(bytes.eventsource().boxed());
+    Ok(())
+}
+
+/// Reads events until some chunks are queued. `Ok(false)` after `[DONE]`.
+async fn read(state: &mut State<'_>, events: &mut Events) -> Result<bool, LlmError> {
+    let limits = state.limits;
+    let idle = limits.provider.config.stream_idle_timeout;
+    while state.pending.is_empty() {
+        let next = guard(limits, async {
+            tokio::time::timeout(idle, events.next())
+                .await
+                .map_err(|_| {
+                    limits
+                        .provider
+                        .timeout_error("no stream data within the idle timeout", idle)
+                })
+        })
+        .await?;
+        let event = match next {
+            None => {
+                return Err(LlmError::MalformedResponse {
+                    message: "the stream ended before [DONE]".into(),
+                });
+            }
+            Some(Err(EventStreamError::Transport(e))) => {
+                return Err(from_reqwest(&e, "the stream was cut before [DONE]"));
+            }
+            Some(Err(e)) => {
+                return Err(LlmError::MalformedResponse {
+                    message: format!("invalid server-sent events: {e}"),
+                });
+            }
+            Some(Ok(event)) => event,
+        };
+        let data = event.data.trim();
+        if data.is_empty() {
+            continue;
+        }
+        if data == "[DONE]" {
+            state.decoder.finish(&mut state.pending);
+            return Ok(false);
+        }
+        let chunk: ChatChunk =
+            serde_json::from_str(data).map_err(|e| LlmError::MalformedResponse {
+                message: format!("invalid chunk JSON ({e}): {}", snippet(data.as_bytes())),
+            })?;
+        state.decoder.decode(chunk, &mut state.pending)?;
+    }
+    Ok(true)
+}
+
+/// Runs `work` unless the turn is cancelled or the request deadline passes.
+async fn guard<T>(
+    limits: Limits<'_>,
+    work: impl Future<Output = Result<T, LlmError>>,
+) -> Result<T, LlmError> {
+    let provider = limits.provider;
+    tokio::select! {
+        biased;
+        _ = limits.cx.cancel.cancelled() => Err(LlmError::Cancelled),
+        r = tokio::time::timeout_at(limits.deadline, work) => r.unwrap_or_else(|_| {
+            Err(provider.timeout_error("the stream did not finish in time", provider.config.request_timeout))
+        }),
+    }
+}

@@ -1,0 +1,245 @@
+//! `RetryingLlm` around the HTTP provider (against the fixture server) and
+//! around another provider (the scripted one).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{ask, assemble, cx, drain, provider};
+use looopy_core::{LlmChunk, LlmError, LlmProvider, LlmResponse};
+use looopy_llm_litellm::{RetryPolicy, RetryingLlm};
+use looopy_testkit::openai_fixture::openai;
+use looopy_testkit::{FixtureReply, OpenAiFixture, ScriptStep, ScriptedLlm};
+use serde_json::json;
+
+/// A policy whose own backoff is far longer than any test: a test that
+/// finishes quickly waited for the server's `Retry-After`, not for it.
+fn slow_backoff() -> RetryPolicy {
+    RetryPolicy::default().with_delays(Duration::from_secs(600), Duration::from_secs(1200))
+}
+
+fn fast_backoff() -> RetryPolicy {
+    RetryPolicy::default().with_delays(Duration::from_millis(10), Duration::from_millis(50))
+}
+
+/// Fails the test instead of hanging when a wait was not what it should be.
+async fn within<T>(f: impl Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(60), f)
+        .await
+        .expect("the call should not wait for the policy's own (ten-minute) backoff")
+}
+
+#[tokio::test]
+async fn retries_503_then_succeeds() {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(FixtureReply::error(503, "busy"))
+        .push(FixtureReply::error(502, "bad gateway"))
+        .push(FixtureReply::json(openai::completion("finally")));
+    let llm = RetryingLlm::new(provider(&f), fast_backoff());
+    let r = llm.call(ask("a"), &cx()).await.unwrap();
+    assert_eq!(r.message.text(), "finally");
+    assert_eq!(f.requests().len(), 3);
+    // Every attempt sends the same body.
+    let bodies: Vec<_> = f.requests().into_iter().map(|r| r.body).collect();
+    assert!(bodies.windows(2).all(|w| w[0] == w[1]));
+}
+
+#[tokio::test]
+async fn retry_after_seconds_and_http_dates_are_honoured() {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(FixtureReply::error(429, "slow down").with_header("retry-after", "1"))
+        .push(
+            FixtureReply::error(429, "slow down")
+                .with_header("retry-after", "Thu, 01 Jan 1970 00:00:00 GMT"),
+        )
+        .push(FixtureReply::json(openai::completion("ok")));
+    let llm = RetryingLlm::new(provider(&f), slow_backoff());
+    let r = within(llm.call(ask("a"), &cx())).await.unwrap();
+    assert_eq!(r.message.text(), "ok");
+    assert_eq!(f.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn retry_after_beyond_the_cap_gives_up_at_once() {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(FixtureReply::error(429, "quota exhausted").with_header("retry-after", "86400"));
+    let llm = RetryingLlm::new(provider(&f), RetryPolicy::default());
+    let e = within(llm.call(ask("a"), &cx())).await.unwrap_err();
+    assert_eq!(
+        e,
+        LlmError::RateLimited {
+            message: "quota exhausted".into(),
+            retry_after: Some(Duration::from_secs(86400))
+        }
+    );
+    assert_eq!(f.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn gives_up_after_max_retries_and_never_retries_client_errors() {
+    let f = OpenAiFixture::start().await.unwrap();
+    for _ in 0..3 {
+        f.push(FixtureReply::error(500, "down"));
+    }
+    f.push(FixtureReply::error(400, "bad"))
+        .push(FixtureReply::error(401, "who?"));
+    let llm = RetryingLlm::new(provider(&f), fast_backoff().with_max_retries(2));
+    let e = llm.call(ask("a"), &cx()).await.unwrap_err();
+    assert_eq!(
+        e,
+        LlmError::Server {
+            status: 500,
+            message: "down".into()
+        }
+    );
+    assert_eq!(f.requests().len(), 3, "one attempt and two retries");
+    assert!(matches!(
+        llm.call(ask("a"), &cx()).await,
+        Err(LlmError::BadRequest { .. })
+    ));
+    assert!(matches!(
+        llm.call(ask("a"), &cx()).await,
+        Err(LlmError::Authentication { .. })
+    ));
+    assert_eq!(f.requests().len(), 5);
+}
+
+#[tokio::test]
+async fn stream_is_retried_before_its_first_chunk() {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(FixtureReply::error(429, "warming up").with_header("retry-after", "0"))
+        .push(FixtureReply::sse(vec![
+            openai::text_chunk("hi"),
+            openai::finish_chunk("stop"),
+        ]));
+    let llm = RetryingLlm::new(provider(&f), slow_backoff());
+    let cx = cx();
+    let (chunks, err) = within(drain(llm.stream(ask("a"), &cx))).await;
+    assert_eq!(err, None);
+    assert_eq!(assemble(&chunks).message.text(), "hi");
+    assert_eq!(f.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn stream_is_not_retried_after_its_first_chunk() {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(FixtureReply::sse(vec![
+        openai::text_chunk("half"),
+        json!({"error": {"message": "overloaded", "code": 503}}),
+    ]))
+    .push(FixtureReply::sse(vec![openai::text_chunk("never")]));
+    let llm = RetryingLlm::new(provider(&f), fast_backoff());
+    let cx = cx();
+    let (chunks, err) = drain(llm.stream(ask("a"), &cx)).await;
+    assert_eq!(chunks, vec![LlmChunk::TextDelta("half".into())]);
+    assert_eq!(
+        err,
+        Some(LlmError::Server {
+            status: 503,
+            message: "overloaded".into()
+        })
+    );
+    assert_eq!(f.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn connection_errors_are_retried() {
+    // Nothing listens on the port of a dropped fixture.
+    let f = OpenAiFixture::start().await.unwrap();
+    let config = common::config(&f);
+    drop(f);
+    let llm = RetryingLlm::new(
+        looopy_llm_litellm::LiteLlmProvider::new(config).unwrap(),
+        fast_backoff().with_max_retries(2),
+    );
+    let e = llm.call(ask("a"), &cx()).await.unwrap_err();
+    assert!(matches!(e, LlmError::Connection { .. }), "{e:?}");
+}
+
+// ------------------------------------------------ around any provider
+
+fn server_error() -> LlmError {
+    LlmError::Server {
+        status: 503,
+        message: "busy".into(),
+    }
+}
+
+#[tokio::test]
+async fn wraps_any_provider() {
+    let limited = LlmError::RateLimited {
+        message: "wait".into(),
+        retry_after: Some(Duration::ZERO),
+    };
+    let inner = ScriptedLlm::new()
+        .fail(limited.clone())
+        .fail(limited)
+        .respond(LlmResponse::text("done"));
+    let llm = RetryingLlm::new(inner.clone(), slow_backoff());
+    let r = within(llm.call(ask("a"), &cx())).await.unwrap();
+    assert_eq!(r.message.text(), "done");
+    assert_eq!(inner.request_count(), 3);
+    assert_eq!(llm.provider_name(), "scripted");
+    assert_eq!(llm.model_name(), "scripted");
+}
+
+#[tokio::test]
+async fn scripted_stream_failing_midway_is_not_retried() {
+    let inner = ScriptedLlm::new()
+        .then(ScriptStep::Fail(server_error()))
+        .then(ScriptStep::StreamThenFail(
+            vec![LlmChunk::TextDelta("x".into())],
+            server_error(),
+        ))
+        .respond(LlmResponse::text("unused"));
+    let llm = RetryingLlm::new(inner.clone(), fast_backoff());
+    let cx = cx();
+    let (chunks, err) = drain(llm.stream(ask("a"), &cx)).await;
+    assert_eq!(chunks, vec![LlmChunk::TextDelta("x".into())]);
+    assert_eq!(err, Some(server_error()));
+    assert_eq!(inner.request_count(), 2);
+}
+
+#[tokio::test]
+async fn cancellation_interrupts_the_wait() {
+    let inner = ScriptedLlm::new()
+        .fail(server_error())
+        .respond(LlmResponse::text("late"));
+    let llm = RetryingLlm::new(inner.clone(), slow_backoff());
+    let cx = cx();
+    let cancel = cx.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        cancel.cancel();
+    });
+    assert_eq!(
+        within(llm.call(ask("a"), &cx)).await.unwrap_err(),
+        LlmError::Cancelled
+    );
+    assert_eq!(inner.request_count(), 1);
+
+    // The same for a stream waiting to retry.
+    let inner = ScriptedLlm::new()
+        .fail(server_error())
+        .respond(LlmResponse::text("late"));
+    let llm = RetryingLlm::new(inner, slow_backoff());
+    let cx = common::cx();
+    let cancel = cx.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        cancel.cancel();
+    });
+    let (chunks, err) = within(drain(llm.stream(ask("a"), &cx))).await;
+    assert!(chunks.is_empty());
+    assert_eq!(err, Some(LlmError::Cancelled));
+}
+
+#[tokio::test]
+async fn policy_none_never_retries() {
+    let inner = ScriptedLlm::new()
+        .fail(server_error())
+        .respond(LlmResponse::text("x"));
+    let llm = RetryingLlm::new(inner.clone(), RetryPolicy::none());
+    assert_eq!(llm.call(ask("a"), &cx()).await.unwrap_err(), server_error());
+    assert_eq!(inner.request_count(), 1);
+}

@@ -1,0 +1,279 @@
+//! Streamed calls (server-sent events) against the in-process fixture server.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{ask, assemble, cx, drain, provider};
+use futures::StreamExt;
+use looopy_core::{FinishReason, LlmChunk, LlmError, LlmProvider, ToolCall, Usage};
+use looopy_llm_litellm::LiteLlmProvider;
+use looopy_testkit::openai_fixture::openai;
+use looopy_testkit::{FixtureReply, OpenAiFixture, SseEnd, SseEvent, SseReply};
+use serde_json::json;
+
+#[tokio::test]
+async fn text_stream_with_reasoning_and_usage() {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(FixtureReply::sse(vec![
+        openai::chunk(json!({"role": "assistant", "content": ""}), None),
+        openai::reasoning_chunk("Think"),
+        openai::chunk(json!({"reasoning": "ing."}), None),
+        openai::text_chunk("Hel"),
+        openai::text_chunk("lo"),
+        openai::finish_chunk("stop"),
+        openai::usage_chunk(12, 3),
+    ]));
+    let llm = provider(&f);
+    let cx = cx();
+    let (chunks, err) = drain(llm.stream(ask("hi"), &cx)).await;
+    assert_eq!(err, None);
+    assert_eq!(
+        chunks,
+        vec![
+            LlmChunk::ReasoningDelta("Think".into()),
+            LlmChunk::ReasoningDelta("ing.".into()),
+            LlmChunk::TextDelta("Hel".into()),
+            LlmChunk::TextDelta("lo".into()),
+            LlmChunk::Usage(Usage {
+                input_tokens: 12,
+                output_tokens: 3,
+                total_tokens: 15,
+                ..Default::default()
+            }),
+            LlmChunk::Finish(FinishReason::Stop),
+        ]
+    );
+    let req = f.last_request().unwrap();
+    assert_eq!(req.body["stream"], true);
+    assert_eq!(req.body["stream_options"], json!({"include_usage": true}));
+    assert_eq!(req.header("accept"), Some("text/event-stream"));
+}
+
+#[tokio::test]
+async fn usage_chunk_with_an_empty_delta_is_accepted() {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(FixtureReply::sse(vec![
+        openai::text_chunk("ok"),
+        openai::finish_chunk("length"),
+        openai::usage_chunk_with_empty_delta(5, 1),
+    ]));
+    let cx = cx();
+    let (chunks, err) = drain(provider(&f).stream(ask("hi"), &cx)).await;
+    assert_eq!(err, None);
+    let r = assemble(&chunks);
+    assert_eq!(r.message.text(), "ok");
+    assert_eq!(r.finish_reason, FinishReason::Length);
+    assert_eq!(r.usage.map(|u| u.total_tokens), Some(6));
+}
+
+#[tokio::test]
+async fn several_tool_calls_streamed_interleaved() {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(FixtureReply::Sse(
+        SseReply::new(vec![
+            openai::text_chunk("Let me check."),
+            openai::tool_call_start_chunk(0, "call_a", "weather"),
+            openai::tool_call_start_chunk(1, "call_b", "time"),
+            openai::tool_args_chunk(0, "{\"city\":"),
+            openai::tool_args_chunk(1, "{\"tz\":\"UTC\"}"),
+            openai::tool_args_chunk(0, "\"Paris\"}"),
+            openai::tool_call_start_chunk(2, "call_c", "noop"),
+            openai::finish_chunk("tool_calls"),
+            openai::usage_chunk(1, 2),
+        ])
+        .interval(Duration::from_millis(5)),
+    ));
+    let cx = cx();
+    let (chunks, err) = drain(provider(&f).stream(ask("weather and time"), &cx)).await;
+    assert_eq!(err, None);
+    let r = assemble(&chunks);
+    assert_eq!(r.message.text(), "Let me check.");
+    assert_eq!(
+        r.message.tool_calls,
+        vec![
+            ToolCall::new("call_a", "weather", "{\"city\":\"Paris\"}"),
+            ToolCall::new("call_b", "time", "{\"tz\":\"UTC\"}"),
+            ToolCall::new("call_c", "noop", ""),
+        ]
+    );
+    assert_eq!(r.finish_reason, FinishReason::ToolCalls);
+    assert_eq!(
+        chunks.last(),
+        Some(&LlmChunk::Finish(FinishReason::ToolCalls))
+    );
+}
+
+#[tokio::test]
+async fn a_stream_cut_before_done_is_malformed() {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(
+        SseReply::new(vec![openai::text_chunk("partial")])
+            .end(SseEnd::Close)
+            .into(),
+    )
+    .push(
+        SseReply::new(vec![openai::text_chunk("partial")])
+            .end(SseEnd::Abort)
+            .into(),
+    );
+    let llm = provider(&f);
+    let cx = cx();
+    let (chunks, err) = drain(llm.stream(ask("a"), &cx)).await;
+    assert_eq!(chunks, vec![LlmChunk::TextDelta("partial".into())]);
+    assert!(
+        matches!(&err, Some(LlmError::MalformedResponse { message }) if message.contains("[DONE]")),
+        "{err:?}"
+    );
+    let (chunks, err) = drain(llm.stream(ask("a"), &cx)).await;
+    assert_eq!(chunks, vec![LlmChunk::TextDelta("partial".into())]);
+    assert!(
+        matches!(&err, Some(LlmError::MalformedResponse { message }) if message.contains("[DONE]")),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn garbage_chunks_are_malformed_and_quoted() {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(FixtureReply::Sse(SseReply::from_events(vec![
+        SseEvent::Json(openai::text_chunk("a")),
+        SseEvent::Data("{not json at all".into()),
+    ])));
+    let cx = cx();
+    let (chunks, err) = drain(provider(&f).stream(ask("a"), &cx)).await;
+    assert_eq!(chunks, vec![LlmChunk::TextDelta("a".into())]);
+    assert!(
+        matches!(&err, Some(LlmError::MalformedResponse { message }) if message.contains("{not json at all")),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn comments_and_keepalives_are_ignored() {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(FixtureReply::Sse(SseReply::from_events(vec![
+        SseEvent::Verbatim(": keep-alive\n\n".into()),
+        SseEvent::Json(openai::text_chunk("x")),
+        SseEvent::Verbatim("event: ping\ndata: \n\n".into()),
+        SseEvent::Json(openai::finish_chunk("stop")),
+    ])));
+    let cx = cx();
+    let (chunks, err) = drain(provider(&f).stream(ask("a"), &cx)).await;
+    assert_eq!(err, None);
+    assert_eq!(
+        chunks,
+        vec![
+            LlmChunk::TextDelta("x".into()),
+            LlmChunk::Finish(FinishReason::Stop)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn errors_before_and_inside_the_stream() {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(FixtureReply::error(401, "bad key for stream"))
+        .push(FixtureReply::sse(vec![
+            openai::text_chunk("a"),
+            json!({"error": {"message": "model overloaded", "code": 503}}),
+        ]));
+    let llm = provider(&f);
+    let cx = cx();
+    let (chunks, err) = drain(llm.stream(ask("a"), &cx)).await;
+    assert!(chunks.is_empty());
+    assert_eq!(
+        err,
+        Some(LlmError::Authentication {
+            message: "bad key for stream".into()
+        })
+    );
+    let (chunks, err) = drain(llm.stream(ask("a"), &cx)).await;
+    assert_eq!(chunks.len(), 1);
+    assert_eq!(
+        err,
+        Some(LlmError::Server {
+            status: 503,
+            message: "model overloaded".into()
+        })
+    );
+}
+
+#[tokio::test]
+async fn a_json_answer_to_a_stream_request_is_streamed() {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(FixtureReply::json(openai::completion("whole")));
+    let cx = cx();
+    let (chunks, err) = drain(provider(&f).stream(ask("a"), &cx)).await;
+    assert_eq!(err, None);
+    assert_eq!(assemble(&chunks).message.text(), "whole");
+}
+
+#[tokio::test]
+async fn idle_gap_times_out() {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(FixtureReply::Sse(SseReply::from_events(vec![
+        SseEvent::Json(openai::text_chunk("a")),
+        SseEvent::Pause(Duration::from_secs(30)),
+        SseEvent::Json(openai::text_chunk("b")),
+    ])));
+    let llm = LiteLlmProvider::new(
+        common::config(&f).with_stream_idle_timeout(Duration::from_millis(200)),
+    )
+    .unwrap();
+    let cx = cx();
+    let (chunks, err) = drain(llm.stream(ask("a"), &cx)).await;
+    assert_eq!(chunks, vec![LlmChunk::TextDelta("a".into())]);
+    assert!(
+        matches!(&err, Some(LlmError::Timeout { message }) if message.contains("idle")),
+        "{err:?}"
+    );
+    assert!(f.wait_for_aborted(1, Duration::from_secs(10)).await);
+}
+
+#[tokio::test]
+async fn dropping_the_stream_aborts_the_request() {
+    let f = OpenAiFixture::start().await.unwrap();
+    let many: Vec<_> = (0..500)
+        .map(|i| openai::text_chunk(&format!("t{i} ")))
+        .collect();
+    f.push(
+        SseReply::new(many)
+            .interval(Duration::from_millis(20))
+            .into(),
+    );
+    let llm = provider(&f);
+    let cx = cx();
+    let mut stream = llm.stream(ask("a long story"), &cx);
+    let first = stream.next().await.unwrap().unwrap();
+    assert_eq!(first, LlmChunk::TextDelta("t0 ".into()));
+    assert_eq!(f.aborted(), 0);
+    drop(stream);
+    assert!(
+        f.wait_for_aborted(1, Duration::from_secs(10)).await,
+        "the server saw the connection close"
+    );
+}
+
+#[tokio::test]
+async fn cancelling_the_turn_ends_the_stream() {
+    let f = OpenAiFixture::start().await.unwrap();
+    let many: Vec<_> = (0..500).map(|_| openai::text_chunk("t")).collect();
+    f.push(
+        SseReply::new(many)
+            .interval(Duration::from_millis(20))
+            .into(),
+    );
+    let llm = provider(&f);
+    let cx = cx();
+    let mut stream = llm.stream(ask("a"), &cx);
+    assert!(stream.next().await.unwrap().is_ok());
+    cx.cancel.cancel();
+    let mut last = None;
+    while let Some(item) = stream.next().await {
+        last = Some(item);
+    }
+    assert_eq!(last, Some(Err(LlmError::Cancelled)));
+    drop(stream);
+    assert!(f.wait_for_aborted(1, Duration::from_secs(10)).await);
+}
