@@ -1,0 +1,74 @@
+//! Spans of a real turn reach an OTLP/HTTP receiver, all in one trace.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::routing::post;
+use futures::StreamExt;
+use looopy_cli::telemetry::{LogFormat, Telemetry, TelemetryConfig};
+use looopy_core::{History, LlmResponse, Message, TurnContext};
+use looopy_loop::AgentLoop;
+use looopy_testkit::ScriptedLlm;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use prost::Message as _;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_is_exported_over_otlp_http_with_one_trace_id() {
+    let received: Arc<Mutex<Vec<ExportTraceServiceRequest>>> = Arc::default();
+    let sink = received.clone();
+    let app = Router::new()
+        .route(
+            "/v1/traces",
+            post(move |body: Bytes| {
+                let sink = sink.clone();
+                async move {
+                    sink.lock()
+                        .unwrap()
+                        .push(ExportTraceServiceRequest::decode(body).unwrap());
+                    ""
+                }
+            }),
+        )
+        .route("/v1/metrics", post(|| async { "" }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let telemetry = Telemetry::init(&TelemetryConfig {
+        otlp_endpoint: Some(format!("http://{addr}")),
+        log_format: LogFormat::Json,
+        default_filter: "info".into(),
+    })
+    .unwrap();
+    assert!(telemetry.exporting());
+
+    let llm = ScriptedLlm::new().respond(LlmResponse::text("exported"));
+    let agent = AgentLoop::builder(llm).agent_id("otlp-test").build();
+    let mut events = agent.start_turn(
+        History::from(vec![Message::user("hi")]),
+        TurnContext::new("t", "c"),
+    );
+    while events.next().await.is_some() {}
+
+    // Shutting down flushes the batch processor (a blocking call).
+    tokio::task::spawn_blocking(move || telemetry.shutdown())
+        .await
+        .unwrap();
+
+    let requests = received.lock().unwrap();
+    let spans: Vec<_> = requests
+        .iter()
+        .flat_map(|r| &r.resource_spans)
+        .flat_map(|rs| &rs.scope_spans)
+        .flat_map(|ss| &ss.spans)
+        .collect();
+    let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+    assert!(names.contains(&"invoke_agent otlp-test"), "{names:?}");
+    assert!(names.contains(&"iteration 1"), "{names:?}");
+    assert!(names.contains(&"chat scripted"), "{names:?}");
+    let trace_ids: std::collections::HashSet<&Vec<u8>> =
+        spans.iter().map(|s| &s.trace_id).collect();
+    assert_eq!(trace_ids.len(), 1, "one trace for the whole turn");
+}
