@@ -157,9 +157,22 @@ impl LiteLlmProvider {
             .map_err(|e| from_reqwest(&e, "sending the request"))
     }
 
-    /// The span of one call (`chat {model}`).
-    pub(crate) fn span(&self, model: &str) -> tracing::Span {
-        tracing::info_span!(
+    /// The span a call runs in: a new `chat {model}` span, unless the
+    /// caller already opened one (a span named `chat` with a
+    /// `gen_ai.operation.name` field, as the agent loop does), which is then
+    /// used as it is and left for its owner to fill in.
+    pub(crate) fn call_span(&self, model: &str) -> CallSpan {
+        let current = tracing::Span::current();
+        let is_chat = current.metadata().is_some_and(|m| {
+            m.name() == "chat" && m.fields().field("gen_ai.operation.name").is_some()
+        });
+        if is_chat {
+            return CallSpan {
+                span: current,
+                owned: false,
+            };
+        }
+        let span = tracing::info_span!(
             "chat",
             otel.name = %format_args!("chat {model}"),
             otel.kind = "client",
@@ -172,7 +185,8 @@ impl LiteLlmProvider {
             gen_ai.usage.input_tokens = Empty,
             gen_ai.usage.output_tokens = Empty,
             error.type = Empty,
-        )
+        );
+        CallSpan { span, owned: true }
     }
 
     pub(crate) fn deadline(&self) -> Instant {
@@ -233,44 +247,69 @@ pub(crate) fn snippet(bytes: &[u8]) -> String {
     }
 }
 
-/// Records the outcome of a call on its span.
-pub(crate) fn record_outcome(span: &tracing::Span, result: &Result<LlmResponse, LlmError>) {
-    match result {
-        Ok(r) => record_success(span, r.finish_reason.as_str(), r.usage, r.model.as_deref()),
-        Err(e) => record_error(span, e),
-    }
+/// The span of one call, and whether this crate opened it (and so records
+/// the outcome on it).
+#[derive(Clone, Debug)]
+pub(crate) struct CallSpan {
+    pub(crate) span: tracing::Span,
+    owned: bool,
 }
 
-pub(crate) fn record_success(
-    span: &tracing::Span,
-    finish: &str,
-    usage: Option<looopy_core::Usage>,
-    model: Option<&str>,
-) {
-    span.record("gen_ai.response.finish_reasons", finish);
-    if let Some(u) = usage {
-        // As i64: OpenTelemetry has no unsigned integers.
-        let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-        span.record("gen_ai.usage.input_tokens", int(u.input_tokens));
-        span.record("gen_ai.usage.output_tokens", int(u.output_tokens));
+impl CallSpan {
+    /// Records the outcome of a call.
+    pub(crate) fn outcome(&self, result: &Result<LlmResponse, LlmError>) {
+        match result {
+            Ok(r) => self.success(r.finish_reason.as_str(), r.usage, r.model.as_deref()),
+            Err(e) => self.error(e),
+        }
     }
-    if let Some(m) = model {
-        span.record("gen_ai.response.model", m);
-    }
-}
 
-pub(crate) fn record_error(span: &tracing::Span, e: &LlmError) {
-    span.record("error.type", e.kind());
-    span.record("otel.status_code", "ERROR");
-    tracing::debug!(parent: span, error = %e, "model call failed");
+    /// Records a finished answer.
+    pub(crate) fn success(
+        &self,
+        finish: &str,
+        usage: Option<looopy_core::Usage>,
+        model: Option<&str>,
+    ) {
+        if !self.owned {
+            return;
+        }
+        let span = &self.span;
+        span.record(
+            "gen_ai.response.finish_reasons",
+            format_args!("[\"{finish}\"]").to_string(),
+        );
+        if let Some(u) = usage {
+            // As i64: OpenTelemetry has no unsigned integers.
+            let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+            span.record("gen_ai.usage.input_tokens", int(u.input_tokens));
+            span.record("gen_ai.usage.output_tokens", int(u.output_tokens));
+        }
+        if let Some(m) = model {
+            span.record("gen_ai.response.model", m);
+        }
+    }
+
+    /// Records a failure.
+    pub(crate) fn error(&self, e: &LlmError) {
+        if !self.owned {
+            return;
+        }
+        self.span.record("error.type", e.kind());
+        self.span.record("otel.status_code", "ERROR");
+        tracing::debug!(parent: &self.span, error = %e, "model call failed");
+    }
 }
 
 #[async_trait]
 impl LlmProvider for LiteLlmProvider {
     async fn call(&self, request: LlmRequest, cx: &TurnContext) -> Result<LlmResponse, LlmError> {
-        let span = self.span(self.model_for(&request));
-        let result = self.call_inner(request, cx).instrument(span.clone()).await;
-        record_outcome(&span, &result);
+        let span = self.call_span(self.model_for(&request));
+        let result = self
+            .call_inner(request, cx)
+            .instrument(span.span.clone())
+            .await;
+        span.outcome(&result);
         result
     }
 

@@ -14,7 +14,7 @@ use reqwest::header;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::client::{LiteLlmProvider, record_error, record_success, snippet};
+use crate::client::{CallSpan, LiteLlmProvider, snippet};
 use crate::decode::{ChunkDecoder, completion_to_response};
 use crate::error::{from_reqwest, from_status};
 use crate::wire::{ChatChunk, ChatCompletion};
@@ -40,7 +40,7 @@ struct Limits<'a> {
 
 struct State<'a> {
     limits: Limits<'a>,
-    span: tracing::Span,
+    span: CallSpan,
     phase: Phase,
     decoder: ChunkDecoder,
     pending: VecDeque<LlmChunk>,
@@ -58,13 +58,13 @@ pub(crate) fn chat_stream<'a>(
             cx,
             deadline: provider.deadline(),
         },
-        span: provider.span(provider.model_for(&request)),
+        span: provider.call_span(provider.model_for(&request)),
         phase: Phase::Start(request),
         decoder: ChunkDecoder::default(),
         pending: VecDeque::new(),
     };
     stream::unfold(state, |mut state| async move {
-        let span = state.span.clone();
+        let span = state.span.span.clone();
         let item = next(&mut state).instrument(span).await;
         item.map(|item| (item, state))
     })
@@ -87,12 +87,9 @@ async fn next(state: &mut State<'_>) -> Option<Result<LlmChunk, LlmError>> {
                 }
                 Ok(false) => {
                     let d = &state.decoder;
-                    record_success(
-                        &state.span,
-                        d.finish_reason().as_str(),
-                        d.usage(),
-                        d.model(),
-                    );
+                    state
+                        .span
+                        .success(d.finish_reason().as_str(), d.usage(), d.model());
                     Ok(())
                 }
                 Err(e) => Err(e),
@@ -100,7 +97,7 @@ async fn next(state: &mut State<'_>) -> Option<Result<LlmChunk, LlmError>> {
         };
         if let Err(e) = step {
             // The phase stays `Done`: an error ends the stream.
-            record_error(&state.span, &e);
+            state.span.error(&e);
             return Some(Err(e));
         }
     }
@@ -147,8 +144,7 @@ async fn start(state: &mut State<'_>, request: LlmRequest) -> Result<(), LlmErro
                 message: format!("invalid completion JSON ({e}): {}", snippet(&bytes)),
             })?;
         let response = completion_to_response(completion)?;
-        record_success(
-            &state.span,
+        state.span.success(
             response.finish_reason.as_str(),
             response.usage,
             response.model.as_deref(),

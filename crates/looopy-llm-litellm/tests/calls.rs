@@ -325,13 +325,19 @@ fn invalid_configuration_is_reported() {
 
 #[tokio::test]
 async fn fast_mock_answers_every_request_without_recording() {
-    let f = OpenAiFixture::start_fast(Duration::from_millis(1), FixtureReply::Text("canned".into()))
-        .await
-        .unwrap();
+    let f = OpenAiFixture::start_fast(
+        Duration::from_millis(1),
+        FixtureReply::Text("canned".into()),
+    )
+    .await
+    .unwrap();
     let llm = provider(&f);
     let cx = cx();
     for _ in 0..3 {
-        assert_eq!(llm.call(ask("a"), &cx).await.unwrap().message.text(), "canned");
+        assert_eq!(
+            llm.call(ask("a"), &cx).await.unwrap().message.text(),
+            "canned"
+        );
     }
     let (chunks, err) = common::drain(llm.stream(ask("b"), &cx)).await;
     assert_eq!(err, None);

@@ -33,8 +33,12 @@ fn parse_traceparent(header: &str) -> (String, String) {
     (parts[1].to_owned(), parts[2].to_owned())
 }
 
-#[tokio::test]
-async fn requests_carry_the_span_context_and_spans_the_genai_fields() {
+/// Installs the propagator and a thread-local subscriber exporting to memory.
+fn install() -> (
+    InMemorySpanExporter,
+    SdkTracerProvider,
+    tracing::subscriber::DefaultGuard,
+) {
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     let exporter = InMemorySpanExporter::default();
     let tracer_provider = SdkTracerProvider::builder()
@@ -42,7 +46,13 @@ async fn requests_carry_the_span_context_and_spans_the_genai_fields() {
         .build();
     let subscriber = tracing_subscriber::registry()
         .with(tracing_opentelemetry::layer().with_tracer(tracer_provider.tracer("test")));
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let guard = tracing::subscriber::set_default(subscriber);
+    (exporter, tracer_provider, guard)
+}
+
+#[tokio::test]
+async fn requests_carry_the_span_context_and_spans_the_genai_fields() {
+    let (exporter, tracer_provider, _guard) = install();
 
     let f = OpenAiFixture::start().await.unwrap();
     f.push(FixtureReply::json(openai::completion("plain")))
@@ -112,7 +122,7 @@ async fn requests_carry_the_span_context_and_spans_the_genai_fields() {
     let (plain, streamed, failed) = (chat[0], chat[1], chat[2]);
     assert_eq!(
         attr(plain, "gen_ai.response.finish_reasons"),
-        Some(&Value::from("stop"))
+        Some(&Value::from("[\"stop\"]"))
     );
     assert_eq!(
         attr(plain, "gen_ai.usage.input_tokens"),
@@ -135,4 +145,37 @@ async fn requests_carry_the_span_context_and_spans_the_genai_fields() {
         Some(&Value::from("authentication"))
     );
     assert_eq!(attr(failed, "gen_ai.response.finish_reasons"), None);
+}
+
+#[tokio::test]
+async fn a_chat_span_opened_by_the_caller_is_used_not_nested() {
+    let (exporter, tracer_provider, _guard) = install();
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(FixtureReply::json(openai::completion("a")))
+        .push(FixtureReply::sse(vec![openai::text_chunk("b")]));
+    let llm = provider(&f);
+    let cx = cx();
+    // What the agent loop opens around each model call.
+    let outer = tracing::info_span!("chat", gen_ai.operation.name = "chat");
+    let outer_id = outer.context().span().span_context().span_id().to_string();
+    async {
+        llm.call(ask("a"), &cx).await.unwrap();
+        let (_, err) = drain(llm.stream(ask("b"), &cx)).await;
+        assert_eq!(err, None);
+    }
+    .instrument(outer.clone())
+    .await;
+    drop(outer);
+    tracer_provider.force_flush().unwrap();
+    let spans = exporter.get_finished_spans().unwrap();
+    assert_eq!(
+        spans.len(),
+        1,
+        "{:?}",
+        spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
+    for request in f.requests() {
+        let (_, sid) = parse_traceparent(request.header("traceparent").unwrap());
+        assert_eq!(sid, outer_id);
+    }
 }
