@@ -106,6 +106,8 @@ async fn next(state: &mut State<'_>) -> Option<Result<LlmChunk, LlmError>> {
 /// Sends the request; on success the phase becomes `Reading` (or the whole
 /// answer is queued, for servers that answer a stream request with JSON).
 async fn start(state: &mut State<'_>, request: LlmRequest) -> Result<(), LlmError> {
+    // The whole-request limit counts from the first poll, not from creation.
+    state.limits.deadline = state.limits.provider.deadline();
     let limits = state.limits;
     let provider = limits.provider;
     let body = provider.body(&request, true)?;

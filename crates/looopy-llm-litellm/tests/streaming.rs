@@ -277,3 +277,24 @@ async fn cancelling_the_turn_ends_the_stream() {
     drop(stream);
     assert!(f.wait_for_aborted(1, Duration::from_secs(10)).await);
 }
+
+#[tokio::test]
+async fn the_whole_request_limit_covers_the_stream() {
+    let f = OpenAiFixture::start().await.unwrap();
+    let many: Vec<_> = (0..500).map(|_| openai::text_chunk("t")).collect();
+    f.push(
+        SseReply::new(many)
+            .interval(Duration::from_millis(20))
+            .into(),
+    );
+    let llm =
+        LiteLlmProvider::new(common::config(&f).with_request_timeout(Duration::from_millis(300)))
+            .unwrap();
+    let cx = cx();
+    let (chunks, err) = drain(llm.stream(ask("a"), &cx)).await;
+    assert!(!chunks.is_empty() && chunks.len() < 500);
+    assert!(
+        matches!(&err, Some(LlmError::Timeout { message }) if message.contains("did not finish")),
+        "{err:?}"
+    );
+}
