@@ -108,8 +108,8 @@ pub(crate) async fn call_model(
                 format!("[\"{}\"]", response.finish_reason.as_str()),
             );
             if let Some(u) = response.usage {
-                span.record("gen_ai.usage.input_tokens", u.input_tokens);
-                span.record("gen_ai.usage.output_tokens", u.output_tokens);
+                span.record("gen_ai.usage.input_tokens", u.input_tokens as i64);
+                span.record("gen_ai.usage.output_tokens", u.output_tokens as i64);
             }
             emit.llm_response(
                 iteration,
