@@ -1,9 +1,11 @@
 //! The in-memory stores pass the store conformance suite of looopy-testkit.
 
-use looopy_stores_memory::MemoryStores;
+use std::sync::Arc;
+
+use looopy_stores_memory::{MemoryStores, MemoryTaskStore};
 use looopy_testkit::conformance::{self, StoreUnderTest, UniqueIds};
 
-fn under_test(stores: &MemoryStores) -> StoreUnderTest {
+fn under_test(stores: &MemoryStores, task_records: &Arc<MemoryTaskStore>) -> StoreUnderTest {
     StoreUnderTest::new(
         stores.tasks.clone(),
         stores.messages.clone(),
@@ -12,25 +14,29 @@ fn under_test(stores: &MemoryStores) -> StoreUnderTest {
         stores.events.clone(),
         stores.locks.clone(),
     )
+    .with_task_records(task_records.clone())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn memory_stores_pass_the_whole_suite() {
     let stores = MemoryStores::new();
-    conformance::run_all(&under_test(&stores)).await;
+    let records = Arc::new(MemoryTaskStore::new());
+    conformance::run_all(&under_test(&stores, &records)).await;
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn memory_stores_pass_on_a_single_thread() {
     let stores = MemoryStores::new();
-    conformance::run_all(&under_test(&stores)).await;
+    let records = Arc::new(MemoryTaskStore::new());
+    conformance::run_all(&under_test(&stores, &records)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_suites_share_one_set_of_stores() {
     // As on a shared Redis: unique ids keep concurrent runs apart.
     let stores = MemoryStores::new();
-    let a = under_test(&stores);
-    let b = under_test(&stores).with_ids(UniqueIds::with_prefix("second-run"));
+    let records = Arc::new(MemoryTaskStore::new());
+    let a = under_test(&stores, &records);
+    let b = under_test(&stores, &records).with_ids(UniqueIds::with_prefix("second-run"));
     futures::join!(conformance::run_all(&a), conformance::run_all(&b));
 }

@@ -9,12 +9,17 @@
 //!   (`conformance::run_all`).
 //! - [`OpenAiFixture`]: an in-process OpenAI-compatible HTTP server that plays
 //!   scripted answers (JSON, SSE streams, errors, garbage) and records requests.
+//! - [`RedisServer`] / [`test_redis`]: a throw-away `redis-server` on a free
+//!   port (killed on drop), or the shared one named by
+//!   `LOOOPY_TEST_REDIS_URL`.
 
 pub mod conformance;
 pub mod openai_fixture;
+pub mod redis_server;
 mod scripted;
 
 pub use openai_fixture::{
     FixtureReply, OpenAiFixture, RecordedRequest, SseEnd, SseEvent, SseReply,
 };
+pub use redis_server::{RedisServer, TestRedis, test_redis};
 pub use scripted::{ScriptStep, ScriptedLlm};

@@ -24,7 +24,10 @@
 //! }
 //! ```
 //!
-//! or one trait at a time ([`message_store`], [`event_log`], ...). Failures
+//! A backend that also keeps A2A task records adds its [`TaskStore`] with
+//! [`StoreUnderTest::with_task_records`], and `run_all` checks it too.
+//!
+//! Or one trait at a time ([`message_store`], [`event_log`], [`task_store`], ...). Failures
 //! panic with a message naming the broken rule. Every key the suite writes
 //! starts with the [`UniqueIds`] prefix of the run (random by default), so
 //! runs never collide on a shared backend, in parallel or not. Run it on a
@@ -54,6 +57,10 @@
 //! - [`TurnLock`]: the owner may re-acquire (which extends); others may not
 //!   until the lease expires; renew and release work for the owner only, and
 //!   not after expiry; of many concurrent acquirers exactly one wins.
+//! - [`TaskStore`]: `list` is most recently updated first with ties broken
+//!   by task id (ascending), follows owner and context changes and deletes,
+//!   lists a record under its final owner only after concurrent puts, and a
+//!   limit of 0 lists nothing.
 
 mod agents;
 mod artifacts;
@@ -61,6 +68,7 @@ mod events;
 mod fixtures;
 mod locks;
 mod messages;
+mod task_records;
 mod tasks;
 
 use std::future::Future;
@@ -70,7 +78,7 @@ use std::time::Duration;
 
 use looopy_core::StoreError;
 use looopy_core::store::{
-    AgentStateStore, ArtifactStore, EventLog, MessageStore, TaskStateStore, TurnLock,
+    AgentStateStore, ArtifactStore, EventLog, MessageStore, TaskStateStore, TaskStore, TurnLock,
 };
 
 pub use agents::agent_state_store;
@@ -78,6 +86,7 @@ pub use artifacts::artifact_store;
 pub use events::event_log;
 pub use locks::turn_lock;
 pub use messages::message_store;
+pub use task_records::task_store;
 pub use tasks::task_state_store;
 
 /// Makes ids (context, task, owner, artifact) that no other run uses.
@@ -133,6 +142,9 @@ pub struct StoreUnderTest {
     pub events: Arc<dyn EventLog>,
     /// Turn leases.
     pub locks: Arc<dyn TurnLock>,
+    /// A2A task records, when the backend keeps them (checked by `run_all`
+    /// when set).
+    pub task_records: Option<Arc<dyn TaskStore>>,
     /// Where the suite takes its keys from.
     pub ids: UniqueIds,
 }
@@ -154,8 +166,15 @@ impl StoreUnderTest {
             agents,
             events,
             locks,
+            task_records: None,
             ids: UniqueIds::new(),
         }
+    }
+
+    /// Adds the backend's task record store to what `run_all` checks.
+    pub fn with_task_records(mut self, task_records: Arc<dyn TaskStore>) -> Self {
+        self.task_records = Some(task_records);
+        self
     }
 
     /// Uses `ids` for keys instead of a random prefix.
@@ -173,7 +192,8 @@ impl std::fmt::Debug for StoreUnderTest {
     }
 }
 
-/// Runs the whole suite; panics at the first broken rule.
+/// Runs the whole suite (the task record checks only when
+/// [`StoreUnderTest::task_records`] is set); panics at the first broken rule.
 pub async fn run_all(stores: &StoreUnderTest) {
     task_state_store(Arc::clone(&stores.tasks), &stores.ids).await;
     message_store(Arc::clone(&stores.messages), &stores.ids).await;
@@ -181,6 +201,9 @@ pub async fn run_all(stores: &StoreUnderTest) {
     agent_state_store(Arc::clone(&stores.agents), &stores.ids).await;
     event_log(Arc::clone(&stores.events), &stores.ids).await;
     turn_lock(Arc::clone(&stores.locks), &stores.ids).await;
+    if let Some(task_records) = &stores.task_records {
+        task_store(Arc::clone(task_records), &stores.ids).await;
+    }
 }
 
 /// Unwraps a store result, naming the operation when it failed.
