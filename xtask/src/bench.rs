@@ -10,11 +10,18 @@ use anyhow::{Context, Result, bail};
 use crate::util::{cmd, root};
 
 /// The benchmark binaries: (package, bench target, what it measures).
-const BENCHES: &[(&str, &str, &str)] = &[(
-    "looopy-loop",
-    "loop_overhead",
-    "Loop overhead per iteration with an in-process scripted model (LLM and tools excluded)",
-)];
+const BENCHES: &[(&str, &str, &str)] = &[
+    (
+        "looopy-loop",
+        "loop_overhead",
+        "Loop overhead per iteration with an in-process scripted model (LLM and tools excluded)",
+    ),
+    (
+        "looopy-llm-litellm",
+        "turn_throughput",
+        "Whole turns (three model calls, four tool calls) over HTTP against a fast OpenAI-compatible mock in another process, 1,000 turns per case, next to a bare reqwest loop sending the same requests",
+    ),
+];
 
 fn machine() -> String {
     let cores = std::thread::available_parallelism()

@@ -245,11 +245,18 @@ impl RecordedRequest {
     }
 }
 
+/// Chooses a reply from the request body (see [`OpenAiFixture::start_responder`]).
+pub type Responder = Arc<dyn Fn(&Value) -> FixtureReply + Send + Sync>;
+
 enum Mode {
     Scripted,
     Fast {
         latency: Duration,
         reply: FixtureReply,
+    },
+    Responder {
+        latency: Duration,
+        respond: Responder,
     },
 }
 
@@ -312,6 +319,14 @@ impl OpenAiFixture {
     /// alike). Nothing is recorded.
     pub async fn start_fast(latency: Duration, reply: FixtureReply) -> std::io::Result<Self> {
         Self::serve(Mode::Fast { latency, reply }).await
+    }
+
+    /// A server that answers every request with what `respond` makes of its
+    /// JSON body, after `latency`. Nothing is recorded. Benchmarks use it to
+    /// play whole turns (tool calls until the history holds enough results,
+    /// then an answer).
+    pub async fn start_responder(latency: Duration, respond: Responder) -> std::io::Result<Self> {
+        Self::serve(Mode::Responder { latency, respond }).await
     }
 
     async fn serve(mode: Mode) -> std::io::Result<Self> {
@@ -441,6 +456,15 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
                 reply.clone()
             } else {
                 reply.clone().after(*latency)
+            }
+        }
+        Mode::Responder { latency, respond } => {
+            let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+            let reply = respond(&body);
+            if latency.is_zero() {
+                reply
+            } else {
+                reply.after(*latency)
             }
         }
         Mode::Scripted => {
