@@ -1,0 +1,413 @@
+//! `looopy.toml`: one file that names the agent, its model, its tools, its
+//! store and who may call it. Every section is optional; the defaults run an
+//! agent on the memory store with no model (turns then fail with a message
+//! saying how to configure one).
+//!
+//! ```toml
+//! [agent]
+//! name = "helper"
+//! description = "Answers questions"
+//! system_prompt = "You are helpful."
+//! max_iterations = 10
+//!
+//! [llm]                       # LOOOPY_LLM_BASE_URL / _MODEL / _API_KEY override these
+//! base_url = "http://localhost:4000/v1"
+//! model = "gpt-4o-mini"
+//! api_key_env = "LITELLM_API_KEY"
+//!
+//! [[tools.mcp]]
+//! name = "files"
+//! command = "npx"
+//! args = ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]
+//!
+//! [[tools.a2a]]
+//! name = "researcher"
+//! url = "http://localhost:9000"
+//!
+//! [store]
+//! type = "redis"              # or "memory" (the default)
+//! url = "redis://127.0.0.1:6379"
+//!
+//! [server]
+//! bind = "127.0.0.1:8080"
+//!
+//! [[auth.tokens]]
+//! principal = "alice"
+//! token_env = "ALICE_TOKEN"   # or token = "..." (kept out of logs)
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+
+/// The whole file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The agent.
+    #[serde(default)]
+    pub agent: AgentSection,
+    /// The model; `None` when no `[llm]` section and no `LOOOPY_LLM_*` variables.
+    #[serde(default)]
+    pub llm: Option<LlmSection>,
+    /// Tool sources.
+    #[serde(default)]
+    pub tools: ToolsSection,
+    /// Where state lives.
+    #[serde(default)]
+    pub store: StoreSection,
+    /// The HTTP server.
+    #[serde(default)]
+    pub server: ServerSection,
+    /// Who may call the server.
+    #[serde(default)]
+    pub auth: AuthSection,
+}
+
+/// `[agent]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSection {
+    /// Name (agent card, spans).
+    #[serde(default = "default_name")]
+    pub name: String,
+    /// What it does (agent card).
+    #[serde(default = "default_description")]
+    pub description: String,
+    /// System prompt.
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    /// Iteration limit per turn.
+    #[serde(default = "default_max_iterations")]
+    pub max_iterations: u32,
+    /// Tool calls run at once.
+    #[serde(default = "default_parallel")]
+    pub max_parallel_tools: usize,
+    /// Tool timeout in seconds.
+    #[serde(default = "default_tool_timeout")]
+    pub tool_timeout_secs: u64,
+}
+
+fn default_name() -> String {
+    "looopy".into()
+}
+fn default_description() -> String {
+    "A Looopy agent".into()
+}
+fn default_max_iterations() -> u32 {
+    10
+}
+fn default_parallel() -> usize {
+    5
+}
+fn default_tool_timeout() -> u64 {
+    30
+}
+
+impl Default for AgentSection {
+    fn default() -> Self {
+        AgentSection {
+            name: default_name(),
+            description: default_description(),
+            system_prompt: None,
+            max_iterations: default_max_iterations(),
+            max_parallel_tools: default_parallel(),
+            tool_timeout_secs: default_tool_timeout(),
+        }
+    }
+}
+
+/// `[llm]`: an OpenAI-compatible endpoint (a LiteLLM proxy, OpenAI, vLLM...).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmSection {
+    /// Base URL, such as `http://localhost:4000/v1`.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// Model name.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The environment variable holding the API key (never the key itself).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Sampling temperature.
+    #[serde(default)]
+    pub temperature: Option<f32>,
+    /// Token limit per call.
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    /// Retries of 429/5xx/connection errors (default 5; 0 disables).
+    #[serde(default)]
+    pub max_retries: Option<u32>,
+}
+
+/// `[tools]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsSection {
+    /// MCP servers.
+    #[serde(default)]
+    pub mcp: Vec<McpServerConfig>,
+    /// Remote A2A agents offered as tools.
+    #[serde(default)]
+    pub a2a: Vec<RemoteAgentConfig>,
+}
+
+/// `[[tools.mcp]]`: a child process (`command`) or a streamable HTTP server (`url`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// A name for logs and the default tool-name prefix.
+    pub name: String,
+    /// Program to run (stdio transport).
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Its environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// URL (streamable HTTP transport).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Prefix for its tool names (default: none).
+    #[serde(default)]
+    pub prefix: Option<String>,
+}
+
+/// `[[tools.a2a]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteAgentConfig {
+    /// The tool's name.
+    pub name: String,
+    /// The agent's base URL.
+    pub url: String,
+    /// What the tool does (default: the agent card's description).
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Environment variable holding a bearer token for it.
+    #[serde(default)]
+    pub token_env: Option<String>,
+}
+
+/// `[store]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum StoreSection {
+    /// In memory: lost on exit.
+    #[default]
+    Memory,
+    /// Redis.
+    Redis {
+        /// `redis://host:port/db`.
+        url: String,
+        /// Key prefix (default `looopy`).
+        #[serde(default)]
+        key_prefix: Option<String>,
+        /// Connections in the pool.
+        #[serde(default)]
+        pool_size: Option<usize>,
+    },
+}
+
+/// `[server]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSection {
+    /// Address to listen on.
+    #[serde(default = "default_bind")]
+    pub bind: String,
+    /// Largest request body in bytes.
+    #[serde(default = "default_body_limit")]
+    pub max_body_bytes: usize,
+    /// The URL clients reach the server at (agent card); default from `bind`.
+    #[serde(default)]
+    pub public_url: Option<String>,
+}
+
+fn default_bind() -> String {
+    "127.0.0.1:8080".into()
+}
+fn default_body_limit() -> usize {
+    1024 * 1024
+}
+
+impl Default for ServerSection {
+    fn default() -> Self {
+        ServerSection {
+            bind: default_bind(),
+            max_body_bytes: default_body_limit(),
+            public_url: None,
+        }
+    }
+}
+
+/// `[auth]`: no tokens means no authentication.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSection {
+    /// Bearer tokens (or API keys sent as `X-API-Key`).
+    #[serde(default)]
+    pub tokens: Vec<TokenConfig>,
+}
+
+/// `[[auth.tokens]]`.
+#[derive(Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenConfig {
+    /// Who this token stands for.
+    pub principal: String,
+    /// The token itself.
+    #[serde(default)]
+    pub token: Option<String>,
+    /// The environment variable holding it.
+    #[serde(default)]
+    pub token_env: Option<String>,
+}
+
+impl std::fmt::Debug for TokenConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenConfig")
+            .field("principal", &self.principal)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("token_env", &self.token_env)
+            .finish()
+    }
+}
+
+impl TokenConfig {
+    /// The token, read from the file or the environment.
+    pub fn resolve(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<String> {
+        match (&self.token, &self.token_env) {
+            (Some(t), None) => Ok(t.clone()),
+            (None, Some(var)) => env(var)
+                .with_context(|| format!("auth token for '{}': ${var} is not set", self.principal)),
+            _ => bail!(
+                "auth token for '{}': give exactly one of `token` and `token_env`",
+                self.principal
+            ),
+        }
+    }
+}
+
+impl Config {
+    /// Reads a file.
+    pub fn load(path: &Path) -> Result<Config> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        Self::parse(&text).with_context(|| format!("in {}", path.display()))
+    }
+
+    /// Parses TOML text and checks it.
+    pub fn parse(text: &str) -> Result<Config> {
+        let config: Config = toml::from_str(text)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<()> {
+        for m in &self.tools.mcp {
+            if m.command.is_some() == m.url.is_some() {
+                bail!(
+                    "[[tools.mcp]] '{}': give exactly one of `command` and `url`",
+                    m.name
+                );
+            }
+        }
+        if self.agent.max_iterations == 0 {
+            bail!("[agent] max_iterations must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// Applies `LOOOPY_LLM_BASE_URL`, `LOOOPY_LLM_MODEL` (and notes
+    /// `LOOOPY_LLM_API_KEY`) over the `[llm]` section.
+    pub fn apply_env(&mut self, env: &dyn Fn(&str) -> Option<String>) {
+        let base_url = env("LOOOPY_LLM_BASE_URL").filter(|v| !v.is_empty());
+        let model = env("LOOOPY_LLM_MODEL").filter(|v| !v.is_empty());
+        if base_url.is_none() && model.is_none() {
+            return;
+        }
+        let llm = self.llm.get_or_insert_with(LlmSection::default);
+        if base_url.is_some() {
+            llm.base_url = base_url;
+        }
+        if model.is_some() {
+            llm.model = model;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_example_parses() {
+        let doc = include_str!("config.rs");
+        let example: String = doc
+            .lines()
+            .skip_while(|l| !l.starts_with("//! ```toml"))
+            .skip(1)
+            .take_while(|l| !l.starts_with("//! ```"))
+            .map(|l| l.trim_start_matches("//!").trim_start_matches(' '))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let c = Config::parse(&example).unwrap();
+        assert_eq!(c.agent.name, "helper");
+        assert_eq!(c.tools.mcp[0].args.len(), 3);
+        assert!(matches!(c.store, StoreSection::Redis { .. }));
+        assert_eq!(c.auth.tokens[0].principal, "alice");
+    }
+
+    #[test]
+    fn empty_file_means_memory_store_and_no_model() {
+        let c = Config::parse("").unwrap();
+        assert!(c.llm.is_none());
+        assert!(matches!(c.store, StoreSection::Memory));
+        assert_eq!(c.server.bind, "127.0.0.1:8080");
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        let e = Config::parse("[agent]\nnmae = \"x\"").unwrap_err();
+        assert!(format!("{e:#}").contains("nmae"), "{e:#}");
+        let e = Config::parse("[[tools.mcp]]\nname = \"x\"").unwrap_err();
+        assert!(e.to_string().contains("exactly one of `command` and `url`"));
+    }
+
+    #[test]
+    fn environment_overrides_the_llm_section() {
+        let mut c = Config::parse("[llm]\nbase_url = \"http://a\"\nmodel = \"m1\"").unwrap();
+        c.apply_env(&|k| (k == "LOOOPY_LLM_MODEL").then(|| "m2".to_owned()));
+        let llm = c.llm.unwrap();
+        assert_eq!(llm.model.as_deref(), Some("m2"));
+        assert_eq!(llm.base_url.as_deref(), Some("http://a"));
+    }
+
+    #[test]
+    fn tokens_resolve_from_the_environment_and_stay_out_of_debug() {
+        let t = TokenConfig {
+            principal: "a".into(),
+            token: None,
+            token_env: Some("T".into()),
+        };
+        assert_eq!(t.resolve(&|_| Some("s3cret".into())).unwrap(), "s3cret");
+        assert!(
+            t.resolve(&|_| None)
+                .unwrap_err()
+                .to_string()
+                .contains("$T is not set")
+        );
+        let inline = TokenConfig {
+            principal: "a".into(),
+            token: Some("s3cret".into()),
+            token_env: None,
+        };
+        assert!(!format!("{inline:?}").contains("s3cret"));
+    }
+}
