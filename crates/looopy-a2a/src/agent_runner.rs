@@ -1,0 +1,125 @@
+//! [`AgentRunner`]: serves `looopy-agent` [`Agent`]s, one per context.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use looopy_agent::{Agent, AgentError, LifecycleState, TurnOptions};
+use looopy_core::{AgentEvent, EventPayload, TaskState, TaskStatus};
+
+use crate::runner::{RunnerError, TurnEvents, TurnRequest, TurnRunner};
+
+/// Makes the Agent of a context: `(context_id, owner principal)`.
+pub type AgentFactory = dyn Fn(&str, &str) -> Result<Agent, AgentError> + Send + Sync;
+
+/// Runs each turn on the [`Agent`] of its context, made by a factory on first
+/// use and kept for the next turns (at most `max_cached` idle agents are
+/// kept; the rest are made again from the stores when needed).
+///
+/// A message for a context whose agent is busy (a turn running here, or the
+/// context's turn lease held by another process) waits for it, until the
+/// task is cancelled. The turn keeps running when its stream is dropped.
+///
+/// ```no_run
+/// use looopy_a2a::AgentRunner;
+/// use looopy_agent::Agent;
+/// use looopy_stores_memory::MemoryStores;
+/// use looopy_testkit::ScriptedLlm;
+///
+/// let stores = MemoryStores::new();
+/// let runner = AgentRunner::new(move |context_id, owner| {
+///     Agent::builder(context_id)
+///         .llm(ScriptedLlm::new())
+///         .message_store(stores.messages.clone())
+///         .artifact_store(stores.artifacts.clone())
+///         .state_store(stores.agents.clone())
+///         .turn_lock(stores.locks.clone())
+///         .owner(owner)
+///         .build()
+/// });
+/// ```
+pub struct AgentRunner {
+    factory: Box<AgentFactory>,
+    agents: Mutex<HashMap<String, Agent>>,
+    max_cached: usize,
+}
+
+impl AgentRunner {
+    /// A runner making agents with `factory`.
+    pub fn new(
+        factory: impl Fn(&str, &str) -> Result<Agent, AgentError> + Send + Sync + 'static,
+    ) -> Self {
+        AgentRunner {
+            factory: Box::new(factory),
+            agents: Mutex::default(),
+            max_cached: 1024,
+        }
+    }
+
+    /// Keeps at most this many agents between turns (default 1024).
+    pub fn max_cached(mut self, n: usize) -> Self {
+        self.max_cached = n.max(1);
+        self
+    }
+
+    fn agent(&self, context_id: &str, owner: &str) -> Result<Agent, AgentError> {
+        let mut agents = self.agents.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(agent) = agents.get(context_id) {
+            return Ok(agent.clone());
+        }
+        if agents.len() >= self.max_cached {
+            agents.retain(|_, a| a.lifecycle() == LifecycleState::Busy);
+        }
+        let agent = (self.factory)(context_id, owner)?;
+        agents.insert(context_id.to_owned(), agent.clone());
+        Ok(agent)
+    }
+}
+
+/// The one event of a turn cancelled before it started.
+fn cancelled(request: &TurnRequest) -> TurnEvents {
+    let event = AgentEvent::new(
+        request.task_id.clone(),
+        request.context_id.clone(),
+        EventPayload::StatusUpdate {
+            status: TaskStatus::new(TaskState::Canceled),
+            is_final: true,
+            metadata: Default::default(),
+        },
+    );
+    futures::stream::iter([event]).boxed()
+}
+
+#[async_trait]
+impl TurnRunner for AgentRunner {
+    async fn run_turn(&self, request: TurnRequest) -> Result<TurnEvents, RunnerError> {
+        let agent = self
+            .agent(&request.context_id, &request.auth.principal)
+            .map_err(|e| RunnerError::new(format!("could not make the agent: {e}")))?;
+        let mut wait = Duration::from_millis(20);
+        loop {
+            let options = TurnOptions::new()
+                .with_auth(request.auth.clone())
+                .with_task_id(request.task_id.to_string())
+                .with_cancel(request.cancel.clone())
+                .with_metadata(request.metadata.clone())
+                .keep_running_on_drop(true);
+            match agent
+                .execute_turn_with(Some(request.message.clone()), options)
+                .await
+            {
+                Ok(turn) => return Ok(turn.boxed()),
+                Err(e) if e.is_busy() => {
+                    tokio::select! {
+                        () = tokio::time::sleep(wait) => {}
+                        () = request.cancel.cancelled() => return Ok(cancelled(&request)),
+                    }
+                    wait = (wait * 2).min(Duration::from_secs(1));
+                }
+                Err(e) => return Err(RunnerError::new(e.to_string())),
+            }
+        }
+    }
+}

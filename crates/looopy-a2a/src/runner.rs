@@ -1,0 +1,77 @@
+//! [`TurnRunner`]: the seam between the A2A server and whatever runs a turn
+//! (an Agent, a bare [`AgentLoop`](looopy_loop::AgentLoop), a script in tests).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use looopy_core::{AgentEvent, AuthContext, CancellationToken, Message};
+use serde_json::{Map, Value};
+
+/// The events of one turn. The last one should be a `status-update` with
+/// `final: true`; the server adds one (`failed`) when the stream ends without.
+pub type TurnEvents = BoxStream<'static, AgentEvent>;
+
+/// What the server asks a [`TurnRunner`] to do: run one turn of a
+/// conversation on a new message.
+#[derive(Debug, Clone)]
+pub struct TurnRequest {
+    /// The A2A task of this turn. A continued task (one that waited for
+    /// input) keeps its id across turns.
+    pub task_id: Arc<str>,
+    /// The conversation. Turns of one context should see each other's
+    /// messages (the runner keeps the history).
+    pub context_id: Arc<str>,
+    /// The client's message (role `User`).
+    pub message: Message,
+    /// Who sent it: the authenticated principal, with the credential they
+    /// presented.
+    pub auth: AuthContext,
+    /// Fires when the client cancels the task (`CancelTask`, `tasks/cancel`)
+    /// or the server shuts down. The turn should end with a `canceled` final
+    /// status soon after.
+    pub cancel: CancellationToken,
+    /// Whether this message answers a task that ended its last turn
+    /// `input-required` (or `auth-required`).
+    pub continues_task: bool,
+    /// The request's metadata.
+    pub metadata: Map<String, Value>,
+}
+
+/// Why a turn could not start.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct RunnerError {
+    /// What went wrong (recorded as the failed task's status message).
+    pub message: String,
+}
+
+impl RunnerError {
+    /// An error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        RunnerError {
+            message: message.into(),
+        }
+    }
+}
+
+/// Runs turns for the A2A server.
+///
+/// The server calls [`TurnRunner::run_turn`] once per accepted message and
+/// drains the returned stream on a task of its own (the turn goes on when
+/// the client disconnects), appending the public events to the event log.
+/// Implementations: [`LoopRunner`](crate::LoopRunner) (an `AgentLoop` plus a
+/// message store), an adapter around the `looopy-agent` Agent, or a scripted
+/// runner in tests.
+#[async_trait]
+pub trait TurnRunner: Send + Sync + 'static {
+    /// Starts a turn and returns its events.
+    async fn run_turn(&self, request: TurnRequest) -> Result<TurnEvents, RunnerError>;
+}
+
+#[async_trait]
+impl<R: TurnRunner + ?Sized> TurnRunner for Arc<R> {
+    async fn run_turn(&self, request: TurnRequest) -> Result<TurnEvents, RunnerError> {
+        (**self).run_turn(request).await
+    }
+}

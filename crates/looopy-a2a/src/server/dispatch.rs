@@ -1,0 +1,309 @@
+//! Method tables of both versions and the handler of each method.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::response::{IntoResponse, Response};
+use looopy_core::{AuthContext, Part};
+use serde_json::Value;
+
+use crate::RpcError;
+use crate::jsonrpc::{self, RpcRequest};
+use crate::model::SendResponse;
+use crate::server::ServerState;
+use crate::server::record::Bookkeeping;
+use crate::server::sse::{self, StreamSpec};
+use crate::trace;
+use crate::version::ProtocolVersion;
+use crate::wire::{self, SendParams};
+
+/// An A2A operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Method {
+    Send,
+    Stream,
+    GetTask,
+    ListTasks,
+    Cancel,
+    Subscribe,
+    PushConfig,
+    ExtendedCard,
+}
+
+impl Method {
+    /// The method of this name in this version.
+    pub(crate) fn lookup(version: ProtocolVersion, name: &str) -> Option<Method> {
+        Some(match (version, name) {
+            (ProtocolVersion::V1_0, "SendMessage") | (ProtocolVersion::V0_3, "message/send") => {
+                Method::Send
+            }
+            (ProtocolVersion::V1_0, "SendStreamingMessage")
+            | (ProtocolVersion::V0_3, "message/stream") => Method::Stream,
+            (ProtocolVersion::V1_0, "GetTask") | (ProtocolVersion::V0_3, "tasks/get") => {
+                Method::GetTask
+            }
+            (ProtocolVersion::V1_0, "ListTasks") => Method::ListTasks,
+            (ProtocolVersion::V1_0, "CancelTask") | (ProtocolVersion::V0_3, "tasks/cancel") => {
+                Method::Cancel
+            }
+            (ProtocolVersion::V1_0, "SubscribeToTask")
+            | (ProtocolVersion::V0_3, "tasks/resubscribe") => Method::Subscribe,
+            (
+                ProtocolVersion::V1_0,
+                "CreateTaskPushNotificationConfig"
+                | "GetTaskPushNotificationConfig"
+                | "ListTaskPushNotificationConfigs"
+                | "DeleteTaskPushNotificationConfig",
+            )
+            | (
+                ProtocolVersion::V0_3,
+                "tasks/pushNotificationConfig/set"
+                | "tasks/pushNotificationConfig/get"
+                | "tasks/pushNotificationConfig/list"
+                | "tasks/pushNotificationConfig/delete",
+            ) => Method::PushConfig,
+            (ProtocolVersion::V1_0, "GetExtendedAgentCard")
+            | (ProtocolVersion::V0_3, "agent/getAuthenticatedExtendedCard") => Method::ExtendedCard,
+            _ => return None,
+        })
+    }
+}
+
+/// Picks the version and method of a request. `header`: the `A2A-Version`
+/// header as sent. A request without the header is a 0.3 request (spec
+/// §3.6.2); when its method exists only in 1.0 it is served as 1.0 (as the
+/// official Python SDK does: method names of the two versions do not
+/// overlap). A request that names a version gets exactly that version.
+pub(crate) fn resolve(
+    header: Option<&str>,
+    method: &str,
+) -> Result<(ProtocolVersion, Method), RpcError> {
+    let version =
+        ProtocolVersion::from_header(header).map_err(|v| RpcError::version_not_supported(&v))?;
+    if let Some(m) = Method::lookup(version, method) {
+        return Ok((version, m));
+    }
+    let other = match version {
+        ProtocolVersion::V0_3 => ProtocolVersion::V1_0,
+        ProtocolVersion::V1_0 => ProtocolVersion::V0_3,
+    };
+    match Method::lookup(other, method) {
+        Some(m) if header.is_none_or(|h| h.trim().is_empty()) => Ok((other, m)),
+        Some(_) => {
+            Err(RpcError::version_not_supported(version.as_str()).with_meta("method", method))
+        }
+        None => Err(RpcError::method_not_found(method)),
+    }
+}
+
+fn json_ok(id: &Value, result: Value) -> Response {
+    Json(jsonrpc::success(id, result)).into_response()
+}
+
+/// Refuses messages the agent cannot take: no parts, or parts of media types
+/// the card does not accept (-32005).
+fn check_message(state: &ServerState, params: &SendParams) -> Result<(), RpcError> {
+    let parts = &params.message.message.parts;
+    if parts.is_empty() {
+        return Err(
+            RpcError::invalid_params("message.parts: at least one part is required")
+                .with_meta("field", "message.parts"),
+        );
+    }
+    for part in parts {
+        let media_type = match part {
+            Part::Text { .. } => continue,
+            Part::Data { .. } => "application/json",
+            Part::File { file } => file
+                .mime_type
+                .as_deref()
+                .unwrap_or("application/octet-stream"),
+        };
+        if !state.card.accepts(media_type) {
+            return Err(RpcError::content_type_not_supported(media_type));
+        }
+    }
+    Ok(())
+}
+
+/// Runs one request. Errors of streaming methods come as a one-item stream.
+pub(crate) async fn dispatch(
+    state: Arc<ServerState>,
+    auth: AuthContext,
+    version: ProtocolVersion,
+    method: Method,
+    request: RpcRequest,
+    last_event_id: Option<String>,
+) -> Response {
+    let id = request.id.clone();
+    let result = match method {
+        Method::Stream | Method::Subscribe => {
+            return match stream(&state, &auth, version, method, request, last_event_id).await {
+                Ok(response) => response,
+                Err(e) => sse::error(&id, &e),
+            };
+        }
+        Method::Send => send(&state, &auth, version, request.params).await,
+        Method::GetTask => get_task(&state, &auth, version, request.params).await,
+        Method::ListTasks => list_tasks(&state, &auth, request.params).await,
+        Method::Cancel => cancel(&state, &auth, version, request.params).await,
+        Method::PushConfig => Err(RpcError::push_not_supported()),
+        Method::ExtendedCard => Err(RpcError::unsupported(
+            "this agent has no extended agent card (capabilities.extendedAgentCard is false)",
+        )),
+    };
+    match result {
+        Ok(value) => json_ok(&id, value),
+        Err(e) => Json(jsonrpc::failure(&id, &e)).into_response(),
+    }
+}
+
+async fn send(
+    state: &ServerState,
+    auth: &AuthContext,
+    v: ProtocolVersion,
+    params: Value,
+) -> Result<Value, RpcError> {
+    let params = wire::decode_send_params(v, params)?;
+    check_message(state, &params)?;
+    let (blocking, history_length) = (params.blocking, params.history_length);
+    let started = state.tasks.start(auth, params).await?;
+    trace::record_task(&started.task_id, None);
+    if blocking {
+        tokio::select! {
+            () = state.tasks.wait_local(&started.task_id) => {}
+            () = state.shutdown.cancelled() => {}
+        }
+    }
+    let record = state.tasks.owned(&started.task_id, &auth.principal).await?;
+    trace::record_task(&started.task_id, Some(record.status.state));
+    let snapshot = state.tasks.snapshot(&record, history_length).await?;
+    Ok(wire::encode_send_response(v, &SendResponse::Task(snapshot)))
+}
+
+async fn get_task(
+    state: &ServerState,
+    auth: &AuthContext,
+    v: ProtocolVersion,
+    params: Value,
+) -> Result<Value, RpcError> {
+    let q = wire::decode_task_query(v, params)?;
+    trace::record_task(&q.id, None);
+    let record = state.tasks.owned(&q.id, &auth.principal).await?;
+    trace::record_task(&q.id, Some(record.status.state));
+    let snapshot = state.tasks.snapshot(&record, q.history_length).await?;
+    Ok(wire::encode_task(v, &snapshot))
+}
+
+async fn list_tasks(
+    state: &ServerState,
+    auth: &AuthContext,
+    params: Value,
+) -> Result<Value, RpcError> {
+    let q = wire::decode_list_query(params)?;
+    let (page, next, total) = state.tasks.list(auth, &q).await?;
+    Ok(wire::encode_list(&page, next, q.page_size, total))
+}
+
+async fn cancel(
+    state: &ServerState,
+    auth: &AuthContext,
+    v: ProtocolVersion,
+    params: Value,
+) -> Result<Value, RpcError> {
+    let q = wire::decode_task_query(v, params)?;
+    trace::record_task(&q.id, None);
+    let snapshot = state.tasks.cancel(auth, &q.id).await?;
+    trace::record_task(&q.id, Some(snapshot.status.state));
+    Ok(wire::encode_task(v, &snapshot))
+}
+
+async fn stream(
+    state: &Arc<ServerState>,
+    auth: &AuthContext,
+    v: ProtocolVersion,
+    method: Method,
+    request: RpcRequest,
+    last_event_id: Option<String>,
+) -> Result<Response, RpcError> {
+    let spec = if method == Method::Stream {
+        let params = wire::decode_send_params(v, request.params)?;
+        check_message(state, &params)?;
+        let started = state.tasks.start(auth, params).await?;
+        trace::record_task(&started.task_id, None);
+        StreamSpec {
+            version: v,
+            rpc_id: request.id,
+            task_id: started.task_id,
+            after: started.after,
+            first: None,
+        }
+    } else {
+        let q = wire::decode_task_query(v, request.params)?;
+        trace::record_task(&q.id, None);
+        let record = state.tasks.owned(&q.id, &auth.principal).await?;
+        trace::record_task(&q.id, Some(record.status.state));
+        // Replaying what a client missed works on a finished task too; a
+        // plain subscription to a finished task is refused (spec §3.1.6).
+        if last_event_id.is_none() && record.status.state.is_terminal() {
+            return Err(RpcError::unsupported(format!(
+                "the task is {}: there is nothing to subscribe to",
+                record.status.state.as_str()
+            )));
+        }
+        let after = last_event_id.or_else(|| Bookkeeping::of(&record).turn_start_event_id);
+        // 1.0 streams start with the task as it is now.
+        let first = match v {
+            ProtocolVersion::V1_0 => Some(state.tasks.snapshot(&record, None).await?),
+            ProtocolVersion::V0_3 => None,
+        };
+        StreamSpec {
+            version: v,
+            rpc_id: request.id,
+            task_id: q.id,
+            after,
+            first,
+        }
+    };
+    Ok(sse::follow(
+        state.tasks.clone(),
+        spec,
+        state.shutdown.clone(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_resolve_like_the_spec_says() {
+        use ProtocolVersion::*;
+        assert_eq!(resolve(None, "message/send").unwrap(), (V0_3, Method::Send));
+        assert_eq!(
+            resolve(Some("1.0"), "SendMessage").unwrap(),
+            (V1_0, Method::Send)
+        );
+        assert_eq!(
+            resolve(Some("0.3"), "tasks/resubscribe").unwrap(),
+            (V0_3, Method::Subscribe)
+        );
+        // No header: 0.3, but a 1.0-only method is served as 1.0.
+        assert_eq!(
+            resolve(None, "ListTasks").unwrap(),
+            (V1_0, Method::ListTasks)
+        );
+        // An explicit version is binding.
+        assert_eq!(
+            resolve(Some("1.0"), "message/send").unwrap_err().code,
+            -32009
+        );
+        assert_eq!(resolve(Some("0.3"), "ListTasks").unwrap_err().code, -32009);
+        assert_eq!(
+            resolve(Some("2.0"), "SendMessage").unwrap_err().code,
+            -32009
+        );
+        assert_eq!(resolve(Some("1.0"), "Nope").unwrap_err().code, -32601);
+        assert_eq!(resolve(None, "tasks/list").unwrap_err().code, -32601);
+    }
+}

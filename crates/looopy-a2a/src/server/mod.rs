@@ -1,0 +1,204 @@
+//! [`A2aServer`]: serves a [`TurnRunner`] over A2A 1.0 and 0.3 (JSON-RPC +
+//! SSE), with the agent card, authentication, detached turns and
+//! resubscription from the event log.
+
+mod auth;
+mod card;
+mod dispatch;
+pub(crate) mod record;
+mod router;
+mod sse;
+mod tasks;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use looopy_core::CancellationToken;
+use looopy_core::store::{EventLog, TaskStore};
+use tokio::net::TcpListener;
+
+pub use auth::{ANONYMOUS, API_KEY_HEADER, AuthConfig};
+pub use card::{AgentCardConfig, AgentSkill};
+
+use crate::runner::TurnRunner;
+use tasks::Tasks;
+
+/// Default limit of a request body: 1 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1 << 20;
+
+/// What every request handler shares.
+pub(crate) struct ServerState {
+    tasks: Arc<Tasks>,
+    card: AgentCardConfig,
+    auth: AuthConfig,
+    rpc_path: String,
+    max_body_bytes: usize,
+    shutdown: CancellationToken,
+    shutdown_grace: Duration,
+}
+
+/// An A2A server for one agent.
+///
+/// Routes: `POST /` (and `POST /a2a`, and the configured
+/// [`rpc_path`](A2aServerBuilder::rpc_path)) for JSON-RPC of both protocol
+/// versions, chosen by the `A2A-Version` header (none: 0.3);
+/// `GET /.well-known/agent-card.json` and `GET /.well-known/agent.json` for
+/// the agent card.
+///
+/// ```no_run
+/// # use std::sync::Arc;
+/// # async fn demo(runner: impl looopy_a2a::TurnRunner) -> std::io::Result<()> {
+/// use looopy_a2a::{A2aServer, AgentCardConfig, AuthConfig};
+/// use looopy_stores_memory::{MemoryEventLog, MemoryTaskStore};
+///
+/// let server = A2aServer::builder(runner, Arc::new(MemoryEventLog::new()), Arc::new(MemoryTaskStore::new()))
+///     .card(AgentCardConfig::new("Helper", "Answers questions"))
+///     .auth(AuthConfig::none().bearer("s3cret", "alice"))
+///     .build();
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+/// server.serve(listener, std::future::pending()).await
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct A2aServer {
+    state: Arc<ServerState>,
+}
+
+impl A2aServer {
+    /// Starts building a server: the runner that runs turns, the event log
+    /// that streams replay, the store of task records. Share the two stores
+    /// (Redis) between processes to serve the same tasks from any of them.
+    pub fn builder(
+        runner: impl TurnRunner,
+        events: Arc<dyn EventLog>,
+        tasks: Arc<dyn TaskStore>,
+    ) -> A2aServerBuilder {
+        A2aServerBuilder {
+            runner: Arc::new(runner),
+            events,
+            tasks,
+            card: AgentCardConfig::new("Looopy agent", "An agent served by Looopy"),
+            auth: AuthConfig::none(),
+            rpc_path: "/".into(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            cancel_poll: Duration::from_millis(500),
+            cancel_wait: Duration::from_secs(10),
+            shutdown_grace: Duration::from_secs(30),
+        }
+    }
+
+    /// The routes, to serve yourself or to nest in a larger router. Prefer
+    /// [`A2aServer::serve`], which also ends streams and turns on shutdown.
+    pub fn router(&self) -> axum::Router {
+        router::router(self.state.clone())
+    }
+
+    /// Serves on `listener` until `shutdown` completes, then shuts down
+    /// gracefully: no new connections, open streams end, running turns get
+    /// the [`shutdown_grace`](A2aServerBuilder::shutdown_grace) to finish and
+    /// are cancelled after it (they record a `canceled` final status).
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let token = self.state.shutdown.clone();
+        let signal = async move {
+            shutdown.await;
+            token.cancel();
+        };
+        axum::serve(listener, self.router())
+            .with_graceful_shutdown(signal)
+            .await?;
+        self.state.tasks.shutdown(self.state.shutdown_grace).await;
+        Ok(())
+    }
+}
+
+/// Builds an [`A2aServer`].
+pub struct A2aServerBuilder {
+    runner: Arc<dyn TurnRunner>,
+    events: Arc<dyn EventLog>,
+    tasks: Arc<dyn TaskStore>,
+    card: AgentCardConfig,
+    auth: AuthConfig,
+    rpc_path: String,
+    max_body_bytes: usize,
+    cancel_poll: Duration,
+    cancel_wait: Duration,
+    shutdown_grace: Duration,
+}
+
+impl A2aServerBuilder {
+    /// What the agent card says.
+    pub fn card(mut self, card: AgentCardConfig) -> Self {
+        self.card = card;
+        self
+    }
+
+    /// Who may call (default: anyone, as [`ANONYMOUS`]).
+    pub fn auth(mut self, auth: AuthConfig) -> Self {
+        self.auth = auth;
+        self
+    }
+
+    /// The path of the JSON-RPC endpoint the card advertises (default `/`;
+    /// `/` and `/a2a` are always served too).
+    pub fn rpc_path(mut self, path: impl Into<String>) -> Self {
+        let path = path.into();
+        self.rpc_path = if path.starts_with('/') {
+            path
+        } else {
+            format!("/{path}")
+        };
+        self
+    }
+
+    /// The largest request body accepted (default 1 MiB); larger ones get
+    /// HTTP 413 with a JSON-RPC error (-32600).
+    pub fn max_body_bytes(mut self, limit: usize) -> Self {
+        self.max_body_bytes = limit;
+        self
+    }
+
+    /// How often a running turn checks its record for a cancel request made
+    /// through another server process (default 500 ms).
+    pub fn cancel_poll_interval(mut self, every: Duration) -> Self {
+        self.cancel_poll = every;
+        self
+    }
+
+    /// How long `CancelTask` waits for the turn to record its end (default 10 s).
+    pub fn cancel_wait(mut self, wait: Duration) -> Self {
+        self.cancel_wait = wait;
+        self
+    }
+
+    /// How long running turns may go on after shutdown began (default 30 s).
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// The server.
+    pub fn build(self) -> A2aServer {
+        A2aServer {
+            state: Arc::new(ServerState {
+                tasks: Arc::new(Tasks::new(
+                    self.runner,
+                    self.events,
+                    self.tasks,
+                    self.cancel_poll,
+                    self.cancel_wait,
+                )),
+                card: self.card,
+                auth: self.auth,
+                rpc_path: self.rpc_path,
+                max_body_bytes: self.max_body_bytes,
+                shutdown: CancellationToken::new(),
+                shutdown_grace: self.shutdown_grace,
+            }),
+        }
+    }
+}

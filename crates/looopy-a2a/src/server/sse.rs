@@ -1,0 +1,134 @@
+//! SSE responses: each event a JSON-RPC response whose `result` is the
+//! stream item in the request's version, with the event log id as the SSE
+//! `id:` so that a client can resume after it (`Last-Event-ID`).
+//!
+//! A stream follows the [`EventLog`](looopy_core::store::EventLog), not the
+//! running turn: a client that goes away does not affect the task, and any
+//! server process sharing the stores can serve the stream.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::{Stream, StreamExt, stream};
+use looopy_core::CancellationToken;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::RpcError;
+use crate::jsonrpc;
+use crate::model::{StreamEvent, TaskSnapshot};
+use crate::server::record::Bookkeeping;
+use crate::server::tasks::Tasks;
+use crate::version::ProtocolVersion;
+use crate::wire;
+
+/// Events buffered between the log and a slow client.
+const BUFFER: usize = 64;
+
+/// What to stream.
+pub(crate) struct StreamSpec {
+    pub(crate) version: ProtocolVersion,
+    pub(crate) rpc_id: Value,
+    pub(crate) task_id: String,
+    /// Follow the log after this id (`None`: from the start).
+    pub(crate) after: Option<String>,
+    /// Sent first, without an id (the task snapshot `SubscribeToTask` starts with).
+    pub(crate) first: Option<TaskSnapshot>,
+}
+
+fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
+    Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
+
+fn data(value: &Value) -> Event {
+    Event::default().data(value.to_string())
+}
+
+/// A stream with one item: the error (how streaming methods report errors,
+/// which both 0.3 and 1.0 clients read).
+pub(crate) fn error(rpc_id: &Value, e: &RpcError) -> Response {
+    let event = data(&jsonrpc::failure(rpc_id, e));
+    sse(stream::once(async move { Ok(event) }))
+}
+
+/// Streams a task's events from the log until its turn ends (or the server
+/// shuts down, or the client goes away).
+pub(crate) fn follow(tasks: Arc<Tasks>, spec: StreamSpec, shutdown: CancellationToken) -> Response {
+    let (tx, rx) = mpsc::channel::<Event>(BUFFER);
+    tokio::spawn(async move {
+        tokio::select! {
+            () = forward(&tasks, spec, &tx) => {}
+            () = shutdown.cancelled() => {}
+        }
+    });
+    let events = stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))
+    });
+    sse(events)
+}
+
+/// Sends the log's events of the current turn (and of the turns that follow
+/// it while the client listens) to `tx`. Returns when a turn ends, the
+/// client goes away or the log fails.
+async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Event>) {
+    let StreamSpec {
+        version,
+        rpc_id,
+        task_id,
+        mut after,
+        first,
+    } = spec;
+    if let Some(task) = first
+        && let Some(result) = wire::encode_stream_event(version, &StreamEvent::Task(task))
+        && tx
+            .send(data(&jsonrpc::success(&rpc_id, result)))
+            .await
+            .is_err()
+    {
+        return;
+    }
+    loop {
+        let mut final_id = None;
+        {
+            let mut events = tasks.log.follow(&task_id, after.clone());
+            while let Some(item) = events.next().await {
+                let stored = match item {
+                    Ok(stored) => stored,
+                    Err(e) => {
+                        let e = RpcError::internal(format!("event log: {e}"));
+                        let _ = tx.send(data(&jsonrpc::failure(&rpc_id, &e))).await;
+                        return;
+                    }
+                };
+                after = Some(stored.id.clone());
+                let Some(result) =
+                    wire::encode_stream_event(version, &StreamEvent::Update(stored.event.clone()))
+                else {
+                    continue; // internal events never leave
+                };
+                let event = data(&jsonrpc::success(&rpc_id, result)).id(stored.id.clone());
+                if tx.send(event).await.is_err() {
+                    return; // the client went away; the task goes on
+                }
+                if stored.event.is_final() {
+                    final_id = Some(stored.id);
+                    break;
+                }
+            }
+        }
+        // A turn ended. When the task went on with another turn right after
+        // it (the client answered an input request), follow that one too.
+        let Some(final_id) = final_id else { return };
+        match tasks.store.get(&task_id).await {
+            Ok(Some(r))
+                if Bookkeeping::of(&r).turn_start_event_id.as_deref()
+                    == Some(final_id.as_str()) => {}
+            _ => return,
+        }
+    }
+}

@@ -1,0 +1,603 @@
+//! [`Tasks`]: starts turns, runs them detached from any connection, records
+//! their events in the [`EventLog`] and their state in the [`TaskStore`],
+//! cancels them.
+//!
+//! All state that another server process needs lives in the two stores: the
+//! only thing kept in memory is the cancellation token of each turn running
+//! here. A cancel request for a turn running in another process is written
+//! into the task record, which the running process polls.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use chrono::Utc;
+use futures::StreamExt;
+use looopy_core::store::{EventLog, TaskRecord, TaskStore};
+use looopy_core::{
+    AgentEvent, Artifact, AuthContext, CancellationToken, EventPayload, Message, TaskState,
+    TaskStatus,
+};
+use serde_json::Map;
+use tokio::sync::watch;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument;
+
+use crate::RpcError;
+use crate::model::TaskSnapshot;
+use crate::runner::{TurnEvents, TurnRequest, TurnRunner};
+use crate::server::record::{self, Bookkeeping};
+use crate::wire::{ListQuery, SendParams};
+
+/// How many events a snapshot reads from the log at most to fold the
+/// artifacts of a running turn.
+const SNAPSHOT_READ_LIMIT: usize = 100_000;
+
+/// Where a started turn is.
+#[derive(Debug, Clone)]
+pub(crate) struct Started {
+    pub(crate) task_id: String,
+    /// The turn's events come after this log id (`None`: from the start).
+    pub(crate) after: Option<String>,
+}
+
+struct Running {
+    cancel: CancellationToken,
+    done: watch::Receiver<bool>,
+}
+
+/// The turns of one server.
+pub(crate) struct Tasks {
+    runner: Arc<dyn TurnRunner>,
+    pub(crate) log: Arc<dyn EventLog>,
+    pub(crate) store: Arc<dyn TaskStore>,
+    running: Mutex<HashMap<String, Running>>,
+    tracker: TaskTracker,
+    cancel_poll: Duration,
+    cancel_wait: Duration,
+}
+
+/// What the driver of one turn tracks.
+struct TurnState {
+    task_id: Arc<str>,
+    context_id: Arc<str>,
+    /// Artifacts of this turn so far.
+    artifacts: Vec<Artifact>,
+    last_state: TaskState,
+    ended: bool,
+}
+
+fn store_error(e: impl std::fmt::Display) -> RpcError {
+    RpcError::internal(format!("task store: {e}"))
+}
+
+impl Tasks {
+    pub(crate) fn new(
+        runner: Arc<dyn TurnRunner>,
+        log: Arc<dyn EventLog>,
+        store: Arc<dyn TaskStore>,
+        cancel_poll: Duration,
+        cancel_wait: Duration,
+    ) -> Self {
+        Tasks {
+            runner,
+            log,
+            store,
+            running: Mutex::default(),
+            tracker: TaskTracker::new(),
+            cancel_poll,
+            cancel_wait,
+        }
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, Running>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The record of a task the principal may see.
+    pub(crate) async fn owned(
+        &self,
+        task_id: &str,
+        principal: &str,
+    ) -> Result<TaskRecord, RpcError> {
+        match self.store.get(task_id).await.map_err(store_error)? {
+            Some(r) if r.owner.as_deref().is_none_or(|o| o == principal) => Ok(r),
+            _ => Err(RpcError::task_not_found(task_id)),
+        }
+    }
+
+    /// Fails when the context belongs to another principal.
+    async fn check_context(&self, context_id: &str, principal: &str) -> Result<(), RpcError> {
+        let records = self
+            .store
+            .list(None, Some(context_id), 1)
+            .await
+            .map_err(store_error)?;
+        match records.first() {
+            Some(r) if r.owner.as_deref().is_some_and(|o| o != principal) => Err(RpcError::new(
+                a2a::error_code::TASK_NOT_FOUND,
+                "Context not found",
+            )
+            .with_meta("contextId", context_id)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Accepts a message: a new task (in a new or existing context) or the
+    /// next turn of a task that waits for input. The turn runs on a task of
+    /// its own; its first event (`task`, submitted) is already logged when
+    /// this returns.
+    pub(crate) async fn start(
+        self: &Arc<Self>,
+        auth: &AuthContext,
+        params: SendParams,
+    ) -> Result<Started, RpcError> {
+        let principal = auth.principal.as_str();
+        let wire = params.message;
+        let (mut record, continues) = match &wire.task_id {
+            Some(task_id) => {
+                let record = self.owned(task_id, principal).await?;
+                if let Some(c) = &wire.context_id
+                    && *c != record.context_id
+                {
+                    return Err(RpcError::invalid_params(
+                        "message.contextId: does not match the task's context",
+                    )
+                    .with_meta("field", "message.contextId"));
+                }
+                match record.status.state {
+                    TaskState::InputRequired | TaskState::AuthRequired => {}
+                    s if s.is_terminal() => {
+                        return Err(RpcError::unsupported(format!(
+                            "the task is {}: it accepts no more messages",
+                            s.as_str()
+                        )));
+                    }
+                    s => {
+                        return Err(RpcError::unsupported(format!(
+                            "the task is {}: send the next message once it waits for input",
+                            s.as_str()
+                        )));
+                    }
+                }
+                (record, true)
+            }
+            None => {
+                let context_id = match &wire.context_id {
+                    Some(c) => {
+                        self.check_context(c, principal).await?;
+                        c.clone()
+                    }
+                    None => uuid::Uuid::now_v7().to_string(),
+                };
+                let task_id = uuid::Uuid::now_v7().to_string();
+                let status = TaskStatus::new(TaskState::Submitted);
+                (
+                    record::new_record(&task_id, &context_id, principal, status),
+                    false,
+                )
+            }
+        };
+        let task_id = record.task_id.clone();
+        let context_id = record.context_id.clone();
+
+        let cancel = CancellationToken::new();
+        let (done_tx, done_rx) = watch::channel(false);
+        {
+            let mut running = self.running();
+            if running.contains_key(&task_id) {
+                return Err(RpcError::unsupported("the task is already running a turn"));
+            }
+            running.insert(
+                task_id.clone(),
+                Running {
+                    cancel: cancel.clone(),
+                    done: done_rx,
+                },
+            );
+        }
+        let started = self
+            .log_submission(&mut record, &wire.message)
+            .await
+            .inspect_err(|_| {
+                self.running().remove(&task_id);
+            })?;
+
+        let request = TurnRequest {
+            task_id: task_id.as_str().into(),
+            context_id: context_id.as_str().into(),
+            message: wire.message,
+            auth: auth.clone(),
+            cancel,
+            continues_task: continues,
+            metadata: params.metadata,
+        };
+        let span = tracing::info_span!(
+            "a2a.turn",
+            "a2a.task.id" = %task_id,
+            "a2a.context.id" = %context_id,
+            "a2a.task.state" = tracing::field::Empty,
+        );
+        let this = Arc::clone(self);
+        self.tracker
+            .spawn(this.drive(request, done_tx).instrument(span));
+        Ok(started)
+    }
+
+    /// Logs the `task` event of a new turn and saves the record.
+    async fn log_submission(
+        &self,
+        record: &mut TaskRecord,
+        message: &Message,
+    ) -> Result<Started, RpcError> {
+        let mut bk = Bookkeeping::of(record);
+        let after = bk.last_event_id.clone();
+        let status = TaskStatus::new(TaskState::Submitted);
+        let event = AgentEvent::new(
+            record.task_id.as_str().into(),
+            record.context_id.as_str().into(),
+            EventPayload::Task {
+                status: status.clone(),
+                metadata: Map::new(),
+            },
+        );
+        let id = self
+            .log
+            .append(&record.task_id, &event)
+            .await
+            .map_err(|e| RpcError::internal(format!("event log: {e}")))?;
+        bk.turn_start_event_id = after.clone();
+        bk.last_event_id = Some(id);
+        bk.final_event_id = None;
+        bk.cancel_requested = false;
+        bk.turns += 1;
+        bk.history.push(message.clone());
+        bk.store(record);
+        record.status = status;
+        record.updated_at = Utc::now();
+        self.store.put(record).await.map_err(store_error)?;
+        Ok(Started {
+            task_id: record.task_id.clone(),
+            after,
+        })
+    }
+
+    /// Runs a turn to its end: every public event goes to the log, state
+    /// changes and the end go to the record.
+    async fn drive(self: Arc<Self>, request: TurnRequest, done: watch::Sender<bool>) {
+        let mut turn = TurnState {
+            task_id: request.task_id.clone(),
+            context_id: request.context_id.clone(),
+            artifacts: Vec::new(),
+            last_state: TaskState::Submitted,
+            ended: false,
+        };
+        let cancel = request.cancel.clone();
+        match self.runner.run_turn(request).await {
+            Err(e) => self.fail(&mut turn, &e.message).await,
+            Ok(events) => self.drain(&mut turn, events, &cancel).await,
+        }
+        if !turn.ended {
+            self.fail(&mut turn, "the turn ended without a final status")
+                .await;
+        }
+        self.running().remove(&*turn.task_id);
+        let _ = done.send(true);
+    }
+
+    async fn drain(
+        &self,
+        turn: &mut TurnState,
+        mut events: TurnEvents,
+        cancel: &CancellationToken,
+    ) {
+        let mut poll = tokio::time::interval(self.cancel_poll);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        poll.tick().await;
+        loop {
+            tokio::select! {
+                event = events.next() => match event {
+                    None => return,
+                    Some(event) => {
+                        self.on_event(turn, event).await;
+                        if turn.ended {
+                            return;
+                        }
+                    }
+                },
+                _ = poll.tick(), if !cancel.is_cancelled() => {
+                    if let Ok(Some(r)) = self.store.get(&turn.task_id).await
+                        && Bookkeeping::of(&r).cancel_requested
+                    {
+                        tracing::info!("cancel requested through the task store");
+                        cancel.cancel();
+                    }
+                }
+            }
+        }
+    }
+
+    async fn on_event(&self, turn: &mut TurnState, mut event: AgentEvent) {
+        if event.is_internal() {
+            return;
+        }
+        // The server logged the turn's `task` event itself.
+        if matches!(event.payload, EventPayload::Task { .. }) {
+            return;
+        }
+        event.task_id = turn.task_id.clone();
+        event.context_id = turn.context_id.clone();
+        let id = match self.log.append(&turn.task_id, &event).await {
+            Ok(id) => Some(id),
+            Err(e) => {
+                tracing::warn!(error = %e, kind = event.kind(), "could not log an event");
+                None
+            }
+        };
+        match &event.payload {
+            EventPayload::ArtifactUpdate {
+                artifact, append, ..
+            } => record::fold_artifact(&mut turn.artifacts, artifact, *append),
+            EventPayload::StatusUpdate {
+                status, is_final, ..
+            } => {
+                tracing::Span::current().record("a2a.task.state", status.state.as_str());
+                if *is_final {
+                    self.record_end(turn, status.clone(), id).await;
+                } else if status.state != turn.last_state {
+                    turn.last_state = status.state;
+                    let status = status.clone();
+                    self.update(&turn.task_id, move |r, bk| {
+                        r.status = status;
+                        if id.is_some() {
+                            bk.last_event_id = id;
+                        }
+                    })
+                    .await;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Logs a `failed` final status.
+    async fn fail(&self, turn: &mut TurnState, why: &str) {
+        tracing::warn!(task_id = %turn.task_id, why, "turn failed");
+        let status = TaskStatus::new(TaskState::Failed).with_message(Message::assistant(why));
+        let event = AgentEvent::new(
+            turn.task_id.clone(),
+            turn.context_id.clone(),
+            EventPayload::StatusUpdate {
+                status,
+                is_final: true,
+                metadata: Map::new(),
+            },
+        );
+        self.on_event(turn, event).await;
+    }
+
+    /// Records the end of a turn.
+    async fn record_end(&self, turn: &mut TurnState, status: TaskStatus, id: Option<String>) {
+        turn.ended = true;
+        let artifacts = std::mem::take(&mut turn.artifacts);
+        self.update(&turn.task_id, move |r, bk| {
+            if let Some(m) = &status.message {
+                bk.history.push(m.clone());
+            }
+            for a in &artifacts {
+                record::fold_artifact(&mut bk.artifacts, a, false);
+            }
+            r.status = status;
+            bk.final_event_id.clone_from(&id);
+            if id.is_some() {
+                bk.last_event_id = id;
+            }
+            bk.cancel_requested = false;
+        })
+        .await;
+    }
+
+    /// Reads, changes and saves a record (best effort: failures are logged).
+    async fn update(&self, task_id: &str, change: impl FnOnce(&mut TaskRecord, &mut Bookkeeping)) {
+        let mut record = match self.store.get(task_id).await {
+            Ok(Some(r)) => r,
+            Ok(None) => {
+                tracing::warn!(task_id, "the task record disappeared");
+                return;
+            }
+            Err(e) => {
+                tracing::warn!(task_id, error = %e, "could not read the task record");
+                return;
+            }
+        };
+        let mut bk = Bookkeeping::of(&record);
+        change(&mut record, &mut bk);
+        bk.store(&mut record);
+        record.updated_at = Utc::now();
+        if let Err(e) = self.store.put(&record).await {
+            tracing::warn!(task_id, error = %e, "could not save the task record");
+        }
+    }
+
+    /// Waits until the turn running here ends (at once when none runs here).
+    pub(crate) async fn wait_local(&self, task_id: &str) {
+        let done = self.running().get(task_id).map(|r| r.done.clone());
+        if let Some(mut done) = done {
+            let _ = done.wait_for(|d| *d).await;
+        }
+    }
+
+    /// The task as the client sees it. A running turn's artifacts come from
+    /// the log.
+    pub(crate) async fn snapshot(
+        &self,
+        record: &TaskRecord,
+        history_length: Option<usize>,
+    ) -> Result<TaskSnapshot, RpcError> {
+        let bk = Bookkeeping::of(record);
+        let mut artifacts = bk.artifacts.clone();
+        if !record.status.state.ends_turn() {
+            let events = self
+                .log
+                .read(
+                    &record.task_id,
+                    bk.turn_start_event_id.as_deref(),
+                    SNAPSHOT_READ_LIMIT,
+                )
+                .await
+                .map_err(|e| RpcError::internal(format!("event log: {e}")))?;
+            record::fold_events(&mut artifacts, &events);
+        }
+        Ok(record::snapshot(record, artifacts, history_length))
+    }
+
+    /// Cancels a task: -32001 when not visible, -32002 when it already ended.
+    pub(crate) async fn cancel(
+        &self,
+        auth: &AuthContext,
+        task_id: &str,
+    ) -> Result<TaskSnapshot, RpcError> {
+        let record = self.owned(task_id, &auth.principal).await?;
+        if record.status.state.is_terminal() {
+            return Err(RpcError::task_not_cancelable(
+                task_id,
+                record.status.state.as_str(),
+            ));
+        }
+        let local = self
+            .running()
+            .get(task_id)
+            .map(|r| (r.cancel.clone(), r.done.clone()));
+        let record = match local {
+            Some((token, mut done)) => {
+                token.cancel();
+                let _ = tokio::time::timeout(self.cancel_wait, done.wait_for(|d| *d)).await;
+                self.owned(task_id, &auth.principal).await?
+            }
+            None if !record.status.state.ends_turn() => self.cancel_remote(record).await?,
+            None => record,
+        };
+        let record = if matches!(
+            record.status.state,
+            TaskState::InputRequired | TaskState::AuthRequired
+        ) {
+            self.cancel_idle(record).await?
+        } else {
+            record
+        };
+        self.snapshot(&record, None).await
+    }
+
+    /// Asks the process running the turn to cancel it and waits (bounded)
+    /// for the turn's final event.
+    async fn cancel_remote(&self, record: TaskRecord) -> Result<TaskRecord, RpcError> {
+        let task_id = record.task_id.clone();
+        let after = Bookkeeping::of(&record).turn_start_event_id;
+        self.update(&task_id, |_, bk| bk.cancel_requested = true)
+            .await;
+        let wait = async {
+            let mut events = self.log.follow(&task_id, after);
+            while let Some(Ok(e)) = events.next().await {
+                if e.event.is_final() {
+                    break;
+                }
+            }
+            // The record follows the final event closely.
+            for _ in 0..50 {
+                match self.store.get(&task_id).await {
+                    Ok(Some(r)) if r.status.state.ends_turn() => return,
+                    _ => tokio::time::sleep(Duration::from_millis(20)).await,
+                }
+            }
+        };
+        let _ = tokio::time::timeout(self.cancel_wait, wait).await;
+        self.store
+            .get(&task_id)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| RpcError::task_not_found(&task_id))
+    }
+
+    /// Cancels a task no turn runs for (it waits for input): logs the
+    /// `canceled` final status and records it.
+    async fn cancel_idle(&self, mut record: TaskRecord) -> Result<TaskRecord, RpcError> {
+        let status = TaskStatus::new(TaskState::Canceled);
+        let event = AgentEvent::new(
+            record.task_id.as_str().into(),
+            record.context_id.as_str().into(),
+            EventPayload::StatusUpdate {
+                status: status.clone(),
+                is_final: true,
+                metadata: Map::new(),
+            },
+        );
+        let id = self
+            .log
+            .append(&record.task_id, &event)
+            .await
+            .map_err(|e| RpcError::internal(format!("event log: {e}")))?;
+        let mut bk = Bookkeeping::of(&record);
+        bk.turn_start_event_id = bk.last_event_id.take();
+        bk.last_event_id = Some(id.clone());
+        bk.final_event_id = Some(id);
+        bk.store(&mut record);
+        record.status = status;
+        record.updated_at = Utc::now();
+        self.store.put(&record).await.map_err(store_error)?;
+        Ok(record)
+    }
+
+    /// The principal's tasks, most recently updated first: one page, the
+    /// offset of the next and the total.
+    pub(crate) async fn list(
+        &self,
+        auth: &AuthContext,
+        q: &ListQuery,
+    ) -> Result<(Vec<TaskSnapshot>, Option<usize>, usize), RpcError> {
+        let records = self
+            .store
+            .list(Some(&auth.principal), q.context_id.as_deref(), usize::MAX)
+            .await
+            .map_err(store_error)?;
+        let matching: Vec<TaskRecord> = records
+            .into_iter()
+            .filter(|r| q.state.is_none_or(|s| r.status.state == s))
+            .filter(|r| q.updated_after.is_none_or(|t| r.status.timestamp > t))
+            .collect();
+        let total = matching.len();
+        let page: Vec<TaskSnapshot> = matching
+            .iter()
+            .skip(q.offset)
+            .take(q.page_size)
+            .map(|r| {
+                let artifacts = if q.include_artifacts {
+                    Bookkeeping::of(r).artifacts
+                } else {
+                    Vec::new()
+                };
+                record::snapshot(r, artifacts, q.history_length)
+            })
+            .collect();
+        let next = (q.offset + page.len() < total).then_some(q.offset + page.len());
+        Ok((page, next, total))
+    }
+
+    /// Cancels every turn running here and waits for them to record their end
+    /// (at most `grace`).
+    pub(crate) async fn shutdown(&self, grace: Duration) {
+        self.tracker.close();
+        if tokio::time::timeout(grace, self.tracker.wait())
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        let tokens: Vec<CancellationToken> =
+            self.running().values().map(|r| r.cancel.clone()).collect();
+        tracing::info!(turns = tokens.len(), "cancelling the turns still running");
+        for t in tokens {
+            t.cancel();
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.tracker.wait()).await;
+    }
+}

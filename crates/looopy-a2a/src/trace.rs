@@ -1,0 +1,96 @@
+//! Spans and W3C trace context (`traceparent`) on both sides of a call.
+//!
+//! With the `otel` feature the server makes each request's span a child of
+//! the caller's `traceparent` and the client writes the current span's
+//! context into its requests, both through OpenTelemetry's global text-map
+//! propagator (install one, e.g. `TraceContextPropagator`, and a
+//! `tracing-opentelemetry` layer; without them nothing is read or written).
+
+use axum::http::HeaderMap;
+use tracing::Span;
+
+use crate::version::ProtocolVersion;
+
+/// The span of one JSON-RPC request: `a2a.method.name`, the protocol
+/// version, and `a2a.task.id` / `a2a.task.state` once known.
+pub(crate) fn request_span(method: &str, version: ProtocolVersion, headers: &HeaderMap) -> Span {
+    let span = tracing::info_span!(
+        "a2a.request",
+        otel.name = %format!("A2A {method}"),
+        otel.kind = "server",
+        "rpc.system" = "jsonrpc",
+        "a2a.method.name" = %method,
+        "a2a.protocol.version" = version.as_str(),
+        "a2a.task.id" = tracing::field::Empty,
+        "a2a.task.state" = tracing::field::Empty,
+    );
+    set_remote_parent(&span, headers);
+    span
+}
+
+/// Records the task id and state on the current span.
+pub(crate) fn record_task(task_id: &str, state: Option<looopy_core::TaskState>) {
+    let span = Span::current();
+    span.record("a2a.task.id", task_id);
+    if let Some(s) = state {
+        span.record("a2a.task.state", s.as_str());
+    }
+}
+
+#[cfg(feature = "otel")]
+fn set_remote_parent(span: &Span, headers: &HeaderMap) {
+    use opentelemetry::propagation::Extractor;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+    struct HeaderExtractor<'a>(&'a HeaderMap);
+
+    impl Extractor for HeaderExtractor<'_> {
+        fn get(&self, key: &str) -> Option<&str> {
+            self.0.get(key).and_then(|v| v.to_str().ok())
+        }
+        fn keys(&self) -> Vec<&str> {
+            self.0.keys().map(|k| k.as_str()).collect()
+        }
+    }
+
+    if !headers.contains_key("traceparent") {
+        return;
+    }
+    let parent =
+        opentelemetry::global::get_text_map_propagator(|p| p.extract(&HeaderExtractor(headers)));
+    // Fails only without an OpenTelemetry layer: then there is nothing to link.
+    let _ = span.set_parent(parent);
+}
+
+#[cfg(not(feature = "otel"))]
+fn set_remote_parent(_span: &Span, _headers: &HeaderMap) {}
+
+/// Writes the current span's context into outgoing request headers.
+#[cfg(feature = "otel")]
+pub(crate) fn inject_current(headers: &mut reqwest::header::HeaderMap) {
+    use opentelemetry::propagation::Injector;
+    use reqwest::header::{HeaderName, HeaderValue};
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+    struct HeaderInjector<'a>(&'a mut reqwest::header::HeaderMap);
+
+    impl Injector for HeaderInjector<'_> {
+        fn set(&mut self, key: &str, value: String) {
+            if let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(key.as_bytes()),
+                HeaderValue::from_str(&value),
+            ) {
+                self.0.insert(name, value);
+            }
+        }
+    }
+
+    let context = Span::current().context();
+    opentelemetry::global::get_text_map_propagator(|p| {
+        p.inject_context(&context, &mut HeaderInjector(headers));
+    });
+}
+
+/// Without `otel`, nothing is written.
+#[cfg(not(feature = "otel"))]
+pub(crate) fn inject_current(_headers: &mut reqwest::header::HeaderMap) {}

@@ -1,0 +1,467 @@
+//! Shared helpers of the integration tests: servers on 127.0.0.1:0, a
+//! scripted turn runner, raw JSON-RPC and SSE over HTTP, the Python venvs.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used, missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use looopy_a2a::{
+    A2aServer, A2aServerBuilder, AgentCardConfig, AgentRunner, RunnerError, TurnEvents,
+    TurnRequest, TurnRunner,
+};
+use looopy_agent::Agent;
+use looopy_core::{
+    AgentEvent, Artifact, EventPayload, LlmResponse, Message, Part, TaskState, TaskStatus,
+    ToolProvider,
+};
+use looopy_stores_memory::{MemoryEventLog, MemoryStores, MemoryTaskStore};
+use looopy_testkit::ScriptedLlm;
+use serde_json::{Map, Value, json};
+use tokio::sync::{Semaphore, mpsc, oneshot};
+
+/// A running server; shuts down when dropped.
+pub struct TestServer {
+    pub url: String,
+    pub events: Arc<MemoryEventLog>,
+    pub tasks: Arc<MemoryTaskStore>,
+    stop: Option<oneshot::Sender<()>>,
+    done: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl TestServer {
+    /// Stops the server and waits for its graceful shutdown.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(done) = self.done.take() {
+            tokio::time::timeout(Duration::from_secs(20), done)
+                .await
+                .unwrap()
+                .unwrap();
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// Stores shared by servers (as Redis would be between processes).
+#[derive(Clone, Default)]
+pub struct SharedStores {
+    pub events: Arc<MemoryEventLog>,
+    pub tasks: Arc<MemoryTaskStore>,
+}
+
+pub fn builder(runner: impl TurnRunner, stores: &SharedStores) -> A2aServerBuilder {
+    A2aServer::builder(runner, stores.events.clone(), stores.tasks.clone())
+        .card(AgentCardConfig::new("Test agent", "Answers from a script"))
+        .cancel_poll_interval(Duration::from_millis(20))
+}
+
+/// Serves a built server on 127.0.0.1:0.
+pub async fn serve(server: A2aServer, stores: &SharedStores) -> TestServer {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = oneshot::channel::<()>();
+    let done = tokio::spawn(async move {
+        server
+            .serve(listener, async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+    });
+    TestServer {
+        url,
+        events: stores.events.clone(),
+        tasks: stores.tasks.clone(),
+        stop: Some(stop),
+        done: Some(done),
+    }
+}
+
+pub async fn start(runner: impl TurnRunner) -> TestServer {
+    let stores = SharedStores::default();
+    serve(builder(runner, &stores).build(), &stores).await
+}
+
+// ------------------------------------------------------------------ agents
+
+/// An Agent runner whose model answers from `llm`, with extra tools.
+pub fn agent_runner(
+    llm: ScriptedLlm,
+    tools: Vec<Arc<dyn ToolProvider>>,
+) -> (AgentRunner, MemoryStores) {
+    let stores = MemoryStores::new();
+    let s = stores.clone();
+    let runner = AgentRunner::new(move |context_id, owner| {
+        let mut b = Agent::builder(context_id)
+            .llm(llm.clone())
+            .system_prompt("Be brief.")
+            .message_store(s.messages.clone())
+            .artifact_store(s.artifacts.clone())
+            .state_store(s.agents.clone())
+            .turn_lock(s.locks.clone())
+            .owner(owner);
+        for t in &tools {
+            b = b.tools_shared(t.clone());
+        }
+        b.build()
+    });
+    (runner, stores)
+}
+
+/// A server whose Agents answer `answers` in order.
+pub async fn agent_server(answers: &[&str]) -> (TestServer, ScriptedLlm) {
+    let mut llm = ScriptedLlm::new();
+    for a in answers {
+        llm = llm.respond(LlmResponse::text(*a));
+    }
+    let (runner, _stores) = agent_runner(llm.clone(), Vec::new());
+    (start(runner).await, llm)
+}
+
+// ------------------------------------------------------------------ scripted runner
+
+/// One step of a scripted turn.
+#[derive(Clone)]
+pub enum Step {
+    /// Emit this payload.
+    Emit(EventPayload),
+    /// Wait for a permit (a test lets the turn go on).
+    Gate(Arc<Semaphore>),
+    /// Wait until the turn is cancelled, then end it `canceled`.
+    UntilCancelled,
+}
+
+pub fn working() -> Step {
+    Step::Emit(EventPayload::StatusUpdate {
+        status: TaskStatus::new(TaskState::Working),
+        is_final: false,
+        metadata: Map::new(),
+    })
+}
+
+pub fn chunk(text: &str, first: bool, last: bool) -> Step {
+    Step::Emit(EventPayload::ArtifactUpdate {
+        artifact: Artifact::new("response", vec![Part::text(text)]).with_name("response"),
+        append: !first,
+        last_chunk: last,
+    })
+}
+
+pub fn internal() -> Step {
+    Step::Emit(EventPayload::LlmCall {
+        iteration: 1,
+        message_count: 1,
+        tool_count: 0,
+    })
+}
+
+pub fn finish(state: TaskState, text: &str) -> Step {
+    Step::Emit(EventPayload::StatusUpdate {
+        status: TaskStatus::new(state).with_message(Message::assistant(text)),
+        is_final: true,
+        metadata: Map::new(),
+    })
+}
+
+/// A runner playing one script per turn (the last script repeats), and
+/// recording the requests it got.
+#[derive(Clone)]
+pub struct ScriptedRunner {
+    scripts: Arc<Mutex<Vec<Vec<Step>>>>,
+    pub requests: Arc<Mutex<Vec<TurnRequest>>>,
+}
+
+impl ScriptedRunner {
+    pub fn new(scripts: Vec<Vec<Step>>) -> Self {
+        ScriptedRunner {
+            scripts: Arc::new(Mutex::new(scripts)),
+            requests: Arc::default(),
+        }
+    }
+
+    /// A turn that streams "Hello, world" and completes.
+    pub fn hello() -> Self {
+        Self::new(vec![hello_script()])
+    }
+
+    pub fn requests(&self) -> Vec<TurnRequest> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+pub fn hello_script() -> Vec<Step> {
+    vec![
+        Step::Emit(EventPayload::Task {
+            status: TaskStatus::new(TaskState::Submitted),
+            metadata: Map::new(),
+        }),
+        working(),
+        internal(),
+        chunk("Hello", true, false),
+        chunk(", world", false, true),
+        finish(TaskState::Completed, "Hello, world"),
+    ]
+}
+
+#[async_trait]
+impl TurnRunner for ScriptedRunner {
+    async fn run_turn(&self, request: TurnRequest) -> Result<TurnEvents, RunnerError> {
+        self.requests.lock().unwrap().push(request.clone());
+        let steps = {
+            let mut scripts = self.scripts.lock().unwrap();
+            if scripts.len() > 1 {
+                scripts.remove(0)
+            } else {
+                scripts[0].clone()
+            }
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let event = |p: EventPayload| {
+                AgentEvent::new(request.task_id.clone(), request.context_id.clone(), p)
+            };
+            let cancelled = || {
+                event(EventPayload::StatusUpdate {
+                    status: TaskStatus::new(TaskState::Canceled),
+                    is_final: true,
+                    metadata: Map::new(),
+                })
+            };
+            for step in steps {
+                match step {
+                    Step::Emit(p) => {
+                        let _ = tx.send(event(p));
+                    }
+                    Step::Gate(gate) => {
+                        tokio::select! {
+                            permit = gate.acquire() => permit.unwrap().forget(),
+                            () = request.cancel.cancelled() => {
+                                let _ = tx.send(cancelled());
+                                return;
+                            }
+                        }
+                    }
+                    Step::UntilCancelled => {
+                        request.cancel.cancelled().await;
+                        let _ = tx.send(cancelled());
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(
+            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) })
+                .boxed(),
+        )
+    }
+}
+
+// ------------------------------------------------------------------ raw HTTP
+
+pub fn http() -> reqwest::Client {
+    reqwest::Client::new()
+}
+
+/// Posts a JSON-RPC request; returns status and body.
+pub async fn rpc_raw(
+    url: &str,
+    version: Option<&str>,
+    headers: &[(&str, &str)],
+    body: String,
+) -> (u16, Value) {
+    let mut req = http()
+        .post(format!("{url}/"))
+        .header("content-type", "application/json")
+        .body(body);
+    if let Some(v) = version {
+        req = req.header("A2A-Version", v);
+    }
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let res = req.send().await.unwrap();
+    let status = res.status().as_u16();
+    let text = res.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+/// A JSON-RPC call; returns the whole response object.
+pub async fn rpc(url: &str, version: Option<&str>, method: &str, params: Value) -> Value {
+    rpc_with(url, version, &[], method, params).await
+}
+
+pub async fn rpc_with(
+    url: &str,
+    version: Option<&str>,
+    headers: &[(&str, &str)],
+    method: &str,
+    params: Value,
+) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let (status, value) = rpc_raw(url, version, headers, body.to_string()).await;
+    assert_eq!(status, 200, "{value}");
+    value
+}
+
+/// One SSE event: its id and the parsed data.
+#[derive(Debug, Clone)]
+pub struct SseEvent {
+    pub id: Option<String>,
+    pub data: Value,
+}
+
+/// An open SSE response, read event by event.
+pub struct SseReader {
+    response: reqwest::Response,
+    buffer: String,
+    pub content_type: String,
+}
+
+impl SseReader {
+    /// The next event, `None` when the server closed the stream.
+    pub async fn next(&mut self) -> Option<SseEvent> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let mut id = None;
+                let mut data = String::new();
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("id:") {
+                        id = Some(v.trim().to_owned());
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.strip_prefix(' ').unwrap_or(v));
+                    }
+                }
+                if data.is_empty() {
+                    continue; // a keep-alive comment
+                }
+                return Some(SseEvent {
+                    id,
+                    data: serde_json::from_str(&data).unwrap(),
+                });
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(20), self.response.chunk())
+                .await
+                .expect("the stream stalled")
+                .unwrap()?;
+            self.buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    }
+
+    /// Every remaining event.
+    pub async fn rest(mut self) -> Vec<SseEvent> {
+        let mut out = Vec::new();
+        while let Some(e) = self.next().await {
+            out.push(e);
+        }
+        out
+    }
+}
+
+/// Opens a streaming JSON-RPC call.
+pub async fn sse(
+    url: &str,
+    version: Option<&str>,
+    headers: &[(&str, &str)],
+    method: &str,
+    params: Value,
+) -> SseReader {
+    let body = json!({"jsonrpc": "2.0", "id": "s1", "method": method, "params": params});
+    let mut req = http()
+        .post(format!("{url}/"))
+        .header("content-type", "application/json")
+        .header("accept", "text/event-stream")
+        .body(body.to_string());
+    if let Some(v) = version {
+        req = req.header("A2A-Version", v);
+    }
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let response = req.send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    SseReader {
+        response,
+        buffer: String::new(),
+        content_type,
+    }
+}
+
+pub fn v1_message(text: &str) -> Value {
+    json!({"message": {"role": "ROLE_USER", "messageId": uuid(), "parts": [{"text": text}]}})
+}
+
+pub fn v03_message(text: &str) -> Value {
+    json!({"message": {"kind": "message", "role": "user", "messageId": uuid(), "parts": [{"kind": "text", "text": text}]}})
+}
+
+pub fn uuid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// Polls until `f` holds (at most 10 s).
+pub async fn eventually<F: AsyncFnMut() -> bool>(mut f: F) {
+    for _ in 0..500 {
+        if f().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("condition not reached in time");
+}
+
+// ------------------------------------------------------------------ external tools
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Finds a provisioned tool. Missing: the test fails, telling how to
+/// provision, unless `LOOOPY_SKIP_EXTERNAL=1`, when it prints a loud skip
+/// line and the caller returns.
+pub fn require(env_var: &str, default: PathBuf, what: &str) -> Option<PathBuf> {
+    let path = std::env::var_os(env_var)
+        .map(PathBuf::from)
+        .unwrap_or(default);
+    if path.exists() {
+        return Some(path);
+    }
+    if std::env::var("LOOOPY_SKIP_EXTERNAL").as_deref() == Ok("1") {
+        eprintln!(
+            "\n!!!!! SKIPPED: {what} not found at {} (LOOOPY_SKIP_EXTERNAL=1) !!!!!\n",
+            path.display()
+        );
+        return None;
+    }
+    panic!(
+        "{what} not found at {}: run `scripts/provision.sh python` \
+         (or set {env_var}, or LOOOPY_SKIP_EXTERNAL=1 to skip)",
+        path.display()
+    );
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
