@@ -1,0 +1,253 @@
+//! [`RedisEventLog`]: one Redis stream per task.
+
+use std::collections::VecDeque;
+
+use async_trait::async_trait;
+use futures::stream::{self, BoxStream, StreamExt};
+use looopy_core::store::{EventLog, StoredEvent};
+use looopy_core::{AgentEvent, StoreError};
+use redis::aio::MultiplexedConnection;
+use redis::streams::{StreamId, StreamRangeReply, StreamReadReply};
+
+use crate::backend::{RedisBackend, Retry};
+use crate::error::{corrupt, from_redis};
+
+/// How many entries one read takes.
+const BATCH: usize = 256;
+/// The field of a stream entry that holds the event.
+const FIELD: &str = "e";
+
+/// Per-task event logs as Redis streams (`P:{task:T}:events`): `append` is
+/// `XADD` and the stream ids are the event ids, so ids sort in append order
+/// and `read` after an id is `XRANGE` from the exclusive start `(id`.
+///
+/// `follow` replays with `XRANGE` on pooled connections, then waits for new
+/// entries with `XREAD BLOCK` on **a connection of its own**: a blocked
+/// `XREAD` holds its connection until it returns, and on a shared
+/// (multiplexed) one every command queued behind it would wait too. Each
+/// blocking read waits at most `follow_block_ms`, then the follower asks
+/// again, so a follower of a task that never ends costs one idle connection
+/// and one round trip per `follow_block_ms`, until the stream is dropped
+/// (which closes its connection). A follower whose connection fails yields
+/// [`StoreError::Unavailable`] and ends.
+#[derive(Debug, Clone)]
+pub struct RedisEventLog {
+    backend: RedisBackend,
+}
+
+/// A stream id, `<ms>-<seq>`.
+fn parse_id(id: &str) -> Result<(u64, u64), StoreError> {
+    let not_ours = || StoreError::NotFound {
+        what: format!("event id `{id}` (the Redis log's ids are stream ids `<ms>-<seq>`)"),
+    };
+    let (ms, seq) = id.split_once('-').ok_or_else(not_ours)?;
+    Ok((
+        ms.parse().map_err(|_| not_ours())?,
+        seq.parse().map_err(|_| not_ours())?,
+    ))
+}
+
+fn decode(entry: &StreamId) -> Result<StoredEvent, StoreError> {
+    let json: String = entry
+        .get(FIELD)
+        .ok_or_else(|| corrupt(format!("stream entry {} has no event", entry.id)))?;
+    Ok(StoredEvent {
+        id: entry.id.clone(),
+        event: serde_json::from_str(&json)?,
+    })
+}
+
+impl RedisEventLog {
+    /// Event logs on `backend`.
+    pub fn new(backend: RedisBackend) -> Self {
+        RedisEventLog { backend }
+    }
+
+    async fn range(
+        &self,
+        key: &str,
+        after: Option<&str>,
+        count: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let start = match after {
+            Some(id) => {
+                parse_id(id)?;
+                format!("({id}")
+            }
+            None => "-".to_owned(),
+        };
+        let mut cmd = redis::cmd("XRANGE");
+        cmd.arg(key).arg(start).arg("+").arg("COUNT").arg(count);
+        let reply: StreamRangeReply = self.backend.query(&cmd, Retry::Safe).await?;
+        reply.ids.iter().map(decode).collect()
+    }
+
+    /// The last event of a log, if any.
+    async fn last(&self, key: &str) -> Result<Option<StoredEvent>, StoreError> {
+        let mut cmd = redis::cmd("XREVRANGE");
+        cmd.arg(key).arg("+").arg("-").arg("COUNT").arg(1);
+        let reply: StreamRangeReply = self.backend.query(&cmd, Retry::Safe).await?;
+        reply.ids.first().map(decode).transpose()
+    }
+}
+
+struct Follow<'a> {
+    log: &'a RedisEventLog,
+    key: String,
+    /// The last id yielded (`0-0` before the first).
+    cursor: String,
+    buffer: VecDeque<StoredEvent>,
+    /// The buffer ends with the final event, or the log had ended already.
+    done: bool,
+    replayed: bool,
+    conn: Option<MultiplexedConnection>,
+}
+
+impl Follow<'_> {
+    fn take(&mut self, events: Vec<StoredEvent>) {
+        for event in events {
+            self.cursor = event.id.clone();
+            let last = event.event.is_final();
+            self.buffer.push_back(event);
+            if last {
+                self.done = true;
+                break;
+            }
+        }
+    }
+
+    /// Replays what is there; ends at once when the log ended at or before
+    /// the cursor.
+    async fn replay(&mut self) -> Result<(), StoreError> {
+        let after = (self.cursor != "0-0").then(|| self.cursor.clone());
+        let events = self.log.range(&self.key, after.as_deref(), BATCH).await?;
+        if events.is_empty() {
+            if let Some(last) = self.log.last(&self.key).await? {
+                self.done = last.event.is_final() && parse_id(&last.id)? <= parse_id(&self.cursor)?;
+            }
+            self.replayed = true;
+        } else if events.len() < BATCH {
+            self.replayed = true;
+        }
+        self.take(events);
+        Ok(())
+    }
+
+    /// Waits for entries after the cursor on this follower's connection.
+    async fn wait(&mut self) -> Result<(), StoreError> {
+        let block = self.log.backend.config().follow_block();
+        if self.conn.is_none() {
+            self.conn = Some(self.log.backend.dedicated(block).await?);
+        }
+        let Some(conn) = self.conn.as_mut() else {
+            return Ok(());
+        };
+        let mut cmd = redis::cmd("XREAD");
+        cmd.arg("COUNT")
+            .arg(BATCH)
+            .arg("BLOCK")
+            .arg(u64::try_from(block.as_millis()).unwrap_or(u64::MAX))
+            .arg("STREAMS")
+            .arg(&self.key)
+            .arg(&self.cursor);
+        let reply: Option<StreamReadReply> = match cmd.query_async(conn).await {
+            Ok(reply) => reply,
+            Err(e) => {
+                self.conn = None;
+                return Err(from_redis(e));
+            }
+        };
+        let entries = reply
+            .map(|r| r.keys.into_iter().flat_map(|k| k.ids).collect::<Vec<_>>())
+            .unwrap_or_default();
+        let events = entries.iter().map(decode).collect::<Result<Vec<_>, _>>()?;
+        self.take(events);
+        Ok(())
+    }
+
+    async fn next(mut self) -> Option<(Result<StoredEvent, StoreError>, Self)> {
+        loop {
+            if let Some(event) = self.buffer.pop_front() {
+                return Some((Ok(event), self));
+            }
+            if self.done {
+                return None;
+            }
+            let step = if self.replayed {
+                self.wait().await
+            } else {
+                self.replay().await
+            };
+            if let Err(e) = step {
+                self.done = true;
+                self.buffer.clear();
+                return Some((Err(e), self));
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl EventLog for RedisEventLog {
+    async fn append(&self, task_id: &str, event: &AgentEvent) -> Result<String, StoreError> {
+        let key = self.backend.keys().events(task_id);
+        let json = serde_json::to_string(event)?;
+        let ttl = self.backend.ttl_ms();
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("XADD")
+            .arg(&key)
+            .arg("*")
+            .arg(FIELD)
+            .arg(json);
+        if ttl > 0 {
+            pipe.cmd("PEXPIRE").arg(&key).arg(ttl).ignore();
+        }
+        let (id,): (String,) = self.backend.pipe(&pipe, Retry::Never).await?;
+        Ok(id)
+    }
+
+    async fn read(
+        &self,
+        task_id: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        if let Some(id) = after {
+            parse_id(id)?;
+        }
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        self.range(&self.backend.keys().events(task_id), after, limit)
+            .await
+    }
+
+    fn follow<'a>(
+        &'a self,
+        task_id: &'a str,
+        after: Option<String>,
+    ) -> BoxStream<'a, Result<StoredEvent, StoreError>> {
+        let cursor = after.unwrap_or_else(|| "0-0".to_owned());
+        if let Err(e) = parse_id(&cursor) {
+            return stream::once(async move { Err(e) }).boxed();
+        }
+        let follow = Follow {
+            log: self,
+            key: self.backend.keys().events(task_id),
+            cursor,
+            buffer: VecDeque::new(),
+            done: false,
+            replayed: false,
+            conn: None,
+        };
+        stream::unfold(follow, Follow::next).boxed()
+    }
+
+    async fn delete(&self, task_id: &str) -> Result<(), StoreError> {
+        let mut del = redis::cmd("DEL");
+        del.arg(self.backend.keys().events(task_id));
+        let _: i64 = self.backend.query(&del, Retry::Safe).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,214 @@
+//! [`KeyLayout`]: the name of every key.
+//!
+//! Keys are `<prefix>:{<tag>}:<what>`. The part in braces is a Redis Cluster
+//! hash tag: every key of one context (`{ctx:<id>}`), of one task
+//! (`{task:<id>}`) or of one owner index (`{owner:<id>}`) hashes to one
+//! slot, so the scripts that touch several keys of a context or a task run
+//! on one node. Ids are escaped (`%` → `%25`, `:` → `%3A`, `{` → `%7B`,
+//! `}` → `%7D`), so no id can end a hash tag early or make two keys equal.
+
+use std::borrow::Cow;
+
+/// Escapes the characters that delimit keys and hash tags.
+pub(crate) fn escape(id: &str) -> Cow<'_, str> {
+    if !id.contains(['%', ':', '{', '}']) {
+        return Cow::Borrowed(id);
+    }
+    let mut out = String::with_capacity(id.len() + 8);
+    for c in id.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            ':' => out.push_str("%3A"),
+            '{' => out.push_str("%7B"),
+            '}' => out.push_str("%7D"),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// The names of every key the stores use, under one prefix.
+///
+/// | key | type | holds |
+/// |---|---|---|
+/// | `P:{ctx:C}:messages` | list | one JSON message per element |
+/// | `P:{ctx:C}:agent` | string | the agent state (JSON) |
+/// | `P:{ctx:C}:lock` | string | the turn lease: owner token, with an expiry |
+/// | `P:{ctx:C}:artifacts` | sorted set | artifact ids (escaped), scored by creation order |
+/// | `P:{ctx:C}:artifact:A` | hash | `meta` (JSON without parts), `task`, `created`, `updated` |
+/// | `P:{ctx:C}:artifact:A:parts` | list | one JSON part per element |
+/// | `P:{ctx:C}:tasks` | sorted set | task ids of the context, scored by `updated_at` (µs) |
+/// | `P:{task:T}:checkpoint` | hash | `head` (checkpoint JSON without messages), `epoch`, `len` |
+/// | `P:{task:T}:checkpoint:messages` | list | the checkpoint's messages, one JSON each |
+/// | `P:{task:T}:events` | stream | entries `{e: <event JSON>}`; ids are the event ids |
+/// | `P:{task:T}:record` | string | the A2A task record (JSON) |
+/// | `P:{owner:O}:agents` | sorted set | context ids, scored by `last_activity` (µs) |
+/// | `P:{owner:O}:tasks` | sorted set | task ids, scored by `updated_at` (µs) |
+/// | `P:{owner:O}:ctx:C:tasks` | sorted set | task ids of one context of the owner |
+/// | `P:{tasks}:all` | sorted set | every task id |
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyLayout {
+    prefix: String,
+}
+
+impl KeyLayout {
+    /// Keys under `prefix` (validated by [`RedisConfig`](crate::RedisConfig)).
+    pub fn new(prefix: impl Into<String>) -> Self {
+        KeyLayout {
+            prefix: prefix.into(),
+        }
+    }
+
+    /// The prefix.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    fn ctx(&self, context_id: &str, what: &str) -> String {
+        format!("{}:{{ctx:{}}}:{what}", self.prefix, escape(context_id))
+    }
+
+    fn task(&self, task_id: &str, what: &str) -> String {
+        format!("{}:{{task:{}}}:{what}", self.prefix, escape(task_id))
+    }
+
+    fn owner(&self, owner: &str, what: &str) -> String {
+        format!("{}:{{owner:{}}}:{what}", self.prefix, escape(owner))
+    }
+
+    /// A context's messages.
+    pub fn messages(&self, context_id: &str) -> String {
+        self.ctx(context_id, "messages")
+    }
+
+    /// A context's agent state.
+    pub fn agent(&self, context_id: &str) -> String {
+        self.ctx(context_id, "agent")
+    }
+
+    /// A context's turn lease.
+    pub fn lock(&self, context_id: &str) -> String {
+        self.ctx(context_id, "lock")
+    }
+
+    /// A context's artifact index.
+    pub fn artifacts(&self, context_id: &str) -> String {
+        self.ctx(context_id, "artifacts")
+    }
+
+    /// The common start of a context's artifact keys (the index member is
+    /// appended to it).
+    pub(crate) fn artifact_base(&self, context_id: &str) -> String {
+        self.ctx(context_id, "artifact:")
+    }
+
+    /// One artifact's fields.
+    pub fn artifact(&self, context_id: &str, artifact_id: &str) -> String {
+        format!("{}{}", self.artifact_base(context_id), escape(artifact_id))
+    }
+
+    /// One artifact's parts.
+    pub fn artifact_parts(&self, context_id: &str, artifact_id: &str) -> String {
+        format!("{}:parts", self.artifact(context_id, artifact_id))
+    }
+
+    /// The task records of a context (all owners).
+    pub fn context_tasks(&self, context_id: &str) -> String {
+        self.ctx(context_id, "tasks")
+    }
+
+    /// A task's checkpoint header.
+    pub fn checkpoint(&self, task_id: &str) -> String {
+        self.task(task_id, "checkpoint")
+    }
+
+    /// A task's checkpoint messages.
+    pub fn checkpoint_messages(&self, task_id: &str) -> String {
+        self.task(task_id, "checkpoint:messages")
+    }
+
+    /// A task's event stream.
+    pub fn events(&self, task_id: &str) -> String {
+        self.task(task_id, "events")
+    }
+
+    /// A task's A2A record.
+    pub fn task_record(&self, task_id: &str) -> String {
+        self.task(task_id, "record")
+    }
+
+    /// The contexts of an owner.
+    pub fn owner_agents(&self, owner: &str) -> String {
+        self.owner(owner, "agents")
+    }
+
+    /// The task records of an owner.
+    pub fn owner_tasks(&self, owner: &str) -> String {
+        self.owner(owner, "tasks")
+    }
+
+    /// The task records of an owner in one context.
+    pub fn owner_context_tasks(&self, owner: &str, context_id: &str) -> String {
+        self.owner(owner, &format!("ctx:{}:tasks", escape(context_id)))
+    }
+
+    /// Every task record.
+    pub fn all_tasks(&self) -> String {
+        format!("{}:{{tasks}}:all", self.prefix)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hash tag Redis Cluster hashes: between the first `{` and the next `}`.
+    fn tag(key: &str) -> &str {
+        let open = key.find('{').unwrap_or(0);
+        let close = key[open..].find('}').map_or(key.len(), |c| open + c);
+        &key[open + 1..close]
+    }
+
+    #[test]
+    fn every_key_of_a_context_or_task_shares_one_hash_tag() {
+        let keys = KeyLayout::new("app:x");
+        for ctx in ["c1", "we}ird:{id}%", "ctx:1"] {
+            let all = [
+                keys.messages(ctx),
+                keys.agent(ctx),
+                keys.lock(ctx),
+                keys.artifacts(ctx),
+                keys.artifact(ctx, "a:parts"),
+                keys.artifact_parts(ctx, "a}"),
+                keys.context_tasks(ctx),
+            ];
+            let expected = format!("ctx:{}", escape(ctx));
+            for key in &all {
+                assert!(key.starts_with("app:x:{"), "{key}");
+                assert_eq!(tag(key), expected, "{key}");
+            }
+        }
+        let t = "t:{1}";
+        for key in [
+            keys.checkpoint(t),
+            keys.checkpoint_messages(t),
+            keys.events(t),
+            keys.task_record(t),
+        ] {
+            assert_eq!(tag(&key), "task:t%3A%7B1%7D", "{key}");
+        }
+        assert_eq!(
+            tag(&keys.owner_context_tasks("o", "c")),
+            tag(&keys.owner_tasks("o"))
+        );
+    }
+
+    #[test]
+    fn escaped_ids_cannot_make_two_keys_equal() {
+        let keys = KeyLayout::new("p");
+        assert_ne!(keys.artifact("c", "x:parts"), keys.artifact_parts("c", "x"));
+        assert_ne!(keys.messages("x}:agent"), keys.agent("x"));
+        assert_eq!(escape("plain-id_1"), "plain-id_1");
+        assert_eq!(escape("%:{}"), "%25%3A%7B%7D");
+    }
+}

@@ -1,0 +1,78 @@
+#![forbid(unsafe_code)]
+#![doc = include_str!("../README.md")]
+
+mod agents;
+mod artifacts;
+mod backend;
+mod config;
+mod error;
+mod events;
+mod factory;
+mod index;
+mod keys;
+mod locks;
+mod messages;
+mod scripts;
+mod task_records;
+mod tasks;
+
+use std::sync::Arc;
+
+use looopy_core::StoreError;
+
+pub use agents::RedisAgentStateStore;
+pub use artifacts::RedisArtifactStore;
+pub use backend::RedisBackend;
+pub use config::RedisConfig;
+pub use error::ConfigError;
+pub use events::RedisEventLog;
+pub use factory::{StoreConfig, Stores};
+pub use keys::KeyLayout;
+pub use locks::RedisTurnLock;
+pub use messages::RedisMessageStore;
+pub use task_records::RedisTaskStore;
+pub use tasks::RedisTaskStateStore;
+
+/// Every Redis store on one [`RedisBackend`] (one pool), each behind an
+/// [`Arc`] so that it coerces to the `Arc<dyn Trait>` an Agent takes while
+/// the bundle keeps the concrete type.
+#[derive(Debug, Clone)]
+pub struct RedisStores {
+    /// The shared pool and settings.
+    pub backend: RedisBackend,
+    /// Loop checkpoints.
+    pub tasks: Arc<RedisTaskStateStore>,
+    /// Conversation histories.
+    pub messages: Arc<RedisMessageStore>,
+    /// Artifacts.
+    pub artifacts: Arc<RedisArtifactStore>,
+    /// Agent lifecycle metadata.
+    pub agents: Arc<RedisAgentStateStore>,
+    /// Event logs.
+    pub events: Arc<RedisEventLog>,
+    /// Turn leases.
+    pub locks: Arc<RedisTurnLock>,
+    /// A2A task records.
+    pub task_records: Arc<RedisTaskStore>,
+}
+
+impl RedisStores {
+    /// Every store on `backend`.
+    pub fn new(backend: RedisBackend) -> Self {
+        RedisStores {
+            tasks: Arc::new(RedisTaskStateStore::new(backend.clone())),
+            messages: Arc::new(RedisMessageStore::new(backend.clone())),
+            artifacts: Arc::new(RedisArtifactStore::new(backend.clone())),
+            agents: Arc::new(RedisAgentStateStore::new(backend.clone())),
+            events: Arc::new(RedisEventLog::new(backend.clone())),
+            locks: Arc::new(RedisTurnLock::new(backend.clone())),
+            task_records: Arc::new(RedisTaskStore::new(backend.clone())),
+            backend,
+        }
+    }
+
+    /// Connects (see [`RedisBackend::connect`]) and makes every store.
+    pub async fn connect(config: RedisConfig) -> Result<Self, StoreError> {
+        Ok(Self::new(RedisBackend::connect(config).await?))
+    }
+}

@@ -1,0 +1,125 @@
+//! [`RedisMessageStore`]: one list per context.
+
+use std::ops::Range;
+
+use async_trait::async_trait;
+use looopy_core::store::MessageStore;
+use looopy_core::{Message, StoreError};
+
+use crate::backend::{RedisBackend, Retry};
+use crate::scripts::REPLACE_RANGE;
+
+/// Conversation histories in Redis: one list per context
+/// (`P:{ctx:C}:messages`), one JSON message per element.
+///
+/// A batch is appended with a single `RPUSH` carrying every message, so it
+/// lands whole and no other batch can come between its messages.
+/// `replace_range` is one Lua script (check bounds, then splice).
+#[derive(Debug, Clone)]
+pub struct RedisMessageStore {
+    backend: RedisBackend,
+}
+
+impl RedisMessageStore {
+    /// Histories on `backend`.
+    pub fn new(backend: RedisBackend) -> Self {
+        RedisMessageStore { backend }
+    }
+}
+
+fn encode(messages: &[Message]) -> Result<Vec<String>, StoreError> {
+    messages
+        .iter()
+        .map(|m| serde_json::to_string(m).map_err(StoreError::from))
+        .collect()
+}
+
+fn index(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[async_trait]
+impl MessageStore for RedisMessageStore {
+    async fn append(&self, context_id: &str, messages: &[Message]) -> Result<(), StoreError> {
+        if messages.is_empty() {
+            return Ok(());
+        }
+        let key = self.backend.keys().messages(context_id);
+        let encoded = encode(messages)?;
+        let mut pipe = redis::pipe();
+        pipe.atomic().rpush(&key, &encoded).ignore();
+        let ttl = self.backend.ttl_ms();
+        if ttl > 0 {
+            pipe.pexpire(&key, i64::try_from(ttl).unwrap_or(i64::MAX))
+                .ignore();
+        }
+        let () = self.backend.pipe(&pipe, Retry::Never).await?;
+        Ok(())
+    }
+
+    async fn load_range(
+        &self,
+        context_id: &str,
+        range: Range<usize>,
+    ) -> Result<Vec<Message>, StoreError> {
+        if range.start >= range.end || range.start > i64::MAX as usize {
+            return Ok(Vec::new());
+        }
+        let key = self.backend.keys().messages(context_id);
+        let stop = if range.end > i64::MAX as usize {
+            -1
+        } else {
+            index(range.end) - 1
+        };
+        let mut cmd = redis::cmd("LRANGE");
+        cmd.arg(&key).arg(index(range.start)).arg(stop);
+        let raw: Vec<String> = self.backend.query(&cmd, Retry::Safe).await?;
+        raw.iter()
+            .map(|json| serde_json::from_str(json).map_err(StoreError::from))
+            .collect()
+    }
+
+    async fn count(&self, context_id: &str) -> Result<usize, StoreError> {
+        let mut cmd = redis::cmd("LLEN");
+        cmd.arg(self.backend.keys().messages(context_id));
+        self.backend.query(&cmd, Retry::Safe).await
+    }
+
+    async fn replace_range(
+        &self,
+        context_id: &str,
+        range: Range<usize>,
+        replacement: &[Message],
+    ) -> Result<(), StoreError> {
+        let conflict = |len: String| StoreError::Conflict {
+            message: format!(
+                "range {}..{} is out of bounds for the {len} messages of context `{context_id}`",
+                range.start, range.end
+            ),
+        };
+        if range.start > range.end {
+            return Err(conflict("stored".into()));
+        }
+        let mut call = REPLACE_RANGE.prepare_invoke();
+        call.key(self.backend.keys().messages(context_id))
+            .arg(range.start)
+            .arg(range.end)
+            .arg(self.backend.ttl_ms());
+        for json in encode(replacement)? {
+            call.arg(json);
+        }
+        let (done, len): (i64, i64) = self.backend.script(&call, Retry::Never).await?;
+        if done == 1 {
+            Ok(())
+        } else {
+            Err(conflict(len.to_string()))
+        }
+    }
+
+    async fn clear(&self, context_id: &str) -> Result<(), StoreError> {
+        let mut cmd = redis::cmd("DEL");
+        cmd.arg(self.backend.keys().messages(context_id));
+        let _: i64 = self.backend.query(&cmd, Retry::Safe).await?;
+        Ok(())
+    }
+}

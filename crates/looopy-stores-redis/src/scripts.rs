@@ -1,0 +1,227 @@
+//! The Lua scripts. Redis runs a script to completion with no other command
+//! in between, so each is one atomic step. Every script checks everything it
+//! needs before its first write, so a refused call writes nothing; the only
+//! failure after a write would be Redis running out of memory mid-script
+//! (`maxmemory` with a no-eviction policy refuses a script at its first
+//! write, before anything is written).
+//!
+//! Scripts name every key they touch in `KEYS`, except `artifacts_list` and
+//! `artifacts_clear`, which build per-artifact keys from `ARGV[1]`; those
+//! keys share the context's hash tag, so they live on the same cluster slot.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+/// Pushes `ARGV[from..]` (or a table) onto a list in chunks, so that no call
+/// passes more values than Lua's stack takes.
+const PUSH: &str = r#"
+local function push(key, values, from)
+  local n = #values
+  local i = from
+  while i <= n do
+    local j = math.min(i + 999, n)
+    redis.call('RPUSH', key, unpack(values, i, j))
+    i = j + 1
+  end
+end
+local function expire(key, ms)
+  if ms > 0 then redis.call('PEXPIRE', key, ms) end
+end
+"#;
+
+fn with_helpers(body: &str) -> Script {
+    Script::new(&format!("{PUSH}\n{body}"))
+}
+
+/// Replaces messages `start..end` of a list.
+///
+/// KEYS: list. ARGV: start, end, ttl_ms, replacement...
+/// Returns `{1, new_len}`, or `{0, len}` when the range is out of bounds.
+pub(crate) static REPLACE_RANGE: LazyLock<Script> = LazyLock::new(|| {
+    with_helpers(
+        r#"
+local key = KEYS[1]
+local s, e, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local len = redis.call('LLEN', key)
+if s > e or e > len then return {0, len} end
+if s == e and #ARGV < 4 then return {1, len} end
+local tail = {}
+if e < len then tail = redis.call('LRANGE', key, e, -1) end
+if s == 0 then redis.call('DEL', key) else redis.call('LTRIM', key, 0, s - 1) end
+push(key, ARGV, 4)
+push(key, tail, 1)
+expire(key, ttl)
+return {1, redis.call('LLEN', key)}
+"#,
+    )
+});
+
+/// Saves a checkpoint: the header, and the messages either appended to
+/// what is stored (when it is what the caller last saw) or written anew.
+///
+/// KEYS: header hash, messages list.
+/// ARGV: mode (`append` | `full`), epoch, stored_len (append: what the
+/// caller last saw), head JSON, new_len, ttl_ms, messages...
+/// Returns 1, or 0 when an `append` found something else stored (nothing
+/// written; the caller then saves in full).
+pub(crate) static SAVE_CHECKPOINT: LazyLock<Script> = LazyLock::new(|| {
+    with_helpers(
+        r#"
+local head, list = KEYS[1], KEYS[2]
+local epoch, ttl = ARGV[2], tonumber(ARGV[6])
+if ARGV[1] == 'append' then
+  if redis.call('HGET', head, 'epoch') ~= epoch
+     or redis.call('LLEN', list) ~= tonumber(ARGV[3]) then
+    return 0
+  end
+else
+  redis.call('DEL', list)
+end
+push(list, ARGV, 7)
+redis.call('HSET', head, 'head', ARGV[4], 'epoch', epoch, 'len', ARGV[5])
+expire(head, ttl)
+expire(list, ttl)
+return 1
+"#,
+    )
+});
+
+/// Creates or replaces an artifact, keeping its creation time and place.
+///
+/// KEYS: index zset, artifact hash, parts list.
+/// ARGV: member (escaped id), meta JSON, task id, now, ttl_ms, parts...
+pub(crate) static ARTIFACT_PUT: LazyLock<Script> = LazyLock::new(|| {
+    with_helpers(
+        r#"
+local index, art, parts = KEYS[1], KEYS[2], KEYS[3]
+local ttl = tonumber(ARGV[5])
+if redis.call('EXISTS', art) == 0 or redis.call('ZSCORE', index, ARGV[1]) == false then
+  local last = redis.call('ZRANGE', index, -1, -1, 'WITHSCORES')
+  local seq = 1
+  if #last == 2 then seq = tonumber(last[2]) + 1 end
+  redis.call('ZADD', index, seq, ARGV[1])
+  redis.call('HSET', art, 'created', ARGV[4])
+end
+redis.call('HSET', art, 'meta', ARGV[2], 'task', ARGV[3], 'updated', ARGV[4])
+redis.call('DEL', parts)
+push(parts, ARGV, 6)
+expire(index, ttl)
+expire(art, ttl)
+expire(parts, ttl)
+return 1
+"#,
+    )
+});
+
+/// Appends parts to an artifact, creating it when missing.
+///
+/// KEYS: index zset, artifact hash, parts list.
+/// ARGV: member (escaped id), meta JSON for a new artifact, task id, now,
+/// ttl_ms, parts...
+pub(crate) static ARTIFACT_APPEND: LazyLock<Script> = LazyLock::new(|| {
+    with_helpers(
+        r#"
+local index, art, parts = KEYS[1], KEYS[2], KEYS[3]
+local ttl = tonumber(ARGV[5])
+if redis.call('EXISTS', art) == 0 or redis.call('ZSCORE', index, ARGV[1]) == false then
+  local last = redis.call('ZRANGE', index, -1, -1, 'WITHSCORES')
+  local seq = 1
+  if #last == 2 then seq = tonumber(last[2]) + 1 end
+  redis.call('ZADD', index, seq, ARGV[1])
+  redis.call('DEL', parts)
+  redis.call('HSET', art, 'created', ARGV[4], 'meta', ARGV[2], 'task', ARGV[3])
+end
+redis.call('HSET', art, 'updated', ARGV[4])
+push(parts, ARGV, 6)
+expire(index, ttl)
+expire(art, ttl)
+expire(parts, ttl)
+return 1
+"#,
+    )
+});
+
+/// Every artifact of a context, in creation order.
+///
+/// KEYS: index zset. ARGV: artifact key base.
+/// Returns `{{meta, task, created, updated, {parts...}}...}`.
+pub(crate) static ARTIFACTS_LIST: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+local out = {}
+for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  local art = ARGV[1] .. member
+  local h = redis.call('HMGET', art, 'meta', 'task', 'created', 'updated')
+  if h[1] and h[2] and h[3] and h[4] then
+    out[#out + 1] = {h[1], h[2], h[3], h[4], redis.call('LRANGE', art .. ':parts', 0, -1)}
+  end
+end
+return out
+"#,
+    )
+});
+
+/// Deletes every artifact of a context.
+///
+/// KEYS: index zset. ARGV: artifact key base.
+pub(crate) static ARTIFACTS_CLEAR: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  local art = ARGV[1] .. member
+  redis.call('DEL', art, art .. ':parts')
+end
+redis.call('DEL', KEYS[1])
+return 1
+"#,
+    )
+});
+
+/// Takes a lease when free, or extends it for its owner.
+///
+/// KEYS: lease. ARGV: owner, ttl_ms. Returns 1 when `owner` holds it now.
+pub(crate) static LOCK_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+local current = redis.call('GET', KEYS[1])
+if current == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+if current then return 0 end
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+return 0
+"#,
+    )
+});
+
+/// Extends a lease, for its owner only.
+///
+/// KEYS: lease. ARGV: owner, ttl_ms. Returns 1 when extended.
+pub(crate) static LOCK_RENEW: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"#,
+    )
+});
+
+/// Gives a lease back, for its owner only.
+///
+/// KEYS: lease. ARGV: owner. Returns 1 when released.
+pub(crate) static LOCK_RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0
+"#,
+    )
+});

@@ -1,0 +1,209 @@
+//! [`RedisTaskStateStore`]: checkpoints that cost one round trip each.
+//!
+//! A checkpoint is two keys of the task's slot: a hash with the header (the
+//! checkpoint as JSON without its messages), an `epoch` and the message
+//! count `len`, and a list with one JSON message per element.
+//!
+//! The loop saves a checkpoint several times per iteration, and within a
+//! turn the history only grows. So the store remembers, per task, the
+//! history it last saved and the epoch it saved it under. When the new
+//! history extends that one (same messages, compared by pointer, else by
+//! value), it sends only the new messages with the header, in one script
+//! call that appends them **only if** the stored epoch and length are still
+//! those it remembers. Otherwise (first save in this process, a history
+//! that was rewritten, another process saved in between, a failed call) it
+//! writes the whole history under a fresh epoch.
+//!
+//! Crash safety: each save is one script, which Redis runs atomically: a
+//! reader sees the previous checkpoint or the new one, never a mix. A
+//! process that dies before its call reaches Redis leaves the previous
+//! checkpoint whole; one that dies after left the new one whole. The epoch
+//! check makes a stale incremental save (from a process that was presumed
+//! dead, or after a lost reply) a no-op answered with "stale", never an
+//! append onto someone else's history. Loads read both keys in one
+//! `MULTI`/`EXEC` and check that the list holds `len` messages.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use looopy_core::store::{TaskCheckpoint, TaskStateStore};
+use looopy_core::{History, Message, StoreError};
+use serde_json::Value;
+
+use crate::backend::{RedisBackend, Retry};
+use crate::error::corrupt;
+use crate::scripts::SAVE_CHECKPOINT;
+
+/// Tasks whose last save this store remembers; past this, it forgets them
+/// all (the next save of each is a full one).
+const REMEMBERED_TASKS: usize = 4096;
+
+struct Saved {
+    epoch: String,
+    history: History,
+}
+
+/// Loop checkpoints in Redis (see the module docs for the layout and why a
+/// save is one round trip).
+pub struct RedisTaskStateStore {
+    backend: RedisBackend,
+    saved: Mutex<HashMap<String, Saved>>,
+}
+
+impl std::fmt::Debug for RedisTaskStateStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisTaskStateStore")
+            .field("backend", &self.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether `new` starts with every message of `old`.
+fn extends(new: &History, old: &History) -> bool {
+    new.len() >= old.len()
+        && new
+            .iter()
+            .zip(old.iter())
+            .all(|(a, b)| std::ptr::eq(a, b) || a == b)
+}
+
+fn head_json(checkpoint: &TaskCheckpoint) -> Result<String, StoreError> {
+    let mut head = serde_json::to_value(checkpoint)?;
+    if let Value::Object(map) = &mut head {
+        map.remove("messages");
+    }
+    Ok(head.to_string())
+}
+
+impl RedisTaskStateStore {
+    /// Checkpoints on `backend`, expiring `task_ttl_secs` after their last save.
+    pub fn new(backend: RedisBackend) -> Self {
+        RedisTaskStateStore {
+            backend,
+            saved: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn saved(&self) -> std::sync::MutexGuard<'_, HashMap<String, Saved>> {
+        self.saved.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn remember(&self, task_id: &str, epoch: String, history: History) {
+        let mut saved = self.saved();
+        if saved.len() >= REMEMBERED_TASKS && !saved.contains_key(task_id) {
+            saved.clear();
+        }
+        saved.insert(task_id.to_owned(), Saved { epoch, history });
+    }
+
+    fn forget(&self, task_id: &str) {
+        self.saved().remove(task_id);
+    }
+
+    async fn write(
+        &self,
+        checkpoint: &TaskCheckpoint,
+        head: &str,
+        epoch: &str,
+        append_from: Option<usize>,
+    ) -> Result<bool, StoreError> {
+        let keys = self.backend.keys();
+        let mut call = SAVE_CHECKPOINT.prepare_invoke();
+        call.key(keys.checkpoint(&checkpoint.task_id))
+            .key(keys.checkpoint_messages(&checkpoint.task_id))
+            .arg(if append_from.is_some() {
+                "append"
+            } else {
+                "full"
+            })
+            .arg(epoch)
+            .arg(append_from.unwrap_or(0))
+            .arg(head)
+            .arg(checkpoint.messages.len())
+            .arg(self.backend.task_ttl_ms());
+        for message in checkpoint.messages.iter().skip(append_from.unwrap_or(0)) {
+            call.arg(serde_json::to_string(message)?);
+        }
+        let written: i64 = self.backend.script(&call, Retry::Safe).await?;
+        Ok(written == 1)
+    }
+}
+
+#[async_trait]
+impl TaskStateStore for RedisTaskStateStore {
+    async fn save(&self, checkpoint: &TaskCheckpoint) -> Result<(), StoreError> {
+        let head = head_json(checkpoint)?;
+        let task_id = checkpoint.task_id.as_str();
+        let known = self
+            .saved()
+            .get(task_id)
+            .filter(|s| extends(&checkpoint.messages, &s.history))
+            .map(|s| (s.epoch.clone(), s.history.len()));
+        let result = async {
+            if let Some((epoch, stored)) = known
+                && self.write(checkpoint, &head, &epoch, Some(stored)).await?
+            {
+                return Ok(epoch);
+            }
+            let epoch = uuid::Uuid::new_v4().simple().to_string();
+            self.write(checkpoint, &head, &epoch, None).await?;
+            Ok(epoch)
+        }
+        .await;
+        match result {
+            Ok(epoch) => {
+                self.remember(task_id, epoch, checkpoint.messages.clone());
+                Ok(())
+            }
+            Err(e) => {
+                self.forget(task_id);
+                Err(e)
+            }
+        }
+    }
+
+    async fn load(&self, task_id: &str) -> Result<Option<TaskCheckpoint>, StoreError> {
+        let keys = self.backend.keys();
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("HMGET")
+            .arg(keys.checkpoint(task_id))
+            .arg(&["head", "epoch", "len"])
+            .lrange(keys.checkpoint_messages(task_id), 0, -1);
+        type Fields = (Option<String>, Option<String>, Option<usize>);
+        let ((head, epoch, len), messages): (Fields, Vec<String>) =
+            self.backend.pipe(&pipe, Retry::Safe).await?;
+        let (Some(head), Some(epoch), Some(len)) = (head, epoch, len) else {
+            return Ok(None);
+        };
+        if messages.len() != len {
+            return Err(corrupt(format!(
+                "checkpoint of task `{task_id}` lists {} messages, its header says {len}",
+                messages.len()
+            )));
+        }
+        let mut head: Value = serde_json::from_str(&head)?;
+        if let Value::Object(map) = &mut head {
+            map.insert("messages".into(), Value::Array(Vec::new()));
+        }
+        let mut checkpoint: TaskCheckpoint = serde_json::from_value(head)?;
+        let mut history = History::new();
+        for json in &messages {
+            history.push(serde_json::from_str::<Message>(json)?);
+        }
+        checkpoint.messages = history.clone();
+        self.remember(task_id, epoch, history);
+        Ok(Some(checkpoint))
+    }
+
+    async fn delete(&self, task_id: &str) -> Result<(), StoreError> {
+        self.forget(task_id);
+        let keys = self.backend.keys();
+        let mut del = redis::cmd("DEL");
+        del.arg(keys.checkpoint(task_id))
+            .arg(keys.checkpoint_messages(task_id));
+        let _: i64 = self.backend.query(&del, Retry::Safe).await?;
+        Ok(())
+    }
+}

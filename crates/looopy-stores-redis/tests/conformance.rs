@@ -1,0 +1,46 @@
+//! The Redis stores pass the store conformance suite of looopy-testkit,
+//! task records included.
+
+mod common;
+
+use looopy_stores_redis::RedisStores;
+use looopy_testkit::conformance::{self, StoreUnderTest, UniqueIds};
+
+fn under_test(stores: &RedisStores) -> StoreUnderTest {
+    StoreUnderTest::new(
+        stores.tasks.clone(),
+        stores.messages.clone(),
+        stores.artifacts.clone(),
+        stores.agents.clone(),
+        stores.events.clone(),
+        stores.locks.clone(),
+    )
+    .with_task_records(stores.task_records.clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn redis_stores_pass_the_whole_suite() {
+    let redis = common::redis();
+    let stores = common::stores(common::config(redis.url())).await;
+    conformance::run_all(&under_test(&stores)).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn redis_stores_pass_on_a_single_thread_with_one_connection() {
+    let redis = common::redis();
+    let stores = common::stores(common::config(redis.url()).with_pool_size(1)).await;
+    conformance::run_all(&under_test(&stores)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_suites_share_one_prefix_and_one_pool() {
+    // Unique ids keep concurrent runs apart, even under one key prefix.
+    let redis = common::redis();
+    let stores = common::stores(common::config(redis.url())).await;
+    let a = under_test(&stores);
+    let b = under_test(&stores).with_ids(UniqueIds::with_prefix(format!(
+        "second-{}",
+        UniqueIds::new().prefix()
+    )));
+    futures::join!(conformance::run_all(&a), conformance::run_all(&b));
+}
