@@ -1,0 +1,176 @@
+//! Multi-turn: a contextId continues the conversation; a message to an
+//! input-required task continues that task.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::sync::Arc;
+
+use looopy_core::{LlmResponse, Role, TaskState, ToolCall, ToolDefinition, ToolProvider};
+use looopy_testkit::ScriptedLlm;
+use looopy_tools::ClientTools;
+use serde_json::json;
+use support::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_context_id_continues_the_conversation() {
+    let (server, llm) = agent_server(&["Nice to meet you, Ada.", "Your name is Ada."]).await;
+    let first = rpc(&server.url, Some("1.0"), "SendMessage", v1_message("My name is Ada.")).await;
+    let first = &first["result"]["task"];
+    let context = first["contextId"].as_str().unwrap();
+    let mut second = v1_message("What is my name?");
+    second["message"]["contextId"] = json!(context);
+    let second = rpc(&server.url, Some("1.0"), "SendMessage", second).await;
+    let second = &second["result"]["task"];
+    assert_eq!(second["contextId"], context);
+    assert_ne!(second["id"], first["id"], "a new task in the same context");
+    assert_eq!(second["status"]["message"]["parts"][0]["text"], "Your name is Ada.");
+    // The model saw the first turn.
+    let seen: Vec<_> = llm.requests()[1].messages.iter().map(|m| (m.role, m.text())).collect();
+    assert_eq!(
+        seen,
+        [
+            (Role::User, "My name is Ada.".to_owned()),
+            (Role::Assistant, "Nice to meet you, Ada.".to_owned()),
+            (Role::User, "What is my name?".to_owned()),
+        ]
+    );
+    // The same in 0.3 after a 1.0 turn: the conversation is the server's, not the version's.
+    let (server, llm) = agent_server(&["one", "two"]).await;
+    let r = rpc(&server.url, None, "message/send", v03_message("a")).await;
+    let mut next = v03_message("b");
+    next["message"]["contextId"] = r["result"]["contextId"].clone();
+    rpc(&server.url, None, "message/send", next).await;
+    assert_eq!(llm.requests()[1].messages.len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_tool_makes_the_task_wait_and_the_next_message_continues_it() {
+    let llm = ScriptedLlm::new()
+        .respond(LlmResponse::tool_calls("", vec![ToolCall::new("call-1", "ask_user", r#"{"question":"Which city?"}"#)]))
+        .respond(LlmResponse::text("It is sunny in Paris."));
+    let ask = ClientTools::new([ToolDefinition::new(
+        "ask_user",
+        "Ask the user",
+        json!({"type": "object", "properties": {"question": {"type": "string"}}}),
+    )]);
+    let (runner, _stores) = agent_runner(llm.clone(), vec![Arc::new(ask) as Arc<dyn ToolProvider>]);
+    let server = start(runner).await;
+
+    let first = rpc(&server.url, None, "message/send", v03_message("Weather?")).await;
+    let task = &first["result"];
+    assert_eq!(task["status"]["state"], "input-required");
+    let task_id = task["id"].as_str().unwrap().to_owned();
+    let context_id = task["contextId"].as_str().unwrap().to_owned();
+    // The pending call travels as a data part of the status message.
+    let parts = task["status"]["message"]["parts"].as_array().unwrap();
+    let pending = parts.iter().find(|p| p["kind"] == "data").unwrap();
+    assert_eq!(pending["data"]["pendingToolCalls"][0]["id"], "call-1");
+    assert_eq!(pending["data"]["pendingToolCalls"][0]["name"], "ask_user");
+
+    // The answer: the client tool's result, in the same task.
+    let mut answer = v03_message("");
+    answer["message"]["taskId"] = json!(task_id);
+    answer["message"]["contextId"] = json!(context_id);
+    answer["message"]["parts"] = json!([{"kind": "data", "data": {"toolCallId": "call-1", "result": "Paris"}}]);
+    let events = sse(&server.url, None, &[], "message/stream", answer).await.rest().await;
+    let results: Vec<_> = events.iter().map(|e| e.data["result"].clone()).collect();
+    assert_eq!(results[0]["kind"], "task");
+    assert_eq!(results[0]["id"], task_id.as_str(), "the same task");
+    let last = results.last().unwrap();
+    assert_eq!(last["final"], true);
+    assert_eq!(last["status"]["state"], "completed");
+    assert_eq!(last["status"]["message"]["parts"][0]["text"], "It is sunny in Paris.");
+    // The model got the tool result where the call was.
+    let msgs = &llm.requests()[1].messages;
+    let tool_msg = msgs.iter().find(|m| m.role == Role::Tool).unwrap();
+    assert_eq!(tool_msg.tool_call_id.as_deref(), Some("call-1"));
+    assert_eq!(tool_msg.text(), "Paris");
+
+    // The task's history holds both exchanges.
+    let got = rpc(&server.url, None, "tasks/get", json!({"id": task_id})).await;
+    let history = got["result"]["history"].as_array().unwrap();
+    assert_eq!(history.len(), 4);
+    assert_eq!(got["result"]["status"]["state"], "completed");
+    // A completed task takes no more messages.
+    let mut late = v03_message("more");
+    late["message"]["taskId"] = json!(task_id);
+    let r = rpc(&server.url, None, "message/send", late).await;
+    assert_eq!(r["error"]["code"], -32004);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn continuation_rules() {
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let runner = ScriptedRunner::new(vec![
+        vec![working(), finish(TaskState::InputRequired, "Which city?")],
+        vec![working(), Step::Gate(gate.clone()), finish(TaskState::Completed, "Sunny.")],
+    ]);
+    let server = start(runner.clone()).await;
+    let r = rpc(&server.url, Some("1.0"), "SendMessage", v1_message("Weather?")).await;
+    let task = &r["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+    let task_id = task["id"].as_str().unwrap().to_owned();
+
+    // A contextId that is not the task's is refused.
+    let mut wrong = v1_message("Paris");
+    wrong["message"]["taskId"] = json!(task_id);
+    wrong["message"]["contextId"] = json!("another");
+    assert_eq!(rpc(&server.url, Some("1.0"), "SendMessage", wrong).await["error"]["code"], -32602);
+    // Unknown task ids are not found.
+    let mut unknown = v1_message("Paris");
+    unknown["message"]["taskId"] = json!("nope");
+    assert_eq!(rpc(&server.url, Some("1.0"), "SendMessage", unknown).await["error"]["code"], -32001);
+
+    // A subscriber of the waiting task follows into the next turn.
+    let mut cont = v1_message("Paris");
+    cont["message"]["taskId"] = json!(task_id);
+    cont["configuration"] = json!({"returnImmediately": true});
+    let r = rpc(&server.url, Some("1.0"), "SendMessage", cont.clone()).await;
+    assert_eq!(r["result"]["task"]["id"], task_id.as_str());
+    // While that turn runs, another message to the task is refused.
+    assert_eq!(rpc(&server.url, Some("1.0"), "SendMessage", cont).await["error"]["code"], -32004);
+    let requests = runner.requests();
+    assert!(!requests[0].continues_task);
+    assert!(requests[1].continues_task);
+    assert_eq!(requests[1].task_id, requests[0].task_id);
+    assert_eq!(requests[1].message.text(), "Paris");
+
+    let mut s = sse(&server.url, Some("1.0"), &[], "SubscribeToTask", json!({"id": task_id})).await;
+    // The task as it is now, then this turn from its start.
+    let now = s.next().await.unwrap();
+    assert!(now.id.is_none());
+    assert_eq!(now.data["result"]["task"]["status"]["state"], "TASK_STATE_WORKING");
+    assert_eq!(s.next().await.unwrap().data["result"]["task"]["status"]["state"], "TASK_STATE_SUBMITTED");
+    gate.add_permits(1);
+    let rest = s.rest().await;
+    assert_eq!(rest.last().unwrap().data["result"]["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED");
+
+    // Replaying from the first turn's start follows across both turns.
+    let first_event = {
+        use looopy_core::store::EventLog;
+        server.events.read(&task_id, None, 1).await.unwrap()[0].id.clone()
+    };
+    let all = sse(&server.url, Some("1.0"), &[("last-event-id", &first_event)], "SubscribeToTask", json!({"id": task_id}))
+        .await
+        .rest()
+        .await;
+    let states: Vec<_> = all
+        .iter()
+        .skip(1)
+        .map(|e| {
+            let r = &e.data["result"];
+            r["statusUpdate"]["status"]["state"].as_str().or(r["task"]["status"]["state"].as_str()).unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            "TASK_STATE_WORKING",
+            "TASK_STATE_INPUT_REQUIRED",
+            "TASK_STATE_SUBMITTED",
+            "TASK_STATE_WORKING",
+            "TASK_STATE_COMPLETED"
+        ]
+    );
+}

@@ -1,0 +1,182 @@
+//! Tasks outlive connections: drop a stream midway, resubscribe with
+//! Last-Event-ID and get exactly what was missed; also from a second server
+//! sharing the stores.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::sync::Arc;
+
+use looopy_core::TaskState;
+use serde_json::json;
+use support::*;
+use tokio::sync::Semaphore;
+
+fn gated(gate: &Arc<Semaphore>) -> ScriptedRunner {
+    ScriptedRunner::new(vec![vec![
+        working(),
+        chunk("one ", true, false),
+        Step::Gate(gate.clone()),
+        chunk("two ", false, false),
+        internal(),
+        chunk("three", false, true),
+        finish(TaskState::Completed, "one two three"),
+    ]])
+}
+
+/// The log ids of a task's public events, from the server's log.
+async fn log_ids(server: &TestServer, task_id: &str) -> Vec<String> {
+    use looopy_core::store::EventLog;
+    server.events.read(task_id, None, 1000).await.unwrap().into_iter().map(|e| e.id).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn v1_disconnect_then_resubscribe_gets_exactly_the_missing_events() {
+    let gate = Arc::new(Semaphore::new(0));
+    let server = start(gated(&gate)).await;
+    let mut first = sse(&server.url, Some("1.0"), &[], "SendStreamingMessage", v1_message("count")).await;
+    let task = first.next().await.unwrap();
+    let task_id = task.data["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let working = first.next().await.unwrap();
+    let one = first.next().await.unwrap();
+    assert_eq!(one.data["result"]["artifactUpdate"]["artifact"]["parts"][0]["text"], "one ");
+    let last_seen = one.id.clone().unwrap();
+    drop(first); // the client goes away midway
+
+    // The task goes on without a reader.
+    gate.add_permits(1);
+    let url = server.url.clone();
+    let id = task_id.clone();
+    eventually(async || {
+        let r = rpc(&url, Some("1.0"), "GetTask", json!({"id": id})).await;
+        r["result"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    })
+    .await;
+
+    let events = sse(&server.url, Some("1.0"), &[("last-event-id", &last_seen)], "SubscribeToTask", json!({"id": task_id}))
+        .await
+        .rest()
+        .await;
+    // 1.0 starts with the task as it is (no id), then the missed events.
+    assert_eq!(events[0].data["result"]["task"]["id"], task_id.as_str());
+    assert_eq!(events[0].data["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    let missed: Vec<_> = events[1..].iter().collect();
+    let texts: Vec<_> = missed
+        .iter()
+        .filter_map(|e| e.data["result"]["artifactUpdate"]["artifact"]["parts"][0]["text"].as_str())
+        .collect();
+    assert_eq!(texts, ["two ", "three"]);
+    assert_eq!(missed.last().unwrap().data["result"]["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(missed.len(), 3);
+    // Exactly the log's events after the last one seen.
+    let ids = log_ids(&server, &task_id).await;
+    let after: Vec<_> = ids.iter().skip_while(|i| **i != last_seen).skip(1).cloned().collect();
+    let got: Vec<_> = missed.iter().map(|e| e.id.clone().unwrap()).collect();
+    assert_eq!(got, after);
+    // Nothing was lost in between either.
+    assert_eq!(ids.len(), 2 + 1 + 3, "task, working, one, two, three, completed");
+    let _ = working;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn v03_resubscribe_while_running_then_follow_to_the_end() {
+    let gate = Arc::new(Semaphore::new(0));
+    let server = start(gated(&gate)).await;
+    let mut first = sse(&server.url, None, &[], "message/stream", v03_message("count")).await;
+    let task = first.next().await.unwrap();
+    let task_id = task.data["result"]["id"].as_str().unwrap().to_owned();
+    let second = first.next().await.unwrap();
+    assert_eq!(second.data["result"]["kind"], "status-update");
+    let last_seen = second.id.unwrap();
+    drop(first);
+
+    // Resubscribe while the turn waits at the gate; then let it finish.
+    let mut again = sse(&server.url, None, &[("last-event-id", &last_seen)], "tasks/resubscribe", json!({"id": task_id})).await;
+    let one = again.next().await.unwrap();
+    assert_eq!(one.data["result"]["kind"], "artifact-update");
+    assert_eq!(one.data["result"]["artifact"]["parts"][0]["text"], "one ");
+    gate.add_permits(1);
+    let rest = again.rest().await;
+    let kinds: Vec<_> = rest.iter().map(|e| e.data["result"]["kind"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(kinds, ["artifact-update", "artifact-update", "status-update"]);
+    assert_eq!(rest[2].data["result"]["final"], true);
+
+    // Without Last-Event-ID a 0.3 resubscription replays the turn from its
+    // start; on a finished task it is refused.
+    let r = sse(&server.url, None, &[], "tasks/resubscribe", json!({"id": task_id})).await.rest().await;
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].data["error"]["code"], -32004);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn subscribe_without_last_event_id_starts_with_the_task_and_replays_the_turn() {
+    let gate = Arc::new(Semaphore::new(0));
+    let server = start(gated(&gate)).await;
+    let r = rpc(&server.url, Some("1.0"), "SendMessage", {
+        let mut p = v1_message("x");
+        p["configuration"] = json!({"returnImmediately": true});
+        p
+    })
+    .await;
+    let task_id = r["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let mut s = sse(&server.url, Some("1.0"), &[], "SubscribeToTask", json!({"id": task_id})).await;
+    let snapshot = s.next().await.unwrap();
+    assert!(snapshot.id.is_none());
+    assert_eq!(snapshot.data["result"]["task"]["id"], task_id.as_str());
+    let replayed = s.next().await.unwrap();
+    assert_eq!(replayed.data["result"]["task"]["status"]["state"], "TASK_STATE_SUBMITTED");
+    gate.add_permits(1);
+    let rest = s.rest().await;
+    assert_eq!(
+        rest.last().unwrap().data["result"]["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    assert_eq!(rest.len(), 5, "working, one, two, three, completed");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_server_sharing_the_stores_serves_the_stream() {
+    let gate = Arc::new(Semaphore::new(0));
+    let stores = SharedStores::default();
+    let a = serve(builder(gated(&gate), &stores).build(), &stores).await;
+    let b = serve(builder(ScriptedRunner::hello(), &stores).build(), &stores).await;
+    let mut first = sse(&a.url, Some("1.0"), &[], "SendStreamingMessage", v1_message("count")).await;
+    let task_id = first.next().await.unwrap().data["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let seen = first.next().await.unwrap().id.unwrap();
+    drop(first);
+
+    let mut on_b = sse(&b.url, Some("1.0"), &[("last-event-id", &seen)], "SubscribeToTask", json!({"id": task_id})).await;
+    assert_eq!(on_b.next().await.unwrap().data["result"]["task"]["status"]["state"], "TASK_STATE_WORKING");
+    gate.add_permits(1);
+    let rest = on_b.rest().await;
+    let texts: Vec<_> = rest
+        .iter()
+        .filter_map(|e| e.data["result"]["artifactUpdate"]["artifact"]["parts"][0]["text"].as_str())
+        .collect();
+    assert_eq!(texts, ["one ", "two ", "three"]);
+    // B answers GetTask for A's task too.
+    let got = rpc(&b.url, Some("1.0"), "GetTask", json!({"id": task_id})).await;
+    assert_eq!(got["result"]["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(got["result"]["artifacts"][0]["parts"][0]["text"], "one two three");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_running_task_reports_its_artifacts_so_far() {
+    let gate = Arc::new(Semaphore::new(0));
+    let server = start(gated(&gate)).await;
+    let r = rpc(&server.url, Some("1.0"), "SendMessage", {
+        let mut p = v1_message("x");
+        p["configuration"] = json!({"returnImmediately": true});
+        p
+    })
+    .await;
+    let task_id = r["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let url = server.url.clone();
+    let id = task_id.clone();
+    eventually(async || {
+        let r = rpc(&url, Some("1.0"), "GetTask", json!({"id": id})).await;
+        r["result"]["artifacts"][0]["parts"][0]["text"] == "one "
+    })
+    .await;
+    gate.add_permits(1);
+}

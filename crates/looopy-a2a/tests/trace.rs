@@ -1,0 +1,78 @@
+//! W3C trace context: the client and `RemoteAgentTools` write `traceparent`,
+//! the server's request span continues the caller's trace (feature `otel`).
+#![cfg(feature = "otel")]
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use looopy_a2a::{A2aClient, RemoteAgentTools, SendRequest};
+use looopy_core::{ToolCall, ToolContext, ToolProvider};
+use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
+use opentelemetry::{KeyValue, Value};
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use support::*;
+use tracing::Instrument;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::layer::SubscriberExt;
+
+fn attr<'a>(span: &'a SpanData, key: &str) -> Option<&'a Value> {
+    span.attributes.iter().find(|KeyValue { key: k, .. }| k.as_str() == key).map(|kv| &kv.value)
+}
+
+fn install() -> (InMemorySpanExporter, SdkTracerProvider, tracing::subscriber::DefaultGuard) {
+    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+    let exporter = InMemorySpanExporter::default();
+    let provider = SdkTracerProvider::builder().with_simple_exporter(exporter.clone()).build();
+    let subscriber =
+        tracing_subscriber::registry().with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+    (exporter, provider.clone(), tracing::subscriber::set_default(subscriber))
+}
+
+// One thread, so that the server's spans see the thread-local subscriber.
+#[tokio::test(flavor = "current_thread")]
+async fn the_server_continues_the_callers_trace() {
+    let (exporter, provider, _guard) = install();
+    let server = start(ScriptedRunner::hello()).await;
+    let client = A2aClient::new(&server.url);
+    let parent = tracing::info_span!("caller");
+    let trace_id = parent.context().span().span_context().trace_id();
+    let parent_id = parent.context().span().span_context().span_id();
+    async {
+        client.send(&SendRequest::text("hi")).await.unwrap();
+        let tool = RemoteAgentTools::new(client.clone(), "remote", "x");
+        let r = tool.execute(&ToolCall::new("1", "remote", r#"{"message":"again"}"#), &ToolContext::new("t", "c")).await;
+        assert!(!r.is_error, "{}", r.text_content());
+    }
+    .instrument(parent.clone())
+    .await;
+    drop(parent);
+    // Let the turns record their end.
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    provider.force_flush().unwrap();
+
+    let spans = exporter.get_finished_spans().unwrap();
+    let requests: Vec<&SpanData> = spans
+        .iter()
+        .filter(|s| attr(s, "a2a.method.name").is_some())
+        .collect();
+    assert!(requests.len() >= 2, "{:#?}", spans.iter().map(|s| &s.name).collect::<Vec<_>>());
+    for r in &requests {
+        assert_eq!(r.span_context.trace_id(), trace_id, "{} is in the caller's trace", r.name);
+    }
+    let send = requests.iter().find(|s| attr(s, "a2a.method.name") == Some(&Value::from("SendMessage"))).unwrap();
+    assert_eq!(send.parent_span_id, parent_id, "the request span's parent is the caller's span");
+    assert_eq!(send.name, "A2A SendMessage");
+    assert!(attr(send, "a2a.task.id").is_some());
+    assert_eq!(attr(send, "a2a.task.state"), Some(&Value::from("completed")));
+    // The streamed call of the tool ran under its own span, in the same trace.
+    let stream = requests
+        .iter()
+        .find(|s| attr(s, "a2a.method.name") == Some(&Value::from("SendStreamingMessage")))
+        .unwrap();
+    let tool_span = spans.iter().find(|s| s.name == "a2a.remote_agent").unwrap();
+    assert_eq!(stream.parent_span_id, tool_span.span_context.span_id());
+    assert_eq!(attr(tool_span, "a2a.task.state"), Some(&Value::from("completed")));
+    // The turn spans follow their request.
+    assert!(spans.iter().any(|s| s.name == "a2a.turn" && s.span_context.trace_id() == trace_id));
+}
