@@ -110,6 +110,12 @@ impl RedisServer {
         self.port
     }
 
+    /// The process id, while it runs (for tests that pause it with
+    /// `SIGSTOP` to simulate a server that stops answering).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Whether the process is running.
     pub fn is_running(&self) -> bool {
         self.child.is_some()

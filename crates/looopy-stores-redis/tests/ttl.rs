@@ -1,0 +1,190 @@
+//! Keys expire: checkpoints after `task_ttl_secs` (one day by default),
+//! everything else after `ttl_secs` when set, and never otherwise.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use chrono::Utc;
+use looopy_core::store::{
+    AgentState, AgentStateStore, ArtifactStore, EventLog, LifecycleState, MessageStore,
+    TaskCheckpoint, TaskRecord, TaskStateStore, TaskStore, TurnLock,
+};
+use looopy_core::{AgentEvent, Artifact, EventPayload, Message, Part, TaskState, TaskStatus};
+use looopy_stores_redis::RedisStores;
+
+fn checkpoint(task: &str) -> TaskCheckpoint {
+    TaskCheckpoint {
+        task_id: task.into(),
+        context_id: "ctx".into(),
+        agent_id: "agent".into(),
+        iteration: 1,
+        state: TaskState::Working,
+        messages: vec![Message::user("hi")].into(),
+        turn_start: 0,
+        usage: Default::default(),
+        completed_tool_results: Vec::new(),
+        created_at: Utc::now(),
+        updated_at: Utc::now(),
+        metadata: Default::default(),
+    }
+}
+
+/// Writes one thing of every kind under `ctx` / `task`; returns their keys.
+async fn write_everything(stores: &RedisStores, ctx: &str, task: &str) -> Vec<String> {
+    stores.tasks.save(&checkpoint(task)).await.unwrap();
+    stores
+        .messages
+        .append(ctx, &[Message::user("m")])
+        .await
+        .unwrap();
+    stores
+        .artifacts
+        .append_parts(ctx, task, "a", &[Part::text("p")])
+        .await
+        .unwrap();
+    stores
+        .artifacts
+        .put(ctx, task, &Artifact::new("b", vec![Part::text("q")]))
+        .await
+        .unwrap();
+    let now = Utc::now();
+    stores
+        .agents
+        .save(&AgentState {
+            context_id: ctx.into(),
+            agent_id: "agent".into(),
+            lifecycle: LifecycleState::Ready,
+            turn_count: 0,
+            created_at: now,
+            last_activity: now,
+            owner: Some("owner".into()),
+            metadata: Default::default(),
+        })
+        .await
+        .unwrap();
+    stores
+        .events
+        .append(
+            task,
+            &AgentEvent::new(
+                task.into(),
+                ctx.into(),
+                EventPayload::Text { text: "e".into() },
+            ),
+        )
+        .await
+        .unwrap();
+    stores
+        .task_records
+        .put(&TaskRecord {
+            task_id: task.into(),
+            context_id: ctx.into(),
+            owner: Some("owner".into()),
+            status: TaskStatus::new(TaskState::Working),
+            created_at: now,
+            updated_at: now,
+            metadata: Default::default(),
+        })
+        .await
+        .unwrap();
+    let k = stores.backend.keys();
+    vec![
+        k.messages(ctx),
+        k.artifacts(ctx),
+        k.artifact(ctx, "a"),
+        k.artifact_parts(ctx, "a"),
+        k.artifact(ctx, "b"),
+        k.agent(ctx),
+        k.owner_agents("owner"),
+        k.events(task),
+        k.task_record(task),
+        k.owner_tasks("owner"),
+        k.context_tasks(ctx),
+        k.all_tasks(),
+    ]
+}
+
+async fn pttl(client: &redis::Client, key: &str) -> i64 {
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    redis::cmd("PTTL")
+        .arg(key)
+        .query_async(&mut conn)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkpoints_expire_after_a_day_and_the_rest_never_by_default() {
+    let redis = common::redis();
+    let stores = common::stores(common::config(redis.url())).await;
+    let client = redis::Client::open(redis.url()).unwrap();
+    let keys = write_everything(&stores, "c1", "t1").await;
+    let k = stores.backend.keys();
+    for key in [k.checkpoint("t1"), k.checkpoint_messages("t1")] {
+        let ms = pttl(&client, &key).await;
+        assert!(
+            ms > 23 * 3600 * 1000 && ms <= 24 * 3600 * 1000,
+            "{key} must expire in a day, PTTL {ms}"
+        );
+    }
+    for key in &keys {
+        assert_eq!(pttl(&client, key).await, -1, "{key} must not expire");
+    }
+    assert!(
+        stores
+            .locks
+            .try_acquire("c1", "me", Duration::from_secs(5))
+            .await
+            .unwrap()
+    );
+    let lease = pttl(&client, &k.lock("c1")).await;
+    assert!(
+        lease > 0 && lease <= 5000,
+        "a lease expires with its ttl: {lease}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn short_ttls_make_every_key_expire() {
+    let redis = common::redis();
+    let config = common::config(redis.url())
+        .with_task_ttl(Some(Duration::from_secs(1)))
+        .with_ttl(Some(Duration::from_secs(1)));
+    let stores = common::stores(config).await;
+    let client = redis::Client::open(redis.url()).unwrap();
+    let mut keys = write_everything(&stores, "c2", "t2").await;
+    let k = stores.backend.keys();
+    keys.extend([k.checkpoint("t2"), k.checkpoint_messages("t2")]);
+    for key in &keys {
+        let ms = pttl(&client, key).await;
+        assert!(
+            ms > 0 && ms <= 1000,
+            "{key} must expire within a second, PTTL {ms}"
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    for key in &keys {
+        assert_eq!(pttl(&client, key).await, -2, "{key} must be gone");
+    }
+    assert!(stores.tasks.load("t2").await.unwrap().is_none());
+    assert_eq!(stores.messages.count("c2").await.unwrap(), 0);
+    assert!(stores.artifacts.list("c2").await.unwrap().is_empty());
+    assert!(
+        stores
+            .agents
+            .list_by_owner("owner", 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        stores
+            .task_records
+            .list(None, None, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
