@@ -72,6 +72,7 @@ async fn many_blocked_followers_do_not_block_a_pool_of_one() {
         assert_eq!(got, stores.events.read(&task, None, 10).await.unwrap());
         assert!(got.last().unwrap().event.is_final());
     }
+    common::cleanup(redis.url(), &stores).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -144,6 +144,7 @@ async fn checkpoints_expire_after_a_day_and_the_rest_never_by_default() {
         lease > 0 && lease <= 5000,
         "a lease expires with its ttl: {lease}"
     );
+    common::cleanup(redis.url(), &stores).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,5 @@
 //! Shared by the Redis integration tests: the test Redis and a unique prefix.
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
 use looopy_stores_redis::{RedisConfig, RedisStores};
 use looopy_testkit::TestRedis;
@@ -23,5 +23,25 @@ pub async fn stores(config: RedisConfig) -> RedisStores {
     match RedisStores::connect(config).await {
         Ok(stores) => stores,
         Err(e) => panic!("could not connect to the test Redis: {e}"),
+    }
+}
+
+/// Deletes every key under the stores' prefix (tests on the shared Redis
+/// leave nothing behind).
+pub async fn cleanup(url: &str, stores: &RedisStores) {
+    let client = redis::Client::open(url).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let pattern = format!("{}:*", stores.backend.keys().prefix());
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(pattern)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    if !keys.is_empty() {
+        let _: i64 = redis::cmd("DEL")
+            .arg(&keys)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
     }
 }
