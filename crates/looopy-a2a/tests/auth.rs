@@ -13,7 +13,9 @@ const BOB: &[(&str, &str)] = &[("x-api-key", "bob-key")];
 
 async fn server(runner: ScriptedRunner) -> TestServer {
     let stores = SharedStores::default();
-    let auth = AuthConfig::none().bearer("alice-token", "alice").api_key("bob-key", "bob");
+    let auth = AuthConfig::none()
+        .bearer("alice-token", "alice")
+        .api_key("bob-key", "bob");
     serve(builder(runner.clone(), &stores).auth(auth).build(), &stores).await
 }
 
@@ -21,17 +23,32 @@ async fn server(runner: ScriptedRunner) -> TestServer {
 async fn requests_without_valid_credentials_get_401() {
     let runner = ScriptedRunner::hello();
     let server = server(runner.clone()).await;
-    let body = json!({"jsonrpc":"2.0","id":1,"method":"message/send","params": v03_message("x")}).to_string();
-    for headers in [&[][..], &[("authorization", "Bearer wrong")][..], &[("x-api-key", "alice-token")][..]] {
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"message/send","params": v03_message("x")})
+        .to_string();
+    for headers in [
+        &[][..],
+        &[("authorization", "Bearer wrong")][..],
+        &[("x-api-key", "alice-token")][..],
+    ] {
         let res = http()
             .post(format!("{}/", server.url))
-            .headers(headers.iter().map(|(k, v)| (k.parse().unwrap(), v.parse().unwrap())).collect())
+            .headers(
+                headers
+                    .iter()
+                    .map(|(k, v)| (k.parse().unwrap(), v.parse().unwrap()))
+                    .collect(),
+            )
             .body(body.clone())
             .send()
             .await
             .unwrap();
         assert_eq!(res.status().as_u16(), 401);
-        assert!(res.headers()["www-authenticate"].to_str().unwrap().starts_with("Bearer"));
+        assert!(
+            res.headers()["www-authenticate"]
+                .to_str()
+                .unwrap()
+                .starts_with("Bearer")
+        );
         let v: serde_json::Value = res.json().await.unwrap();
         assert_eq!(v["error"]["code"], -32000);
     }
@@ -47,8 +64,14 @@ async fn requests_without_valid_credentials_get_401() {
         .json()
         .await
         .unwrap();
-    assert_eq!(card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"], "Bearer");
-    assert_eq!(card["securitySchemes"]["apiKey"]["apiKeySecurityScheme"]["location"], "header");
+    assert_eq!(
+        card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
+        "Bearer"
+    );
+    assert_eq!(
+        card["securitySchemes"]["apiKey"]["apiKeySecurityScheme"]["location"],
+        "header"
+    );
     assert_eq!(card["securityRequirements"].as_array().unwrap().len(), 2);
     let legacy: serde_json::Value = http()
         .get(format!("{}/.well-known/agent.json", server.url))
@@ -79,13 +102,20 @@ async fn another_principal_gets_task_not_found() {
     let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
     let runner = ScriptedRunner::new(vec![
         hello_script(),
-        vec![working(), Step::Gate(gate.clone()), finish(looopy_core::TaskState::InputRequired, "?")],
+        vec![
+            working(),
+            Step::Gate(gate.clone()),
+            finish(looopy_core::TaskState::InputRequired, "?"),
+        ],
     ]);
     let server = server(runner).await;
     let url = &server.url;
     let done = rpc_with(url, Some("1.0"), ALICE, "SendMessage", v1_message("mine")).await;
     let task_id = done["result"]["task"]["id"].as_str().unwrap().to_owned();
-    let context_id = done["result"]["task"]["contextId"].as_str().unwrap().to_owned();
+    let context_id = done["result"]["task"]["contextId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
 
     // Bob, in both versions, on every method that names the task.
     let get = rpc_with(url, Some("1.0"), BOB, "GetTask", json!({"id": task_id})).await;
@@ -93,11 +123,32 @@ async fn another_principal_gets_task_not_found() {
     let get = rpc_with(url, None, BOB, "tasks/get", json!({"id": task_id})).await;
     assert_eq!(get["error"]["code"], -32001);
     let cancel = rpc_with(url, Some("1.0"), BOB, "CancelTask", json!({"id": task_id})).await;
-    assert_eq!(cancel["error"]["code"], -32001, "not -32002: Bob must not learn that it exists");
-    let events = sse(url, Some("1.0"), BOB, "SubscribeToTask", json!({"id": task_id})).await.rest().await;
+    assert_eq!(
+        cancel["error"]["code"], -32001,
+        "not -32002: Bob must not learn that it exists"
+    );
+    let events = sse(
+        url,
+        Some("1.0"),
+        BOB,
+        "SubscribeToTask",
+        json!({"id": task_id}),
+    )
+    .await
+    .rest()
+    .await;
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].data["error"]["code"], -32001);
-    let events = sse(url, None, &[BOB[0], ("last-event-id", "1")], "tasks/resubscribe", json!({"id": task_id})).await.rest().await;
+    let events = sse(
+        url,
+        None,
+        &[BOB[0], ("last-event-id", "1")],
+        "tasks/resubscribe",
+        json!({"id": task_id}),
+    )
+    .await
+    .rest()
+    .await;
     assert_eq!(events[0].data["error"]["code"], -32001);
     let mut cont = v1_message("continue");
     cont["message"]["taskId"] = json!(task_id);

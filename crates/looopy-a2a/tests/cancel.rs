@@ -15,19 +15,47 @@ use support::*;
 async fn cancel_a_running_task_then_again() {
     let runner = ScriptedRunner::new(vec![vec![working(), Step::UntilCancelled]]);
     let server = start(runner).await;
-    let mut stream = sse(&server.url, Some("1.0"), &[], "SendStreamingMessage", v1_message("long job")).await;
-    let task_id = stream.next().await.unwrap().data["result"]["task"]["id"].as_str().unwrap().to_owned();
-    assert_eq!(stream.next().await.unwrap().data["result"]["statusUpdate"]["status"]["state"], "TASK_STATE_WORKING");
+    let mut stream = sse(
+        &server.url,
+        Some("1.0"),
+        &[],
+        "SendStreamingMessage",
+        v1_message("long job"),
+    )
+    .await;
+    let task_id = stream.next().await.unwrap().data["result"]["task"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        stream.next().await.unwrap().data["result"]["statusUpdate"]["status"]["state"],
+        "TASK_STATE_WORKING"
+    );
 
-    let r = rpc(&server.url, Some("1.0"), "CancelTask", json!({"id": task_id})).await;
+    let r = rpc(
+        &server.url,
+        Some("1.0"),
+        "CancelTask",
+        json!({"id": task_id}),
+    )
+    .await;
     assert_eq!(r["result"]["id"], task_id.as_str());
     assert_eq!(r["result"]["status"]["state"], "TASK_STATE_CANCELED");
     // The open stream sees the end too.
     let rest = stream.rest().await;
-    assert_eq!(rest.last().unwrap().data["result"]["statusUpdate"]["status"]["state"], "TASK_STATE_CANCELED");
+    assert_eq!(
+        rest.last().unwrap().data["result"]["statusUpdate"]["status"]["state"],
+        "TASK_STATE_CANCELED"
+    );
 
     // A finished task is not cancelable, in both versions.
-    let again = rpc(&server.url, Some("1.0"), "CancelTask", json!({"id": task_id})).await;
+    let again = rpc(
+        &server.url,
+        Some("1.0"),
+        "CancelTask",
+        json!({"id": task_id}),
+    )
+    .await;
     assert_eq!(again["error"]["code"], -32002);
     let again = rpc(&server.url, None, "tasks/cancel", json!({"id": task_id})).await;
     assert_eq!(again["error"]["code"], -32002);
@@ -41,13 +69,23 @@ async fn completed_tasks_are_not_cancelable_and_unknown_ones_not_found() {
     let c = rpc(&server.url, None, "tasks/cancel", json!({"id": id})).await;
     assert_eq!(c["error"]["code"], -32002);
     assert_eq!(c["error"]["data"][0]["reason"], "TASK_NOT_CANCELABLE");
-    let c = rpc(&server.url, Some("1.0"), "CancelTask", json!({"id": "no-such-task"})).await;
+    let c = rpc(
+        &server.url,
+        Some("1.0"),
+        "CancelTask",
+        json!({"id": "no-such-task"}),
+    )
+    .await;
     assert_eq!(c["error"]["code"], -32001);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_task_waiting_for_input_can_be_canceled() {
-    let server = start(ScriptedRunner::new(vec![vec![working(), finish(TaskState::InputRequired, "Which one?")]])).await;
+    let server = start(ScriptedRunner::new(vec![vec![
+        working(),
+        finish(TaskState::InputRequired, "Which one?"),
+    ]]))
+    .await;
     let r = rpc(&server.url, None, "message/send", v03_message("x")).await;
     assert_eq!(r["result"]["status"]["state"], "input-required");
     let id = r["result"]["id"].as_str().unwrap();
@@ -56,13 +94,24 @@ async fn a_task_waiting_for_input_can_be_canceled() {
     let mut cont = v03_message("too late");
     cont["message"]["taskId"] = json!(id);
     let r = rpc(&server.url, None, "message/send", cont).await;
-    assert_eq!(r["error"]["code"], -32004, "a canceled task takes no more messages");
+    assert_eq!(
+        r["error"]["code"], -32004,
+        "a canceled task takes no more messages"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn cancel_through_another_server_sharing_the_stores() {
     let stores = SharedStores::default();
-    let a = serve(builder(ScriptedRunner::new(vec![vec![working(), Step::UntilCancelled]]), &stores).build(), &stores).await;
+    let a = serve(
+        builder(
+            ScriptedRunner::new(vec![vec![working(), Step::UntilCancelled]]),
+            &stores,
+        )
+        .build(),
+        &stores,
+    )
+    .await;
     let b = serve(builder(ScriptedRunner::hello(), &stores).build(), &stores).await;
     let r = rpc(&a.url, Some("1.0"), "SendMessage", {
         let mut p = v1_message("long");
@@ -83,8 +132,18 @@ async fn cancel_an_agent_turn_waiting_on_its_model() {
     ));
     let (runner, _stores) = agent_runner(llm, Vec::<Arc<dyn looopy_core::ToolProvider>>::new());
     let server = start(runner).await;
-    let mut stream = sse(&server.url, None, &[], "message/stream", v03_message("slow")).await;
-    let task_id = stream.next().await.unwrap().data["result"]["id"].as_str().unwrap().to_owned();
+    let mut stream = sse(
+        &server.url,
+        None,
+        &[],
+        "message/stream",
+        v03_message("slow"),
+    )
+    .await;
+    let task_id = stream.next().await.unwrap().data["result"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let c = rpc(&server.url, None, "tasks/cancel", json!({"id": task_id})).await;
     assert_eq!(c["result"]["status"]["state"], "canceled");
     let rest = stream.rest().await;

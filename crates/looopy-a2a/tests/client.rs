@@ -9,7 +9,9 @@ use std::sync::Arc;
 use axum::Json;
 use axum::routing::post;
 use futures::StreamExt;
-use looopy_a2a::{A2aClient, A2aClientError, AuthConfig, ProtocolVersion, SendRequest, SendResponse, StreamEvent};
+use looopy_a2a::{
+    A2aClient, A2aClientError, AuthConfig, ProtocolVersion, SendRequest, SendResponse, StreamEvent,
+};
 use looopy_core::{EventPayload, TaskState};
 use serde_json::{Value, json};
 use support::*;
@@ -36,7 +38,12 @@ async fn discover_send_get_list_in_1_0() {
     assert_eq!(t.status.state, TaskState::Completed);
     assert_eq!(t.answer_text(), "Hi there!");
     assert_eq!(t.history.len(), 2);
-    let t2 = task(client.send(&SendRequest::text("Hello again").in_context(&t.context_id)).await.unwrap());
+    let t2 = task(
+        client
+            .send(&SendRequest::text("Hello again").in_context(&t.context_id))
+            .await
+            .unwrap(),
+    );
     assert_eq!(t2.context_id, t.context_id);
 
     let got = client.get_task(&t.id, Some(1)).await.unwrap();
@@ -70,7 +77,9 @@ async fn stream_and_resubscribe_in_both_versions() {
         let client = A2aClient::builder(&server.url).version(version).build();
         let mut events = client.stream(&SendRequest::text("go")).await.unwrap();
         let first = events.next().await.unwrap().unwrap();
-        let StreamEvent::Task(t) = &first.event else { panic!("{first:?}") };
+        let StreamEvent::Task(t) = &first.event else {
+            panic!("{first:?}")
+        };
         let task_id = t.id.clone();
         let working = events.next().await.unwrap().unwrap();
         assert_eq!(
@@ -91,12 +100,17 @@ async fn stream_and_resubscribe_in_both_versions() {
             items.push(item.unwrap());
         }
         if version == ProtocolVersion::V1_0 {
-            assert!(matches!(items.remove(0).event, StreamEvent::Task(_)), "1.0 starts with the task");
+            assert!(
+                matches!(items.remove(0).event, StreamEvent::Task(_)),
+                "1.0 starts with the task"
+            );
         }
         assert_eq!(items.len(), 2, "{version}: {items:#?}");
         match &items[0].event {
             StreamEvent::Update(e) => match &e.payload {
-                EventPayload::ArtifactUpdate { artifact, append, .. } => {
+                EventPayload::ArtifactUpdate {
+                    artifact, append, ..
+                } => {
                     assert_eq!(artifact.parts[0].as_text(), Some("b"));
                     assert!(append);
                 }
@@ -118,11 +132,18 @@ async fn cancel_and_input_required_in_0_3() {
         vec![working(), Step::UntilCancelled],
     ]);
     let server = start(runner).await;
-    let client = A2aClient::builder(&server.url).version(ProtocolVersion::V0_3).build();
+    let client = A2aClient::builder(&server.url)
+        .version(ProtocolVersion::V0_3)
+        .build();
     let t = task(client.send(&SendRequest::text("weather")).await.unwrap());
     assert_eq!(t.status.state, TaskState::InputRequired);
     assert_eq!(t.answer_text(), "Which city?");
-    let t2 = task(client.send(&SendRequest::text("Paris").for_task(&t.id).non_blocking()).await.unwrap());
+    let t2 = task(
+        client
+            .send(&SendRequest::text("Paris").for_task(&t.id).non_blocking())
+            .await
+            .unwrap(),
+    );
     assert_eq!(t2.id, t.id);
     let canceled = client.cancel_task(&t.id).await.unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);
@@ -133,7 +154,9 @@ async fn cancel_and_input_required_in_0_3() {
 #[tokio::test(flavor = "multi_thread")]
 async fn credentials_are_sent() {
     let stores = SharedStores::default();
-    let auth = AuthConfig::none().bearer("tok", "alice").api_key("key", "bob");
+    let auth = AuthConfig::none()
+        .bearer("tok", "alice")
+        .api_key("key", "bob");
     let runner = ScriptedRunner::hello();
     let server = serve(builder(runner.clone(), &stores).auth(auth).build(), &stores).await;
     let anonymous = A2aClient::new(&server.url);
@@ -143,9 +166,23 @@ async fn credentials_are_sent() {
     }
     // The card needs no credentials.
     anonymous.discover().await.unwrap();
-    A2aClient::builder(&server.url).bearer_token("tok").build().send(&SendRequest::text("x")).await.unwrap();
-    A2aClient::builder(&server.url).api_key("key").build().send(&SendRequest::text("y")).await.unwrap();
-    let who: Vec<_> = runner.requests().iter().map(|r| r.auth.principal.clone()).collect();
+    A2aClient::builder(&server.url)
+        .bearer_token("tok")
+        .build()
+        .send(&SendRequest::text("x"))
+        .await
+        .unwrap();
+    A2aClient::builder(&server.url)
+        .api_key("key")
+        .build()
+        .send(&SendRequest::text("y"))
+        .await
+        .unwrap();
+    let who: Vec<_> = runner
+        .requests()
+        .iter()
+        .map(|r| r.auth.principal.clone())
+        .collect();
     assert_eq!(who, ["alice", "bob"]);
 }
 
@@ -158,7 +195,9 @@ async fn legacy_server() -> String {
                 "kind": "task", "id": "t1", "contextId": "c1",
                 "status": {"state": "completed", "message": {"kind": "message", "role": "agent",
                     "messageId": "m1", "parts": [{"kind": "text", "text": "legacy answer"}]}}}}),
-            _ => json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}}),
+            _ => {
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}})
+            }
         })
     }
     let app = axum::Router::new().route("/", post(rpc));
@@ -176,6 +215,15 @@ async fn falls_back_to_0_3_unless_the_version_is_fixed() {
     assert_eq!(t.answer_text(), "legacy answer");
     assert_eq!(client.version(), ProtocolVersion::V0_3);
 
-    let fixed = A2aClient::builder(&url).version(ProtocolVersion::V1_0).build();
-    assert_eq!(fixed.send(&SendRequest::text("x")).await.unwrap_err().code(), Some(-32601));
+    let fixed = A2aClient::builder(&url)
+        .version(ProtocolVersion::V1_0)
+        .build();
+    assert_eq!(
+        fixed
+            .send(&SendRequest::text("x"))
+            .await
+            .unwrap_err()
+            .code(),
+        Some(-32601)
+    );
 }

@@ -8,7 +8,12 @@ use support::*;
 
 async fn code(url: &str, version: Option<&str>, body: &str) -> (u16, i64) {
     let (status, v) = rpc_raw(url, version, &[], body.to_owned()).await;
-    (status, v["error"]["code"].as_i64().unwrap_or_else(|| panic!("no error in {v}")))
+    (
+        status,
+        v["error"]["code"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("no error in {v}")),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -18,16 +23,76 @@ async fn envelope_errors() {
     assert_eq!(code(url, None, "{not json").await, (200, -32700));
     assert_eq!(code(url, None, "").await, (200, -32700));
     assert_eq!(code(url, None, "[]").await, (200, -32600));
-    assert_eq!(code(url, None, r#"[{"jsonrpc":"2.0","id":1,"method":"tasks/get"}]"#).await, (200, -32600));
-    assert_eq!(code(url, None, r#"{"jsonrpc":"2.0","method":"tasks/get"}"#).await, (200, -32600));
-    assert_eq!(code(url, None, r#"{"jsonrpc":"1.0","id":1,"method":"tasks/get"}"#).await, (200, -32600));
-    assert_eq!(code(url, None, r#"{"jsonrpc":"2.0","id":{},"method":"tasks/get"}"#).await, (200, -32600));
-    assert_eq!(code(url, None, r#"{"jsonrpc":"2.0","id":1,"method":5}"#).await, (200, -32600));
-    assert_eq!(code(url, None, r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":3}"#).await, (200, -32600));
-    assert_eq!(code(url, None, r#"{"jsonrpc":"2.0","id":1,"method":"tasks/nope"}"#).await, (200, -32601));
-    assert_eq!(code(url, Some("1.0"), r#"{"jsonrpc":"2.0","id":1,"method":"Nope"}"#).await, (200, -32601));
+    assert_eq!(
+        code(
+            url,
+            None,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"tasks/get"}]"#
+        )
+        .await,
+        (200, -32600)
+    );
+    assert_eq!(
+        code(url, None, r#"{"jsonrpc":"2.0","method":"tasks/get"}"#).await,
+        (200, -32600)
+    );
+    assert_eq!(
+        code(
+            url,
+            None,
+            r#"{"jsonrpc":"1.0","id":1,"method":"tasks/get"}"#
+        )
+        .await,
+        (200, -32600)
+    );
+    assert_eq!(
+        code(
+            url,
+            None,
+            r#"{"jsonrpc":"2.0","id":{},"method":"tasks/get"}"#
+        )
+        .await,
+        (200, -32600)
+    );
+    assert_eq!(
+        code(url, None, r#"{"jsonrpc":"2.0","id":1,"method":5}"#).await,
+        (200, -32600)
+    );
+    assert_eq!(
+        code(
+            url,
+            None,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":3}"#
+        )
+        .await,
+        (200, -32600)
+    );
+    assert_eq!(
+        code(
+            url,
+            None,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tasks/nope"}"#
+        )
+        .await,
+        (200, -32601)
+    );
+    assert_eq!(
+        code(
+            url,
+            Some("1.0"),
+            r#"{"jsonrpc":"2.0","id":1,"method":"Nope"}"#
+        )
+        .await,
+        (200, -32601)
+    );
     // The id is echoed when it could be read.
-    let (_, v) = rpc_raw(url, None, &[], r#"{"jsonrpc":"2.0","id":"abc","method":"nope"}"#.into()).await;
+    let (_, v) = rpc_raw(
+        url,
+        None,
+        &[],
+        r#"{"jsonrpc":"2.0","id":"abc","method":"nope"}"#.into(),
+    )
+    .await;
     assert_eq!(v["id"], "abc");
     assert_eq!(v["error"]["data"][0]["reason"], "METHOD_NOT_FOUND");
 }
@@ -36,12 +101,14 @@ async fn envelope_errors() {
 async fn version_errors() {
     let server = start(ScriptedRunner::hello()).await;
     let url = &server.url;
-    let send1 = json!({"jsonrpc":"2.0","id":1,"method":"SendMessage","params": v1_message("x")}).to_string();
+    let send1 = json!({"jsonrpc":"2.0","id":1,"method":"SendMessage","params": v1_message("x")})
+        .to_string();
     assert_eq!(code(url, Some("0.5"), &send1).await, (200, -32009));
     assert_eq!(code(url, Some("2.0"), &send1).await, (200, -32009));
     // A method of the other version under an explicit header.
     assert_eq!(code(url, Some("0.3"), &send1).await, (200, -32009));
-    let send03 = json!({"jsonrpc":"2.0","id":1,"method":"message/send","params": v03_message("x")}).to_string();
+    let send03 = json!({"jsonrpc":"2.0","id":1,"method":"message/send","params": v03_message("x")})
+        .to_string();
     assert_eq!(code(url, Some("1.0"), &send03).await, (200, -32009));
 }
 
@@ -58,40 +125,85 @@ async fn params_errors() {
     assert_eq!(call("SendMessage", json!({}), v1).await, (200, -32602));
     assert_eq!(call("SendMessage", json!([1]), v1).await, (200, -32602));
     assert_eq!(
-        call("SendMessage", json!({"message": {"role": "ROLE_USER", "messageId": "m", "parts": []}}), v1).await,
+        call(
+            "SendMessage",
+            json!({"message": {"role": "ROLE_USER", "messageId": "m", "parts": []}}),
+            v1
+        )
+        .await,
         (200, -32602)
     );
     assert_eq!(
-        call("SendMessage", json!({"message": {"role": "ROLE_USER", "messageId": "m", "parts": [{"bogus": 1}]}}), v1).await,
+        call(
+            "SendMessage",
+            json!({"message": {"role": "ROLE_USER", "messageId": "m", "parts": [{"bogus": 1}]}}),
+            v1
+        )
+        .await,
         (200, -32602)
     );
     assert_eq!(
-        call("SendMessage", json!({"message": {"role": "ROLE_AGENT", "messageId": "m", "parts": [{"text": "x"}]}}), v1).await,
+        call(
+            "SendMessage",
+            json!({"message": {"role": "ROLE_AGENT", "messageId": "m", "parts": [{"text": "x"}]}}),
+            v1
+        )
+        .await,
         (200, -32602)
     );
     assert_eq!(call("GetTask", json!({}), v1).await, (200, -32602));
     assert_eq!(call("GetTask", json!({"id": 5}), v1).await, (200, -32602));
-    assert_eq!(call("message/send", json!({"message": {"role": "user", "messageId": "m", "parts": [{"kind": "text"}]}}), None).await, (200, -32602));
-    assert_eq!(call("message/send", json!({"message": {"role": "user", "parts": [{"kind": "text", "text": "x"}]}}), None).await, (200, -32602));
-    assert_eq!(call("tasks/get", json!({"id": "nope"}), None).await, (200, -32001));
-    assert_eq!(call("tasks/cancel", json!({"id": "nope"}), None).await, (200, -32001));
-    assert_eq!(call("GetTask", json!({"id": "nope"}), v1).await, (200, -32001));
+    assert_eq!(
+        call(
+            "message/send",
+            json!({"message": {"role": "user", "messageId": "m", "parts": [{"kind": "text"}]}}),
+            None
+        )
+        .await,
+        (200, -32602)
+    );
+    assert_eq!(
+        call(
+            "message/send",
+            json!({"message": {"role": "user", "parts": [{"kind": "text", "text": "x"}]}}),
+            None
+        )
+        .await,
+        (200, -32602)
+    );
+    assert_eq!(
+        call("tasks/get", json!({"id": "nope"}), None).await,
+        (200, -32001)
+    );
+    assert_eq!(
+        call("tasks/cancel", json!({"id": "nope"}), None).await,
+        (200, -32001)
+    );
+    assert_eq!(
+        call("GetTask", json!({"id": "nope"}), v1).await,
+        (200, -32001)
+    );
 
     // The field at fault is named.
     let body = json!({"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id": 5}}).to_string();
     let (_, v) = rpc_raw(url, v1, &[], body).await;
-    assert!(v["error"]["message"].as_str().unwrap().contains("id"), "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("id"),
+        "{v}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn media_types_the_card_does_not_accept_are_refused() {
     let server = start(ScriptedRunner::hello()).await;
     let mut params = v1_message("look");
-    params["message"]["parts"] = json!([{"raw": "iVBORw0KGgo=", "mediaType": "image/png", "filename": "a.png"}]);
+    params["message"]["parts"] =
+        json!([{"raw": "iVBORw0KGgo=", "mediaType": "image/png", "filename": "a.png"}]);
     let r = rpc(&server.url, Some("1.0"), "SendMessage", params).await;
     assert_eq!(r["error"]["code"], -32005);
     let mut params = v03_message("look");
-    params["message"]["parts"] = json!([{"kind": "file", "file": {"uri": "http://x/a.mp4", "mimeType": "video/mp4"}}]);
+    params["message"]["parts"] =
+        json!([{"kind": "file", "file": {"uri": "http://x/a.mp4", "mimeType": "video/mp4"}}]);
     let r = rpc(&server.url, None, "message/send", params).await;
     assert_eq!(r["error"]["code"], -32005);
     // JSON data is accepted by default.
@@ -104,7 +216,13 @@ async fn media_types_the_card_does_not_accept_are_refused() {
 #[tokio::test(flavor = "multi_thread")]
 async fn oversized_bodies_get_413_with_a_json_rpc_error() {
     let stores = SharedStores::default();
-    let server = serve(builder(ScriptedRunner::hello(), &stores).max_body_bytes(1024).build(), &stores).await;
+    let server = serve(
+        builder(ScriptedRunner::hello(), &stores)
+            .max_body_bytes(1024)
+            .build(),
+        &stores,
+    )
+    .await;
     let mut params = v03_message(&"x".repeat(4096));
     params["message"]["messageId"] = json!("m");
     let body = json!({"jsonrpc":"2.0","id":1,"method":"message/send","params":params}).to_string();
@@ -112,7 +230,12 @@ async fn oversized_bodies_get_413_with_a_json_rpc_error() {
     assert_eq!(status, 413);
     assert_eq!(v["error"]["code"], -32600);
     // Also without a Content-Length (chunked).
-    let chunks = futures::stream::iter(body.into_bytes().chunks(100).map(|c| Ok::<_, std::io::Error>(c.to_vec())).collect::<Vec<_>>());
+    let chunks = futures::stream::iter(
+        body.into_bytes()
+            .chunks(100)
+            .map(|c| Ok::<_, std::io::Error>(c.to_vec()))
+            .collect::<Vec<_>>(),
+    );
     let res = http()
         .post(format!("{}/", server.url))
         .header("content-type", "application/json")

@@ -15,7 +15,13 @@ use support::*;
 #[tokio::test(flavor = "multi_thread")]
 async fn a_context_id_continues_the_conversation() {
     let (server, llm) = agent_server(&["Nice to meet you, Ada.", "Your name is Ada."]).await;
-    let first = rpc(&server.url, Some("1.0"), "SendMessage", v1_message("My name is Ada.")).await;
+    let first = rpc(
+        &server.url,
+        Some("1.0"),
+        "SendMessage",
+        v1_message("My name is Ada."),
+    )
+    .await;
     let first = &first["result"]["task"];
     let context = first["contextId"].as_str().unwrap();
     let mut second = v1_message("What is my name?");
@@ -24,9 +30,16 @@ async fn a_context_id_continues_the_conversation() {
     let second = &second["result"]["task"];
     assert_eq!(second["contextId"], context);
     assert_ne!(second["id"], first["id"], "a new task in the same context");
-    assert_eq!(second["status"]["message"]["parts"][0]["text"], "Your name is Ada.");
+    assert_eq!(
+        second["status"]["message"]["parts"][0]["text"],
+        "Your name is Ada."
+    );
     // The model saw the first turn.
-    let seen: Vec<_> = llm.requests()[1].messages.iter().map(|m| (m.role, m.text())).collect();
+    let seen: Vec<_> = llm.requests()[1]
+        .messages
+        .iter()
+        .map(|m| (m.role, m.text()))
+        .collect();
     assert_eq!(
         seen,
         [
@@ -47,7 +60,14 @@ async fn a_context_id_continues_the_conversation() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_client_tool_makes_the_task_wait_and_the_next_message_continues_it() {
     let llm = ScriptedLlm::new()
-        .respond(LlmResponse::tool_calls("", vec![ToolCall::new("call-1", "ask_user", r#"{"question":"Which city?"}"#)]))
+        .respond(LlmResponse::tool_calls(
+            "",
+            vec![ToolCall::new(
+                "call-1",
+                "ask_user",
+                r#"{"question":"Which city?"}"#,
+            )],
+        ))
         .respond(LlmResponse::text("It is sunny in Paris."));
     let ask = ClientTools::new([ToolDefinition::new(
         "ask_user",
@@ -72,15 +92,22 @@ async fn a_client_tool_makes_the_task_wait_and_the_next_message_continues_it() {
     let mut answer = v03_message("");
     answer["message"]["taskId"] = json!(task_id);
     answer["message"]["contextId"] = json!(context_id);
-    answer["message"]["parts"] = json!([{"kind": "data", "data": {"toolCallId": "call-1", "result": "Paris"}}]);
-    let events = sse(&server.url, None, &[], "message/stream", answer).await.rest().await;
+    answer["message"]["parts"] =
+        json!([{"kind": "data", "data": {"toolCallId": "call-1", "result": "Paris"}}]);
+    let events = sse(&server.url, None, &[], "message/stream", answer)
+        .await
+        .rest()
+        .await;
     let results: Vec<_> = events.iter().map(|e| e.data["result"].clone()).collect();
     assert_eq!(results[0]["kind"], "task");
     assert_eq!(results[0]["id"], task_id.as_str(), "the same task");
     let last = results.last().unwrap();
     assert_eq!(last["final"], true);
     assert_eq!(last["status"]["state"], "completed");
-    assert_eq!(last["status"]["message"]["parts"][0]["text"], "It is sunny in Paris.");
+    assert_eq!(
+        last["status"]["message"]["parts"][0]["text"],
+        "It is sunny in Paris."
+    );
     // The model got the tool result where the call was.
     let msgs = &llm.requests()[1].messages;
     let tool_msg = msgs.iter().find(|m| m.role == Role::Tool).unwrap();
@@ -104,10 +131,20 @@ async fn continuation_rules() {
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     let runner = ScriptedRunner::new(vec![
         vec![working(), finish(TaskState::InputRequired, "Which city?")],
-        vec![working(), Step::Gate(gate.clone()), finish(TaskState::Completed, "Sunny.")],
+        vec![
+            working(),
+            Step::Gate(gate.clone()),
+            finish(TaskState::Completed, "Sunny."),
+        ],
     ]);
     let server = start(runner.clone()).await;
-    let r = rpc(&server.url, Some("1.0"), "SendMessage", v1_message("Weather?")).await;
+    let r = rpc(
+        &server.url,
+        Some("1.0"),
+        "SendMessage",
+        v1_message("Weather?"),
+    )
+    .await;
     let task = &r["result"]["task"];
     assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
     let task_id = task["id"].as_str().unwrap().to_owned();
@@ -116,11 +153,17 @@ async fn continuation_rules() {
     let mut wrong = v1_message("Paris");
     wrong["message"]["taskId"] = json!(task_id);
     wrong["message"]["contextId"] = json!("another");
-    assert_eq!(rpc(&server.url, Some("1.0"), "SendMessage", wrong).await["error"]["code"], -32602);
+    assert_eq!(
+        rpc(&server.url, Some("1.0"), "SendMessage", wrong).await["error"]["code"],
+        -32602
+    );
     // Unknown task ids are not found.
     let mut unknown = v1_message("Paris");
     unknown["message"]["taskId"] = json!("nope");
-    assert_eq!(rpc(&server.url, Some("1.0"), "SendMessage", unknown).await["error"]["code"], -32001);
+    assert_eq!(
+        rpc(&server.url, Some("1.0"), "SendMessage", unknown).await["error"]["code"],
+        -32001
+    );
 
     // A subscriber of the waiting task follows into the next turn.
     let mut cont = v1_message("Paris");
@@ -129,38 +172,69 @@ async fn continuation_rules() {
     let r = rpc(&server.url, Some("1.0"), "SendMessage", cont.clone()).await;
     assert_eq!(r["result"]["task"]["id"], task_id.as_str());
     // While that turn runs, another message to the task is refused.
-    assert_eq!(rpc(&server.url, Some("1.0"), "SendMessage", cont).await["error"]["code"], -32004);
+    assert_eq!(
+        rpc(&server.url, Some("1.0"), "SendMessage", cont).await["error"]["code"],
+        -32004
+    );
     let requests = runner.requests();
     assert!(!requests[0].continues_task);
     assert!(requests[1].continues_task);
     assert_eq!(requests[1].task_id, requests[0].task_id);
     assert_eq!(requests[1].message.text(), "Paris");
 
-    let mut s = sse(&server.url, Some("1.0"), &[], "SubscribeToTask", json!({"id": task_id})).await;
+    let mut s = sse(
+        &server.url,
+        Some("1.0"),
+        &[],
+        "SubscribeToTask",
+        json!({"id": task_id}),
+    )
+    .await;
     // The task as it is now, then this turn from its start.
     let now = s.next().await.unwrap();
     assert!(now.id.is_none());
-    assert_eq!(now.data["result"]["task"]["status"]["state"], "TASK_STATE_WORKING");
-    assert_eq!(s.next().await.unwrap().data["result"]["task"]["status"]["state"], "TASK_STATE_SUBMITTED");
+    assert_eq!(
+        now.data["result"]["task"]["status"]["state"],
+        "TASK_STATE_WORKING"
+    );
+    assert_eq!(
+        s.next().await.unwrap().data["result"]["task"]["status"]["state"],
+        "TASK_STATE_SUBMITTED"
+    );
     gate.add_permits(1);
     let rest = s.rest().await;
-    assert_eq!(rest.last().unwrap().data["result"]["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(
+        rest.last().unwrap().data["result"]["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
 
     // Replaying from the first turn's start follows across both turns.
     let first_event = {
         use looopy_core::store::EventLog;
-        server.events.read(&task_id, None, 1).await.unwrap()[0].id.clone()
+        server.events.read(&task_id, None, 1).await.unwrap()[0]
+            .id
+            .clone()
     };
-    let all = sse(&server.url, Some("1.0"), &[("last-event-id", &first_event)], "SubscribeToTask", json!({"id": task_id}))
-        .await
-        .rest()
-        .await;
+    let all = sse(
+        &server.url,
+        Some("1.0"),
+        &[("last-event-id", &first_event)],
+        "SubscribeToTask",
+        json!({"id": task_id}),
+    )
+    .await
+    .rest()
+    .await;
     let states: Vec<_> = all
         .iter()
         .skip(1)
         .map(|e| {
             let r = &e.data["result"];
-            r["statusUpdate"]["status"]["state"].as_str().or(r["task"]["status"]["state"].as_str()).unwrap().to_owned()
+            r["statusUpdate"]["status"]["state"]
+                .as_str()
+                .or(r["task"]["status"]["state"].as_str())
+                .unwrap()
+                .to_owned()
         })
         .collect();
     assert_eq!(
@@ -173,4 +247,39 @@ async fn continuation_rules() {
             "TASK_STATE_COMPLETED"
         ]
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_loop_runner_keeps_the_history_of_a_context() {
+    use looopy_a2a::LoopRunner;
+    use looopy_loop::AgentLoop;
+    use looopy_stores_memory::MemoryMessageStore;
+
+    let llm = ScriptedLlm::new()
+        .respond(LlmResponse::text("first"))
+        .respond(LlmResponse::text("second"));
+    let messages = Arc::new(MemoryMessageStore::new());
+    let runner = LoopRunner::new(AgentLoop::builder(llm.clone()).build(), messages.clone());
+    let server = start(runner).await;
+    let r = rpc(&server.url, None, "message/send", v03_message("one")).await;
+    assert_eq!(
+        r["result"]["status"]["message"]["parts"][0]["text"],
+        "first"
+    );
+    let mut next = v03_message("two");
+    next["message"]["contextId"] = r["result"]["contextId"].clone();
+    let r2 = rpc(&server.url, None, "message/send", next).await;
+    assert_eq!(
+        r2["result"]["status"]["message"]["parts"][0]["text"],
+        "second"
+    );
+    let seen: Vec<_> = llm.requests()[1]
+        .messages
+        .iter()
+        .map(|m| m.text())
+        .collect();
+    assert_eq!(seen, ["one", "first", "two"]);
+    use looopy_core::store::MessageStore;
+    let context = r["result"]["contextId"].as_str().unwrap();
+    assert_eq!(messages.count(context).await.unwrap(), 4);
 }

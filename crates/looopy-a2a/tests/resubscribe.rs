@@ -27,19 +27,39 @@ fn gated(gate: &Arc<Semaphore>) -> ScriptedRunner {
 /// The log ids of a task's public events, from the server's log.
 async fn log_ids(server: &TestServer, task_id: &str) -> Vec<String> {
     use looopy_core::store::EventLog;
-    server.events.read(task_id, None, 1000).await.unwrap().into_iter().map(|e| e.id).collect()
+    server
+        .events
+        .read(task_id, None, 1000)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn v1_disconnect_then_resubscribe_gets_exactly_the_missing_events() {
     let gate = Arc::new(Semaphore::new(0));
     let server = start(gated(&gate)).await;
-    let mut first = sse(&server.url, Some("1.0"), &[], "SendStreamingMessage", v1_message("count")).await;
+    let mut first = sse(
+        &server.url,
+        Some("1.0"),
+        &[],
+        "SendStreamingMessage",
+        v1_message("count"),
+    )
+    .await;
     let task = first.next().await.unwrap();
-    let task_id = task.data["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let task_id = task.data["result"]["task"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let working = first.next().await.unwrap();
     let one = first.next().await.unwrap();
-    assert_eq!(one.data["result"]["artifactUpdate"]["artifact"]["parts"][0]["text"], "one ");
+    assert_eq!(
+        one.data["result"]["artifactUpdate"]["artifact"]["parts"][0]["text"],
+        "one "
+    );
     let last_seen = one.id.clone().unwrap();
     drop(first); // the client goes away midway
 
@@ -53,28 +73,49 @@ async fn v1_disconnect_then_resubscribe_gets_exactly_the_missing_events() {
     })
     .await;
 
-    let events = sse(&server.url, Some("1.0"), &[("last-event-id", &last_seen)], "SubscribeToTask", json!({"id": task_id}))
-        .await
-        .rest()
-        .await;
+    let events = sse(
+        &server.url,
+        Some("1.0"),
+        &[("last-event-id", &last_seen)],
+        "SubscribeToTask",
+        json!({"id": task_id}),
+    )
+    .await
+    .rest()
+    .await;
     // 1.0 starts with the task as it is (no id), then the missed events.
     assert_eq!(events[0].data["result"]["task"]["id"], task_id.as_str());
-    assert_eq!(events[0].data["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(
+        events[0].data["result"]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
     let missed: Vec<_> = events[1..].iter().collect();
     let texts: Vec<_> = missed
         .iter()
         .filter_map(|e| e.data["result"]["artifactUpdate"]["artifact"]["parts"][0]["text"].as_str())
         .collect();
     assert_eq!(texts, ["two ", "three"]);
-    assert_eq!(missed.last().unwrap().data["result"]["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(
+        missed.last().unwrap().data["result"]["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
     assert_eq!(missed.len(), 3);
     // Exactly the log's events after the last one seen.
     let ids = log_ids(&server, &task_id).await;
-    let after: Vec<_> = ids.iter().skip_while(|i| **i != last_seen).skip(1).cloned().collect();
+    let after: Vec<_> = ids
+        .iter()
+        .skip_while(|i| **i != last_seen)
+        .skip(1)
+        .cloned()
+        .collect();
     let got: Vec<_> = missed.iter().map(|e| e.id.clone().unwrap()).collect();
     assert_eq!(got, after);
     // Nothing was lost in between either.
-    assert_eq!(ids.len(), 2 + 1 + 3, "task, working, one, two, three, completed");
+    assert_eq!(
+        ids.len(),
+        2 + 1 + 3,
+        "task, working, one, two, three, completed"
+    );
     let _ = working;
 }
 
@@ -82,7 +123,14 @@ async fn v1_disconnect_then_resubscribe_gets_exactly_the_missing_events() {
 async fn v03_resubscribe_while_running_then_follow_to_the_end() {
     let gate = Arc::new(Semaphore::new(0));
     let server = start(gated(&gate)).await;
-    let mut first = sse(&server.url, None, &[], "message/stream", v03_message("count")).await;
+    let mut first = sse(
+        &server.url,
+        None,
+        &[],
+        "message/stream",
+        v03_message("count"),
+    )
+    .await;
     let task = first.next().await.unwrap();
     let task_id = task.data["result"]["id"].as_str().unwrap().to_owned();
     let second = first.next().await.unwrap();
@@ -91,19 +139,41 @@ async fn v03_resubscribe_while_running_then_follow_to_the_end() {
     drop(first);
 
     // Resubscribe while the turn waits at the gate; then let it finish.
-    let mut again = sse(&server.url, None, &[("last-event-id", &last_seen)], "tasks/resubscribe", json!({"id": task_id})).await;
+    let mut again = sse(
+        &server.url,
+        None,
+        &[("last-event-id", &last_seen)],
+        "tasks/resubscribe",
+        json!({"id": task_id}),
+    )
+    .await;
     let one = again.next().await.unwrap();
     assert_eq!(one.data["result"]["kind"], "artifact-update");
     assert_eq!(one.data["result"]["artifact"]["parts"][0]["text"], "one ");
     gate.add_permits(1);
     let rest = again.rest().await;
-    let kinds: Vec<_> = rest.iter().map(|e| e.data["result"]["kind"].as_str().unwrap().to_owned()).collect();
-    assert_eq!(kinds, ["artifact-update", "artifact-update", "status-update"]);
+    let kinds: Vec<_> = rest
+        .iter()
+        .map(|e| e.data["result"]["kind"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["artifact-update", "artifact-update", "status-update"]
+    );
     assert_eq!(rest[2].data["result"]["final"], true);
 
     // Without Last-Event-ID a 0.3 resubscription replays the turn from its
     // start; on a finished task it is refused.
-    let r = sse(&server.url, None, &[], "tasks/resubscribe", json!({"id": task_id})).await.rest().await;
+    let r = sse(
+        &server.url,
+        None,
+        &[],
+        "tasks/resubscribe",
+        json!({"id": task_id}),
+    )
+    .await
+    .rest()
+    .await;
     assert_eq!(r.len(), 1);
     assert_eq!(r[0].data["error"]["code"], -32004);
 }
@@ -119,12 +189,22 @@ async fn subscribe_without_last_event_id_starts_with_the_task_and_replays_the_tu
     })
     .await;
     let task_id = r["result"]["task"]["id"].as_str().unwrap().to_owned();
-    let mut s = sse(&server.url, Some("1.0"), &[], "SubscribeToTask", json!({"id": task_id})).await;
+    let mut s = sse(
+        &server.url,
+        Some("1.0"),
+        &[],
+        "SubscribeToTask",
+        json!({"id": task_id}),
+    )
+    .await;
     let snapshot = s.next().await.unwrap();
     assert!(snapshot.id.is_none());
     assert_eq!(snapshot.data["result"]["task"]["id"], task_id.as_str());
     let replayed = s.next().await.unwrap();
-    assert_eq!(replayed.data["result"]["task"]["status"]["state"], "TASK_STATE_SUBMITTED");
+    assert_eq!(
+        replayed.data["result"]["task"]["status"]["state"],
+        "TASK_STATE_SUBMITTED"
+    );
     gate.add_permits(1);
     let rest = s.rest().await;
     assert_eq!(
@@ -140,13 +220,33 @@ async fn a_second_server_sharing_the_stores_serves_the_stream() {
     let stores = SharedStores::default();
     let a = serve(builder(gated(&gate), &stores).build(), &stores).await;
     let b = serve(builder(ScriptedRunner::hello(), &stores).build(), &stores).await;
-    let mut first = sse(&a.url, Some("1.0"), &[], "SendStreamingMessage", v1_message("count")).await;
-    let task_id = first.next().await.unwrap().data["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let mut first = sse(
+        &a.url,
+        Some("1.0"),
+        &[],
+        "SendStreamingMessage",
+        v1_message("count"),
+    )
+    .await;
+    let task_id = first.next().await.unwrap().data["result"]["task"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let seen = first.next().await.unwrap().id.unwrap();
     drop(first);
 
-    let mut on_b = sse(&b.url, Some("1.0"), &[("last-event-id", &seen)], "SubscribeToTask", json!({"id": task_id})).await;
-    assert_eq!(on_b.next().await.unwrap().data["result"]["task"]["status"]["state"], "TASK_STATE_WORKING");
+    let mut on_b = sse(
+        &b.url,
+        Some("1.0"),
+        &[("last-event-id", &seen)],
+        "SubscribeToTask",
+        json!({"id": task_id}),
+    )
+    .await;
+    assert_eq!(
+        on_b.next().await.unwrap().data["result"]["task"]["status"]["state"],
+        "TASK_STATE_WORKING"
+    );
     gate.add_permits(1);
     let rest = on_b.rest().await;
     let texts: Vec<_> = rest
@@ -157,7 +257,10 @@ async fn a_second_server_sharing_the_stores_serves_the_stream() {
     // B answers GetTask for A's task too.
     let got = rpc(&b.url, Some("1.0"), "GetTask", json!({"id": task_id})).await;
     assert_eq!(got["result"]["status"]["state"], "TASK_STATE_COMPLETED");
-    assert_eq!(got["result"]["artifacts"][0]["parts"][0]["text"], "one two three");
+    assert_eq!(
+        got["result"]["artifacts"][0]["parts"][0]["text"],
+        "one two three"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -179,4 +282,22 @@ async fn a_running_task_reports_its_artifacts_so_far() {
     })
     .await;
     gate.add_permits(1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bad_last_event_id_is_an_invalid_param() {
+    let server = start(ScriptedRunner::hello()).await;
+    let r = rpc(&server.url, Some("1.0"), "SendMessage", v1_message("x")).await;
+    let id = r["result"]["task"]["id"].as_str().unwrap();
+    let events = sse(
+        &server.url,
+        Some("1.0"),
+        &[("last-event-id", "not-an-id")],
+        "SubscribeToTask",
+        json!({"id": id}),
+    )
+    .await
+    .rest()
+    .await;
+    assert_eq!(events.last().unwrap().data["error"]["code"], -32602);
 }

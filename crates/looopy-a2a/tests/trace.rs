@@ -17,16 +17,29 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::layer::SubscriberExt;
 
 fn attr<'a>(span: &'a SpanData, key: &str) -> Option<&'a Value> {
-    span.attributes.iter().find(|KeyValue { key: k, .. }| k.as_str() == key).map(|kv| &kv.value)
+    span.attributes
+        .iter()
+        .find(|KeyValue { key: k, .. }| k.as_str() == key)
+        .map(|kv| &kv.value)
 }
 
-fn install() -> (InMemorySpanExporter, SdkTracerProvider, tracing::subscriber::DefaultGuard) {
+fn install() -> (
+    InMemorySpanExporter,
+    SdkTracerProvider,
+    tracing::subscriber::DefaultGuard,
+) {
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder().with_simple_exporter(exporter.clone()).build();
-    let subscriber =
-        tracing_subscriber::registry().with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
-    (exporter, provider.clone(), tracing::subscriber::set_default(subscriber))
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+    (
+        exporter,
+        provider.clone(),
+        tracing::subscriber::set_default(subscriber),
+    )
 }
 
 // One thread, so that the server's spans see the thread-local subscriber.
@@ -41,7 +54,12 @@ async fn the_server_continues_the_callers_trace() {
     async {
         client.send(&SendRequest::text("hi")).await.unwrap();
         let tool = RemoteAgentTools::new(client.clone(), "remote", "x");
-        let r = tool.execute(&ToolCall::new("1", "remote", r#"{"message":"again"}"#), &ToolContext::new("t", "c")).await;
+        let r = tool
+            .execute(
+                &ToolCall::new("1", "remote", r#"{"message":"again"}"#),
+                &ToolContext::new("t", "c"),
+            )
+            .await;
         assert!(!r.is_error, "{}", r.text_content());
     }
     .instrument(parent.clone())
@@ -56,15 +74,33 @@ async fn the_server_continues_the_callers_trace() {
         .iter()
         .filter(|s| attr(s, "a2a.method.name").is_some())
         .collect();
-    assert!(requests.len() >= 2, "{:#?}", spans.iter().map(|s| &s.name).collect::<Vec<_>>());
+    assert!(
+        requests.len() >= 2,
+        "{:#?}",
+        spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
     for r in &requests {
-        assert_eq!(r.span_context.trace_id(), trace_id, "{} is in the caller's trace", r.name);
+        assert_eq!(
+            r.span_context.trace_id(),
+            trace_id,
+            "{} is in the caller's trace",
+            r.name
+        );
     }
-    let send = requests.iter().find(|s| attr(s, "a2a.method.name") == Some(&Value::from("SendMessage"))).unwrap();
-    assert_eq!(send.parent_span_id, parent_id, "the request span's parent is the caller's span");
+    let send = requests
+        .iter()
+        .find(|s| attr(s, "a2a.method.name") == Some(&Value::from("SendMessage")))
+        .unwrap();
+    assert_eq!(
+        send.parent_span_id, parent_id,
+        "the request span's parent is the caller's span"
+    );
     assert_eq!(send.name, "A2A SendMessage");
     assert!(attr(send, "a2a.task.id").is_some());
-    assert_eq!(attr(send, "a2a.task.state"), Some(&Value::from("completed")));
+    assert_eq!(
+        attr(send, "a2a.task.state"),
+        Some(&Value::from("completed"))
+    );
     // The streamed call of the tool ran under its own span, in the same trace.
     let stream = requests
         .iter()
@@ -72,7 +108,14 @@ async fn the_server_continues_the_callers_trace() {
         .unwrap();
     let tool_span = spans.iter().find(|s| s.name == "a2a.remote_agent").unwrap();
     assert_eq!(stream.parent_span_id, tool_span.span_context.span_id());
-    assert_eq!(attr(tool_span, "a2a.task.state"), Some(&Value::from("completed")));
+    assert_eq!(
+        attr(tool_span, "a2a.task.state"),
+        Some(&Value::from("completed"))
+    );
     // The turn spans follow their request.
-    assert!(spans.iter().any(|s| s.name == "a2a.turn" && s.span_context.trace_id() == trace_id));
+    assert!(
+        spans
+            .iter()
+            .any(|s| s.name == "a2a.turn" && s.span_context.trace_id() == trace_id)
+    );
 }

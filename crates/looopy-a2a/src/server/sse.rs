@@ -13,7 +13,7 @@ use std::time::Duration;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt, stream};
-use looopy_core::CancellationToken;
+use looopy_core::{CancellationToken, StoreError};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -100,7 +100,12 @@ async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Event>) {
                 let stored = match item {
                     Ok(stored) => stored,
                     Err(e) => {
-                        let e = RpcError::internal(format!("event log: {e}"));
+                        let e = match e {
+                            StoreError::NotFound { .. } => RpcError::invalid_params(format!(
+                                "Last-Event-ID: {e} (pass an id this server sent)"
+                            )),
+                            e => RpcError::internal(format!("event log: {e}")),
+                        };
                         let _ = tx.send(data(&jsonrpc::failure(&rpc_id, &e))).await;
                         return;
                     }

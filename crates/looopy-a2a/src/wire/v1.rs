@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use a2a::{PartContent, StreamResponse};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use chrono::SubsecRound;
 use looopy_core::{
     AgentEvent, Artifact, EventPayload, FileContent, Message, Part, Role, TaskState, TaskStatus,
 };
@@ -95,7 +96,8 @@ fn status(s: &TaskStatus, task_id: &str, context_id: &str) -> a2a::TaskStatus {
             .message
             .as_ref()
             .map(|m| message(m, Some(task_id), Some(context_id))),
-        timestamp: Some(s.timestamp),
+        // Millisecond precision (spec §5.6.1).
+        timestamp: Some(s.timestamp.trunc_subsecs(3)),
     }
 }
 
