@@ -30,7 +30,10 @@ pub struct AgentBuilder {
     states: Option<Arc<dyn AgentStateStore>>,
     turn_lock: Option<Arc<dyn TurnLock>>,
     settings: Settings,
+    customize: Vec<LoopCustomizer>,
 }
+
+type LoopCustomizer = Box<dyn FnOnce(AgentLoopBuilder) -> AgentLoopBuilder + Send>;
 
 impl AgentBuilder {
     pub(crate) fn new(context_id: Arc<str>) -> Self {
@@ -46,6 +49,7 @@ impl AgentBuilder {
             states: None,
             turn_lock: None,
             settings: Settings::default(),
+            customize: Vec::new(),
         }
     }
 
@@ -91,6 +95,17 @@ impl AgentBuilder {
         self.loop_config
             .get_or_insert_with(AgentLoopConfig::default)
             .max_iterations = n;
+        self
+    }
+
+    /// Adjusts the loop the Agent builds (hooks, tool-output cache...):
+    /// `f` gets the loop builder after the model, tools, settings and task
+    /// store were applied.
+    pub fn configure_loop(
+        mut self,
+        f: impl FnOnce(AgentLoopBuilder) -> AgentLoopBuilder + Send + 'static,
+    ) -> Self {
+        self.customize.push(Box::new(f));
         self
     }
 
@@ -180,7 +195,10 @@ impl AgentBuilder {
         }
         let (agent_loop, summarizer) = match self.agent_loop {
             Some(agent_loop) => {
-                if !self.tools.is_empty() || self.loop_config.is_some() || self.task_store.is_some()
+                if !self.tools.is_empty()
+                    || self.loop_config.is_some()
+                    || self.task_store.is_some()
+                    || !self.customize.is_empty()
                 {
                     return Err(AgentError::Config(
                         "give either a prebuilt AgentLoop or tools/loop settings/task store, \
@@ -207,6 +225,9 @@ impl AgentBuilder {
                 }
                 if let Some(store) = self.task_store {
                     builder = builder.task_store(store);
+                }
+                for f in self.customize {
+                    builder = f(builder);
                 }
                 (builder.build(), llm)
             }

@@ -1,0 +1,100 @@
+//! Artifacts a turn produces are saved through the ArtifactStore, in order.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::*;
+use looopy_agent::{TOOL_ARTIFACT_IDS_KEY, TOOL_ARTIFACTS_KEY};
+use looopy_core::store::{ArtifactStore, MessageStore};
+use looopy_core::{EventPayload, FinishReason, LlmChunk, LlmResponse, Part, Role};
+use looopy_stores_memory::MemoryStores;
+use looopy_testkit::ScriptedLlm;
+
+fn texts(parts: &[Part]) -> Vec<String> {
+    parts
+        .iter()
+        .map(|p| p.as_text().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn streamed_text_is_saved_chunk_by_chunk_in_order() {
+    let stores = MemoryStores::new();
+    let deltas: Vec<String> = (0..100).map(|i| format!("w{i} ")).collect();
+    let mut chunks: Vec<LlmChunk> = deltas.iter().cloned().map(LlmChunk::TextDelta).collect();
+    chunks.push(LlmChunk::Finish(FinishReason::Stop));
+    let llm = ScriptedLlm::new().stream(chunks).stream(vec![
+        LlmChunk::TextDelta("Hel".into()),
+        LlmChunk::TextDelta("lo".into()),
+        LlmChunk::Finish(FinishReason::Stop),
+    ]);
+    let agent = builder("c-art", &llm, &stores).build().unwrap();
+    let (events, s1) = turn(&agent, "long answer please").await;
+    let streamed: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.payload {
+            EventPayload::ArtifactUpdate { artifact, .. } => Some(texts(&artifact.parts)),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(streamed, deltas, "events carry every chunk in order");
+    let (_, s2) = turn(&agent, "short").await;
+
+    let stored = agent.artifacts().await.unwrap();
+    assert_eq!(stored.len(), 2);
+    let first = &stored[0];
+    assert_eq!(texts(&first.artifact.parts), deltas);
+    assert_eq!(first.task_id, s1.task_id);
+    assert_eq!(first.artifact.name.as_deref(), Some("response"));
+    assert_eq!(s1.artifact_ids, vec![first.artifact.artifact_id.clone()]);
+    let second = stores
+        .artifacts
+        .get("c-art", &s2.artifact_ids[0])
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(texts(&second.artifact.parts), vec!["Hel", "lo"]);
+    assert_eq!(second.task_id, s2.task_id);
+}
+
+#[tokio::test]
+async fn artifacts_made_by_tools_are_stored_announced_and_referenced() {
+    let stores = MemoryStores::new();
+    let llm = ScriptedLlm::new()
+        .respond(call("chart", &["k1"]))
+        .respond(LlmResponse::text("Here is your chart."));
+    let agent = builder("c-tool-art", &llm, &stores)
+        .tools(TestTools::default())
+        .build()
+        .unwrap();
+    let (events, s) = turn(&agent, "draw").await;
+    let tool_done = events
+        .iter()
+        .position(|e| matches!(e.payload, EventPayload::ToolComplete { .. }))
+        .unwrap();
+    match &events[tool_done + 1].payload {
+        EventPayload::ArtifactUpdate {
+            artifact,
+            append,
+            last_chunk,
+        } => {
+            assert_eq!(artifact.artifact_id, "chart-k1");
+            assert!(!append && *last_chunk);
+        }
+        other => panic!("expected the tool's artifact, got {other:?}"),
+    }
+    let chart = agent.artifact("chart-k1").await.unwrap().unwrap();
+    assert_eq!(chart.artifact.name.as_deref(), Some("chart"));
+    assert_eq!(texts(&chart.artifact.parts), vec!["<svg/>"]);
+    assert_eq!(chart.task_id, s.task_id);
+    assert!(s.artifact_ids.contains(&"chart-k1".to_owned()));
+
+    let stored = stores.messages.load("c-tool-art").await.unwrap();
+    let tool = stored.iter().find(|m| m.role == Role::Tool).unwrap();
+    assert!(!tool.metadata.contains_key(TOOL_ARTIFACTS_KEY));
+    assert_eq!(
+        tool.metadata[TOOL_ARTIFACT_IDS_KEY],
+        serde_json::json!(["chart-k1"])
+    );
+}

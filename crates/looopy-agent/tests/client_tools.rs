@@ -1,0 +1,122 @@
+//! A turn that ended input-required continues with the client's results.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::*;
+use looopy_agent::{AgentError, CLIENT_TOOL_MARK, LifecycleState, TurnEnd, open_tool_calls};
+use looopy_core::store::MessageStore;
+use looopy_core::{History, LlmResponse, Message, Part, Role, TaskState, ToolCall};
+use looopy_stores_memory::MemoryStores;
+use looopy_testkit::ScriptedLlm;
+use serde_json::json;
+
+fn asks_the_client() -> LlmResponse {
+    LlmResponse::tool_calls(
+        "",
+        vec![
+            ToolCall::new("s1", "lookup", "{}"),
+            ToolCall::new("c1", "client", r#"{"precise":true}"#),
+        ],
+    )
+}
+
+#[tokio::test]
+async fn client_results_in_the_next_message_continue_where_the_model_stopped() {
+    let stores = MemoryStores::new();
+    let llm = ScriptedLlm::new()
+        .respond(asks_the_client())
+        .respond(LlmResponse::text("You are in Oslo."));
+    let agent = builder("c-client", &llm, &stores)
+        .tools(TestTools::default())
+        .build()
+        .unwrap();
+    let (events, s) = turn(&agent, "Where am I?").await;
+    assert_eq!(s.state, TaskState::InputRequired);
+    assert_eq!(s.end, TurnEnd::InputRequired);
+    let pending: Vec<&str> = s.pending_tool_calls.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(pending, vec!["c1"]);
+    assert_eq!(final_metadata(&events)["pendingToolCalls"][0]["id"], "c1");
+    assert_eq!(agent.lifecycle(), LifecycleState::Ready);
+    let stored = stores.messages.load("c-client").await.unwrap();
+    assert_eq!(stored.len(), 3, "user, call, server tool result");
+    let open: Vec<String> = open_tool_calls(&History::from(stored))
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(open, vec!["c1"]);
+
+    // The client answers with a data part only.
+    let answer = Message::with_parts(
+        Role::User,
+        vec![Part::data(
+            json!({"toolCallId": "c1", "result": {"city": "Oslo"}}),
+        )],
+    );
+    let s = agent
+        .execute_turn(Some(answer), None)
+        .await
+        .unwrap()
+        .finish()
+        .await
+        .unwrap();
+    assert_eq!(s.state, TaskState::Completed);
+    let request = llm.requests().pop().unwrap();
+    let sent = request.messages.to_vec();
+    assert_eq!(sent.len(), 4, "no user message added: the model continues");
+    assert_eq!(sent[3].role, Role::Tool);
+    assert_eq!(sent[3].tool_call_id.as_deref(), Some("c1"));
+    assert_eq!(sent[3].text(), r#"{"city":"Oslo"}"#);
+    assert_tool_pairs_intact(&sent);
+    let stored = stores.messages.load("c-client").await.unwrap();
+    assert_eq!(stored.len(), 5);
+    assert_eq!(stored[3].metadata[CLIENT_TOOL_MARK], true);
+    assert_eq!(stored[4].text(), "You are in Oslo.");
+    assert_tool_pairs_intact(&stored);
+}
+
+#[tokio::test]
+async fn a_plain_message_after_input_required_closes_the_open_call() {
+    let stores = MemoryStores::new();
+    let llm = ScriptedLlm::new()
+        .respond(asks_the_client())
+        .respond(LlmResponse::text("Fine, never mind."));
+    let agent = builder("c-client-skip", &llm, &stores)
+        .tools(TestTools::default())
+        .build()
+        .unwrap();
+    turn(&agent, "Where am I?").await;
+    turn(&agent, "Forget it, tell me a joke").await;
+    let sent = llm.requests().pop().unwrap().messages.to_vec();
+    assert_eq!(sent.len(), 5);
+    assert!(
+        sent[3].is_error(),
+        "the unanswered call gets an error result"
+    );
+    assert_eq!(sent[4].text(), "Forget it, tell me a joke");
+    assert_tool_pairs_intact(&sent);
+}
+
+#[tokio::test]
+async fn results_for_unknown_calls_are_refused_and_nothing_is_written() {
+    let stores = MemoryStores::new();
+    let llm = ScriptedLlm::new().respond(asks_the_client());
+    let agent = builder("c-client-bad", &llm, &stores)
+        .tools(TestTools::default())
+        .build()
+        .unwrap();
+    turn(&agent, "Where am I?").await;
+    let wrong = Message::with_parts(
+        Role::User,
+        vec![Part::data(json!({"toolCallId": "nope", "result": 1}))],
+    );
+    let e = agent.execute_turn(Some(wrong), None).await.unwrap_err();
+    assert_eq!(
+        e,
+        AgentError::UnknownToolCall {
+            tool_call_id: "nope".into()
+        }
+    );
+    assert_eq!(stores.messages.count("c-client-bad").await.unwrap(), 3);
+    assert_eq!(agent.lifecycle(), LifecycleState::Ready);
+}

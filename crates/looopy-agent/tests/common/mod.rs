@@ -1,0 +1,252 @@
+//! Shared helpers of the agent tests.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
+
+use std::collections::HashSet;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use looopy_agent::{Agent, AgentBuilder, AgentTurn, TurnSummary};
+use looopy_core::store::MessageStore;
+use looopy_core::{
+    AgentEvent, EventPayload, LlmResponse, Message, Part, Role, StoreError, ToolCall, ToolContext,
+    ToolDefinition, ToolError, ToolProvider, ToolResult, ToolSignal,
+};
+use looopy_stores_memory::{MemoryMessageStore, MemoryStores};
+use looopy_testkit::ScriptedLlm;
+use serde_json::json;
+
+/// An agent on the given stores (messages, artifacts, agent state).
+pub fn builder(context: &str, llm: &ScriptedLlm, stores: &MemoryStores) -> AgentBuilder {
+    Agent::builder(context)
+        .llm(llm.clone())
+        .message_store(stores.messages.clone())
+        .artifact_store(stores.artifacts.clone())
+        .state_store(stores.agents.clone())
+}
+
+/// A model answer calling `name` once per id.
+pub fn call(name: &str, ids: &[&str]) -> LlmResponse {
+    LlmResponse::tool_calls(
+        "",
+        ids.iter()
+            .map(|id| ToolCall::new(*id, name, r#"{"q":"x"}"#))
+            .collect(),
+    )
+}
+
+/// Runs a turn with a user message to its end.
+pub async fn turn(agent: &Agent, text: &str) -> (Vec<AgentEvent>, TurnSummary) {
+    let t = agent
+        .execute_turn(Some(Message::user(text)), None)
+        .await
+        .unwrap();
+    let (events, summary) = t.collect_all().await;
+    (events, summary.unwrap())
+}
+
+/// Reads events until one matches; returns it.
+pub async fn until(turn: &mut AgentTurn, pred: impl Fn(&AgentEvent) -> bool) -> AgentEvent {
+    use futures::StreamExt;
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(30), turn.next())
+            .await
+            .expect("event in time")
+            .expect("stream ended before the expected event");
+        if pred(&e) {
+            return e;
+        }
+    }
+}
+
+/// Waits (politely) until the agent takes turns again.
+pub async fn wait_ready(agent: &Agent) {
+    for _ in 0..3000 {
+        if agent.lifecycle() == looopy_agent::LifecycleState::Ready {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("agent never became ready");
+}
+
+pub fn is_tool_start(e: &AgentEvent) -> bool {
+    matches!(e.payload, EventPayload::ToolStart { .. })
+}
+
+pub fn final_metadata(events: &[AgentEvent]) -> serde_json::Map<String, serde_json::Value> {
+    match &events.last().unwrap().payload {
+        EventPayload::StatusUpdate {
+            is_final: true,
+            metadata,
+            ..
+        } => metadata.clone(),
+        other => panic!("last event is not final: {other:?}"),
+    }
+}
+
+/// Asserts every tool message answers a call made earlier in `messages`,
+/// and every call (but those of the last message) has a result.
+pub fn assert_tool_pairs_intact(messages: &[Message]) {
+    let mut called = HashSet::new();
+    let mut answered = HashSet::new();
+    for m in messages {
+        for c in &m.tool_calls {
+            called.insert(c.id.clone());
+        }
+        if m.role == Role::Tool {
+            let id = m.tool_call_id.clone().unwrap();
+            assert!(
+                called.contains(&id),
+                "result {id} without its call: {messages:#?}"
+            );
+            answered.insert(id);
+        }
+    }
+    for id in called {
+        assert!(answered.contains(&id), "call {id} without a result");
+    }
+}
+
+/// What a tool saw.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub call_id: String,
+    pub principal: Option<String>,
+    pub credentials: Option<String>,
+    pub task_id: String,
+    pub turn_number: Option<u64>,
+}
+
+/// Tools for the tests:
+/// - `lookup` answers `result of <id>` at once;
+/// - `slow` waits until the turn is cancelled (or for an hour);
+/// - `client` is a client tool: it asks the client (input required);
+/// - `chart` makes an artifact.
+#[derive(Clone, Default)]
+pub struct TestTools {
+    pub seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl TestTools {
+    pub fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl ToolProvider for TestTools {
+    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+        Ok(["lookup", "slow", "client", "chart"]
+            .into_iter()
+            .map(|n| ToolDefinition::without_parameters(n, n))
+            .collect())
+    }
+
+    async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> ToolResult {
+        self.seen.lock().unwrap().push(Seen {
+            call_id: call.id.clone(),
+            principal: cx.auth.as_ref().map(|a| a.principal.clone()),
+            credentials: cx.auth.as_ref().and_then(|a| a.credentials.clone()),
+            task_id: cx.task_id.to_string(),
+            turn_number: cx.metadata.get("turnNumber").and_then(|v| v.as_u64()),
+        });
+        match call.name.as_str() {
+            "slow" => {
+                tokio::select! {
+                    _ = cx.cancel.cancelled() => ToolResult::error(&call.id, "cancelled"),
+                    _ = tokio::time::sleep(Duration::from_secs(3600)) => ToolResult::text(&call.id, "slow done"),
+                }
+            }
+            "client" => {
+                let mut r = ToolResult {
+                    content: vec![Part::data(json!({
+                        "toolCallId": call.id, "name": call.name, "arguments": call.parsed_arguments()
+                    }))],
+                    ..ToolResult::text(&call.id, "")
+                }
+                .with_signal(ToolSignal::InputRequired);
+                r.metadata.insert("clientTool".into(), json!(true));
+                r
+            }
+            "chart" => {
+                let mut r = ToolResult::text(&call.id, "chart made");
+                looopy_agent::attach_artifact(
+                    &mut r,
+                    &looopy_core::Artifact::new(
+                        format!("chart-{}", call.id),
+                        vec![Part::text("<svg/>")],
+                    )
+                    .with_name("chart"),
+                );
+                r
+            }
+            _ => ToolResult::text(&call.id, format!("result of {}", call.id)),
+        }
+    }
+}
+
+/// A message store that fails on demand.
+#[derive(Default)]
+pub struct FlakyMessages {
+    pub inner: MemoryMessageStore,
+    /// Fail every operation.
+    pub down: AtomicBool,
+    /// Fail the append with this 1-based number (0: none).
+    pub fail_append_no: AtomicUsize,
+    appends: AtomicUsize,
+}
+
+impl FlakyMessages {
+    fn check(&self) -> Result<(), StoreError> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable {
+                message: "down".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl MessageStore for FlakyMessages {
+    async fn append(&self, context_id: &str, messages: &[Message]) -> Result<(), StoreError> {
+        self.check()?;
+        let n = self.appends.fetch_add(1, Ordering::SeqCst) + 1;
+        if n == self.fail_append_no.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable {
+                message: format!("append #{n} refused"),
+            });
+        }
+        self.inner.append(context_id, messages).await
+    }
+    async fn load_range(
+        &self,
+        context_id: &str,
+        range: Range<usize>,
+    ) -> Result<Vec<Message>, StoreError> {
+        self.check()?;
+        self.inner.load_range(context_id, range).await
+    }
+    async fn count(&self, context_id: &str) -> Result<usize, StoreError> {
+        self.check()?;
+        self.inner.count(context_id).await
+    }
+    async fn replace_range(
+        &self,
+        context_id: &str,
+        range: Range<usize>,
+        replacement: &[Message],
+    ) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner
+            .replace_range(context_id, range, replacement)
+            .await
+    }
+    async fn clear(&self, context_id: &str) -> Result<(), StoreError> {
+        self.check()?;
+        self.inner.clear(context_id).await
+    }
+}
