@@ -35,8 +35,9 @@ use crate::backend::{RedisBackend, Retry};
 use crate::error::corrupt;
 use crate::scripts::SAVE_CHECKPOINT;
 
-/// Tasks whose last save this store remembers; past this, it forgets them
-/// all (the next save of each is a full one).
+/// Tasks whose last save this store remembers (turns under way: a task is
+/// forgotten once a checkpoint says its turn ended); past this, it forgets
+/// them all (the next save of each is a full one).
 const REMEMBERED_TASKS: usize = 4096;
 
 struct Saved {
@@ -152,6 +153,12 @@ impl TaskStateStore for RedisTaskStateStore {
         }
         .await;
         match result {
+            Ok(_) if checkpoint.state.ends_turn() => {
+                // The turn is over: nothing more will be appended, so do not
+                // keep its history alive.
+                self.forget(task_id);
+                Ok(())
+            }
             Ok(epoch) => {
                 self.remember(task_id, epoch, checkpoint.messages.clone());
                 Ok(())
@@ -193,7 +200,9 @@ impl TaskStateStore for RedisTaskStateStore {
             history.push(serde_json::from_str::<Message>(json)?);
         }
         checkpoint.messages = history.clone();
-        self.remember(task_id, epoch, history);
+        if !checkpoint.state.ends_turn() {
+            self.remember(task_id, epoch, history);
+        }
         Ok(Some(checkpoint))
     }
 
