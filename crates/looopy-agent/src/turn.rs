@@ -192,8 +192,10 @@ impl Stream for AgentTurn {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
         let polled = self.events.poll_recv(cx);
-        if let Poll::Ready(None) = polled {
-            self.ended = true;
+        match &polled {
+            Poll::Ready(None) => self.ended = true,
+            Poll::Ready(Some(event)) if event.is_final() => self.ended = true,
+            _ => {}
         }
         polled
     }
