@@ -25,7 +25,7 @@
 //! url = "http://localhost:9000"
 //!
 //! [store]
-//! type = "redis"              # or "memory" (the default)
+//! backend = "redis"           # or "memory" (the default)
 //! url = "redis://127.0.0.1:6379"
 //!
 //! [server]
@@ -40,10 +40,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
+use looopy_stores_redis::StoreConfig;
 use serde::Deserialize;
 
 /// The whole file.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// The agent.
@@ -55,9 +56,10 @@ pub struct Config {
     /// Tool sources.
     #[serde(default)]
     pub tools: ToolsSection,
-    /// Where state lives.
-    #[serde(default)]
-    pub store: StoreSection,
+    /// Where state lives (`backend = "memory"` by default, or `"redis"`
+    /// with the fields of [`looopy_stores_redis::RedisConfig`]).
+    #[serde(default = "memory_store")]
+    pub store: StoreConfig,
     /// The HTTP server.
     #[serde(default)]
     pub server: ServerSection,
@@ -194,26 +196,6 @@ pub struct RemoteAgentConfig {
     pub token_env: Option<String>,
 }
 
-/// `[store]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
-pub enum StoreSection {
-    /// In memory: lost on exit.
-    #[default]
-    Memory,
-    /// Redis.
-    Redis {
-        /// `redis://host:port/db`.
-        url: String,
-        /// Key prefix (default `looopy`).
-        #[serde(default)]
-        key_prefix: Option<String>,
-        /// Connections in the pool.
-        #[serde(default)]
-        pool_size: Option<usize>,
-    },
-}
-
 /// `[server]`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -227,6 +209,10 @@ pub struct ServerSection {
     /// The URL clients reach the server at (agent card); default from `bind`.
     #[serde(default)]
     pub public_url: Option<String>,
+}
+
+fn memory_store() -> StoreConfig {
+    StoreConfig::Memory
 }
 
 fn default_bind() -> String {
@@ -360,7 +346,7 @@ mod tests {
         let c = Config::parse(&example).unwrap();
         assert_eq!(c.agent.name, "helper");
         assert_eq!(c.tools.mcp[0].args.len(), 3);
-        assert!(matches!(c.store, StoreSection::Redis { .. }));
+        assert!(matches!(c.store, StoreConfig::Redis(_)));
         assert_eq!(c.auth.tokens[0].principal, "alice");
     }
 
@@ -368,7 +354,7 @@ mod tests {
     fn empty_file_means_memory_store_and_no_model() {
         let c = Config::parse("").unwrap();
         assert!(c.llm.is_none());
-        assert!(matches!(c.store, StoreSection::Memory));
+        assert!(matches!(c.store, StoreConfig::Memory));
         assert_eq!(c.server.bind, "127.0.0.1:8080");
     }
 
