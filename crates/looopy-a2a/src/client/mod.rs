@@ -1,17 +1,18 @@
 //! [`A2aClient`]: card discovery, send, stream, get, cancel, resubscribe and
 //! list, over A2A 1.0 or 0.3.
 
+mod builder;
 mod card;
 mod error;
+mod sse;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use eventsource_stream::Eventsource;
-use futures::StreamExt;
 use futures::stream::BoxStream;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
+pub use builder::{A2aClientBuilder, Credentials};
 pub use card::AgentCard;
 pub use error::A2aClientError;
 
@@ -21,24 +22,6 @@ use crate::server::API_KEY_HEADER;
 use crate::trace;
 use crate::version::{ProtocolVersion, VERSION_HEADER};
 use crate::wire::{self, SendRequest};
-
-/// How the client authenticates.
-#[derive(Clone, PartialEq, Eq)]
-pub enum Credentials {
-    /// `Authorization: Bearer <token>`.
-    Bearer(String),
-    /// `X-API-Key: <key>`.
-    ApiKey(String),
-}
-
-impl std::fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Credentials::Bearer(_) => f.write_str("Bearer(<redacted>)"),
-            Credentials::ApiKey(_) => f.write_str("ApiKey(<redacted>)"),
-        }
-    }
-}
 
 /// One item of a stream with its SSE event id (pass the last one seen to
 /// [`A2aClient::resubscribe`] to get only what came after it).
@@ -96,78 +79,6 @@ pub struct A2aClient {
     negotiation: Arc<Mutex<Negotiation>>,
 }
 
-/// Builds an [`A2aClient`].
-#[derive(Debug)]
-pub struct A2aClientBuilder {
-    base_url: String,
-    rpc_url: Option<String>,
-    version: Option<ProtocolVersion>,
-    credentials: Option<Credentials>,
-    headers: HeaderMap,
-    http: Option<reqwest::Client>,
-}
-
-impl A2aClientBuilder {
-    /// Speaks only this version (no fallback).
-    pub fn version(mut self, version: ProtocolVersion) -> Self {
-        self.version = Some(version);
-        self
-    }
-
-    /// The JSON-RPC endpoint, when it differs from the base URL and no card
-    /// is read.
-    pub fn rpc_url(mut self, url: impl Into<String>) -> Self {
-        self.rpc_url = Some(url.into());
-        self
-    }
-
-    /// Authenticates with `Authorization: Bearer <token>`.
-    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
-        self.credentials = Some(Credentials::Bearer(token.into()));
-        self
-    }
-
-    /// Authenticates with `X-API-Key: <key>`.
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.credentials = Some(Credentials::ApiKey(key.into()));
-        self
-    }
-
-    /// Adds a header to every request (ignored when name or value are invalid).
-    pub fn header(mut self, name: &str, value: &str) -> Self {
-        if let (Ok(n), Ok(v)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(value),
-        ) {
-            self.headers.insert(n, v);
-        }
-        self
-    }
-
-    /// Uses this HTTP client (timeouts, proxies, TLS settings).
-    pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.http = Some(client);
-        self
-    }
-
-    /// The client.
-    pub fn build(self) -> A2aClient {
-        let base_url = self.base_url.trim_end_matches('/').to_owned();
-        let rpc_url = self.rpc_url.unwrap_or_else(|| format!("{base_url}/"));
-        A2aClient {
-            http: self.http.unwrap_or_default(),
-            credentials: self.credentials,
-            headers: self.headers,
-            negotiation: Arc::new(Mutex::new(Negotiation {
-                version: self.version.unwrap_or(ProtocolVersion::V1_0),
-                rpc_url,
-                may_fall_back: self.version.is_none(),
-            })),
-            base_url,
-        }
-    }
-}
-
 fn transport(e: reqwest::Error) -> A2aClientError {
     A2aClientError::Transport(e.to_string())
 }
@@ -187,14 +98,7 @@ impl A2aClient {
 
     /// Starts building a client.
     pub fn builder(base_url: impl Into<String>) -> A2aClientBuilder {
-        A2aClientBuilder {
-            base_url: base_url.into(),
-            rpc_url: None,
-            version: None,
-            credentials: None,
-            headers: HeaderMap::new(),
-            http: None,
-        }
+        A2aClientBuilder::new(base_url.into())
     }
 
     /// The same client with other credentials (for instance the caller's,
@@ -376,7 +280,7 @@ impl A2aClient {
                 None,
             )
             .await?;
-        events(version, response).await
+        sse::events(version, response).await
     }
 
     /// Streams a task again (`SubscribeToTask` / `tasks/resubscribe`): with
@@ -396,7 +300,7 @@ impl A2aClient {
                 last_event_id,
             )
             .await?;
-        events(version, response).await
+        sse::events(version, response).await
     }
 
     /// A task (`GetTask` / `tasks/get`), with at most `history_length` messages.
@@ -458,29 +362,4 @@ impl A2aClient {
             next_page_token: (!next.is_empty()).then_some(next),
         })
     }
-}
-
-/// The items of an SSE response (or the error of a JSON one).
-async fn events(version: ProtocolVersion, answer: Answer) -> Result<A2aStream, A2aClientError> {
-    let response = match answer {
-        Answer::Stream(response) => response,
-        Answer::Json(value) => {
-            return Err(match jsonrpc::into_result(value) {
-                Err(e) => rpc_error(e),
-                Ok(_) => A2aClientError::Decode("expected an event stream".into()),
-            });
-        }
-    };
-    let stream = response.bytes_stream().eventsource().map(move |item| {
-        let event = item.map_err(|e| A2aClientError::Transport(e.to_string()))?;
-        let value: Value =
-            serde_json::from_str(&event.data).map_err(|e| A2aClientError::Decode(e.to_string()))?;
-        let result = jsonrpc::into_result(value).map_err(rpc_error)?;
-        let decoded = wire::decode_stream_event(version, result).map_err(A2aClientError::Decode)?;
-        Ok(StreamItem {
-            id: (!event.id.is_empty()).then_some(event.id),
-            event: decoded,
-        })
-    });
-    Ok(stream.boxed())
 }

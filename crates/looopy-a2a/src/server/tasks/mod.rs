@@ -24,14 +24,12 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::RpcError;
-use crate::model::TaskSnapshot;
 use crate::runner::{TurnEvents, TurnRequest, TurnRunner};
 use crate::server::record::{self, Bookkeeping};
-use crate::wire::{ListQuery, SendParams};
+use crate::wire::SendParams;
 
-/// How many events a snapshot reads from the log at most to fold the
-/// artifacts of a running turn.
-const SNAPSHOT_READ_LIMIT: usize = 100_000;
+mod cancel;
+mod query;
 
 /// Where a started turn is.
 #[derive(Debug, Clone)]
@@ -425,161 +423,6 @@ impl Tasks {
         if let Some(mut done) = done {
             let _ = done.wait_for(|d| *d).await;
         }
-    }
-
-    /// The task as the client sees it. A running turn's artifacts come from
-    /// the log.
-    pub(crate) async fn snapshot(
-        &self,
-        record: &TaskRecord,
-        history_length: Option<usize>,
-    ) -> Result<TaskSnapshot, RpcError> {
-        let bk = Bookkeeping::of(record);
-        let mut artifacts = bk.artifacts.clone();
-        if !record.status.state.ends_turn() {
-            let events = self
-                .log
-                .read(
-                    &record.task_id,
-                    bk.turn_start_event_id.as_deref(),
-                    SNAPSHOT_READ_LIMIT,
-                )
-                .await
-                .map_err(|e| RpcError::internal(format!("event log: {e}")))?;
-            record::fold_events(&mut artifacts, &events);
-        }
-        Ok(record::snapshot(record, artifacts, history_length))
-    }
-
-    /// Cancels a task: -32001 when not visible, -32002 when it already ended.
-    pub(crate) async fn cancel(
-        &self,
-        auth: &AuthContext,
-        task_id: &str,
-    ) -> Result<TaskSnapshot, RpcError> {
-        let record = self.owned(task_id, &auth.principal).await?;
-        if record.status.state.is_terminal() {
-            return Err(RpcError::task_not_cancelable(
-                task_id,
-                record.status.state.as_str(),
-            ));
-        }
-        let local = self
-            .running()
-            .get(task_id)
-            .map(|r| (r.cancel.clone(), r.done.clone()));
-        let record = match local {
-            Some((token, mut done)) => {
-                token.cancel();
-                let _ = tokio::time::timeout(self.cancel_wait, done.wait_for(|d| *d)).await;
-                self.owned(task_id, &auth.principal).await?
-            }
-            None if !record.status.state.ends_turn() => self.cancel_remote(record).await?,
-            None => record,
-        };
-        let record = if matches!(
-            record.status.state,
-            TaskState::InputRequired | TaskState::AuthRequired
-        ) {
-            self.cancel_idle(record).await?
-        } else {
-            record
-        };
-        self.snapshot(&record, None).await
-    }
-
-    /// Asks the process running the turn to cancel it and waits (bounded)
-    /// for the turn's final event.
-    async fn cancel_remote(&self, record: TaskRecord) -> Result<TaskRecord, RpcError> {
-        let task_id = record.task_id.clone();
-        let after = Bookkeeping::of(&record).turn_start_event_id;
-        self.update(&task_id, |_, bk| bk.cancel_requested = true)
-            .await;
-        let wait = async {
-            let mut events = self.log.follow(&task_id, after);
-            while let Some(Ok(e)) = events.next().await {
-                if e.event.is_final() {
-                    break;
-                }
-            }
-            // The record follows the final event closely.
-            for _ in 0..50 {
-                match self.store.get(&task_id).await {
-                    Ok(Some(r)) if r.status.state.ends_turn() => return,
-                    _ => tokio::time::sleep(Duration::from_millis(20)).await,
-                }
-            }
-        };
-        let _ = tokio::time::timeout(self.cancel_wait, wait).await;
-        self.store
-            .get(&task_id)
-            .await
-            .map_err(store_error)?
-            .ok_or_else(|| RpcError::task_not_found(&task_id))
-    }
-
-    /// Cancels a task no turn runs for (it waits for input): logs the
-    /// `canceled` final status and records it.
-    async fn cancel_idle(&self, mut record: TaskRecord) -> Result<TaskRecord, RpcError> {
-        let status = TaskStatus::new(TaskState::Canceled);
-        let event = AgentEvent::new(
-            record.task_id.as_str().into(),
-            record.context_id.as_str().into(),
-            EventPayload::StatusUpdate {
-                status: status.clone(),
-                is_final: true,
-                metadata: Map::new(),
-            },
-        );
-        let id = self
-            .log
-            .append(&record.task_id, &event)
-            .await
-            .map_err(|e| RpcError::internal(format!("event log: {e}")))?;
-        let mut bk = Bookkeeping::of(&record);
-        bk.turn_start_event_id = bk.last_event_id.take();
-        bk.last_event_id = Some(id.clone());
-        bk.final_event_id = Some(id);
-        bk.store(&mut record);
-        record.status = status;
-        record.updated_at = Utc::now();
-        self.store.put(&record).await.map_err(store_error)?;
-        Ok(record)
-    }
-
-    /// The principal's tasks, most recently updated first: one page, the
-    /// offset of the next and the total.
-    pub(crate) async fn list(
-        &self,
-        auth: &AuthContext,
-        q: &ListQuery,
-    ) -> Result<(Vec<TaskSnapshot>, Option<usize>, usize), RpcError> {
-        let records = self
-            .store
-            .list(Some(&auth.principal), q.context_id.as_deref(), usize::MAX)
-            .await
-            .map_err(store_error)?;
-        let matching: Vec<TaskRecord> = records
-            .into_iter()
-            .filter(|r| q.state.is_none_or(|s| r.status.state == s))
-            .filter(|r| q.updated_after.is_none_or(|t| r.status.timestamp > t))
-            .collect();
-        let total = matching.len();
-        let page: Vec<TaskSnapshot> = matching
-            .iter()
-            .skip(q.offset)
-            .take(q.page_size)
-            .map(|r| {
-                let artifacts = if q.include_artifacts {
-                    Bookkeeping::of(r).artifacts
-                } else {
-                    Vec::new()
-                };
-                record::snapshot(r, artifacts, q.history_length)
-            })
-            .collect();
-        let next = (q.offset + page.len() < total).then_some(q.offset + page.len());
-        Ok((page, next, total))
     }
 
     /// Cancels every turn running here and waits for them to record their end

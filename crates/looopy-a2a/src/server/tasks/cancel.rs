@@ -1,0 +1,112 @@
+//! Cancelling tasks: here, in another process, or while they wait for input.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use futures::StreamExt;
+use looopy_core::store::TaskRecord;
+use looopy_core::{AgentEvent, AuthContext, EventPayload, TaskState, TaskStatus};
+use serde_json::Map;
+
+use super::{Tasks, store_error};
+use crate::RpcError;
+use crate::model::TaskSnapshot;
+use crate::server::record::Bookkeeping;
+
+impl Tasks {
+    /// Cancels a task: -32001 when not visible, -32002 when it already ended.
+    pub(crate) async fn cancel(
+        &self,
+        auth: &AuthContext,
+        task_id: &str,
+    ) -> Result<TaskSnapshot, RpcError> {
+        let record = self.owned(task_id, &auth.principal).await?;
+        if record.status.state.is_terminal() {
+            return Err(RpcError::task_not_cancelable(
+                task_id,
+                record.status.state.as_str(),
+            ));
+        }
+        let local = self
+            .running()
+            .get(task_id)
+            .map(|r| (r.cancel.clone(), r.done.clone()));
+        let record = match local {
+            Some((token, mut done)) => {
+                token.cancel();
+                let _ = tokio::time::timeout(self.cancel_wait, done.wait_for(|d| *d)).await;
+                self.owned(task_id, &auth.principal).await?
+            }
+            None if !record.status.state.ends_turn() => self.cancel_remote(record).await?,
+            None => record,
+        };
+        let record = if matches!(
+            record.status.state,
+            TaskState::InputRequired | TaskState::AuthRequired
+        ) {
+            self.cancel_idle(record).await?
+        } else {
+            record
+        };
+        self.snapshot(&record, None).await
+    }
+
+    /// Asks the process running the turn to cancel it and waits (bounded)
+    /// for the turn's final event.
+    async fn cancel_remote(&self, record: TaskRecord) -> Result<TaskRecord, RpcError> {
+        let task_id = record.task_id.clone();
+        let after = Bookkeeping::of(&record).turn_start_event_id;
+        self.update(&task_id, |_, bk| bk.cancel_requested = true)
+            .await;
+        let wait = async {
+            let mut events = self.log.follow(&task_id, after);
+            while let Some(Ok(e)) = events.next().await {
+                if e.event.is_final() {
+                    break;
+                }
+            }
+            // The record follows the final event closely.
+            for _ in 0..50 {
+                match self.store.get(&task_id).await {
+                    Ok(Some(r)) if r.status.state.ends_turn() => return,
+                    _ => tokio::time::sleep(Duration::from_millis(20)).await,
+                }
+            }
+        };
+        let _ = tokio::time::timeout(self.cancel_wait, wait).await;
+        self.store
+            .get(&task_id)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| RpcError::task_not_found(&task_id))
+    }
+
+    /// Cancels a task no turn runs for (it waits for input): logs the
+    /// `canceled` final status and records it.
+    async fn cancel_idle(&self, mut record: TaskRecord) -> Result<TaskRecord, RpcError> {
+        let status = TaskStatus::new(TaskState::Canceled);
+        let event = AgentEvent::new(
+            record.task_id.as_str().into(),
+            record.context_id.as_str().into(),
+            EventPayload::StatusUpdate {
+                status: status.clone(),
+                is_final: true,
+                metadata: Map::new(),
+            },
+        );
+        let id = self
+            .log
+            .append(&record.task_id, &event)
+            .await
+            .map_err(|e| RpcError::internal(format!("event log: {e}")))?;
+        let mut bk = Bookkeeping::of(&record);
+        bk.turn_start_event_id = bk.last_event_id.take();
+        bk.last_event_id = Some(id.clone());
+        bk.final_event_id = Some(id);
+        bk.store(&mut record);
+        record.status = status;
+        record.updated_at = Utc::now();
+        self.store.put(&record).await.map_err(store_error)?;
+        Ok(record)
+    }
+}
