@@ -65,10 +65,15 @@ async fn the_server_continues_the_callers_trace() {
     .instrument(parent.clone())
     .await;
     drop(parent);
-    // Let the turns record their end.
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    provider.force_flush().unwrap();
-
+    // The turns' spans close when the turns have recorded their end.
+    for _ in 0..500 {
+        provider.force_flush().unwrap();
+        let spans = exporter.get_finished_spans().unwrap();
+        if spans.iter().filter(|s| s.name == "a2a.turn").count() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let spans = exporter.get_finished_spans().unwrap();
     let requests: Vec<&SpanData> = spans
         .iter()
