@@ -1,6 +1,12 @@
 #![forbid(unsafe_code)]
 //! The `looopy` binary's pieces, as a library so that they can be tested:
 //! telemetry set-up, configuration, and the `serve`, `chat` and `run` commands.
+#![doc = include_str!("../README.md")]
 
+pub mod app;
+pub mod chat;
 pub mod config;
+pub mod render;
+pub mod run;
+pub mod serve;
 pub mod telemetry;

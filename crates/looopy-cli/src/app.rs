@@ -1,0 +1,175 @@
+//! Turns a [`Config`] into the running parts: the model, the tools, the
+//! stores, and a factory of Agents (one per conversation).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use async_trait::async_trait;
+use looopy_a2a::{A2aClient, RemoteAgentTools};
+use looopy_agent::{Agent, AgentError};
+use looopy_core::{LlmError, LlmProvider, LlmRequest, LlmResponse, ToolProvider, TurnContext};
+use looopy_llm_litellm::{LiteLlmConfig, LiteLlmProvider, RetryPolicy, RetryingLlm};
+use looopy_loop::AgentLoopConfig;
+use looopy_stores_redis::Stores;
+use looopy_tools::{HttpServer, McpToolProvider, StdioServer, TimeoutTools};
+
+use crate::config::{Config, LlmSection, McpServerConfig};
+
+/// What every turn of `looopy serve` / `looopy run` shares.
+#[derive(Clone)]
+pub struct App {
+    /// The configuration it was built from.
+    pub config: Arc<Config>,
+    /// The model (or one that explains how to configure it).
+    pub llm: Arc<dyn LlmProvider>,
+    /// Tool providers (MCP servers, remote agents), with timeouts.
+    pub tools: Vec<Arc<dyn ToolProvider>>,
+    /// The stores.
+    pub stores: Stores,
+}
+
+/// The model when none is configured: every call fails saying how to set one.
+pub struct UnconfiguredLlm;
+
+/// What [`UnconfiguredLlm`] says.
+pub const NO_MODEL: &str = "no model is configured: set `base_url` and `model` in the [llm] section of \
+looopy.toml, or the LOOOPY_LLM_BASE_URL and LOOOPY_LLM_MODEL environment variables (and the API key \
+in the variable named by `api_key_env`, or LOOOPY_LLM_API_KEY)";
+
+#[async_trait]
+impl LlmProvider for UnconfiguredLlm {
+    async fn call(&self, _request: LlmRequest, _cx: &TurnContext) -> Result<LlmResponse, LlmError> {
+        Err(LlmError::NotConfigured {
+            message: NO_MODEL.into(),
+        })
+    }
+    fn provider_name(&self) -> &str {
+        "none"
+    }
+    fn model_name(&self) -> &str {
+        "none"
+    }
+}
+
+fn llm(
+    section: Option<&LlmSection>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn LlmProvider>> {
+    let Some(section) = section else {
+        return Ok(Arc::new(UnconfiguredLlm));
+    };
+    let (Some(base_url), Some(model)) = (&section.base_url, &section.model) else {
+        return Ok(Arc::new(UnconfiguredLlm));
+    };
+    let mut config = LiteLlmConfig::new(base_url.clone(), model.clone());
+    let key = section
+        .api_key_env
+        .as_deref()
+        .and_then(env)
+        .or_else(|| env("LOOOPY_LLM_API_KEY"));
+    if let Some(key) = key {
+        config = config.with_api_key(key);
+    }
+    if let Some(t) = section.temperature {
+        config = config.with_temperature(t);
+    }
+    if let Some(m) = section.max_tokens {
+        config = config.with_max_tokens(m);
+    }
+    let provider = LiteLlmProvider::new(config).context("building the LLM provider")?;
+    let policy = match section.max_retries {
+        Some(0) => RetryPolicy::none(),
+        Some(n) => RetryPolicy::default().with_max_retries(n),
+        None => RetryPolicy::default(),
+    };
+    Ok(Arc::new(RetryingLlm::new(provider, policy)))
+}
+
+fn mcp(server: &McpServerConfig) -> McpToolProvider {
+    let provider = match (&server.command, &server.url) {
+        (Some(command), _) => {
+            let mut stdio = StdioServer::new(command).args(server.args.iter().cloned());
+            for (k, v) in &server.env {
+                stdio = stdio.env(k, v);
+            }
+            McpToolProvider::new(stdio)
+        }
+        (None, Some(url)) => McpToolProvider::new(HttpServer::new(url)),
+        // `Config::parse` refuses a server with neither.
+        (None, None) => McpToolProvider::new(HttpServer::new("")),
+    };
+    let provider = provider.with_name(&server.name);
+    match &server.prefix {
+        Some(prefix) => provider.with_prefix(prefix),
+        None => provider,
+    }
+}
+
+impl App {
+    /// Builds everything; connects to the stores (a wrong Redis URL fails here).
+    pub async fn build(config: Config, env: &dyn Fn(&str) -> Option<String>) -> Result<App> {
+        let timeout = Duration::from_secs(config.agent.tool_timeout_secs);
+        let mut tools: Vec<Arc<dyn ToolProvider>> = Vec::new();
+        for server in &config.tools.mcp {
+            tools.push(Arc::new(
+                TimeoutTools::new(mcp(server)).with_default(timeout),
+            ));
+        }
+        for remote in &config.tools.a2a {
+            let mut client = A2aClient::builder(&remote.url);
+            if let Some(var) = &remote.token_env {
+                let token = env(var).with_context(|| {
+                    format!("[[tools.a2a]] '{}': ${var} is not set", remote.name)
+                })?;
+                client = client.bearer_token(token);
+            }
+            let description = remote
+                .description
+                .clone()
+                .unwrap_or_else(|| format!("Asks the remote agent '{}'", remote.name));
+            let tool = RemoteAgentTools::new(client.build(), &remote.name, &description);
+            tools.push(Arc::new(TimeoutTools::new(tool).with_default(timeout)));
+        }
+        let stores = config
+            .store
+            .build()
+            .await
+            .context("connecting to the stores")?;
+        Ok(App {
+            llm: llm(config.llm.as_ref(), env)?,
+            tools,
+            stores,
+            config: Arc::new(config),
+        })
+    }
+
+    /// The loop settings from `[agent]`.
+    pub fn loop_config(&self) -> AgentLoopConfig {
+        let a = &self.config.agent;
+        AgentLoopConfig {
+            agent_id: Arc::from(a.name.as_str()),
+            system_prompt: a.system_prompt.as_deref().map(Arc::from),
+            max_iterations: a.max_iterations,
+            max_parallel_tools: a.max_parallel_tools,
+            ..AgentLoopConfig::default()
+        }
+    }
+
+    /// The Agent of one conversation, owned by `owner`.
+    pub fn agent(&self, context_id: &str, owner: &str) -> Result<Agent, AgentError> {
+        let mut builder = Agent::builder(context_id)
+            .llm_shared(self.llm.clone())
+            .loop_config(self.loop_config())
+            .task_store(self.stores.tasks.clone())
+            .message_store(self.stores.messages.clone())
+            .artifact_store(self.stores.artifacts.clone())
+            .state_store(self.stores.agents.clone())
+            .turn_lock(self.stores.locks.clone())
+            .owner(owner);
+        for tool in &self.tools {
+            builder = builder.tools_shared(tool.clone());
+        }
+        builder.build()
+    }
+}

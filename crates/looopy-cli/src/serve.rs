@@ -1,0 +1,87 @@
+//! `looopy serve`: the agent over A2A (JSON-RPC + SSE, v1.0 and v0.3).
+
+use std::future::Future;
+
+use anyhow::{Context, Result};
+use looopy_a2a::{A2aServer, AgentCardConfig, AgentRunner, AuthConfig};
+use tokio::net::TcpListener;
+
+use crate::app::App;
+
+/// Builds the server of an [`App`]: an Agent per context, the event log and
+/// task records from the configured stores, the agent card, the tokens.
+pub fn server(
+    app: &App,
+    env: &dyn Fn(&str) -> Option<String>,
+    public_url: &str,
+) -> Result<A2aServer> {
+    let config = &app.config;
+    let mut auth = AuthConfig::none();
+    for token in &config.auth.tokens {
+        auth = auth.bearer(token.resolve(env)?, token.principal.clone());
+    }
+    let card = AgentCardConfig::new(config.agent.name.clone(), config.agent.description.clone())
+        .version(env!("CARGO_PKG_VERSION"))
+        .public_url(public_url);
+    let factory_app = app.clone();
+    let runner = AgentRunner::new(move |context_id, owner| factory_app.agent(context_id, owner));
+    Ok(A2aServer::builder(
+        runner,
+        app.stores.events.clone(),
+        app.stores.task_records.clone(),
+    )
+    .card(card)
+    .auth(auth)
+    .max_body_bytes(config.server.max_body_bytes)
+    .build())
+}
+
+/// Serves until `shutdown` completes; running turns get a grace period to
+/// finish (and checkpoint) before they are cancelled.
+pub async fn serve(
+    app: App,
+    bind: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let listener = TcpListener::bind(bind)
+        .await
+        .with_context(|| format!("binding {bind}"))?;
+    let addr = listener.local_addr()?;
+    let public_url = app
+        .config
+        .server
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{addr}"));
+    let server = server(&app, env, &public_url)?;
+    tracing::info!(%addr, agent = %app.config.agent.name, "looopy serving A2A at {public_url}");
+    // A line on stdout that scripts (and tests) can wait for.
+    println!("looopy listening on http://{addr}");
+    server.serve(listener, shutdown).await.context("serving")?;
+    tracing::info!("looopy stopped");
+    Ok(())
+}
+
+/// Completes on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+    tracing::info!("shutdown requested");
+}
