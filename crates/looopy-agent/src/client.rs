@@ -4,7 +4,7 @@
 //! A turn that ends `input-required` leaves the history ending with an
 //! assistant message whose client tool calls have no result. The client
 //! sends the results in its next message as data parts, in the wire form
-//! of `looopy-tools` (`ClientToolResult`):
+//! of `looopy_core::client_tool` (`ClientToolResult`):
 //!
 //! ```json
 //! {"kind": "data", "data": {"toolCallId": "call-1", "result": {"temp": 21}}}
@@ -19,73 +19,16 @@
 
 use std::collections::HashMap;
 
-use looopy_core::{History, Message, Part, Role, ToolCall, ToolResult, ToolSignal};
+use looopy_core::{History, Message, Role, ToolCall, ToolResult, ToolSignal};
 use serde_json::Value;
 
 use crate::error::AgentError;
 
-/// Metadata key marking results of client tools (as `looopy-tools` does).
-pub const CLIENT_TOOL_MARK: &str = "clientTool";
+pub use looopy_core::client_tool::{CLIENT_TOOL_MARK, ClientToolResult};
 
 /// Metadata key marking results the Agent made up for calls that never got
 /// one (cancelled turn, client that did not answer).
 pub const SYNTHETIC_RESULT_KEY: &str = "syntheticResult";
-
-/// A client's result for a client tool call (see the module docs for the
-/// wire form).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ClientToolResult {
-    /// The call it answers.
-    pub tool_call_id: String,
-    /// The result, or the error message. A string reaches the model as
-    /// plain text, anything else as JSON text.
-    pub result: Value,
-    /// Whether the client reports a failure.
-    pub is_error: bool,
-}
-
-impl ClientToolResult {
-    /// Reads a result from a data part; `None` for any other part.
-    pub fn from_part(part: &Part) -> Option<Self> {
-        let Part::Data {
-            data: Value::Object(data),
-        } = part
-        else {
-            return None;
-        };
-        let tool_call_id = data.get("toolCallId")?.as_str()?.to_owned();
-        if let Some(error) = data.get("error").filter(|e| !e.is_null()) {
-            return Some(ClientToolResult {
-                tool_call_id,
-                result: error.clone(),
-                is_error: true,
-            });
-        }
-        let flagged = data.get("isError").and_then(Value::as_bool) == Some(true);
-        Some(ClientToolResult {
-            tool_call_id,
-            result: data.get("result")?.clone(),
-            is_error: flagged,
-        })
-    }
-
-    /// The tool message carrying this result.
-    pub fn into_message(self) -> Message {
-        let text = match self.result {
-            Value::String(text) => text,
-            other => other.to_string(),
-        };
-        let mut result = if self.is_error {
-            ToolResult::error(self.tool_call_id, text)
-        } else {
-            ToolResult::text(self.tool_call_id, text)
-        };
-        result
-            .metadata
-            .insert(CLIENT_TOOL_MARK.into(), Value::Bool(true));
-        result.into_message()
-    }
-}
 
 /// The calls of the history's last assistant message that have no result
 /// yet, when only tool messages follow that message (the state an
@@ -195,7 +138,7 @@ pub(crate) fn close_open_calls(produced: &mut Vec<Message>, finished: &[ToolResu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use looopy_core::LlmResponse;
+    use looopy_core::{LlmResponse, Part};
     use serde_json::json;
 
     fn waiting() -> History {

@@ -16,6 +16,7 @@
 //! assert_eq!(history.len(), 2);
 //! ```
 
+pub mod client_tool;
 mod context;
 mod event;
 mod history;
@@ -26,6 +27,7 @@ mod task;
 mod tool;
 mod tool_provider;
 
+pub use client_tool::ClientToolResult;
 pub use context::{AuthContext, CallContext, ToolContext, TurnContext};
 pub use event::{AgentEvent, EventPayload, ToolOutcome};
 pub use history::History;

@@ -16,8 +16,7 @@ use crate::error::ToolsError;
 /// The message-metadata key under which a client declares its tools.
 pub const CLIENT_TOOLS_KEY: &str = "clientTools";
 
-/// The metadata key that marks results (and pending calls) of client tools.
-pub const CLIENT_TOOL_MARK: &str = "clientTool";
+pub use looopy_core::client_tool::{CLIENT_TOOL_MARK, ClientToolResult};
 
 /// A provider of the tools a client declared for this turn.
 ///
@@ -172,72 +171,6 @@ impl PendingClientCall {
     /// The pending calls among a tool result's parts.
     pub fn from_result(result: &ToolResult) -> Vec<Self> {
         result.content.iter().filter_map(Self::from_part).collect()
-    }
-}
-
-/// The outcome of a client tool, as the client sends it back in a data part
-/// of its next message.
-///
-/// Wire form: `{"toolCallId": "...", "result": <any JSON>}` for success,
-/// `{"toolCallId": "...", "error": "<message>"}` (or `"result"` with
-/// `"isError": true`) for failure.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ClientToolResult {
-    /// The call this answers.
-    pub tool_call_id: String,
-    /// The result (a string is given to the model as plain text, anything
-    /// else as JSON text), or the error message.
-    pub result: Value,
-    /// Whether the client reports a failure.
-    pub is_error: bool,
-}
-
-impl ClientToolResult {
-    /// Reads a result from a data part; `None` for any other part.
-    pub fn from_part(part: &Part) -> Option<Self> {
-        let Part::Data {
-            data: Value::Object(data),
-        } = part
-        else {
-            return None;
-        };
-        let tool_call_id = data.get("toolCallId")?.as_str()?.to_owned();
-        let flagged = data.get("isError").and_then(Value::as_bool) == Some(true);
-        if let Some(error) = data.get("error").filter(|e| !e.is_null()) {
-            return Some(ClientToolResult {
-                tool_call_id,
-                result: error.clone(),
-                is_error: true,
-            });
-        }
-        let result = data.get("result")?.clone();
-        Some(ClientToolResult {
-            tool_call_id,
-            result,
-            is_error: flagged,
-        })
-    }
-
-    /// The tool result this stands for.
-    pub fn into_tool_result(self) -> ToolResult {
-        let text = match self.result {
-            Value::String(text) => text,
-            other => other.to_string(),
-        };
-        let mut result = if self.is_error {
-            ToolResult::error(self.tool_call_id, text)
-        } else {
-            ToolResult::text(self.tool_call_id, text)
-        };
-        result
-            .metadata
-            .insert(CLIENT_TOOL_MARK.into(), Value::Bool(true));
-        result
-    }
-
-    /// The tool message that carries this result in the history.
-    pub fn into_message(self) -> Message {
-        self.into_tool_result().into_message()
     }
 }
 

@@ -1,0 +1,110 @@
+//! The wire form of a client tool's result (seed 001 "client tools"): the
+//! client ran a call the model made and sends the outcome back in a data part
+//! of its next message. `looopy-tools` (which declares client tools) and
+//! `looopy-agent` (which turns results into tool messages) share this type.
+//!
+//! ```json
+//! {"kind": "data", "data": {"toolCallId": "call-1", "result": {"temp": 21}}}
+//! {"kind": "data", "data": {"toolCallId": "call-2", "error": "user declined"}}
+//! ```
+//!
+//! `"result"` with `"isError": true` also reports a failure.
+
+use serde_json::Value;
+
+use crate::message::{Message, Part};
+use crate::tool::ToolResult;
+
+/// Metadata key marking the results of client tools.
+pub const CLIENT_TOOL_MARK: &str = "clientTool";
+
+/// A client's result for a client tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientToolResult {
+    /// The call this answers.
+    pub tool_call_id: String,
+    /// The result (a string reaches the model as plain text, anything else
+    /// as JSON text), or the error message.
+    pub result: Value,
+    /// Whether the client reports a failure.
+    pub is_error: bool,
+}
+
+impl ClientToolResult {
+    /// Reads a result from a data part; `None` for any other part.
+    pub fn from_part(part: &Part) -> Option<Self> {
+        let Part::Data {
+            data: Value::Object(data),
+        } = part
+        else {
+            return None;
+        };
+        let tool_call_id = data.get("toolCallId")?.as_str()?.to_owned();
+        if let Some(error) = data.get("error").filter(|e| !e.is_null()) {
+            return Some(ClientToolResult {
+                tool_call_id,
+                result: error.clone(),
+                is_error: true,
+            });
+        }
+        let flagged = data.get("isError").and_then(Value::as_bool) == Some(true);
+        Some(ClientToolResult {
+            tool_call_id,
+            result: data.get("result")?.clone(),
+            is_error: flagged,
+        })
+    }
+
+    /// The tool result this stands for, marked with [`CLIENT_TOOL_MARK`].
+    pub fn into_tool_result(self) -> ToolResult {
+        let text = match self.result {
+            Value::String(text) => text,
+            other => other.to_string(),
+        };
+        let mut result = if self.is_error {
+            ToolResult::error(self.tool_call_id, text)
+        } else {
+            ToolResult::text(self.tool_call_id, text)
+        };
+        result
+            .metadata
+            .insert(CLIENT_TOOL_MARK.into(), Value::Bool(true));
+        result
+    }
+
+    /// The tool message that carries this result in the history.
+    pub fn into_message(self) -> Message {
+        self.into_tool_result().into_message()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_results_and_errors_and_ignores_other_parts() {
+        let ok = ClientToolResult::from_part(&Part::data(
+            json!({"toolCallId": "a", "result": {"t": 1}}),
+        ))
+        .unwrap();
+        assert!(!ok.is_error);
+        let m = ok.into_message();
+        assert_eq!(m.text(), r#"{"t":1}"#);
+        assert_eq!(m.metadata[CLIENT_TOOL_MARK], true);
+        let err = ClientToolResult::from_part(&Part::data(
+            json!({"toolCallId": "b", "error": "declined"}),
+        ))
+        .unwrap();
+        assert!(err.is_error);
+        assert_eq!(err.into_message().text(), "Error: declined");
+        let flagged = ClientToolResult::from_part(&Part::data(
+            json!({"toolCallId": "c", "result": "x", "isError": true}),
+        ))
+        .unwrap();
+        assert!(flagged.is_error);
+        assert!(ClientToolResult::from_part(&Part::text("hi")).is_none());
+        assert!(ClientToolResult::from_part(&Part::data(json!({"result": 1}))).is_none());
+    }
+}
