@@ -40,6 +40,7 @@ async fn exercise(mcp: &McpToolProvider) {
             "py_fail",
             "py_pid",
             "py_pixel",
+            "py_trace_context",
             "py_weather"
         ]
     );
@@ -177,7 +178,7 @@ async fn the_provider_reconnects_after_the_child_dies() {
     );
 
     // Listing works on the new session too.
-    assert_eq!(mcp.tools(&cx()).await.unwrap().len(), 5);
+    assert_eq!(mcp.tools(&cx()).await.unwrap().len(), 6);
     mcp.shutdown().await.unwrap();
 }
 
@@ -236,36 +237,12 @@ async fn a_missing_program_is_reported_unavailable() {
     );
 }
 
-/// A Python server over streamable HTTP on a free port; killed on drop.
-struct HttpFixture {
-    child: tokio::process::Child,
-    url: String,
-}
-
-impl HttpFixture {
-    async fn start(python: &Path) -> Self {
-        let port = support::free_port();
-        let child = tokio::process::Command::new(python)
-            .arg(support::fixture_server())
-            .arg("http")
-            .arg(port.to_string())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        support::wait_for_port(port).await;
-        HttpFixture {
-            child,
-            url: format!("http://127.0.0.1:{port}/mcp"),
-        }
-    }
-}
-
 #[tokio::test]
 async fn python_server_over_streamable_http() {
     let Some(python) = support::python() else {
         return;
     };
-    let mut server = HttpFixture::start(&python).await;
+    let mut server = support::HttpFixture::start(&python).await;
     let mcp = McpToolProvider::new(HttpServer::new(server.url.clone()).header("X-Test", "looopy"))
         .with_name("py")
         .with_prefix("py_");

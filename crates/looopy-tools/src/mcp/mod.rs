@@ -2,6 +2,8 @@
 //! ([`StdioServer`]) or streamable HTTP ([`HttpServer`]), on the `rmcp` crate.
 
 mod content;
+#[cfg(feature = "otel")]
+mod trace;
 mod transport;
 
 use std::collections::HashMap;
@@ -39,6 +41,10 @@ const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Tool names are the server's, behind an optional prefix, with characters
 /// other than `[A-Za-z0-9_-]` replaced by `_` and cut to 64 characters;
 /// calls are routed back to the server's own name.
+///
+/// With the feature `otel` (on by default), every call carries the current
+/// span's W3C trace context in `params._meta` (`traceparent`, `tracestate`),
+/// and over streamable HTTP also as headers of the POST.
 ///
 /// Results: text stays text, structured content becomes a data part, images
 /// and audio become inline file parts; `isError` becomes an error result.
@@ -320,7 +326,10 @@ impl McpToolProvider {
             Ok(peer) => peer,
             Err(message) => return self.unavailable_result(call, message),
         };
-        let params = CallToolRequestParams::new(original).with_arguments(arguments);
+        #[cfg_attr(not(feature = "otel"), allow(unused_mut))]
+        let mut params = CallToolRequestParams::new(original).with_arguments(arguments);
+        #[cfg(feature = "otel")]
+        trace::inject_current_context(&mut params);
         match peer.call_tool_once(params).await {
             Ok(CallToolResponse::Complete(result)) => {
                 content::to_tool_result(call.id.clone(), result)

@@ -239,6 +239,10 @@ async fn open_http(server: &HttpServer) -> Result<Session, String> {
     if let Some(token) = &server.bearer_token {
         config = config.auth_header(token.clone());
     }
+    #[cfg(feature = "otel")]
+    let transport =
+        StreamableHttpClientTransport::with_client(super::trace::TracingHttpClient::new()?, config);
+    #[cfg(not(feature = "otel"))]
     let transport = StreamableHttpClientTransport::from_config(config);
     client_config()
         .serve(transport)

@@ -48,6 +48,33 @@ pub fn fixture_server() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py")
 }
 
+/// A Python server over streamable HTTP on a free port; killed on drop.
+pub struct HttpFixture {
+    /// The server process.
+    pub child: tokio::process::Child,
+    /// Its endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+}
+
+impl HttpFixture {
+    /// Starts the fixture server over streamable HTTP.
+    pub async fn start(python: &Path) -> Self {
+        let port = free_port();
+        let child = tokio::process::Command::new(python)
+            .arg(fixture_server())
+            .arg("http")
+            .arg(port.to_string())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        wait_for_port(port).await;
+        HttpFixture {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+}
+
 /// `mcp-server-everything` from npm.
 pub fn server_everything() -> Option<PathBuf> {
     require(
