@@ -1,20 +1,5 @@
 #![forbid(unsafe_code)]
-//! # looopy-core
-//!
-//! The vocabulary of the Looopy agent runtime: messages, tools, model
-//! requests and streamed chunks, task states, events, and the traits that the
-//! other crates implement ([`LlmProvider`], [`ToolProvider`], the stores).
-//! No I/O happens here.
-//!
-//! ```
-//! use looopy_core::{Message, History, ToolCall, ToolResult};
-//!
-//! let mut history = History::from(vec![Message::user("What is 2+2?")]);
-//! let call = ToolCall::new("call-1", "add", r#"{"a":2,"b":2}"#);
-//! assert_eq!(call.parsed_arguments()["a"], 2);
-//! history.push(ToolResult::text("call-1", "4").into_message());
-//! assert_eq!(history.len(), 2);
-//! ```
+#![doc = include_str!("../README.md")]
 
 pub mod client_tool;
 mod context;

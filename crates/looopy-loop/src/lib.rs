@@ -1,38 +1,9 @@
 #![forbid(unsafe_code)]
-//! # looopy-loop
-//!
-//! [`AgentLoop`] runs one turn of an agent: it calls the model with the
-//! history and the tools, runs the tool calls it asks for (in parallel,
-//! bounded), feeds the results back and repeats until the model is done, a
-//! limit is hit, the turn is cancelled or the client must act. It emits a
-//! stream of [`AgentEvent`](looopy_core::AgentEvent)s the whole way and
-//! checkpoints through a [`TaskStateStore`](looopy_core::store::TaskStateStore)
-//! so that [`AgentLoop::resume`] can finish a turn after a crash.
-//!
-//! ```
-//! use futures::StreamExt;
-//! use looopy_core::{LlmResponse, Message, TurnContext};
-//! use looopy_loop::AgentLoop;
-//! use looopy_testkit::ScriptedLlm;
-//!
-//! # #[tokio::main(flavor = "current_thread")] async fn main() {
-//! let llm = ScriptedLlm::new().respond(LlmResponse::text("Hello!"));
-//! let agent = AgentLoop::builder(llm).system_prompt("Be brief.").build();
-//! let mut events = agent.start_turn(vec![Message::user("Hi")].into(), TurnContext::new("task-1", "ctx-1"));
-//! let mut last = None;
-//! while let Some(event) = events.next().await {
-//!     last = Some(event);
-//! }
-//! let last = last.unwrap();
-//! assert!(last.is_final());
-//! assert_eq!(last.state(), Some(looopy_core::TaskState::Completed));
-//! # }
-//! ```
-//!
-//! Layout: [`config`](AgentLoopConfig) holds the settings, `turn` decides
-//! termination, `iteration` makes one model call, `tools` routes and runs tool
-//! calls, `checkpoint` persists and derives what resume must do, `events`
-//! builds every event.
+#![doc = include_str!("../README.md")]
+//! Layout: `config` holds the settings, `turn` decides termination,
+//! `iteration` makes one model call, `tools` routes and runs tool calls,
+//! `checkpoint` persists and derives what resume must do, `events` builds
+//! every event, `hooks` and `pause` are the extension points.
 
 mod checkpoint;
 mod config;
