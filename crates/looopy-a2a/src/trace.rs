@@ -37,6 +37,25 @@ pub(crate) fn record_task(task_id: &str, state: Option<looopy_core::TaskState>) 
     }
 }
 
+/// The trace id of the current span (32 hex digits), and whether it was
+/// made up here: without the `otel` feature or an OpenTelemetry layer there
+/// is no trace, and a random id stands in (it names nothing anywhere else).
+pub(crate) fn current_trace_id() -> (String, bool) {
+    #[cfg(feature = "otel")]
+    {
+        use opentelemetry::trace::TraceContextExt;
+        use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+        let context = Span::current().context();
+        let span = context.span();
+        let span_context = span.span_context();
+        if span_context.is_valid() {
+            return (span_context.trace_id().to_string(), false);
+        }
+    }
+    (uuid::Uuid::new_v4().simple().to_string(), true)
+}
+
 #[cfg(feature = "otel")]
 fn set_remote_parent(span: &Span, headers: &HeaderMap) {
     use opentelemetry::propagation::Extractor;

@@ -111,10 +111,11 @@ async fn v1_disconnect_then_resubscribe_gets_exactly_the_missing_events() {
     let got: Vec<_> = missed.iter().map(|e| e.id.clone().unwrap()).collect();
     assert_eq!(got, after);
     // Nothing was lost in between either.
+    // (The log also holds the tool-progress extension's turn-start update.)
     assert_eq!(
         ids.len(),
-        2 + 1 + 3,
-        "task, working, one, two, three, completed"
+        2 + 1 + 3 + 1,
+        "task, working, one, two, three, completed, turn-start"
     );
     let _ = working;
 }

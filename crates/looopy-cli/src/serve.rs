@@ -33,6 +33,7 @@ pub fn server(
     .card(card)
     .auth(auth)
     .max_body_bytes(config.server.max_body_bytes)
+    .web_ui(true) // the chat page at GET / (docs/web.md)
     .build())
 }
 

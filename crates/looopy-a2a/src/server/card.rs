@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 use crate::server::auth::{API_KEY_HEADER, AuthConfig};
+use crate::server::progress::{self, TOOL_PROGRESS_EXTENSION};
 use crate::version::ProtocolVersion;
 
 /// A skill listed on the agent card.
@@ -139,6 +140,20 @@ pub(crate) struct CardInputs<'a> {
     pub(crate) auth: &'a AuthConfig,
     /// The URL of the JSON-RPC endpoint.
     pub(crate) rpc_url: String,
+    /// Whether the tool-progress extension is offered.
+    pub(crate) tool_progress: bool,
+}
+
+/// The extensions the card lists (1.0 form).
+fn extensions_v1(inputs: &CardInputs<'_>) -> Option<Vec<a2a::AgentExtension>> {
+    inputs.tool_progress.then(|| {
+        vec![a2a::AgentExtension {
+            uri: TOOL_PROGRESS_EXTENSION.into(),
+            description: Some(progress::DESCRIPTION.into()),
+            required: Some(false),
+            params: None,
+        }]
+    })
 }
 
 fn skills_v1(config: &AgentCardConfig) -> Vec<a2a::AgentSkill> {
@@ -204,7 +219,7 @@ pub(crate) fn card_v1(inputs: &CardInputs<'_>) -> Value {
         capabilities: a2a::AgentCapabilities {
             streaming: Some(true),
             push_notifications: Some(false),
-            extensions: None,
+            extensions: extensions_v1(inputs),
             extended_agent_card: Some(false),
         },
         default_input_modes: config.input_modes.clone(),
@@ -273,6 +288,9 @@ pub(crate) fn card_v03(inputs: &CardInputs<'_>) -> Value {
         "supportsAuthenticatedExtendedCard": false,
         "supportedInterfaces": serde_json::to_value(interfaces(&inputs.rpc_url)).unwrap_or(Value::Null),
     });
+    if let Some(extensions) = extensions_v1(inputs) {
+        card["capabilities"]["extensions"] = serde_json::to_value(extensions).unwrap_or_default();
+    }
     if !schemes.is_empty() {
         card["securitySchemes"] = Value::Object(schemes);
         card["security"] = Value::Array(security);
@@ -301,6 +319,7 @@ mod tests {
             config: &config,
             auth: &auth,
             rpc_url: "http://h/".into(),
+            tool_progress: true,
         };
 
         let v1 = card_v1(&inputs);
@@ -316,6 +335,9 @@ mod tests {
             "X-API-Key"
         );
         assert_eq!(v1["skills"][0]["id"], "echo");
+        let ext = &v1["capabilities"]["extensions"][0];
+        assert_eq!(ext["uri"], TOOL_PROGRESS_EXTENSION);
+        assert_eq!(ext["required"], false);
         // The official types read it back.
         let _: a2a::AgentCard = serde_json::from_value(v1).unwrap();
 
@@ -324,14 +346,20 @@ mod tests {
         assert_eq!(v03["url"], "http://h/");
         assert_eq!(v03["securitySchemes"]["bearer"]["type"], "http");
         assert_eq!(v03["security"][1]["apiKey"], json!([]));
+        assert_eq!(
+            v03["capabilities"]["extensions"][0]["uri"],
+            TOOL_PROGRESS_EXTENSION
+        );
 
         let open = AuthConfig::none();
         let inputs = CardInputs {
             config: &config,
             auth: &open,
             rpc_url: "http://h/".into(),
+            tool_progress: false,
         };
         assert!(card_v1(&inputs).get("securitySchemes").is_none());
+        assert!(card_v1(&inputs)["capabilities"].get("extensions").is_none());
         assert!(card_v03(&inputs).get("security").is_none());
     }
 

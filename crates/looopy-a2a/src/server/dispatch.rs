@@ -126,6 +126,14 @@ fn check_message(state: &ServerState, params: &SendParams) -> Result<(), RpcErro
     Ok(())
 }
 
+/// What a request says beside its body that streams use.
+pub(crate) struct StreamOptions {
+    /// `Last-Event-ID` of a subscription.
+    pub(crate) last_event_id: Option<String>,
+    /// Whether the tool-progress extension is active for the request.
+    pub(crate) progress: bool,
+}
+
 /// Runs one request. Errors of streaming methods come as a one-item stream.
 pub(crate) async fn dispatch(
     state: Arc<ServerState>,
@@ -133,12 +141,12 @@ pub(crate) async fn dispatch(
     version: ProtocolVersion,
     method: Method,
     request: RpcRequest,
-    last_event_id: Option<String>,
+    options: StreamOptions,
 ) -> Response {
     let id = request.id.clone();
     let result = match method {
         Method::Stream | Method::Subscribe => {
-            return match stream(&state, &auth, version, method, request, last_event_id).await {
+            return match stream(&state, &auth, version, method, request, options).await {
                 Ok(response) => response,
                 Err(e) => sse::error(&id, &e),
             };
@@ -224,8 +232,12 @@ async fn stream(
     v: ProtocolVersion,
     method: Method,
     request: RpcRequest,
-    last_event_id: Option<String>,
+    options: StreamOptions,
 ) -> Result<Response, RpcError> {
+    let StreamOptions {
+        last_event_id,
+        progress,
+    } = options;
     let spec = if method == Method::Stream {
         let params = wire::decode_send_params(v, request.params)?;
         check_message(state, &params)?;
@@ -237,6 +249,7 @@ async fn stream(
             task_id: started.task_id,
             after: started.after,
             first: None,
+            progress,
         }
     } else {
         let q = wire::decode_task_query(v, request.params)?;
@@ -263,6 +276,7 @@ async fn stream(
             task_id: q.id,
             after,
             first,
+            progress,
         }
     };
     Ok(sse::follow(

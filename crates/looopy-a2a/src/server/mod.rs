@@ -5,10 +5,12 @@
 mod auth;
 mod card;
 mod dispatch;
+mod progress;
 pub(crate) mod record;
 mod router;
 mod sse;
 mod tasks;
+mod web;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -20,6 +22,7 @@ use tokio::net::TcpListener;
 
 pub use auth::{ANONYMOUS, API_KEY_HEADER, AuthConfig};
 pub use card::{AgentCardConfig, AgentSkill};
+pub use progress::{EXTENSIONS_HEADER, TOOL_PROGRESS_EXTENSION};
 
 use crate::runner::TurnRunner;
 use tasks::Tasks;
@@ -36,6 +39,8 @@ pub(crate) struct ServerState {
     max_body_bytes: usize,
     shutdown: CancellationToken,
     shutdown_grace: Duration,
+    tool_progress: bool,
+    web_ui: bool,
 }
 
 /// An A2A server for one agent.
@@ -44,7 +49,14 @@ pub(crate) struct ServerState {
 /// [`rpc_path`](A2aServerBuilder::rpc_path)) for JSON-RPC of both protocol
 /// versions, chosen by the `A2A-Version` header (none: 0.3);
 /// `GET /.well-known/agent-card.json` and `GET /.well-known/agent.json` for
-/// the agent card.
+/// the agent card; with [`web_ui`](A2aServerBuilder::web_ui), `GET /` (and
+/// `GET /web/*`) for a chat page that talks to the agent over the same
+/// endpoint.
+///
+/// The card offers the [tool-progress extension](TOOL_PROGRESS_EXTENSION)
+/// unless [turned off](A2aServerBuilder::tool_progress): streams of requests
+/// that activate it (`A2A-Extensions` header) also carry the turn's tool
+/// calls, token usage and trace id.
 ///
 /// ```no_run
 /// # use std::sync::Arc;
@@ -85,6 +97,8 @@ impl A2aServer {
             cancel_poll: Duration::from_millis(500),
             cancel_wait: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(30),
+            tool_progress: true,
+            web_ui: false,
         }
     }
 
@@ -128,6 +142,8 @@ pub struct A2aServerBuilder {
     cancel_poll: Duration,
     cancel_wait: Duration,
     shutdown_grace: Duration,
+    tool_progress: bool,
+    web_ui: bool,
 }
 
 impl A2aServerBuilder {
@@ -181,6 +197,23 @@ impl A2aServerBuilder {
         self
     }
 
+    /// Whether to offer the tool-progress extension
+    /// ([`TOOL_PROGRESS_EXTENSION`], default on). Off: the card does not list
+    /// it, the header is ignored and no progress updates are logged.
+    pub fn tool_progress(mut self, on: bool) -> Self {
+        self.tool_progress = on;
+        self
+    }
+
+    /// Whether to serve the chat page at `GET /` (default off). The page is
+    /// compiled into the binary, fetches nothing else from anywhere, and
+    /// talks A2A 1.0 to this server with the tool-progress extension (see
+    /// `docs/web.md`).
+    pub fn web_ui(mut self, on: bool) -> Self {
+        self.web_ui = on;
+        self
+    }
+
     /// The server.
     pub fn build(self) -> A2aServer {
         A2aServer {
@@ -191,6 +224,7 @@ impl A2aServerBuilder {
                     self.tasks,
                     self.cancel_poll,
                     self.cancel_wait,
+                    self.tool_progress,
                 )),
                 card: self.card,
                 auth: self.auth,
@@ -198,6 +232,8 @@ impl A2aServerBuilder {
                 max_body_bytes: self.max_body_bytes,
                 shutdown: CancellationToken::new(),
                 shutdown_grace: self.shutdown_grace,
+                tool_progress: self.tool_progress,
+                web_ui: self.web_ui,
             }),
         }
     }

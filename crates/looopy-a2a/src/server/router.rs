@@ -16,7 +16,11 @@ use crate::RpcError;
 use crate::jsonrpc;
 use crate::server::ServerState;
 use crate::server::card::{self, CardInputs};
-use crate::server::dispatch::{self, Method};
+use crate::server::dispatch::{self, Method, StreamOptions};
+use crate::server::progress::{
+    self, EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER, TOOL_PROGRESS_EXTENSION,
+};
+use crate::server::web;
 use crate::trace;
 use crate::version::{ProtocolVersion, VERSION_HEADER};
 
@@ -31,6 +35,9 @@ pub(crate) fn router(state: Arc<ServerState>) -> Router {
     }
     if state.rpc_path != "/" {
         router = router.route("/", post(rpc));
+    }
+    if state.web_ui {
+        router = web::routes(router);
     }
     router.with_state(state)
 }
@@ -73,6 +80,7 @@ async fn card_negotiated(State(state): State<Arc<ServerState>>, headers: HeaderM
         config: &state.card,
         auth: &state.auth,
         rpc_url: rpc_url(&state, &headers),
+        tool_progress: state.tool_progress,
     };
     match ProtocolVersion::from_header(header_str(&headers, VERSION_HEADER)) {
         Ok(ProtocolVersion::V1_0) => card_response(card::card_v1(&inputs)),
@@ -86,6 +94,7 @@ async fn card_legacy(State(state): State<Arc<ServerState>>, headers: HeaderMap) 
         config: &state.card,
         auth: &state.auth,
         rpc_url: rpc_url(&state, &headers),
+        tool_progress: state.tool_progress,
     };
     card_response(card::card_v03(&inputs))
 }
@@ -141,7 +150,24 @@ async fn rpc(State(state): State<Arc<ServerState>>, headers: HeaderMap, body: Bo
             .map(str::to_owned),
         _ => None,
     };
-    dispatch::dispatch(state, auth, version, method, request, last_event_id)
+    // The extension changes only streams: it is activated (and echoed) there.
+    let progress = state.tool_progress
+        && matches!(method, Method::Stream | Method::Subscribe)
+        && progress::requested(&headers);
+    let options = StreamOptions {
+        last_event_id,
+        progress,
+    };
+    let mut response = dispatch::dispatch(state, auth, version, method, request, options)
         .instrument(span)
-        .await
+        .await;
+    if progress {
+        let h = response.headers_mut();
+        let value = HeaderValue::from_static(TOOL_PROGRESS_EXTENSION);
+        if progress::uses_legacy_header(&headers) {
+            h.insert(LEGACY_EXTENSIONS_HEADER, value.clone());
+        }
+        h.insert(EXTENSIONS_HEADER, value);
+    }
+    response
 }

@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 use crate::RpcError;
 use crate::jsonrpc;
 use crate::model::{StreamEvent, TaskSnapshot};
+use crate::server::progress;
 use crate::server::record::Bookkeeping;
 use crate::server::tasks::Tasks;
 use crate::version::ProtocolVersion;
@@ -37,6 +38,9 @@ pub(crate) struct StreamSpec {
     pub(crate) after: Option<String>,
     /// Sent first, without an id (the task snapshot `SubscribeToTask` starts with).
     pub(crate) first: Option<TaskSnapshot>,
+    /// Whether the request activated the tool-progress extension (otherwise
+    /// its updates are left out).
+    pub(crate) progress: bool,
 }
 
 fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
@@ -82,6 +86,7 @@ async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Event>) {
         task_id,
         mut after,
         first,
+        progress,
     } = spec;
     if let Some(task) = first
         && let Some(result) = wire::encode_stream_event(version, &StreamEvent::Task(task))
@@ -111,6 +116,9 @@ async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Event>) {
                     }
                 };
                 after = Some(stored.id.clone());
+                if !progress && progress::is_progress(&stored.event) {
+                    continue; // the client did not activate the extension
+                }
                 let Some(result) =
                     wire::encode_stream_event(version, &StreamEvent::Update(stored.event.clone()))
                 else {

@@ -25,6 +25,7 @@ use tracing::Instrument;
 
 use crate::RpcError;
 use crate::runner::{TurnEvents, TurnRequest, TurnRunner};
+use crate::server::progress;
 use crate::server::record::{self, Bookkeeping};
 use crate::wire::SendParams;
 
@@ -53,6 +54,8 @@ pub(crate) struct Tasks {
     tracker: TaskTracker,
     cancel_poll: Duration,
     cancel_wait: Duration,
+    /// Whether tool progress updates are logged (the extension is offered).
+    tool_progress: bool,
 }
 
 /// What the driver of one turn tracks.
@@ -76,6 +79,7 @@ impl Tasks {
         store: Arc<dyn TaskStore>,
         cancel_poll: Duration,
         cancel_wait: Duration,
+        tool_progress: bool,
     ) -> Self {
         Tasks {
             runner,
@@ -85,6 +89,7 @@ impl Tasks {
             tracker: TaskTracker::new(),
             cancel_poll,
             cancel_wait,
+            tool_progress,
         }
     }
 
@@ -271,6 +276,16 @@ impl Tasks {
             ended: false,
         };
         let cancel = request.cancel.clone();
+        if self.tool_progress {
+            let (trace_id, generated) = crate::trace::current_trace_id();
+            let event = progress::turn_start(
+                turn.task_id.clone(),
+                turn.context_id.clone(),
+                &trace_id,
+                generated,
+            );
+            self.append_progress(&turn, event).await;
+        }
         match self.runner.run_turn(request).await {
             Err(e) => self.fail(&mut turn, &e.message).await,
             Ok(events) => self.drain(&mut turn, events, &cancel).await,
@@ -317,6 +332,12 @@ impl Tasks {
 
     async fn on_event(&self, turn: &mut TurnState, mut event: AgentEvent) {
         if event.is_internal() {
+            // Only the tool-progress extension's share of them is logged.
+            if self.tool_progress
+                && let Some(update) = progress::from_internal(&event)
+            {
+                self.append_progress(turn, update).await;
+            }
             return;
         }
         // The server logged the turn's `task` event itself.
@@ -355,6 +376,15 @@ impl Tasks {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Logs a tool-progress update (it changes nothing in the record).
+    async fn append_progress(&self, turn: &TurnState, mut update: AgentEvent) {
+        update.task_id = turn.task_id.clone();
+        update.context_id = turn.context_id.clone();
+        if let Err(e) = self.log.append(&turn.task_id, &update).await {
+            tracing::warn!(error = %e, "could not log a tool progress update");
         }
     }
 

@@ -1,0 +1,211 @@
+// The chat page's turn views: the user's message, the agent's answer as it
+// streams, its tool calls, state, problems, token usage and trace id. All
+// text goes in through textContent. Exposes `window.ChatView`.
+'use strict';
+
+(function () {
+  const $ = (id) => document.getElementById(id);
+
+  const STATE_LABELS = {
+    sending: 'Sending…', submitted: 'Queued', working: 'Working…', stopping: 'Stopping…',
+    'input-required': 'Waiting for your answer', 'auth-required': 'Needs authorization',
+    completed: 'Done', canceled: 'Canceled', failed: 'Failed', rejected: 'Rejected',
+    unknown: 'Unknown', error: 'Not sent', lost: 'Connection lost',
+  };
+
+  /** An element with attributes and children (strings become text). */
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === false || v === null || v === undefined) continue;
+      if (k === 'class') node.className = v;
+      else if (v === true) node.setAttribute(k, '');
+      else node.setAttribute(k, v);
+    }
+    for (const c of children) {
+      if (c !== null && c !== undefined) node.append(c);
+    }
+    return node;
+  }
+
+  /** Says `text` to screen readers (the polite live region). */
+  function announce(text) {
+    const a = $('announcer');
+    a.textContent = '';
+    setTimeout(() => { a.textContent = text; }, 50);
+  }
+
+  function duration(ms) {
+    if (typeof ms !== 'number') return '';
+    return ms < 1000 ? ms + ' ms' : (ms / 1000).toFixed(1) + ' s';
+  }
+
+  function when(ts) {
+    const d = new Date(ts);
+    if (isNaN(d)) return '';
+    return d.toLocaleString([], { dateStyle: 'medium', timeStyle: 'short' });
+  }
+
+  function pretty(value) {
+    try { return JSON.stringify(value, null, 2); } catch (_) { return String(value); }
+  }
+
+  // ------------------------------------------------------------- turns
+
+  /** A turn in the log: the user's message (none when `null`) and the
+   * agent's side, headed by `agentName`. */
+  function createTurn(userText, agentName) {
+    $('empty-hint').hidden = true;
+    const root = el('article', { class: 'turn' });
+    if (userText !== null) {
+      root.append(el('div', { class: 'bubble user' },
+        el('h3', { class: 'who' }, 'You'),
+        el('p', { class: 'text' }, userText)));
+    }
+    const state = el('span', { class: 'state' });
+    const tools = el('ol', { class: 'tools', 'aria-label': 'Tool calls', hidden: true });
+    const answer = el('div', { class: 'answer', 'aria-live': 'polite', 'aria-busy': 'false' });
+    const problem = el('div', { class: 'problem', role: 'alert', hidden: true });
+    const note = el('p', { class: 'note', hidden: true });
+    const info = el('dl', { class: 'turn-info', hidden: true });
+    root.append(el('div', { class: 'bubble agent' },
+      el('div', { class: 'agent-head' }, el('h3', { class: 'who' }, agentName), state),
+      tools, answer, note, problem, info));
+    $('log').append(root);
+    const view = {
+      root, state, tools, answer, note, problem, info,
+      artifacts: new Map(), toolItems: new Map(),
+      usage: null, trace: null, taskId: null, ended: false,
+    };
+    return view;
+  }
+
+  function scrollToEnd() {
+    const log = $('log');
+    log.scrollTop = log.scrollHeight;
+  }
+
+  function setState(view, state) {
+    view.state.textContent = STATE_LABELS[state] || state;
+    view.state.dataset.state = state;
+    const stoppedEarly = state === 'canceled' && !view.answer.textContent.trim();
+    view.note.textContent = stoppedEarly ? 'Stopped before the agent answered.' : '';
+    view.note.hidden = !stoppedEarly;
+  }
+
+  function answerText(view) { return view.answer.textContent; }
+
+  function setAnswer(view, text) {
+    view.artifacts.clear();
+    view.answer.textContent = text;
+  }
+
+  /** An artifact (or a chunk of one, `append`) joins the streamed answer. */
+  function setArtifact(view, artifact, append) {
+    const text = A2A.partsText(artifact.parts);
+    let span = view.artifacts.get(artifact.artifactId);
+    if (!span) {
+      span = el('span', { class: 'artifact' });
+      view.artifacts.set(artifact.artifactId, span);
+      view.answer.append(span);
+    }
+    if (append) span.append(text); else span.textContent = text;
+    scrollToEnd();
+  }
+
+  function showProblem(view, summary, detail) {
+    view.problem.replaceChildren(el('p', {}, summary));
+    if (detail && detail !== summary) {
+      view.problem.append(el('details', {}, el('summary', {}, 'Details'), el('pre', {}, detail)));
+    }
+    view.problem.hidden = false;
+    scrollToEnd();
+  }
+
+  function renderInfo(view) {
+    const rows = [];
+    if (view.usage) {
+      const u = view.usage;
+      rows.push(['Tokens', (u.inputTokens || 0) + ' in · ' + (u.outputTokens || 0) + ' out · '
+        + (u.totalTokens || 0) + ' total']);
+    }
+    if (view.trace) {
+      rows.push(['Trace', view.trace.id + (view.trace.generated ? ' (local id, tracing is off)' : '')]);
+    }
+    view.info.replaceChildren(...rows.map(([k, v]) =>
+      el('div', {}, el('dt', {}, k), el('dd', { class: k === 'Trace' ? 'trace' : 'usage' }, v))));
+    view.info.hidden = rows.length === 0;
+  }
+
+  // ------------------------------------------------------------- tool progress
+
+  function toolItem(view, data) {
+    let item = view.toolItems.get(data.callId);
+    if (item) return item;
+    const status = el('span', { class: 'tool-status' }, 'running…');
+    const time = el('span', { class: 'tool-time' });
+    const args = el('pre', { class: 'args' });
+    const result = el('pre', { class: 'result' });
+    const resultLabel = el('p', { class: 'label' }, 'Result');
+    const li = el('li', { class: 'tool running' },
+      el('details', { open: true },
+        el('summary', {}, el('span', { class: 'tool-name' }, data.name || 'tool'), status, time),
+        el('div', { class: 'tool-body' },
+          el('p', { class: 'label' }, 'Arguments'), args, resultLabel, result)));
+    item = { li, status, time, args, result, resultLabel };
+    view.toolItems.set(data.callId, item);
+    view.tools.append(li);
+    view.tools.hidden = false;
+    return item;
+  }
+
+  function onProgress(view, data) {
+    switch (data.event) {
+      case 'turn-start':
+        view.trace = { id: data.traceId, generated: !!data.traceIdGenerated };
+        renderInfo(view);
+        break;
+      case 'tool-start': {
+        const item = toolItem(view, data);
+        item.args.textContent = pretty(data.arguments);
+        item.result.textContent = '…';
+        announce('Running tool ' + data.name);
+        scrollToEnd();
+        break;
+      }
+      case 'tool-complete': {
+        const item = toolItem(view, data);
+        const failed = !!data.isError;
+        item.li.classList.remove('running');
+        item.li.classList.add(failed ? 'failed' : 'done');
+        item.status.textContent = failed ? (data.outcome === 'timeout' ? 'timed out' : 'error') : 'done';
+        item.time.textContent = duration(data.durationMs);
+        item.resultLabel.textContent = failed ? 'Error' : 'Result';
+        item.result.textContent = (data.result || '') + (data.truncated ? '\n[shortened]' : '');
+        break;
+      }
+      case 'usage':
+        view.usage = data.total;
+        renderInfo(view);
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** Marks the tool calls still running when the turn ended. */
+  function finishTools(view) {
+    for (const item of view.toolItems.values()) {
+      if (item.li.classList.contains('running')) {
+        item.li.classList.replace('running', 'stopped');
+        item.status.textContent = 'did not finish';
+        item.result.textContent = '';
+      }
+    }
+  }
+
+  window.ChatView = {
+    STATE_LABELS, el, announce, duration, when, pretty, createTurn, scrollToEnd, setState,
+    answerText, setAnswer, setArtifact, showProblem, renderInfo, onProgress, finishTools,
+  };
+})();

@@ -1,0 +1,485 @@
+//! The tool-progress extension: declared on the card, activated per request
+//! by `A2A-Extensions` (echoed back), its updates logged and replayed to
+//! opted-in subscribers only; clients that do not opt in see plain A2A.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use looopy_a2a::TOOL_PROGRESS_EXTENSION;
+use looopy_core::{
+    EventPayload, LlmResponse, TaskState, ToolCall, ToolDefinition, ToolOutcome, ToolProvider,
+    ToolResult, Usage,
+};
+use looopy_testkit::ScriptedLlm;
+use looopy_tools::LocalTools;
+use serde_json::{Value, json};
+use support::*;
+use tokio::sync::Semaphore;
+
+const EXT: &str = TOOL_PROGRESS_EXTENSION;
+
+fn usage(input: u64, output: u64) -> Usage {
+    Usage {
+        input_tokens: input,
+        output_tokens: output,
+        total_tokens: input + output,
+        ..Usage::default()
+    }
+}
+
+fn tool_steps() -> Vec<Step> {
+    let call = ToolCall::new("call-1", "lookup", r#"{"q":"weather"}"#);
+    vec![
+        working(),
+        Step::Emit(EventPayload::Usage {
+            call: usage(10, 2),
+            total: usage(10, 2),
+        }),
+        Step::Emit(EventPayload::ToolStart {
+            arguments: call.parsed_arguments(),
+            call,
+        }),
+        Step::Emit(EventPayload::ToolComplete {
+            name: "lookup".into(),
+            result: ToolResult::text("call-1", "sunny"),
+            outcome: ToolOutcome::Success,
+            duration_ms: 12,
+        }),
+    ]
+}
+
+fn tool_script() -> Vec<Step> {
+    let mut steps = tool_steps();
+    steps.extend([
+        chunk("It is ", true, false),
+        chunk("sunny", false, true),
+        finish(TaskState::Completed, "It is sunny"),
+    ]);
+    steps
+}
+
+/// A whole streamed response: its headers and its events.
+async fn stream_all(
+    url: &str,
+    version: Option<&str>,
+    headers: &[(&str, &str)],
+    method: &str,
+    params: Value,
+) -> (reqwest::header::HeaderMap, Vec<SseEvent>) {
+    let body = json!({"jsonrpc": "2.0", "id": "s1", "method": method, "params": params});
+    let mut req = http()
+        .post(format!("{url}/"))
+        .header("content-type", "application/json")
+        .header("accept", "text/event-stream")
+        .body(body.to_string());
+    if let Some(v) = version {
+        req = req.header("A2A-Version", v);
+    }
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let response = req.send().await.unwrap();
+    let h = response.headers().clone();
+    let text = tokio::time::timeout(Duration::from_secs(20), response.text())
+        .await
+        .expect("the stream did not end")
+        .unwrap();
+    let events = text
+        .split("\n\n")
+        .filter_map(|block| {
+            let mut id = None;
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("id:") {
+                    id = Some(v.trim().to_owned());
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.trim_start());
+                }
+            }
+            (!data.is_empty()).then(|| SseEvent {
+                id,
+                data: serde_json::from_str(&data).unwrap(),
+            })
+        })
+        .collect();
+    (h, events)
+}
+
+/// The data of the progress updates among 1.0 stream events.
+fn progress_v1(events: &[SseEvent]) -> Vec<Value> {
+    events
+        .iter()
+        .filter_map(|e| {
+            let u = e.data["result"].get("statusUpdate")?;
+            u["metadata"].get(EXT)?;
+            Some(u["status"]["message"]["parts"][0]["data"].clone())
+        })
+        .collect()
+}
+
+fn kinds(progress: &[Value]) -> Vec<&str> {
+    progress
+        .iter()
+        .map(|d| d["event"].as_str().unwrap())
+        .collect()
+}
+
+/// The events with everything that differs between runs blanked out.
+fn normalized(events: &[SseEvent]) -> Vec<Value> {
+    fn blank(v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                for (k, v) in map.iter_mut() {
+                    if k == "timestamp" || k.ends_with("Id") || k == "id" {
+                        *v = json!("_");
+                    } else {
+                        blank(v);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(blank),
+            _ => {}
+        }
+    }
+    events
+        .iter()
+        .map(|e| {
+            let mut v = e.data.clone();
+            blank(&mut v);
+            v
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_card_offers_the_extension_unless_turned_off() {
+    let server = start(ScriptedRunner::hello()).await;
+    for (version, path) in [
+        (Some("1.0"), "agent-card.json"),
+        (None, "agent-card.json"),
+        (None, "agent.json"),
+    ] {
+        let mut req = http().get(format!("{}/.well-known/{path}", server.url));
+        if let Some(v) = version {
+            req = req.header("A2A-Version", v);
+        }
+        let card: Value = req.send().await.unwrap().json().await.unwrap();
+        let ext = &card["capabilities"]["extensions"][0];
+        assert_eq!(ext["uri"], EXT, "{card}");
+        assert_eq!(ext["required"], false);
+        assert!(ext["description"].as_str().unwrap().contains("tool"));
+    }
+
+    let stores = SharedStores::default();
+    let off = serve(
+        builder(ScriptedRunner::hello(), &stores)
+            .tool_progress(false)
+            .build(),
+        &stores,
+    )
+    .await;
+    let card: Value = http()
+        .get(format!("{}/.well-known/agent-card.json", off.url))
+        .header("A2A-Version", "1.0")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(card["capabilities"].get("extensions").is_none(), "{card}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn opted_in_streams_carry_tool_calls_usage_and_the_trace_id() {
+    let server = start(ScriptedRunner::new(vec![tool_script()])).await;
+    let (headers, events) = stream_all(
+        &server.url,
+        Some("1.0"),
+        &[(
+            "A2A-Extensions",
+            &format!("https://other.example/ext/v1, {EXT}"),
+        )],
+        "SendStreamingMessage",
+        v1_message("weather?"),
+    )
+    .await;
+    // Only the extensions activated are echoed.
+    assert_eq!(headers["a2a-extensions"], EXT);
+    assert!(events[0].data["result"].get("task").is_some());
+    let progress = progress_v1(&events);
+    assert_eq!(
+        kinds(&progress),
+        ["turn-start", "usage", "tool-start", "tool-complete"]
+    );
+    let trace = progress[0]["traceId"].as_str().unwrap();
+    assert_eq!(trace.len(), 32);
+    assert!(trace.chars().all(|c| c.is_ascii_hexdigit()));
+    // No OpenTelemetry layer in this test: the id is made up, and says so.
+    assert_eq!(progress[0]["traceIdGenerated"], true);
+    assert_eq!(progress[1]["total"]["totalTokens"], 12);
+    assert_eq!(progress[2]["callId"], "call-1");
+    assert_eq!(progress[2]["name"], "lookup");
+    assert_eq!(progress[2]["arguments"], json!({"q": "weather"}));
+    assert_eq!(progress[3]["result"], "sunny");
+    assert_eq!(progress[3]["isError"], false);
+    assert_eq!(progress[3]["durationMs"], 12);
+    // Progress updates say `working` and are sent as such.
+    let u = events
+        .iter()
+        .find(|e| {
+            e.data["result"]["statusUpdate"]["metadata"]
+                .get(EXT)
+                .is_some()
+        })
+        .unwrap();
+    assert_eq!(
+        u.data["result"]["statusUpdate"]["status"]["state"],
+        "TASK_STATE_WORKING"
+    );
+    assert!(u.id.is_some(), "progress updates are log events with ids");
+    let last = &events.last().unwrap().data["result"]["statusUpdate"];
+    assert_eq!(last["status"]["state"], "TASK_STATE_COMPLETED");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn clients_that_do_not_opt_in_see_plain_a2a_as_before() {
+    // A server without the extension is the "before".
+    let before_stores = SharedStores::default();
+    let before = serve(
+        builder(ScriptedRunner::new(vec![tool_script()]), &before_stores)
+            .tool_progress(false)
+            .build(),
+        &before_stores,
+    )
+    .await;
+    let now = start(ScriptedRunner::new(vec![tool_script()])).await;
+
+    for (version, method, params) in [
+        (Some("1.0"), "SendStreamingMessage", v1_message("weather?")),
+        (None, "message/stream", v03_message("weather?")),
+    ] {
+        let (h_before, e_before) =
+            stream_all(&before.url, version, &[], method, params.clone()).await;
+        let (h_now, e_now) = stream_all(&now.url, version, &[], method, params.clone()).await;
+        assert_eq!(normalized(&e_before), normalized(&e_now), "{method}");
+        assert!(h_now.get("a2a-extensions").is_none());
+        assert!(h_before.get("a2a-extensions").is_none());
+        // Asking for the extension of a server that does not offer it changes nothing.
+        let (h_asked, e_asked) = stream_all(
+            &before.url,
+            version,
+            &[("A2A-Extensions", EXT)],
+            method,
+            params,
+        )
+        .await;
+        assert_eq!(normalized(&e_before), normalized(&e_asked), "{method}");
+        assert!(h_asked.get("a2a-extensions").is_none());
+    }
+    // The 1.0 stream has nothing of the extension in it.
+    let (_, events) = stream_all(
+        &now.url,
+        Some("1.0"),
+        &[],
+        "SendStreamingMessage",
+        v1_message("x"),
+    )
+    .await;
+    assert!(!events.iter().any(|e| e.data.to_string().contains(EXT)));
+    assert!(progress_v1(&events).is_empty());
+
+    // Task objects are the same too (the updates are not history).
+    let task_id = events[0].data["result"]["task"]["id"].as_str().unwrap();
+    let task = rpc(&now.url, Some("1.0"), "GetTask", json!({"id": task_id})).await;
+    assert!(!task.to_string().contains(EXT), "{task}");
+    assert_eq!(task["result"]["history"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resubscription_replays_progress_to_opted_in_clients_only() {
+    let gate = Arc::new(Semaphore::new(0));
+    let mut script = tool_steps();
+    script.extend([
+        Step::Gate(gate.clone()),
+        chunk("done", true, true),
+        finish(TaskState::Completed, "done"),
+    ]);
+    let server = start(ScriptedRunner::new(vec![script])).await;
+    let mut first = sse(
+        &server.url,
+        Some("1.0"),
+        &[("A2A-Extensions", EXT)],
+        "SendStreamingMessage",
+        v1_message("go"),
+    )
+    .await;
+    let task = first.next().await.unwrap();
+    let task_id = task.data["result"]["task"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let after = task.id.clone().unwrap();
+    // Wait until the tool finished (the turn now waits at the gate).
+    loop {
+        let e = first.next().await.unwrap();
+        if progress_v1(std::slice::from_ref(&e))
+            .first()
+            .is_some_and(|d| d["event"] == "tool-complete")
+        {
+            break;
+        }
+    }
+
+    let subscribe = |ext: bool, last: Option<String>| {
+        let url = server.url.clone();
+        let id = task_id.clone();
+        async move {
+            let mut headers: Vec<(&str, String)> = Vec::new();
+            if ext {
+                headers.push(("A2A-Extensions", EXT.to_owned()));
+            }
+            if let Some(l) = last {
+                headers.push(("Last-Event-ID", l));
+            }
+            let h: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            stream_all(&url, Some("1.0"), &h, "SubscribeToTask", json!({"id": id})).await
+        }
+    };
+    let opted = tokio::spawn(subscribe(true, Some(after.clone())));
+    let plain = tokio::spawn(subscribe(false, Some(after.clone())));
+    let from_start = tokio::spawn(subscribe(true, None));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    gate.add_permits(1);
+    let (h, opted) = opted.await.unwrap();
+    let (_, plain) = plain.await.unwrap();
+    let (_, from_start) = from_start.await.unwrap();
+    assert_eq!(h["a2a-extensions"], EXT);
+    assert_eq!(
+        kinds(&progress_v1(&opted)),
+        ["turn-start", "usage", "tool-start", "tool-complete"]
+    );
+    assert_eq!(
+        kinds(&progress_v1(&from_start)),
+        ["turn-start", "usage", "tool-start", "tool-complete"]
+    );
+    assert!(progress_v1(&plain).is_empty());
+    assert!(!plain.iter().any(|e| e.data.to_string().contains(EXT)));
+    for events in [&opted, &plain, &from_start] {
+        assert_eq!(
+            events.last().unwrap().data["result"]["statusUpdate"]["status"]["state"],
+            "TASK_STATE_COMPLETED"
+        );
+    }
+    let _ = first.rest().await;
+
+    // The finished task replays the same way.
+    let (_, replay) = subscribe(true, Some(after.clone())).await;
+    assert_eq!(progress_v1(&replay).len(), 4);
+    let (_, replay) = subscribe(false, Some(after)).await;
+    assert!(progress_v1(&replay).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn v03_clients_opt_in_with_either_header_name() {
+    let server = start(ScriptedRunner::new(vec![tool_script()])).await;
+    for header in ["A2A-Extensions", "X-A2A-Extensions"] {
+        let (h, events) = stream_all(
+            &server.url,
+            None,
+            &[(header, EXT)],
+            "message/stream",
+            v03_message("weather?"),
+        )
+        .await;
+        assert_eq!(h[header], EXT);
+        assert_eq!(h["a2a-extensions"], EXT);
+        let data: Vec<&Value> = events
+            .iter()
+            .filter(|e| e.data["result"]["metadata"].get(EXT).is_some())
+            .map(|e| {
+                let r = &e.data["result"];
+                assert_eq!(r["kind"], "status-update");
+                assert_eq!(r["final"], false);
+                assert_eq!(r["status"]["state"], "working");
+                let part = &r["status"]["message"]["parts"][0];
+                assert_eq!(part["kind"], "data");
+                &part["data"]
+            })
+            .collect();
+        assert_eq!(data.len(), 4, "{header}");
+        assert_eq!(data[3]["event"], "tool-complete");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn agent_turns_report_their_real_tool_calls() {
+    let tools = LocalTools::new()
+        .raw_tool(
+            ToolDefinition::new("nap", "Sleeps", json!({"type": "object"})),
+            |call: ToolCall, _cx| async move {
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                ToolResult::text(call.id, "rested")
+            },
+        )
+        .raw_tool(
+            ToolDefinition::new("broken", "Fails", json!({"type": "object"})),
+            |call: ToolCall, _cx| async move { ToolResult::error(call.id, "disk on fire") },
+        );
+    let llm = ScriptedLlm::new()
+        .respond(
+            LlmResponse::tool_calls(
+                "",
+                vec![
+                    ToolCall::new("a", "nap", r#"{"minutes":1}"#),
+                    ToolCall::new("b", "broken", "{}"),
+                ],
+            )
+            .with_usage(usage(20, 5)),
+        )
+        .respond(LlmResponse::text("Rested, but the disk is on fire.").with_usage(usage(30, 8)));
+    let tools: Arc<dyn ToolProvider> = Arc::new(tools);
+    let (runner, _stores) = agent_runner(llm, vec![tools]);
+    let server = start(runner).await;
+    let (_, events) = stream_all(
+        &server.url,
+        Some("1.0"),
+        &[("A2A-Extensions", EXT)],
+        "SendStreamingMessage",
+        v1_message("rest"),
+    )
+    .await;
+    let progress = progress_v1(&events);
+    let started: Vec<&Value> = progress
+        .iter()
+        .filter(|d| d["event"] == "tool-start")
+        .collect();
+    let done: Vec<&Value> = progress
+        .iter()
+        .filter(|d| d["event"] == "tool-complete")
+        .collect();
+    assert_eq!(started.len(), 2, "{progress:?}");
+    assert_eq!(done.len(), 2, "{progress:?}");
+    let nap = started.iter().find(|d| d["name"] == "nap").unwrap();
+    assert_eq!(nap["arguments"], json!({"minutes": 1}));
+    let nap_done = done.iter().find(|d| d["callId"] == "a").unwrap();
+    assert_eq!(nap_done["result"], "rested");
+    assert_eq!(nap_done["isError"], false);
+    assert!(nap_done["durationMs"].as_u64().unwrap() >= 30);
+    let broken = done.iter().find(|d| d["callId"] == "b").unwrap();
+    assert_eq!(broken["isError"], true);
+    assert!(broken["result"].as_str().unwrap().contains("disk on fire"));
+    let totals: Vec<u64> = progress
+        .iter()
+        .filter(|d| d["event"] == "usage")
+        .map(|d| d["total"]["totalTokens"].as_u64().unwrap())
+        .collect();
+    assert_eq!(totals, [25, 63]);
+    // The final status still carries the turn's usage for every client.
+    let last = &events.last().unwrap().data["result"]["statusUpdate"];
+    assert_eq!(last["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(last["metadata"]["usage"]["totalTokens"], 63);
+}

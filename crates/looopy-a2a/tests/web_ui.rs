@@ -1,0 +1,309 @@
+//! The chat page (`A2aServerBuilder::web_ui`) driven in headless Chromium:
+//! `tests/fixtures/web_ui.cjs` (Playwright through npm `playwright-core`)
+//! chats with two in-process servers (one open, one behind a bearer token)
+//! whose Agents run a scripted model with a `sleep` tool, and saves
+//! screenshots under `$CARGO_TARGET_TMPDIR/web-ui/`.
+//!
+//! Chromium and playwright-core come from `scripts/provision.sh chromium`;
+//! without them this test fails, unless `LOOOPY_SKIP_EXTERNAL=1`.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use futures::stream;
+use looopy_a2a::{AgentCardConfig, AgentRunner, AuthConfig};
+use looopy_agent::Agent;
+use looopy_core::store::TaskStore;
+use looopy_core::{
+    LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream, Role, TaskState, ToolCall,
+    ToolDefinition, ToolProvider, ToolResult, TurnContext, Usage,
+};
+use looopy_stores_memory::MemoryStores;
+use looopy_tools::LocalTools;
+use serde_json::json;
+use support::*;
+
+const TOKEN: &str = "let-me-in";
+
+/// A model that answers from the user's words: "model down" fails as an
+/// unreachable model, "slow" calls `sleep` for a minute, "tool" calls it for
+/// a second, anything else is echoed with the number of the user's messages
+/// in the conversation. Text is streamed in small chunks.
+struct DemoLlm;
+
+fn usage(input: u64, output: u64) -> Usage {
+    Usage {
+        input_tokens: input,
+        output_tokens: output,
+        total_tokens: input + output,
+        ..Usage::default()
+    }
+}
+
+#[async_trait]
+impl LlmProvider for DemoLlm {
+    async fn call(&self, request: LlmRequest, _cx: &TurnContext) -> Result<LlmResponse, LlmError> {
+        let last = request.messages.last().unwrap();
+        if last.role == Role::Tool {
+            let text = format!("The tool said: {}", last.text());
+            return Ok(LlmResponse::text(text).with_usage(usage(40, 9)));
+        }
+        let text = last.text();
+        let sleep = |ms: u64| {
+            let call = ToolCall::new(
+                format!("call-{}", uuid()),
+                "sleep",
+                json!({ "ms": ms }).to_string(),
+            );
+            Ok(LlmResponse::tool_calls("", vec![call]).with_usage(usage(30, 6)))
+        };
+        if text.contains("model down") {
+            Err(LlmError::Connection {
+                message: "connection refused (127.0.0.1:9)".into(),
+            })
+        } else if text.contains("slow") {
+            sleep(60_000)
+        } else if text.contains("tool") {
+            sleep(1000)
+        } else {
+            let n = request
+                .messages
+                .iter()
+                .filter(|m| m.role == Role::User)
+                .count();
+            let answer = format!("Echo: {text} (message {n} of this conversation)");
+            Ok(LlmResponse::text(answer).with_usage(usage(25, 11)))
+        }
+    }
+
+    fn stream<'a>(&'a self, request: LlmRequest, cx: &'a TurnContext) -> LlmStream<'a> {
+        stream::once(async move { self.call(request, cx).await })
+            .flat_map(|result| match result {
+                Ok(response) => stream::iter(small_chunks(response.into_chunks()))
+                    .then(|c| async move {
+                        tokio::time::sleep(Duration::from_millis(40)).await;
+                        Ok(c)
+                    })
+                    .boxed(),
+                Err(e) => stream::once(async move { Err(e) }).boxed(),
+            })
+            .boxed()
+    }
+}
+
+/// Text deltas cut into pieces of a few characters.
+fn small_chunks(chunks: Vec<LlmChunk>) -> Vec<LlmChunk> {
+    let mut out = Vec::new();
+    for c in chunks {
+        match c {
+            LlmChunk::TextDelta(text) => {
+                let chars: Vec<char> = text.chars().collect();
+                for piece in chars.chunks(6) {
+                    out.push(LlmChunk::TextDelta(piece.iter().collect()));
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// `sleep {"ms": n}`: waits, or stops when the turn is cancelled.
+fn sleep_tool() -> Arc<dyn ToolProvider> {
+    let schema = json!({
+        "type": "object",
+        "properties": {"ms": {"type": "integer", "description": "How long"}},
+        "required": ["ms"]
+    });
+    Arc::new(LocalTools::new().raw_tool(
+        ToolDefinition::new("sleep", "Sleeps for a while", schema),
+        |call: ToolCall, cx| async move {
+            let ms = call.parsed_arguments()["ms"].as_u64().unwrap_or(0);
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(ms)) => {
+                    ToolResult::text(call.id, format!("slept {ms} ms"))
+                }
+                () = cx.cancel.cancelled() => ToolResult::error(call.id, "cancelled"),
+            }
+        },
+    ))
+}
+
+fn runner() -> AgentRunner {
+    let stores = MemoryStores::new();
+    let tools = sleep_tool();
+    AgentRunner::new(move |context_id, owner| {
+        Agent::builder(context_id)
+            .llm(DemoLlm)
+            .system_prompt("Be brief.")
+            .message_store(stores.messages.clone())
+            .artifact_store(stores.artifacts.clone())
+            .state_store(stores.agents.clone())
+            .turn_lock(stores.locks.clone())
+            .tools_shared(tools.clone())
+            .owner(owner)
+            .build()
+    })
+}
+
+async fn web_server(auth: AuthConfig) -> TestServer {
+    let stores = SharedStores::default();
+    let server = builder(runner(), &stores)
+        .card(AgentCardConfig::new("Web test agent", "Echoes and sleeps"))
+        .auth(auth)
+        .web_ui(true)
+        .build();
+    serve(server, &stores).await
+}
+
+/// A provisioned tool, or `None` (after a loud line) when
+/// `LOOOPY_SKIP_EXTERNAL=1`; otherwise a missing one fails the test.
+fn require_tool(env_var: &str, default: PathBuf, what: &str) -> Option<PathBuf> {
+    let path = std::env::var_os(env_var).map_or(default, PathBuf::from);
+    if path.exists() {
+        return Some(path);
+    }
+    if std::env::var("LOOOPY_SKIP_EXTERNAL").as_deref() == Ok("1") {
+        eprintln!(
+            "\n!!!!! SKIPPED: {what} not found at {} (LOOOPY_SKIP_EXTERNAL=1) !!!!!\n",
+            path.display()
+        );
+        return None;
+    }
+    panic!(
+        "{what} not found at {}: run `scripts/provision.sh chromium` \
+         (or set {env_var}, or LOOOPY_SKIP_EXTERNAL=1 to skip)",
+        path.display()
+    );
+}
+
+fn which(program: &str) -> PathBuf {
+    std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join(program))
+                .find(|p| p.is_file())
+        })
+        .unwrap_or_else(|| PathBuf::from(format!("/usr/bin/{program}")))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chat_page_works_in_a_real_browser() {
+    let Some(chromium) = require_tool(
+        "LOOOPY_CHROMIUM",
+        PathBuf::from("/usr/bin/chromium"),
+        "Chromium",
+    ) else {
+        return;
+    };
+    let Some(playwright) = require_tool(
+        "LOOOPY_PLAYWRIGHT_CORE",
+        repo_root().join(".tools/node/node_modules/playwright-core"),
+        "npm playwright-core",
+    ) else {
+        return;
+    };
+    let Some(node) = require_tool("LOOOPY_NODE", which("node"), "Node.js") else {
+        return;
+    };
+
+    let open = web_server(AuthConfig::none()).await;
+    let guarded = web_server(AuthConfig::none().bearer(TOKEN, "alice")).await;
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("web-ui");
+    std::fs::create_dir_all(&shots).unwrap();
+
+    let run = tokio::process::Command::new(node)
+        .arg(fixture("web_ui.cjs"))
+        .env("PLAYWRIGHT_CORE", &playwright)
+        .env("CHROMIUM", &chromium)
+        .env("OPEN_URL", &open.url)
+        .env("AUTH_URL", &guarded.url)
+        .env("TOKEN", TOKEN)
+        .env("SHOTS", &shots)
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(240), run)
+        .await
+        .expect("the browser script ran past 4 minutes")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stdout}\n{stderr}");
+    eprintln!("screenshots in {}", shots.display());
+    assert!(out.status.success(), "the browser script failed: {stderr}");
+    assert!(stdout.contains("ALL OK"), "{stdout}");
+
+    // What the page did is what the servers recorded.
+    let records = open.tasks.list(None, None, 100).await.unwrap();
+    let states: Vec<TaskState> = records.iter().map(|r| r.status.state).collect();
+    assert!(states.contains(&TaskState::Canceled), "{states:?}");
+    assert!(states.contains(&TaskState::Failed), "{states:?}");
+    let mut contexts: Vec<&str> = records.iter().map(|r| r.context_id.as_str()).collect();
+    contexts.sort_unstable();
+    contexts.dedup();
+    assert_eq!(contexts.len(), 2, "two conversations: {contexts:?}");
+    let alice = guarded.tasks.list(Some("alice"), None, 100).await.unwrap();
+    assert!(!alice.is_empty(), "the page sent alice's token");
+    assert_eq!(
+        guarded.tasks.list(None, None, 100).await.unwrap().len(),
+        alice.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_page_is_served_with_a_strict_policy() {
+    let server = web_server(AuthConfig::none().bearer(TOKEN, "alice")).await;
+    // The page needs no token (it holds no data); the API does.
+    let page = http().get(format!("{}/", server.url)).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let h = page.headers().clone();
+    assert!(h["content-type"].to_str().unwrap().starts_with("text/html"));
+    let csp = h["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("default-src 'none'") && csp.contains("connect-src 'self'"));
+    assert_eq!(h["x-content-type-options"], "nosniff");
+    let html = page.text().await.unwrap();
+    for script in ["web/client.js", "web/view.js", "web/app.js"] {
+        assert!(html.contains(script), "{script}");
+    }
+    // Nothing from elsewhere.
+    assert!(!html.contains("http://") && !html.contains("https://"));
+    for (path, kind) in [
+        ("web/app.js", "text/javascript"),
+        ("web/client.js", "text/javascript"),
+        ("web/view.js", "text/javascript"),
+        ("web/app.css", "text/css"),
+    ] {
+        let r = http()
+            .get(format!("{}/{path}", server.url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        assert!(
+            r.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with(kind)
+        );
+    }
+    // POST / is still the JSON-RPC endpoint.
+    let (status, _) = rpc_raw(&server.url, Some("1.0"), &[], "{}".into()).await;
+    assert_eq!(status, 401);
+
+    // Without web_ui there is no page.
+    let plain = start(ScriptedRunner::hello()).await;
+    let r = http().get(format!("{}/", plain.url)).send().await.unwrap();
+    assert_eq!(r.status(), 405);
+    let r = http()
+        .get(format!("{}/web/app.js", plain.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+}
