@@ -65,13 +65,15 @@ provision_node() {
   node_with "$TOOLS/node" "${NODE_PACKAGES[@]}"
 }
 
+# Headless Chromium and playwright-core for the chat page's browser test
+# (crates/looopy-a2a/tests/web_ui.rs drives /usr/bin/chromium through it).
 provision_chromium() {
   command -v chromium >/dev/null 2>&1 || apt_install chromium chromium-driver
   node_with "$TOOLS/node" "${NODE_PACKAGES[@]}" "${CHROMIUM_NODE_PACKAGES[@]}"
 }
 
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(redis python node)
+[ ${#targets[@]} -eq 0 ] && targets=(redis python node chromium)
 for t in "${targets[@]}"; do
   case "$t" in
     redis) provision_redis ;;
