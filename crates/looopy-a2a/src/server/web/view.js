@@ -124,8 +124,8 @@
 
   function renderInfo(view) {
     const rows = [];
-    if (view.usage) {
-      const u = view.usage;
+    const u = view.usage;
+    if (u && (u.inputTokens || u.outputTokens || u.totalTokens)) {
       rows.push(['Tokens', (u.inputTokens || 0) + ' in · ' + (u.outputTokens || 0) + ' out · '
         + (u.totalTokens || 0) + ' total']);
     }
