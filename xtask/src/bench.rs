@@ -21,6 +21,21 @@ const BENCHES: &[(&str, &str, &str)] = &[
         "turn_throughput",
         "Whole turns (three model calls, four tool calls) over HTTP against a fast OpenAI-compatible mock in another process, 1,000 turns per case, next to a bare reqwest loop sending the same requests",
     ),
+    (
+        "looopy-bench",
+        "sessions_scale",
+        "Concurrent sessions, each its own Agent on shared in-memory stores, one turn each against a model that answers in 100 ms: wall time against the ideal, memory per live session, CPU per turn",
+    ),
+    (
+        "looopy-bench",
+        "a2a_stream",
+        "The A2A server (Agent runner, in-memory stores) in a child process on loopback: time from request to first SSE event for both protocol versions, and events per second to 1,000 concurrent streaming clients",
+    ),
+    (
+        "looopy-bench",
+        "redis_roundtrips",
+        "Redis round trips and added latency: loop checkpoints (RedisTaskStateStore) per iteration, and whole Agent turns with every store in Redis, at history 10, 100 and 1000, on a private redis-server",
+    ),
 ];
 
 fn machine() -> String {

@@ -1,0 +1,532 @@
+//! Redis round trips and added latency (issue 10, item 5), on a private
+//! `redis-server` (looopy-testkit's `RedisServer`):
+//!
+//! - checkpoints: `AgentLoop` turns of 10 iterations with two no-op tool
+//!   calls each (plus the wrap-up call) with `RedisTaskStateStore`, against
+//!   the same turns with no store; per iteration: added latency, round
+//!   trips, Redis commands; at history 10, 100 and 1000;
+//! - message appends and the rest of an Agent turn: `Agent` turns (two
+//!   iterations: one tool call, then the answer) with every store in Redis
+//!   (messages, artifacts, agent state, turn lease, checkpoints) against
+//!   the same with `MemoryStores`; per turn.
+//!
+//! Round trips are counted by a TCP proxy between the stores and Redis: a
+//! round trip begins each time the client sends after Redis last answered,
+//! so commands written together (a pipeline, concurrent commands on the
+//! multiplexed connection) count once. Commands are `INFO commandstats`
+//! deltas. Latencies are measured without the proxy.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use looopy_agent::Agent;
+use looopy_bench::{Case, comment, percentile, us};
+use looopy_core::store::{MessageStore, TaskStateStore};
+use looopy_core::{
+    History, LlmResponse, Message, Role, ToolCall, ToolContext, ToolDefinition, ToolError,
+    ToolProvider, ToolResult, TurnContext,
+};
+use looopy_loop::AgentLoop;
+use looopy_stores_memory::MemoryStores;
+use looopy_stores_redis::{
+    RedisAgentStateStore, RedisArtifactStore, RedisBackend, RedisConfig, RedisMessageStore,
+    RedisStores, RedisTaskStateStore, RedisTurnLock,
+};
+use looopy_testkit::{RedisServer, ScriptStep, ScriptedLlm};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const BENCH: &str = "redis_roundtrips";
+/// Tool-call iterations per loop turn (each with two calls), plus the wrap-up.
+const K: u32 = 10;
+const HISTORIES: [usize; 3] = [10, 100, 1000];
+
+/// The histories to run: all, or the one `BENCH_HISTORY` names (for profiling).
+fn histories() -> Vec<usize> {
+    match std::env::var("BENCH_HISTORY")
+        .ok()
+        .and_then(|h| h.parse().ok())
+    {
+        Some(h) => vec![h],
+        None => HISTORIES.to_vec(),
+    }
+}
+
+struct NoopTools;
+
+#[async_trait]
+impl ToolProvider for NoopTools {
+    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+        Ok(vec![
+            ToolDefinition::without_parameters("noop_a", "does nothing"),
+            ToolDefinition::without_parameters("noop_b", "does nothing"),
+        ])
+    }
+    async fn execute(&self, call: &ToolCall, _cx: &ToolContext) -> ToolResult {
+        ToolResult::text(&call.id, "ok")
+    }
+}
+
+fn history(n: usize) -> Vec<Message> {
+    (0..n)
+        .map(|i| {
+            if i % 2 == 0 {
+                Message::user(format!("question {i}: what about this one?"))
+            } else {
+                Message::assistant(format!("answer {i}: here is what I found."))
+            }
+        })
+        .collect()
+}
+
+// ------------------------------------------------------------------ proxy
+
+/// A TCP proxy in front of Redis that counts round trips.
+struct Proxy {
+    url: String,
+    round_trips: Arc<AtomicU64>,
+}
+
+impl Proxy {
+    async fn start(upstream_port: u16) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("redis://{}", listener.local_addr().unwrap());
+        let round_trips = Arc::new(AtomicU64::new(0));
+        let counter = round_trips.clone();
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let server = TcpStream::connect(("127.0.0.1", upstream_port))
+                    .await
+                    .unwrap();
+                let _ = client.set_nodelay(true);
+                let _ = server.set_nodelay(true);
+                tokio::spawn(pump(client, server, counter.clone()));
+            }
+        });
+        Proxy { url, round_trips }
+    }
+
+    fn round_trips(&self) -> u64 {
+        self.round_trips.load(Ordering::SeqCst)
+    }
+}
+
+async fn pump(client: TcpStream, server: TcpStream, round_trips: Arc<AtomicU64>) {
+    let (mut cr, mut cw) = client.into_split();
+    let (mut sr, mut sw) = server.into_split();
+    // Whether Redis answered since the client last sent.
+    let answered = Arc::new(AtomicBool::new(true));
+    let a = answered.clone();
+    let up = async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match cr.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            if a.swap(false, Ordering::SeqCst) {
+                round_trips.fetch_add(1, Ordering::SeqCst);
+            }
+            if sw.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+        }
+    };
+    let down = async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match sr.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            answered.store(true, Ordering::SeqCst);
+            if cw.write_all(&buf[..n]).await.is_err() {
+                break;
+            }
+        }
+    };
+    tokio::join!(up, down);
+}
+
+/// Commands Redis ran so far (`INFO commandstats`), not counting `INFO`.
+async fn commands(conn: &redis::aio::MultiplexedConnection) -> u64 {
+    let mut conn = conn.clone();
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    info.lines()
+        .filter(|l| l.starts_with("cmdstat_") && !l.starts_with("cmdstat_info:"))
+        .filter_map(|l| {
+            l.split("calls=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+async fn redis_stores(url: &str, prefix: &str) -> RedisStores {
+    RedisStores::connect(RedisConfig::new(url).with_key_prefix(prefix.to_owned()))
+        .await
+        .expect("connect to the bench Redis")
+}
+
+/// The floor: one bare round trip (`PING`) on a multiplexed connection.
+async fn ping(conn: &redis::aio::MultiplexedConnection) {
+    let mut conn = conn.clone();
+    let mut times = Vec::with_capacity(2000);
+    for i in 0..2200 {
+        let started = Instant::now();
+        let _: String = redis::cmd("PING").query_async(&mut conn).await.unwrap();
+        if i >= 200 {
+            times.push(started.elapsed());
+        }
+    }
+    times.sort();
+    Case::new(BENCH, "one round trip (PING), for reference", "µs")
+        .median_p99(us(percentile(&times, 0.5)), us(percentile(&times, 0.99)))
+        .notes("redis-rs multiplexed connection on loopback, one command at a time")
+        .print();
+}
+
+// ------------------------------------------------------------------ loop turns
+
+fn tool_loop(store: Option<Arc<dyn TaskStateStore>>) -> AgentLoop {
+    let calls = LlmResponse::tool_calls(
+        "",
+        vec![
+            ToolCall::new("a", "noop_a", "{}"),
+            ToolCall::new("b", "noop_b", "{}"),
+        ],
+    );
+    let llm = ScriptedLlm::repeating(ScriptStep::Respond(calls));
+    let mut b = AgentLoop::builder(llm).tools(NoopTools).max_iterations(K);
+    if let Some(store) = store {
+        b = b.task_store(store);
+    }
+    b.build()
+}
+
+/// Runs `turns` loop turns from `base`; returns the per-iteration times.
+async fn loop_turns(agent: &AgentLoop, base: &History, turns: usize, tag: &str) -> Vec<Duration> {
+    let mut times = Vec::with_capacity(turns);
+    for i in 0..turns {
+        let cx = TurnContext::new(format!("{tag}-{i}"), "bench");
+        let started = Instant::now();
+        let mut s = agent.start_turn(base.clone(), cx);
+        while s.next().await.is_some() {}
+        times.push(started.elapsed() / (K + 1));
+    }
+    times.sort();
+    times
+}
+
+async fn checkpoints(
+    server: &RedisServer,
+    proxy: &Proxy,
+    info: &redis::aio::MultiplexedConnection,
+) {
+    let plain = tool_loop(None);
+    let direct = redis_stores(&server.url(), "bench-cp").await;
+    let redis_loop = tool_loop(Some(direct.tasks.clone()));
+    let proxied = redis_stores(&proxy.url, "bench-cp-proxied").await;
+    let proxied_loop = tool_loop(Some(proxied.tasks.clone()));
+    let iterations = f64::from(K + 1);
+    for n in histories() {
+        let base = History::from(history(n));
+        let turns = if n >= 1000 { 100 } else { 200 };
+        // Warm up both, then alternate so that load on the machine hits both alike.
+        loop_turns(&plain, &base, 20, &format!("w{n}")).await;
+        loop_turns(&redis_loop, &base, 20, &format!("wr{n}")).await;
+        let mut none = Vec::new();
+        let mut with = Vec::new();
+        for round in 0..4 {
+            none.extend(loop_turns(&plain, &base, turns / 4, &format!("p{n}-{round}")).await);
+            with.extend(loop_turns(&redis_loop, &base, turns / 4, &format!("r{n}-{round}")).await);
+        }
+        none.sort();
+        with.sort();
+        let (m0, m1) = (us(percentile(&none, 0.5)), us(percentile(&with, 0.5)));
+        let (p0, p1) = (us(percentile(&none, 0.99)), us(percentile(&with, 0.99)));
+
+        // Round trips and commands, through the proxy, a few turns.
+        loop_turns(&proxied_loop, &base, 2, &format!("wc{n}")).await;
+        let counted = 20;
+        let (rt0, c0) = (proxy.round_trips(), commands(info).await);
+        loop_turns(&proxied_loop, &base, counted, &format!("c{n}")).await;
+        let (rt, cmds) = (proxy.round_trips() - rt0, commands(info).await - c0);
+        let per_iter = |x: u64| x as f64 / (counted as f64 * iterations);
+        Case::new(BENCH, format!("checkpoints (RedisTaskStateStore), history {n}, added per iteration"), "µs")
+            .median_p99(m1 - m0, p1 - p0)
+            .num("no_store_median_us", m0)
+            .num("redis_median_us", m1)
+            .num("no_store_p99_us", p0)
+            .num("redis_p99_us", p1)
+            .num("round_trips_per_iteration", per_iter(rt))
+            .num("commands_per_iteration", per_iter(cmds))
+            .notes(format!(
+                "{:.2} round trips and {:.2} commands per iteration; iteration {m0:.1} µs with no store, {m1:.1} µs with Redis (medians; added p99 = difference of the p99s)",
+                per_iter(rt),
+                per_iter(cmds),
+            ))
+            .print();
+    }
+    // Leave the private server empty for the next part.
+    let mut conn = info.clone();
+    let _: () = redis::cmd("FLUSHALL").query_async(&mut conn).await.unwrap();
+}
+
+// ------------------------------------------------------------------ agent turns
+
+/// Every store an Agent uses, in Redis; the three groups may reach Redis
+/// through different proxies (to count their round trips apart).
+#[derive(Clone)]
+struct RedisAgentStores {
+    tasks: Arc<RedisTaskStateStore>,
+    messages: Arc<RedisMessageStore>,
+    artifacts: Arc<RedisArtifactStore>,
+    agents: Arc<RedisAgentStateStore>,
+    locks: Arc<RedisTurnLock>,
+}
+
+impl RedisAgentStores {
+    /// Checkpoints through `tasks_url`, the history through `messages_url`,
+    /// artifacts, agent state and the turn lease through `rest_url`.
+    async fn connect(tasks_url: &str, messages_url: &str, rest_url: &str, prefix: &str) -> Self {
+        let backend = |url: &str| {
+            RedisBackend::connect(RedisConfig::new(url).with_key_prefix(prefix.to_owned()))
+        };
+        let (t, m, r) = (
+            backend(tasks_url).await.expect("connect"),
+            backend(messages_url).await.expect("connect"),
+            backend(rest_url).await.expect("connect"),
+        );
+        RedisAgentStores {
+            tasks: Arc::new(RedisTaskStateStore::new(t)),
+            messages: Arc::new(RedisMessageStore::new(m)),
+            artifacts: Arc::new(RedisArtifactStore::new(r.clone())),
+            agents: Arc::new(RedisAgentStateStore::new(r.clone())),
+            locks: Arc::new(RedisTurnLock::new(r)),
+        }
+    }
+}
+
+/// Where an Agent keeps things: every store in Redis, or every one in memory.
+#[derive(Clone)]
+enum AgentStores {
+    Redis(RedisAgentStores),
+    Memory(MemoryStores),
+}
+
+/// A model that calls `noop_a` once, then answers.
+fn one_tool_llm() -> Arc<dyn looopy_core::LlmProvider> {
+    struct OneTool;
+    #[async_trait]
+    impl looopy_core::LlmProvider for OneTool {
+        async fn call(
+            &self,
+            request: looopy_core::LlmRequest,
+            _cx: &TurnContext,
+        ) -> Result<LlmResponse, looopy_core::LlmError> {
+            let answered = request
+                .messages
+                .last()
+                .is_some_and(|m| m.role == Role::Tool);
+            Ok(if answered {
+                LlmResponse::text("done")
+            } else {
+                LlmResponse::tool_calls("", vec![ToolCall::new("a", "noop_a", "{}")])
+            })
+        }
+    }
+    Arc::new(OneTool)
+}
+
+fn agent(context: &str, stores: &AgentStores) -> Agent {
+    let b = Agent::builder(context.to_owned())
+        .llm_shared(one_tool_llm())
+        .tools(NoopTools);
+    match stores {
+        AgentStores::Redis(s) => b
+            .message_store(s.messages.clone())
+            .artifact_store(s.artifacts.clone())
+            .state_store(s.agents.clone())
+            .turn_lock(s.locks.clone())
+            .task_store(s.tasks.clone()),
+        AgentStores::Memory(s) => b
+            .message_store(s.messages.clone())
+            .artifact_store(s.artifacts.clone())
+            .state_store(s.agents.clone())
+            .turn_lock(s.locks.clone())
+            .task_store(s.tasks.clone()),
+    }
+    .build()
+    .expect("agent")
+}
+
+async fn preload(stores: &AgentStores, context: &str, base: &[Message]) {
+    match stores {
+        AgentStores::Redis(s) => s.messages.append(context, base).await.unwrap(),
+        AgentStores::Memory(s) => s.messages.append(context, base).await.unwrap(),
+    }
+}
+
+/// Runs one turn and reads it to its end.
+async fn one_turn(agent: &Agent) {
+    let summary = agent
+        .execute_turn(Some(Message::user("go")), None)
+        .await
+        .expect("turn starts")
+        .finish()
+        .await
+        .expect("summary");
+    assert!(summary.saved, "{:?}", summary.save_error);
+}
+
+/// An Agent on a fresh context holding `base` that already ran one turn
+/// (so that what is measured next is a steady-state turn: the Agent
+/// started, as an A2A server keeps it between turns).
+async fn ready_agent(stores: &AgentStores, context: &str, base: &[Message]) -> Agent {
+    preload(stores, context, base).await;
+    let a = agent(context, stores);
+    one_turn(&a).await;
+    a
+}
+
+/// One steady-state turn on each of `contexts` fresh contexts holding
+/// `base`; per-turn times.
+async fn agent_turns(
+    stores: &AgentStores,
+    base: &[Message],
+    contexts: usize,
+    tag: &str,
+) -> Vec<Duration> {
+    let mut agents = Vec::with_capacity(contexts);
+    for i in 0..contexts {
+        agents.push(ready_agent(stores, &format!("{tag}-{i}"), base).await);
+    }
+    let mut times = Vec::with_capacity(contexts);
+    for a in agents {
+        let started = Instant::now();
+        one_turn(&a).await;
+        times.push(started.elapsed());
+    }
+    times.sort();
+    times
+}
+
+async fn agent_part(server: &RedisServer, info: &redis::aio::MultiplexedConnection) {
+    let url = server.url();
+    let redis =
+        AgentStores::Redis(RedisAgentStores::connect(&url, &url, &url, "bench-agent").await);
+    let memory = AgentStores::Memory(MemoryStores::new());
+    let proxies = [
+        Proxy::start(server.port()).await,
+        Proxy::start(server.port()).await,
+        Proxy::start(server.port()).await,
+    ];
+    let proxied = AgentStores::Redis(
+        RedisAgentStores::connect(
+            &proxies[0].url,
+            &proxies[1].url,
+            &proxies[2].url,
+            "bench-agent-proxied",
+        )
+        .await,
+    );
+    let round_trips = || proxies.each_ref().map(Proxy::round_trips);
+    for n in histories() {
+        let base = history(n);
+        let turns = if n >= 1000 { 60 } else { 150 };
+        agent_turns(&memory, &base, 10, &format!("wm{n}")).await;
+        agent_turns(&redis, &base, 10, &format!("wr{n}")).await;
+        let mut mem = Vec::new();
+        let mut red = Vec::new();
+        for round in 0..3 {
+            mem.extend(agent_turns(&memory, &base, turns / 3, &format!("m{n}-{round}")).await);
+            red.extend(agent_turns(&redis, &base, turns / 3, &format!("r{n}-{round}")).await);
+        }
+        mem.sort();
+        red.sort();
+        let (m0, m1) = (us(percentile(&mem, 0.5)), us(percentile(&red, 0.5)));
+        let (p0, p1) = (us(percentile(&mem, 0.99)), us(percentile(&red, 0.99)));
+
+        agent_turns(&proxied, &base, 2, &format!("wc{n}")).await;
+        // Count the measured turns only (not the preloading, not the first turn).
+        let counted = 20;
+        let mut rts = [0u64; 3];
+        let mut cmds = 0;
+        for i in 0..counted {
+            let a = ready_agent(&proxied, &format!("c{n}-{i}"), &base).await;
+            let (rt0, c0) = (round_trips(), commands(info).await);
+            one_turn(&a).await;
+            let rt1 = round_trips();
+            for k in 0..3 {
+                rts[k] += rt1[k] - rt0[k];
+            }
+            cmds += commands(info).await - c0;
+        }
+        let per_turn = |x: u64| x as f64 / counted as f64;
+        let total: u64 = rts.iter().sum();
+        Case::new(
+            BENCH,
+            format!("Agent turn, every store in Redis vs in memory, history {n}, added per turn"),
+            "µs",
+        )
+        .median_p99(m1 - m0, p1 - p0)
+        .num("memory_median_us", m0)
+        .num("redis_median_us", m1)
+        .num("memory_p99_us", p0)
+        .num("redis_p99_us", p1)
+        .num("round_trips_per_turn", per_turn(total))
+        .num("checkpoint_round_trips_per_turn", per_turn(rts[0]))
+        .num("message_round_trips_per_turn", per_turn(rts[1]))
+        .num("other_round_trips_per_turn", per_turn(rts[2]))
+        .num("commands_per_turn", per_turn(cmds))
+        .notes(format!(
+            "{:.1} round trips per turn of 2 iterations ({:.1} checkpoints, {:.1} history load and appends, {:.1} turn lease, agent state and artifacts), {:.1} commands; turn {m0:.0} µs with MemoryStores, {m1:.0} µs with Redis (medians)",
+            per_turn(total),
+            per_turn(rts[0]),
+            per_turn(rts[1]),
+            per_turn(rts[2]),
+            per_turn(cmds),
+        ))
+        .print();
+    }
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let server = RedisServer::start().expect("redis-server (scripts/provision.sh redis)");
+        let proxy = Proxy::start(server.port()).await;
+        let info = redis::Client::open(server.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        ping(&info).await;
+        // BENCH_PART=checkpoints|agent runs one part (for profiling).
+        let part = std::env::var("BENCH_PART").unwrap_or_default();
+        if part.is_empty() || part == "checkpoints" {
+            checkpoints(&server, &proxy, &info).await;
+        }
+        if part.is_empty() || part == "agent" {
+            agent_part(&server, &info).await;
+        }
+    });
+    comment(&format!(
+        "A private redis-server (looopy-testkit RedisServer, no persistence) on loopback, on the same 2 cores as the bench, which were shared with other work: latencies are noisy. Loop turns: {K} iterations of two no-op tool calls plus the wrap-up call, each a fresh task id (so the first checkpoint of a turn writes the whole history, the next ones only what is new); the model and tools answer at once, so the difference is all checkpointing. Agent turns: the second turn of an Agent on a context holding the history (the first turn starts the Agent, as an A2A server keeps its Agents between turns), one user message, a tool call then the answer, with the turn lease, agent state, message appends and checkpoints in Redis. Round trips are counted by TCP proxies in front of Redis (a round trip = the client sends after Redis answered; in Agent turns the checkpoints, the message store and the other stores each go through a proxy of their own), commands by INFO commandstats (commands run by scripts included); the timed runs do not go through the proxy. Budget (issue 10): one round trip per iteration, pipelined."
+    ));
+}
