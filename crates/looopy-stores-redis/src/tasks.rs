@@ -70,11 +70,18 @@ fn extends(new: &History, old: &History) -> bool {
 }
 
 fn head_json(checkpoint: &TaskCheckpoint) -> Result<String, StoreError> {
-    let mut head = serde_json::to_value(checkpoint)?;
-    if let Value::Object(map) = &mut head {
+    // The messages are stored apart; serialize the rest only. Cloning the
+    // checkpoint is cheap (the history is shared), serializing the whole
+    // history every save was not (O(history) per iteration).
+    let head = TaskCheckpoint {
+        messages: History::new(),
+        ..checkpoint.clone()
+    };
+    let mut json = serde_json::to_value(&head)?;
+    if let Value::Object(map) = &mut json {
         map.remove("messages");
     }
-    Ok(head.to_string())
+    Ok(json.to_string())
 }
 
 impl RedisTaskStateStore {

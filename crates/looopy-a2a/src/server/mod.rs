@@ -122,6 +122,13 @@ impl A2aServer {
             shutdown.await;
             token.cancel();
         };
+        // Without TCP_NODELAY the first SSE event waits for the client's
+        // delayed ACK (about 40 ms); streams must flush every event at once.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            if let Err(error) = tcp.set_nodelay(true) {
+                tracing::debug!(%error, "could not set TCP_NODELAY");
+            }
+        });
         axum::serve(listener, self.router())
             .with_graceful_shutdown(signal)
             .await?;
