@@ -1,0 +1,117 @@
+//! The official Python A2A SDK clients (a2a-sdk 1.x and 0.3.x, provisioned
+//! by `scripts/provision.sh python`) against the real `looopy serve` binary.
+//! The clients are the scripts of looopy-a2a's interop tests.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use looopy_testkit::{FixtureReply, OpenAiFixture};
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The venv's python, or `None` (after a loud line) when external tests are skipped.
+fn python(venv: &str) -> Option<PathBuf> {
+    let path = repo().join(format!(".tools/{venv}/bin/python"));
+    if path.exists() {
+        return Some(path);
+    }
+    if std::env::var("LOOOPY_SKIP_EXTERNAL").as_deref() == Ok("1") {
+        eprintln!(
+            "!!!!! SKIPPED: {} missing (LOOOPY_SKIP_EXTERNAL=1)",
+            path.display()
+        );
+        return None;
+    }
+    panic!(
+        "{} is missing: run `scripts/provision.sh python`",
+        path.display()
+    );
+}
+
+async fn against_looopy_serve(venv: &str, script: &str) -> Value {
+    let Some(python) = python(venv) else {
+        return Value::Null;
+    };
+    let llm = OpenAiFixture::start_fast(
+        std::time::Duration::ZERO,
+        FixtureReply::Text("Hello from looopy serve".into()),
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("looopy.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[agent]\nname = \"binary-agent\"\n[llm]\nbase_url = \"{}\"\nmodel = \"m\"\n[[auth.tokens]]\nprincipal = \"python\"\ntoken = \"py-token\"\n",
+            llm.base_url()
+        ),
+    )
+    .unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_looopy"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .env_remove("LOOOPY_LLM_BASE_URL")
+        .env_remove("LOOOPY_LLM_MODEL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("looopy listening on ")
+        .expect("listening line")
+        .to_owned();
+    let script = repo().join("crates/looopy-a2a/tests/fixtures").join(script);
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(python)
+            .arg(script)
+            .arg(url)
+            .arg("py-token")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2a_sdk_1_x_talks_to_looopy_serve() {
+    let out = against_looopy_serve("venv", "a2a_client_v1.py").await;
+    if out.is_null() {
+        return;
+    }
+    assert_eq!(out["card"]["name"], "binary-agent");
+    assert_eq!(out["sent_version_header"], "1.0");
+    let text = out["send"].to_string() + &out["stream"].to_string();
+    assert!(text.contains("Hello from looopy serve"), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a2a_sdk_0_3_talks_to_looopy_serve() {
+    let out = against_looopy_serve("venv-a2a03", "a2a_client_v03.py").await;
+    if out.is_null() {
+        return;
+    }
+    assert!(out.to_string().contains("binary-agent"), "{out}");
+    assert!(out.to_string().contains("Hello from looopy serve"), "{out}");
+}
