@@ -3,6 +3,14 @@
 //! A checkpoint is taken before each iteration, after each model call, after
 //! each tool call that finishes, and at the end of the turn. The history in a
 //! checkpoint is a [`History`] snapshot: taking one copies nothing.
+//!
+//! Saves go through a [`CheckpointWriter`]: a task that writes the newest
+//! snapshot while the turn goes on, so that the model call or the tools of
+//! an iteration overlap the round trip of the checkpoint before them, and
+//! snapshots taken while a save is running collapse into one save of the
+//! newest. The turn waits for the writer only at its end, before its final
+//! event. What a crash can lose is the snapshot still in flight: a resume
+//! then repeats at most the work done since the last save that landed.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -10,6 +18,9 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use looopy_core::store::{TaskCheckpoint, TaskStateStore};
 use looopy_core::{History, Role, TaskState, ToolCall, ToolResult, TurnContext, Usage};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::events::Emitter;
 
 /// The parts of a turn a checkpoint records.
 pub(crate) struct Snapshot<'a> {
@@ -22,15 +33,9 @@ pub(crate) struct Snapshot<'a> {
     pub(crate) completed: &'a [ToolResult],
 }
 
-/// Saves checkpoints when a store is configured; a failing store is logged and
-/// the turn goes on (it loses crash safety, not its work).
-pub(crate) async fn save(
-    store: Option<&Arc<dyn TaskStateStore>>,
-    cx: &TurnContext,
-    s: Snapshot<'_>,
-) -> bool {
-    let Some(store) = store else { return false };
-    let checkpoint = TaskCheckpoint {
+/// The checkpoint a snapshot stands for.
+fn checkpoint_of(cx: &TurnContext, s: Snapshot<'_>) -> TaskCheckpoint {
+    TaskCheckpoint {
         task_id: cx.task_id.to_string(),
         context_id: cx.context_id.to_string(),
         agent_id: cx.agent_id.to_string(),
@@ -43,12 +48,78 @@ pub(crate) async fn save(
         created_at: s.created_at,
         updated_at: Utc::now(),
         metadata: Default::default(),
-    };
-    match store.save(&checkpoint).await {
-        Ok(()) => true,
-        Err(error) => {
-            tracing::warn!(task_id = %cx.task_id, %error, "checkpoint failed; the turn continues without it");
-            false
+    }
+}
+
+enum Request {
+    Save(Box<TaskCheckpoint>),
+    Flush(oneshot::Sender<()>),
+}
+
+/// Writes a turn's checkpoints in the background, newest first (see the
+/// module docs). A failing store is logged and the turn goes on: it loses
+/// crash safety, not its work.
+pub(crate) struct CheckpointWriter {
+    tx: Option<mpsc::UnboundedSender<Request>>,
+}
+
+impl CheckpointWriter {
+    /// A writer to `store`; without a store, snapshots are dropped.
+    pub(crate) fn new(store: Option<Arc<dyn TaskStateStore>>, emit: Emitter) -> Self {
+        let Some(store) = store else {
+            return CheckpointWriter { tx: None };
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(write_newest(store, rx, emit));
+        CheckpointWriter { tx: Some(tx) }
+    }
+
+    /// Hands a snapshot to the writer; returns at once.
+    pub(crate) fn submit(&self, cx: &TurnContext, snapshot: Snapshot<'_>) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Request::Save(Box::new(checkpoint_of(cx, snapshot))));
+        }
+    }
+
+    /// Waits until every snapshot submitted so far was written (or failed).
+    pub(crate) async fn flush(&self) {
+        if let Some(tx) = &self.tx {
+            let (done, wait) = oneshot::channel();
+            if tx.send(Request::Flush(done)).is_ok() {
+                let _ = wait.await;
+            }
+        }
+    }
+}
+
+/// Saves the newest of the waiting snapshots, one save at a time, and
+/// answers flushes once what came before them is written.
+async fn write_newest(
+    store: Arc<dyn TaskStateStore>,
+    mut rx: mpsc::UnboundedReceiver<Request>,
+    emit: Emitter,
+) {
+    while let Some(first) = rx.recv().await {
+        let mut newest = None;
+        let mut flushes = Vec::new();
+        let mut take = |request| match request {
+            Request::Save(c) => newest = Some(c),
+            Request::Flush(done) => flushes.push(done),
+        };
+        take(first);
+        while let Ok(more) = rx.try_recv() {
+            take(more);
+        }
+        if let Some(checkpoint) = newest {
+            match store.save(&checkpoint).await {
+                Ok(()) => emit.checkpoint(checkpoint.iteration, checkpoint.messages.len()),
+                Err(error) => {
+                    tracing::warn!(task_id = %checkpoint.task_id, %error, "checkpoint failed; the turn continues without it");
+                }
+            }
+        }
+        for done in flushes {
+            let _ = done.send(());
         }
     }
 }

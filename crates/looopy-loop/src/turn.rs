@@ -13,7 +13,7 @@ use looopy_core::{
 use serde_json::{Map, Value, json};
 use tracing::Instrument;
 
-use crate::checkpoint::{self, Snapshot};
+use crate::checkpoint::{self, CheckpointWriter, Snapshot};
 use crate::events::{Emitter, TurnEnd};
 use crate::hooks::{FatalHook, HookContext, TurnSummary};
 use crate::iteration;
@@ -36,6 +36,8 @@ pub(crate) struct Turn {
     pub(crate) completed: Vec<ToolResult>,
     /// Extra prompts sent by incomplete-work hooks so far.
     incomplete_prompts: u32,
+    /// Saves checkpoints in the background.
+    writer: CheckpointWriter,
 }
 
 /// How the loop body ended.
@@ -85,7 +87,9 @@ impl Turn {
         shared: Arc<TurnShared>,
         history: History,
     ) -> Self {
+        let writer = CheckpointWriter::new(agent.task_store.clone(), emit.clone());
         Turn {
+            writer,
             agent,
             cx,
             emit,
@@ -234,7 +238,7 @@ impl Turn {
     async fn iterate(&mut self, registry: &ToolRegistry) -> Step {
         let config = self.agent.config.clone();
         let hooks = self.agent.hooks.clone();
-        self.checkpoint(TaskState::Working).await;
+        self.checkpoint(TaskState::Working);
         match hooks.pause_check(&self.hook_cx(), &self.emit).await {
             Ok(Some(reason)) => self.shared.pause.pause(reason),
             Ok(None) => {}
@@ -299,7 +303,7 @@ impl Turn {
         let calls = response.message.tool_calls.clone();
         let text = response.message.text();
         self.push(response.message);
-        self.checkpoint(TaskState::Working).await;
+        self.checkpoint(TaskState::Working);
         if calls.is_empty() {
             if config.require_done_tool {
                 if !text.is_empty() {
@@ -385,7 +389,7 @@ impl Turn {
                 fatal = f.fatal;
             }
             self.completed.push(f.result);
-            self.checkpoint(TaskState::Working).await;
+            self.checkpoint(TaskState::Working);
         };
         drop(running);
         if cancelled {
@@ -528,7 +532,8 @@ impl Turn {
         }
     }
 
-    async fn checkpoint(&self, state: TaskState) {
+    /// Hands the current state to the checkpoint writer (it does not wait).
+    fn checkpoint(&self, state: TaskState) {
         let snapshot = Snapshot {
             iteration: self.iteration,
             state,
@@ -538,9 +543,7 @@ impl Turn {
             created_at: self.created_at,
             completed: &self.completed,
         };
-        if checkpoint::save(self.agent.task_store.as_ref(), &self.cx, snapshot).await {
-            self.emit.checkpoint(self.iteration, self.history.len());
-        }
+        self.writer.submit(&self.cx, snapshot);
     }
 
     async fn finish(self, mut ending: Ending, started: Instant) {
@@ -556,7 +559,9 @@ impl Turn {
             }
         }
         let state = ending.end.state();
-        self.checkpoint(state).await;
+        // The final state is durable before the final event says so.
+        self.checkpoint(state);
+        self.writer.flush().await;
         self.shared.set_outcome(TurnOutcome {
             end: ending.end,
             state,
