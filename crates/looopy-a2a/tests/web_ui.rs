@@ -162,27 +162,6 @@ async fn web_server(auth: AuthConfig) -> TestServer {
     serve(server, &stores).await
 }
 
-/// A provisioned tool, or `None` (after a loud line) when
-/// `LOOOPY_SKIP_EXTERNAL=1`; otherwise a missing one fails the test.
-fn require_tool(env_var: &str, default: PathBuf, what: &str) -> Option<PathBuf> {
-    let path = std::env::var_os(env_var).map_or(default, PathBuf::from);
-    if path.exists() {
-        return Some(path);
-    }
-    if std::env::var("LOOOPY_SKIP_EXTERNAL").as_deref() == Ok("1") {
-        eprintln!(
-            "\n!!!!! SKIPPED: {what} not found at {} (LOOOPY_SKIP_EXTERNAL=1) !!!!!\n",
-            path.display()
-        );
-        return None;
-    }
-    panic!(
-        "{what} not found at {}: run `scripts/provision.sh chromium` \
-         (or set {env_var}, or LOOOPY_SKIP_EXTERNAL=1 to skip)",
-        path.display()
-    );
-}
-
 fn which(program: &str) -> PathBuf {
     std::env::var_os("PATH")
         .and_then(|paths| {
@@ -195,21 +174,21 @@ fn which(program: &str) -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_chat_page_works_in_a_real_browser() {
-    let Some(chromium) = require_tool(
+    let Some(chromium) = require(
         "LOOOPY_CHROMIUM",
         PathBuf::from("/usr/bin/chromium"),
         "Chromium",
     ) else {
         return;
     };
-    let Some(playwright) = require_tool(
+    let Some(playwright) = require(
         "LOOOPY_PLAYWRIGHT_CORE",
         repo_root().join(".tools/node/node_modules/playwright-core"),
         "npm playwright-core",
     ) else {
         return;
     };
-    let Some(node) = require_tool("LOOOPY_NODE", which("node"), "Node.js") else {
+    let Some(node) = require("LOOOPY_NODE", which("node"), "Node.js") else {
         return;
     };
 

@@ -7,30 +7,22 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
+use looopy_testkit::external::{repo_root, require};
 use looopy_testkit::{FixtureReply, OpenAiFixture};
 use serde_json::Value;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The venv's python, or `None` (after a loud line) when external tests are skipped.
+/// The venv's python, or `None` when external tests are skipped.
 fn python(venv: &str) -> Option<PathBuf> {
-    let path = repo().join(format!(".tools/{venv}/bin/python"));
-    if path.exists() {
-        return Some(path);
-    }
-    if std::env::var("LOOOPY_SKIP_EXTERNAL").as_deref() == Ok("1") {
-        eprintln!(
-            "!!!!! SKIPPED: {} missing (LOOOPY_SKIP_EXTERNAL=1)",
-            path.display()
-        );
-        return None;
-    }
-    panic!(
-        "{} is missing: run `scripts/provision.sh python`",
-        path.display()
-    );
+    let var = if venv == "venv" {
+        "LOOOPY_A2A_PYTHON"
+    } else {
+        "LOOOPY_A2A03_PYTHON"
+    };
+    require(
+        var,
+        repo_root().join(format!(".tools/{venv}/bin/python")),
+        "the Python venv with a2a-sdk",
+    )
 }
 
 async fn against_looopy_serve(venv: &str, script: &str) -> Value {
@@ -71,7 +63,9 @@ async fn against_looopy_serve(venv: &str, script: &str) -> Value {
         .strip_prefix("looopy listening on ")
         .expect("listening line")
         .to_owned();
-    let script = repo().join("crates/looopy-a2a/tests/fixtures").join(script);
+    let script = repo_root()
+        .join("crates/looopy-a2a/tests/fixtures")
+        .join(script);
     let out = tokio::task::spawn_blocking(move || {
         Command::new(python)
             .arg(script)

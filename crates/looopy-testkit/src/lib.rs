@@ -12,8 +12,11 @@
 //! - [`RedisServer`] / [`test_redis`]: a throw-away `redis-server` on a free
 //!   port (killed on drop), or the shared one named by
 //!   `LOOOPY_TEST_REDIS_URL`.
+//! - [`external`]: finding the provisioned external programs (or failing
+//!   with how to provision them).
 
 pub mod conformance;
+pub mod external;
 pub mod openai_fixture;
 pub mod redis_server;
 mod scripted;

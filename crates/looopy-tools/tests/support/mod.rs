@@ -5,34 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// The repository root.
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Finds a provisioned tool. Missing: the test fails, telling how to
-/// provision, unless `LOOOPY_SKIP_EXTERNAL=1`, when it prints a loud skip
-/// line and the caller returns.
-pub fn require(env_var: &str, default: PathBuf, what: &str) -> Option<PathBuf> {
-    let path = std::env::var_os(env_var)
-        .map(PathBuf::from)
-        .unwrap_or(default);
-    if path.exists() {
-        return Some(path);
-    }
-    if std::env::var("LOOOPY_SKIP_EXTERNAL").as_deref() == Ok("1") {
-        eprintln!(
-            "\n!!!!! SKIPPED: {what} not found at {} (LOOOPY_SKIP_EXTERNAL=1) !!!!!\n",
-            path.display()
-        );
-        return None;
-    }
-    panic!(
-        "{what} not found at {}: run `scripts/provision.sh python node` \
-         (or set {env_var}, or LOOOPY_SKIP_EXTERNAL=1 to skip)",
-        path.display()
-    );
-}
+#[allow(unused_imports)] // not every test binary needs them
+pub use looopy_testkit::external::{repo_root, require};
 
 /// The Python of the provisioned venv (has the `mcp` package).
 pub fn python() -> Option<PathBuf> {
