@@ -33,7 +33,7 @@ const ROUNDS: usize = 3;
 
 /// `nodelay`: serve `A2aServer::router()` with `axum::serve` on a listener
 /// that sets `TCP_NODELAY` on every connection, instead of
-/// `A2aServer::serve` (which leaves Nagle's algorithm on).
+/// `A2aServer::serve` (which sets TCP_NODELAY since the fix that this bench found).
 fn run_server(nodelay: bool) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -214,7 +214,7 @@ fn main() {
         let _ = server.wait();
     }
     comment(&format!(
-        "Server: A2aServer + AgentRunner (an Agent per context, MemoryStores with turn lock, in-memory event log and task store) in a child process, so that its CPU is read apart (/proc/<pid>/stat); Tokio multi-thread runtime. The model streams {CHUNKS} text chunks at once, so the figures are all server, HTTP and client overhead. Clients: reqwest (HTTP/1.1, keep-alive pool) in this process, SSE parsed from the raw bytes; the first-event time runs from before the request is sent to the first complete `data:` event read (the `task` event, logged before the response starts). \"server with TCP_NODELAY\" is the same server served through `A2aServer::router()` and `axum::serve` on a listener that sets TCP_NODELAY: `A2aServer::serve` leaves Nagle's algorithm on, so the first event, written after the response head, waits for the client's delayed ACK (about 40 ms on Linux). Client and server share the machine's 2 cores, and the machine was shared with other work, so the p99 figures are noisy. Budget (ARCHITECTURE.md): first SSE event within 5 ms of the request on loopback."
+        "Server: A2aServer + AgentRunner (an Agent per context, MemoryStores with turn lock, in-memory event log and task store) in a child process, so that its CPU is read apart (/proc/<pid>/stat); Tokio multi-thread runtime. The model streams {CHUNKS} text chunks at once, so the figures are all server, HTTP and client overhead. Clients: reqwest (HTTP/1.1, keep-alive pool) in this process, SSE parsed from the raw bytes; the first-event time runs from before the request is sent to the first complete `data:` event read (the `task` event, logged before the response starts). \"server with TCP_NODELAY\" is the same server served through `A2aServer::router()` and `axum::serve` on a listener that sets TCP_NODELAY: Before `A2aServer::serve` set TCP_NODELAY itself, the first event, written after the response head, waited for the client's delayed ACK (about 40 ms on Linux: 41.3 ms median, 49 ms p99 measured then); the variant stays as a cross-check. Client and server share the machine's 2 cores, and the machine was shared with other work, so the p99 figures are noisy. Budget (ARCHITECTURE.md): first SSE event within 5 ms of the request on loopback."
     ));
 }
 
