@@ -410,8 +410,9 @@ async fn cancellation_during_a_model_call_ends_the_turn_canceled() {
     assert_eq!(final_event(&events).state(), Some(TaskState::Canceled));
 }
 
-#[tokio::test]
-async fn cancellation_during_tools_drops_them() {
+/// A model that calls `hang`, a tool that never finishes; the flag says
+/// whether the tool's future was dropped.
+fn hanging_tool_turn() -> (FnTools, ScriptedLlm, Arc<AtomicBool>) {
     let dropped = Arc::new(AtomicBool::new(false));
     let d = dropped.clone();
     let tools = FnTools::new().tool("hang", move |call, _| {
@@ -426,6 +427,12 @@ async fn cancellation_during_tools_drops_them() {
         "",
         vec![ToolCall::new("h", "hang", "{}")],
     ));
+    (tools, llm, dropped)
+}
+
+#[tokio::test]
+async fn cancellation_during_tools_drops_them() {
+    let (tools, llm, dropped) = hanging_tool_turn();
     let cx = cx();
     let token = cx.cancel.clone();
     let stream = AgentLoop::builder(llm)
@@ -446,20 +453,7 @@ async fn cancellation_during_tools_drops_them() {
 
 #[tokio::test]
 async fn dropping_the_stream_drops_the_turn() {
-    let dropped = Arc::new(AtomicBool::new(false));
-    let d = dropped.clone();
-    let tools = FnTools::new().tool("hang", move |call, _| {
-        let flag = DropFlag(d.clone());
-        async move {
-            let _flag = flag;
-            tokio::time::sleep(Duration::from_secs(30)).await;
-            ToolResult::text(&call.id, "never")
-        }
-    });
-    let llm = ScriptedLlm::new().respond(LlmResponse::tool_calls(
-        "",
-        vec![ToolCall::new("h", "hang", "{}")],
-    ));
+    let (tools, llm, dropped) = hanging_tool_turn();
     let mut stream = AgentLoop::builder(llm)
         .tools(tools)
         .build()
