@@ -181,9 +181,12 @@ impl AgentTurn {
         (events, summary)
     }
 
-    /// Runs the turn to its end, discarding the events.
-    pub async fn finish(self) -> Option<TurnSummary> {
-        self.collect_all().await.1
+    /// Runs the turn to its end, discarding the events (without keeping
+    /// them on the way: a long turn costs no memory here).
+    pub async fn finish(mut self) -> Option<TurnSummary> {
+        use futures::StreamExt;
+        while self.next().await.is_some() {}
+        self.summary()
     }
 }
 
