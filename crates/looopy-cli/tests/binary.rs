@@ -1,49 +1,14 @@
 //! The `looopy` binary's three commands, run as real processes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+mod support;
 
 use looopy_testkit::openai_fixture::openai;
 use looopy_testkit::{FixtureReply, OpenAiFixture};
-
-const BIN: &str = env!("CARGO_BIN_EXE_looopy");
-
-fn write_config(dir: &tempfile::TempDir, body: &str) -> std::path::PathBuf {
-    let path = dir.path().join("looopy.toml");
-    std::fs::write(&path, body).unwrap();
-    path
-}
-
-/// Starts `looopy serve` and waits for its "listening" line.
-fn serve(config: &std::path::Path, extra_env: &[(&str, &str)]) -> (Child, String) {
-    let mut cmd = Command::new(BIN);
-    cmd.args(["serve", "--config"])
-        .arg(config)
-        .args(["--bind", "127.0.0.1:0"]);
-    cmd.env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .env_remove("LOOOPY_LLM_BASE_URL")
-        .env_remove("LOOOPY_LLM_MODEL");
-    for (k, v) in extra_env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("looopy listening on ")
-        .expect("listening line")
-        .to_owned();
-    (child, url)
-}
+use support::{BIN, serve, stop, write_config};
 
 fn chat(url: &str, input: &str) -> (String, String) {
     let mut child = Command::new(BIN)
@@ -70,24 +35,6 @@ fn chat(url: &str, input: &str) -> (String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-fn stop(mut child: Child) -> std::process::ExitStatus {
-    // SIGTERM: graceful shutdown.
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "looopy serve did not stop on SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,13 +3,15 @@
 //! The clients are the scripts of looopy-a2a's interop tests.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
+mod support;
+
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use looopy_testkit::external::{repo_root, require};
 use looopy_testkit::{FixtureReply, OpenAiFixture};
 use serde_json::Value;
+use support::{serve, stop, write_config};
 
 /// The venv's python, or `None` when external tests are skipped.
 fn python(venv: &str) -> Option<PathBuf> {
@@ -36,33 +38,14 @@ async fn against_looopy_serve(venv: &str, script: &str) -> Value {
     .await
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("looopy.toml");
-    std::fs::write(
-        &config,
-        format!(
+    let config = write_config(
+        &dir,
+        &format!(
             "[agent]\nname = \"binary-agent\"\n[llm]\nbase_url = \"{}\"\nmodel = \"m\"\n[[auth.tokens]]\nprincipal = \"python\"\ntoken = \"py-token\"\n",
             llm.base_url()
         ),
-    )
-    .unwrap();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_looopy"))
-        .args(["serve", "--bind", "127.0.0.1:0", "--config"])
-        .arg(&config)
-        .env_remove("LOOOPY_LLM_BASE_URL")
-        .env_remove("LOOOPY_LLM_MODEL")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("looopy listening on ")
-        .expect("listening line")
-        .to_owned();
+    );
+    let (server, url) = serve(&config, &[]);
     let script = repo_root()
         .join("crates/looopy-a2a/tests/fixtures")
         .join(script);
@@ -76,8 +59,7 @@ async fn against_looopy_serve(venv: &str, script: &str) -> Value {
     })
     .await
     .unwrap();
-    let _ = server.kill();
-    let _ = server.wait();
+    stop(server);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),

@@ -3,36 +3,18 @@
 //! `crates/looopy-a2a/tests/web_ui.rs`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod support;
 
-const BIN: &str = env!("CARGO_BIN_EXE_looopy");
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use support::{serve, stop, write_config};
 
 /// Starts `looopy serve` on an empty configuration; returns it and its address.
-fn serve(dir: &tempfile::TempDir) -> (Child, String) {
-    let config = dir.path().join("looopy.toml");
-    std::fs::write(&config, "").unwrap();
-    let mut child = Command::new(BIN)
-        .args(["serve", "--config"])
-        .arg(&config)
-        .args(["--bind", "127.0.0.1:0"])
-        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("looopy listening on http://")
-        .expect("listening line")
-        .to_owned();
-    (child, addr)
+fn serve_empty(dir: &tempfile::TempDir) -> (std::process::Child, String) {
+    let (child, url) = serve(&write_config(dir, ""), &[]);
+    (child, url.trim_start_matches("http://").to_owned())
 }
 
 /// A plain HTTP/1.1 GET: the status line, headers and body as one text.
@@ -49,21 +31,10 @@ fn get(addr: &str, path: &str, headers: &str) -> String {
     out
 }
 
-fn stop(mut child: Child) {
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "looopy serve did not stop");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn serve_has_the_chat_page_and_the_tool_progress_extension() {
     let dir = tempfile::tempdir().unwrap();
-    let (child, addr) = serve(&dir);
+    let (child, addr) = serve_empty(&dir);
     let page = get(&addr, "/", "");
     assert!(page.starts_with("HTTP/1.1 200"), "{page}");
     assert!(
