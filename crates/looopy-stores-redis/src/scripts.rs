@@ -13,8 +13,9 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-/// Pushes `ARGV[from..]` (or a table) onto a list in chunks, so that no call
-/// passes more values than Lua's stack takes.
+/// Helpers every script gets: `push` (`ARGV[from..]` or a table onto a list
+/// in chunks, so that no call passes more values than Lua's stack takes),
+/// `expire`, and `index_artifact`.
 const PUSH: &str = r#"
 local function push(key, values, from)
   local n = #values
@@ -27,6 +28,18 @@ local function push(key, values, from)
 end
 local function expire(key, ms)
   if ms > 0 then redis.call('PEXPIRE', key, ms) end
+end
+-- Puts an artifact last in its context's index unless it is there already
+-- (with its hash); returns whether it was new.
+local function index_artifact(index, art, member)
+  if redis.call('EXISTS', art) == 1 and redis.call('ZSCORE', index, member) ~= false then
+    return false
+  end
+  local last = redis.call('ZRANGE', index, -1, -1, 'WITHSCORES')
+  local seq = 1
+  if #last == 2 then seq = tonumber(last[2]) + 1 end
+  redis.call('ZADD', index, seq, member)
+  return true
 end
 "#;
 
@@ -96,11 +109,7 @@ pub(crate) static ARTIFACT_PUT: LazyLock<Script> = LazyLock::new(|| {
         r#"
 local index, art, parts = KEYS[1], KEYS[2], KEYS[3]
 local ttl = tonumber(ARGV[5])
-if redis.call('EXISTS', art) == 0 or redis.call('ZSCORE', index, ARGV[1]) == false then
-  local last = redis.call('ZRANGE', index, -1, -1, 'WITHSCORES')
-  local seq = 1
-  if #last == 2 then seq = tonumber(last[2]) + 1 end
-  redis.call('ZADD', index, seq, ARGV[1])
+if index_artifact(index, art, ARGV[1]) then
   redis.call('HSET', art, 'created', ARGV[4])
 end
 redis.call('HSET', art, 'meta', ARGV[2], 'task', ARGV[3], 'updated', ARGV[4])
@@ -124,11 +133,7 @@ pub(crate) static ARTIFACT_APPEND: LazyLock<Script> = LazyLock::new(|| {
         r#"
 local index, art, parts = KEYS[1], KEYS[2], KEYS[3]
 local ttl = tonumber(ARGV[5])
-if redis.call('EXISTS', art) == 0 or redis.call('ZSCORE', index, ARGV[1]) == false then
-  local last = redis.call('ZRANGE', index, -1, -1, 'WITHSCORES')
-  local seq = 1
-  if #last == 2 then seq = tonumber(last[2]) + 1 end
-  redis.call('ZADD', index, seq, ARGV[1])
+if index_artifact(index, art, ARGV[1]) then
   redis.call('DEL', parts)
   redis.call('HSET', art, 'created', ARGV[4], 'meta', ARGV[2], 'task', ARGV[3])
 end
