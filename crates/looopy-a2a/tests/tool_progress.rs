@@ -69,19 +69,7 @@ async fn stream_all(
     method: &str,
     params: Value,
 ) -> (reqwest::header::HeaderMap, Vec<SseEvent>) {
-    let body = json!({"jsonrpc": "2.0", "id": "s1", "method": method, "params": params});
-    let mut req = http()
-        .post(format!("{url}/"))
-        .header("content-type", "application/json")
-        .header("accept", "text/event-stream")
-        .body(body.to_string());
-    if let Some(v) = version {
-        req = req.header("A2A-Version", v);
-    }
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    let response = req.send().await.unwrap();
+    let response = stream_request(url, version, headers, method, params).await;
     let h = response.headers().clone();
     let text = tokio::time::timeout(Duration::from_secs(20), response.text())
         .await

@@ -373,14 +373,14 @@ impl SseReader {
     }
 }
 
-/// Opens a streaming JSON-RPC call.
-pub async fn sse(
+/// Sends a streaming JSON-RPC call and returns the response, unread.
+pub async fn stream_request(
     url: &str,
     version: Option<&str>,
     headers: &[(&str, &str)],
     method: &str,
     params: Value,
-) -> SseReader {
+) -> reqwest::Response {
     let body = json!({"jsonrpc": "2.0", "id": "s1", "method": method, "params": params});
     let mut req = http()
         .post(format!("{url}/"))
@@ -393,7 +393,18 @@ pub async fn sse(
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
-    let response = req.send().await.unwrap();
+    req.send().await.unwrap()
+}
+
+/// Opens a streaming JSON-RPC call.
+pub async fn sse(
+    url: &str,
+    version: Option<&str>,
+    headers: &[(&str, &str)],
+    method: &str,
+    params: Value,
+) -> SseReader {
+    let response = stream_request(url, version, headers, method, params).await;
     assert_eq!(response.status().as_u16(), 200);
     let content_type = response
         .headers()
