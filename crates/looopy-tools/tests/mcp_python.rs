@@ -296,3 +296,19 @@ async fn python_server_over_streamable_http() {
     assert!(ok, "the provider did not reconnect to the restarted server");
     mcp.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_sessions_tools_are_listed_once() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let mut server = support::HttpFixture::start(&python).await;
+    let mcp = McpToolProvider::new(HttpServer::new(server.url.clone())).with_name("py");
+    let first = mcp.tools(&cx()).await.unwrap();
+    assert!(!first.is_empty());
+    // Every turn asks again; the session's listing answers without the server.
+    server.child.kill().await.unwrap();
+    let again = mcp.tools(&cx()).await.unwrap();
+    assert_eq!(again, first);
+    mcp.shutdown().await.unwrap();
+}

@@ -65,6 +65,9 @@ struct Shared {
     state: Mutex<State>,
     /// Exposed name → the server's name, from the last listing.
     names: RwLock<HashMap<String, String>>,
+    /// The last listing and the session (generation) it came from: every
+    /// turn asks for the tools, and a session's tools are listed once.
+    listed: RwLock<Option<(u64, Vec<ToolDefinition>)>>,
 }
 
 #[derive(Default)]
@@ -111,6 +114,7 @@ impl McpToolProvider {
                 connect_timeout: timeout,
                 state: Mutex::new(State::default()),
                 names: RwLock::new(HashMap::new()),
+                listed: RwLock::new(None),
             }),
         }
     }
@@ -250,6 +254,12 @@ impl McpToolProvider {
             .map_err(|message| ToolError::Unavailable {
                 message: format!("MCP server '{}': {message}", self.shared.name),
             })?;
+        if let Ok(listed) = self.shared.listed.read()
+            && let Some((listed_in, definitions)) = listed.as_ref()
+            && *listed_in == generation
+        {
+            return Ok(definitions.clone());
+        }
         let tools = match peer.list_all_tools().await {
             Ok(tools) => tools,
             Err(e) => {
@@ -285,6 +295,9 @@ impl McpToolProvider {
         }
         if let Ok(mut slot) = self.shared.names.write() {
             *slot = names;
+        }
+        if let Ok(mut slot) = self.shared.listed.write() {
+            *slot = Some((generation, definitions.clone()));
         }
         Ok(definitions)
     }
