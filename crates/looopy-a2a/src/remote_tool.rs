@@ -170,7 +170,7 @@ impl RemoteAgentTools {
                     let Some(t) = task.as_mut() else {
                         return Err("the remote agent's stream did not start with a task".into());
                     };
-                    match e.payload {
+                    match *e.payload {
                         EventPayload::StatusUpdate {
                             status, is_final, ..
                         } => {

@@ -107,7 +107,7 @@ async fn stream_and_resubscribe_in_both_versions() {
         }
         assert_eq!(items.len(), 2, "{version}: {items:#?}");
         match &items[0].event {
-            StreamEvent::Update(e) => match &e.payload {
+            StreamEvent::Update(e) => match &*e.payload {
                 EventPayload::ArtifactUpdate {
                     artifact, append, ..
                 } => {

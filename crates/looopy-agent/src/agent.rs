@@ -55,11 +55,20 @@ pub(crate) struct Inner {
 
 /// What the Agent knows between operations.
 pub(crate) struct Status {
-    pub(crate) state: AgentState,
+    /// Shared with the save in flight, so that saving copies nothing here;
+    /// written through [`Status::state_mut`].
+    pub(crate) state: Arc<AgentState>,
     /// Messages not in the store yet (auto-save off, or a failed save),
     /// oldest first; they follow the stored history.
     pub(crate) unsaved: Vec<Message>,
     pub(crate) last_error: Option<String>,
+}
+
+impl Status {
+    /// The state, to change (copied first only when a save still holds it).
+    pub(crate) fn state_mut(&mut self) -> &mut AgentState {
+        Arc::make_mut(&mut self.state)
+    }
 }
 
 /// What the builder hands over.
@@ -112,7 +121,7 @@ impl Agent {
                 settings: p.settings,
                 exclusive: Arc::new(tokio::sync::Mutex::new(())),
                 status: Mutex::new(Status {
-                    state,
+                    state: Arc::new(state),
                     unsaved: Vec::new(),
                     last_error: None,
                 }),
@@ -137,7 +146,7 @@ impl Agent {
 
     /// A snapshot of the agent's state (turn count, last activity, metadata).
     pub fn state(&self) -> AgentState {
-        self.status().state.clone()
+        AgentState::clone(&self.status().state)
     }
 
     /// Turns run so far in this conversation (loaded from the state store
@@ -165,8 +174,9 @@ impl Agent {
 
     pub(crate) fn set_lifecycle(&self, lifecycle: LifecycleState) {
         let mut status = self.status();
-        status.state.lifecycle = lifecycle;
-        status.state.last_activity = Utc::now();
+        let state = status.state_mut();
+        state.lifecycle = lifecycle;
+        state.last_activity = Utc::now();
     }
 
     /// Holds the agent exclusively, or says it is busy.
@@ -223,10 +233,11 @@ impl Agent {
                         if stored.owner.is_none() {
                             stored.owner = self.inner.settings.owner.clone();
                         }
-                        status.state = stored;
+                        status.state = Arc::new(stored);
                     }
-                    status.state.lifecycle = LifecycleState::Ready;
-                    status.state.last_activity = Utc::now();
+                    let state = status.state_mut();
+                    state.lifecycle = LifecycleState::Ready;
+                    state.last_activity = Utc::now();
                     status.last_error = None;
                 }
                 if self.inner.settings.auto_save
@@ -238,7 +249,7 @@ impl Agent {
             }
             Err(e) => {
                 let mut status = self.status();
-                status.state.lifecycle = LifecycleState::Failed;
+                status.state_mut().lifecycle = LifecycleState::Failed;
                 status.last_error = Some(e.to_string());
                 Err(e.into())
             }
@@ -265,8 +276,9 @@ impl Agent {
         };
         if let Some(stored) = states.load(&self.inner.context_id).await? {
             let mut status = self.status();
-            status.state.turn_count = stored.turn_count.max(status.state.turn_count);
-            status.state.metadata = stored.metadata;
+            let state = status.state_mut();
+            state.turn_count = stored.turn_count.max(state.turn_count);
+            state.metadata = stored.metadata;
         }
         Ok(())
     }
@@ -276,7 +288,7 @@ impl Agent {
         let Some(states) = &self.inner.states else {
             return Ok(());
         };
-        let snapshot = self.state();
+        let snapshot = Arc::clone(&self.status().state);
         states.save(&snapshot).await
     }
 
@@ -304,7 +316,7 @@ impl Agent {
 
     pub(crate) fn record_compaction(&self, report: &CompactionReport) {
         let mut status = self.status();
-        let metadata = &mut status.state.metadata;
+        let metadata = &mut status.state_mut().metadata;
         let count = metadata
             .get(keys::COMPACTION_COUNT)
             .and_then(Value::as_u64)
@@ -394,10 +406,11 @@ impl Agent {
             {
                 let mut status = self.status();
                 status.unsaved.clear();
+                let state = status.state_mut();
                 for key in [keys::COMPACTIONS, keys::COMPACTION_COUNT, keys::LAST_TURN] {
-                    status.state.metadata.remove(key);
+                    state.metadata.remove(key);
                 }
-                status.state.last_activity = Utc::now();
+                state.last_activity = Utc::now();
             }
             self.persist_state().await
         }

@@ -100,7 +100,7 @@ impl ArtifactRecorder {
             artifact,
             append,
             last_chunk,
-        } = &event.payload
+        } = &*event.payload
         else {
             return;
         };

@@ -34,15 +34,20 @@ pub const SYNTHETIC_RESULT_KEY: &str = "syntheticResult";
 /// yet, when only tool messages follow that message (the state an
 /// `input-required` turn leaves). Empty otherwise.
 pub fn open_tool_calls(history: &History) -> Vec<ToolCall> {
-    let mut answered = Vec::new();
-    for m in history.iter().rev() {
+    open_calls_in(history.iter())
+}
+
+/// [`open_tool_calls`] over any run of messages, newest last.
+fn open_calls_in<'a>(messages: impl DoubleEndedIterator<Item = &'a Message>) -> Vec<ToolCall> {
+    let mut answered: Vec<&str> = Vec::new();
+    for m in messages.rev() {
         match m.role {
-            Role::Tool => answered.extend(m.tool_call_id.clone()),
+            Role::Tool => answered.extend(m.tool_call_id.as_deref()),
             Role::Assistant if !m.tool_calls.is_empty() => {
                 return m
                     .tool_calls
                     .iter()
-                    .filter(|c| !answered.contains(&c.id))
+                    .filter(|c| !answered.contains(&c.id.as_str()))
                     .cloned()
                     .collect();
             }
@@ -69,6 +74,20 @@ pub(crate) fn prepare_input(
     let open = open_tool_calls(history);
     let mut given: HashMap<String, Message> = HashMap::new();
     let mut rest = None;
+    // The common case: no open calls and no result parts, so the user
+    // message goes in as it came (no copy of its parts).
+    let carries_results = |m: &Message| {
+        m.role == Role::User
+            && m.parts
+                .iter()
+                .any(|p| ClientToolResult::from_part(p).is_some())
+    };
+    if open.is_empty()
+        && let Some(message) = user.as_ref()
+        && !carries_results(message)
+    {
+        return Ok(user.into_iter().collect());
+    }
     if let Some(message) = user {
         let mut kept_parts = Vec::new();
         let mut had_results = false;
@@ -122,8 +141,7 @@ pub(crate) fn prepare_input(
 /// turn's tools returned (seen in `tool-complete` events) are added in the
 /// model's order, the others get an error result saying `why`.
 pub(crate) fn close_open_calls(produced: &mut Vec<Message>, finished: &[ToolResult], why: &str) {
-    let history: History = produced.iter().cloned().collect();
-    let open = open_tool_calls(&history);
+    let open = open_calls_in(produced.iter());
     for call in open {
         let done = finished.iter().rev().find(|r| {
             r.tool_call_id == call.id && !matches!(r.signal, Some(ToolSignal::InputRequired))

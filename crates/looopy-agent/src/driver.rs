@@ -4,10 +4,12 @@
 //! and writing artifacts -> close tool calls left open -> save messages and
 //! state -> release the lease and the agent -> forward the final event.
 
+use std::borrow::Cow;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::Utc;
+use futures::channel::mpsc::UnboundedSender;
 use futures::{FutureExt, StreamExt};
 use looopy_core::store::LifecycleState;
 use looopy_core::{
@@ -16,7 +18,6 @@ use looopy_core::{
 use looopy_loop::{TurnEnd, TurnStream};
 use serde_json::{Value, json};
 use tokio::sync::OwnedMutexGuard;
-use tokio::sync::mpsc::UnboundedSender;
 
 use crate::agent::Agent;
 use crate::artifacts::{ArtifactRecorder, strip_tool_artifacts};
@@ -121,7 +122,7 @@ pub(crate) async fn drive(run: TurnRun) {
         .final_event
         .unwrap_or_else(|| synthetic_final(&cx, "the turn ended without a final event"));
     let saved = agent.inner.settings.auto_save && save_error.is_none();
-    if let EventPayload::StatusUpdate { metadata, .. } = &mut event.payload {
+    if let EventPayload::StatusUpdate { metadata, .. } = &mut *event.payload {
         metadata.insert("turnNumber".into(), Value::from(turn_number));
         metadata.insert("saved".into(), Value::Bool(saved));
         if let Some(e) = &save_error {
@@ -157,7 +158,7 @@ pub(crate) async fn drive(run: TurnRun) {
         artifact_ids: recorder.saved,
     });
     // Nobody listening is fine: the turn is saved.
-    let _ = tx.send(event);
+    let _ = tx.unbounded_send(event);
 }
 
 /// Forwards the loop's events, writing artifacts on the way; keeps the
@@ -173,7 +174,7 @@ async fn pump(
             pumped.final_event = Some(event);
             continue;
         }
-        let result = match &event.payload {
+        let result = match &*event.payload {
             EventPayload::ArtifactUpdate { .. } => {
                 recorder.observe(&event).await;
                 None
@@ -181,10 +182,10 @@ async fn pump(
             EventPayload::ToolComplete { result, .. } => Some(result.clone()),
             _ => None,
         };
-        let _ = tx.send(event);
+        let _ = tx.unbounded_send(event);
         if let Some(result) = result {
             for artifact_event in recorder.tool_artifacts(&result).await {
-                let _ = tx.send(artifact_event);
+                let _ = tx.unbounded_send(artifact_event);
             }
             pumped.finished.push(result);
         }
@@ -261,14 +262,16 @@ async fn maybe_compact(
 /// marks the agent ready. Returns why saving failed, if it did.
 async fn finish_turn(agent: &Agent, produced: &[Message], record: Value) -> Option<String> {
     let auto = agent.inner.settings.auto_save;
-    let batch = {
-        let mut status = agent.status();
-        let mut batch = std::mem::take(&mut status.unsaved);
-        batch.extend(produced.iter().cloned());
-        batch
-    };
+    let older = std::mem::take(&mut agent.status().unsaved);
     let mut error = None;
     if auto {
+        // Without older unsaved messages (the usual case) the turn's own
+        // are written as they are, not copied into a batch first.
+        let batch: Cow<'_, [Message]> = if older.is_empty() {
+            Cow::Borrowed(produced)
+        } else {
+            Cow::Owned(older.into_iter().chain(produced.iter().cloned()).collect())
+        };
         if !batch.is_empty()
             && let Err(e) = agent
                 .inner
@@ -278,17 +281,20 @@ async fn finish_turn(agent: &Agent, produced: &[Message], record: Value) -> Opti
         {
             tracing::warn!(context_id = %agent.inner.context_id, error = %e, "could not save the turn's messages; keeping them in memory");
             error = Some(e.to_string());
-            agent.status().unsaved = batch;
+            agent.status().unsaved = batch.into_owned();
         }
     } else {
-        agent.status().unsaved = batch;
+        let mut status = agent.status();
+        status.unsaved = older;
+        status.unsaved.extend(produced.iter().cloned());
     }
     {
         let mut status = agent.status();
-        status.state.turn_count += 1;
-        status.state.lifecycle = LifecycleState::Ready;
-        status.state.last_activity = Utc::now();
-        status.state.metadata.insert(keys::LAST_TURN.into(), record);
+        let state = status.state_mut();
+        state.turn_count += 1;
+        state.lifecycle = LifecycleState::Ready;
+        state.last_activity = Utc::now();
+        state.metadata.insert(keys::LAST_TURN.into(), record);
     }
     if auto && let Err(e) = agent.persist_state().await {
         tracing::warn!(context_id = %agent.inner.context_id, error = %e, "could not save the agent state");

@@ -17,7 +17,8 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
-use futures::Stream;
+use futures::channel::mpsc;
+use futures::{Stream, StreamExt};
 use looopy_core::store::LifecycleState;
 use looopy_core::{
     AgentEvent, AuthContext, CancellationToken, History, Message, TaskState, ToolCall, TurnContext,
@@ -25,7 +26,6 @@ use looopy_core::{
 };
 use looopy_loop::TurnEnd;
 use serde_json::{Map, Value};
-use tokio::sync::mpsc;
 
 use crate::agent::Agent;
 use crate::client;
@@ -172,21 +172,27 @@ impl AgentTurn {
 
     /// Reads every event to the end; returns them with the summary.
     pub async fn collect_all(mut self) -> (Vec<AgentEvent>, Option<TurnSummary>) {
-        use futures::StreamExt;
         let mut events = Vec::new();
         while let Some(e) = self.next().await {
             events.push(e);
         }
-        let summary = self.summary();
+        let summary = self.take_summary();
         (events, summary)
     }
 
     /// Runs the turn to its end, discarding the events (without keeping
     /// them on the way: a long turn costs no memory here).
     pub async fn finish(mut self) -> Option<TurnSummary> {
-        use futures::StreamExt;
         while self.next().await.is_some() {}
-        self.summary()
+        self.take_summary()
+    }
+
+    /// Moves the summary out (for the consuming readers: no copy).
+    fn take_summary(&self) -> Option<TurnSummary> {
+        self.summary
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
     }
 }
 
@@ -194,7 +200,7 @@ impl Stream for AgentTurn {
     type Item = AgentEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
-        let polled = self.events.poll_recv(cx);
+        let polled = self.events.poll_next_unpin(cx);
         match &polled {
             Poll::Ready(None) => self.ended = true,
             Poll::Ready(Some(event)) if event.is_final() => self.ended = true,
@@ -278,7 +284,7 @@ impl Agent {
         if let Some(auth) = options.auth {
             cx = cx.with_auth(auth);
         }
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::unbounded();
         let summary = Arc::new(Mutex::new(None));
         let run = TurnRun {
             agent: self.clone(),

@@ -32,7 +32,7 @@ async fn streamed_text_is_saved_chunk_by_chunk_in_order() {
     let (events, s1) = turn(&agent, "long answer please").await;
     let streamed: Vec<String> = events
         .iter()
-        .filter_map(|e| match &e.payload {
+        .filter_map(|e| match &*e.payload {
             EventPayload::ArtifactUpdate { artifact, .. } => Some(texts(&artifact.parts)),
             _ => None,
         })
@@ -71,9 +71,9 @@ async fn artifacts_made_by_tools_are_stored_announced_and_referenced() {
     let (events, s) = turn(&agent, "draw").await;
     let tool_done = events
         .iter()
-        .position(|e| matches!(e.payload, EventPayload::ToolComplete { .. }))
+        .position(|e| matches!(*e.payload, EventPayload::ToolComplete { .. }))
         .unwrap();
-    match &events[tool_done + 1].payload {
+    match &*events[tool_done + 1].payload {
         EventPayload::ArtifactUpdate {
             artifact,
             append,

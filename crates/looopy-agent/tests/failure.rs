@@ -93,7 +93,7 @@ async fn cancelling_keeps_finished_tool_results_and_closes_the_others() {
         .await
         .unwrap();
     until(&mut t, |e| {
-        matches!(&e.payload, EventPayload::ToolComplete { result, .. } if result.tool_call_id == "fast")
+        matches!(&*e.payload, EventPayload::ToolComplete { result, .. } if result.tool_call_id == "fast")
     })
     .await;
     token.cancel();

@@ -25,6 +25,10 @@ use looopy_stores_memory::{MemoryStores, MemoryTaskStore};
 use looopy_testkit::{ScriptStep, ScriptedLlm};
 use serde_json::json;
 
+/// The allocator `looopy serve` runs with (see `looopy_bench::Allocator`).
+#[global_allocator]
+static GLOBAL: looopy_bench::Allocator = looopy_bench::Allocator;
+
 const BENCH: &str = "a2a_stream";
 const CHUNKS: usize = 20;
 const WARMUP: usize = 30;

@@ -40,6 +40,10 @@ use looopy_testkit::{RedisServer, ScriptStep, ScriptedLlm};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+/// The allocator `looopy serve` runs with (see `looopy_bench::Allocator`).
+#[global_allocator]
+static GLOBAL: looopy_bench::Allocator = looopy_bench::Allocator;
+
 const BENCH: &str = "redis_roundtrips";
 /// Tool-call iterations per loop turn (each with two calls), plus the wrap-up.
 const K: u32 = 10;

@@ -26,6 +26,10 @@ use looopy_core::{
 };
 use looopy_stores_memory::MemoryStores;
 
+/// The allocator `looopy serve` runs with (see `looopy_bench::Allocator`).
+#[global_allocator]
+static GLOBAL: looopy_bench::Allocator = looopy_bench::Allocator;
+
 const BENCH: &str = "sessions_scale";
 const MODEL_DELAY: Duration = Duration::from_millis(100);
 
@@ -308,11 +312,13 @@ async fn run_turns(agents: &[Agent], live: &Arc<AtomicUsize>) -> (Vec<Duration>,
                 .await
                 .expect("turn starts");
             let mut events = 0;
-            while turn.next().await.is_some() {
+            let mut last = None;
+            while let Some(event) = turn.next().await {
                 events += 1;
+                last = event.state();
             }
             live.fetch_sub(1, Ordering::Relaxed);
-            assert_eq!(turn.summary().expect("summary").state, TaskState::Completed);
+            assert_eq!(last, Some(TaskState::Completed), "the final event's state");
             (started.elapsed(), events)
         }));
     }
@@ -458,6 +464,7 @@ fn run_case(spec: Spec) {
             .num("kb_per_session_after_drop", history_kb)
             .num("cpu_us_per_turn", cpu_us)
             .num("events_per_turn", events as f64 / n)
+
             .num("build_us_per_session", build_time.as_secs_f64() * 1e6 / n)
             .notes(format!(
                 "wall {:.0} ms = {ratio:.2}x the ideal {:.0} ms; RSS {:.0} MB before, {:.0} MB mid-turn ({max_live} turns in flight), {:.0} MB peak, {:.0} MB after: {per_session_mid:.1} KB/session mid-turn, {per_session_peak:.1} KB at the peak; {cpu_us:.0} µs CPU/turn",

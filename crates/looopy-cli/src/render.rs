@@ -11,7 +11,7 @@ pub fn print_event(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Option<TaskState> {
-    match &event.payload {
+    match &*event.payload {
         EventPayload::ArtifactUpdate {
             artifact,
             last_chunk,

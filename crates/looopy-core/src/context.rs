@@ -72,13 +72,17 @@ pub struct TurnContext {
     pub metadata: Arc<Map<String, Value>>,
 }
 
+/// The agent id until one is set, shared rather than allocated per turn.
+static DEFAULT_AGENT_ID: std::sync::LazyLock<Arc<str>> =
+    std::sync::LazyLock::new(|| Arc::from("agent"));
+
 impl TurnContext {
     /// A context with fresh cancellation and no auth.
     pub fn new(task_id: impl Into<Arc<str>>, context_id: impl Into<Arc<str>>) -> Self {
         TurnContext {
             task_id: task_id.into(),
             context_id: context_id.into(),
-            agent_id: Arc::from("agent"),
+            agent_id: DEFAULT_AGENT_ID.clone(),
             auth: None,
             cancel: CancellationToken::new(),
             metadata: Arc::new(Map::new()),

@@ -33,9 +33,11 @@ pub struct AgentEvent {
     pub context_id: Arc<str>,
     /// When it happened.
     pub timestamp: DateTime<Utc>,
-    /// What happened.
+    /// What happened. Boxed so that an event is small to move and to
+    /// queue: channels preallocate slots by the event's size, and a turn
+    /// has two of them.
     #[serde(flatten)]
-    pub payload: EventPayload,
+    pub payload: Box<EventPayload>,
 }
 
 impl AgentEvent {
@@ -45,7 +47,7 @@ impl AgentEvent {
             task_id,
             context_id,
             timestamp: Utc::now(),
-            payload,
+            payload: Box::new(payload),
         }
     }
 
@@ -62,14 +64,14 @@ impl AgentEvent {
     /// Whether this is the last event of the turn (`status-update` with `final`).
     pub fn is_final(&self) -> bool {
         matches!(
-            self.payload,
+            *self.payload,
             EventPayload::StatusUpdate { is_final: true, .. }
         )
     }
 
     /// The state this event reports, for `task` and `status-update` events.
     pub fn state(&self) -> Option<TaskState> {
-        match &self.payload {
+        match &*self.payload {
             EventPayload::Task { status, .. } | EventPayload::StatusUpdate { status, .. } => {
                 Some(status.state)
             }

@@ -1,6 +1,6 @@
 //! [`AgentLoopConfig`]: the settings of a loop, with the seeds' defaults.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use looopy_core::ToolChoice;
 
@@ -36,10 +36,23 @@ pub struct AgentLoopConfig {
     pub max_incomplete_prompts: u32,
 }
 
+/// The defaults' texts, allocated once and shared by every loop (a server
+/// builds a loop per conversation).
+static DEFAULT_AGENT_ID: LazyLock<Arc<str>> = LazyLock::new(|| Arc::from("agent"));
+static DEFAULT_SUMMARY_PROMPT: LazyLock<Arc<str>> = LazyLock::new(|| {
+    Arc::from(
+        "You have reached the maximum number of steps for this turn. Do not call any \
+         tools. Summarise what you have done and found so far, and answer the user's \
+         request as well as you can with that.",
+    )
+});
+static DEFAULT_FALLBACK_TEXT: LazyLock<Arc<str>> =
+    LazyLock::new(|| Arc::from("I could not finish this task within the allowed number of steps."));
+
 impl Default for AgentLoopConfig {
     fn default() -> Self {
         AgentLoopConfig {
-            agent_id: Arc::from("agent"),
+            agent_id: DEFAULT_AGENT_ID.clone(),
             system_prompt: None,
             max_iterations: 10,
             max_parallel_tools: 5,
@@ -48,14 +61,8 @@ impl Default for AgentLoopConfig {
             tool_choice: None,
             temperature: None,
             max_tokens: None,
-            final_summary_prompt: Arc::from(
-                "You have reached the maximum number of steps for this turn. Do not call any \
-                 tools. Summarise what you have done and found so far, and answer the user's \
-                 request as well as you can with that.",
-            ),
-            fallback_final_text: Arc::from(
-                "I could not finish this task within the allowed number of steps.",
-            ),
+            final_summary_prompt: DEFAULT_SUMMARY_PROMPT.clone(),
+            fallback_final_text: DEFAULT_FALLBACK_TEXT.clone(),
             max_incomplete_prompts: 2,
         }
     }

@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
+use futures::channel::mpsc::UnboundedSender;
 use looopy_core::{
     AgentEvent, Artifact, EventPayload, FinishReason, Message, Part, TaskState, TaskStatus,
     ToolCall, ToolOutcome, ToolResult, Usage,
 };
 use serde_json::{Map, Value};
-use tokio::sync::mpsc::UnboundedSender;
 
 /// Why a turn ended, as the final event's `metadata.finishReason` says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +74,7 @@ impl Emitter {
     fn emit(&self, payload: EventPayload) {
         // A receiver that went away means nobody listens; the turn goes on
         // only until its next await point, where it is dropped.
-        let _ = self.tx.send(AgentEvent::new(
+        let _ = self.tx.unbounded_send(AgentEvent::new(
             self.task_id.clone(),
             self.context_id.clone(),
             payload,

@@ -20,9 +20,9 @@ mod turn;
 
 use std::sync::Arc;
 
+use futures::channel::mpsc;
 use looopy_core::store::TaskStateStore;
 use looopy_core::{History, LlmProvider, TaskState, ToolProvider, TurnContext};
-use tokio::sync::mpsc;
 
 pub use config::AgentLoopConfig;
 pub use error::LoopError;
@@ -68,7 +68,9 @@ impl AgentLoop {
         &self,
         cx: &TurnContext,
     ) -> (Emitter, mpsc::UnboundedReceiver<looopy_core::AgentEvent>) {
-        let (tx, rx) = mpsc::unbounded_channel();
+        // A channel that allocates per event, not per block of slots: a turn
+        // holds a few events at a time, and thousands of turns run at once.
+        let (tx, rx) = mpsc::unbounded();
         (
             Emitter::new(tx, cx.task_id.clone(), cx.context_id.clone()),
             rx,

@@ -2,57 +2,65 @@
 //! next model call or tool call and goes on when resumed. Cancellation works
 //! while paused.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use looopy_core::CancellationToken;
-use tokio::sync::watch;
+use tokio::sync::Notify;
 
 use crate::events::Emitter;
 
-/// The pause switch of one turn.
-#[derive(Clone)]
+/// The pause switch of one turn. Every turn has one and few are ever
+/// paused, so it is small: a flag, the reason, and a wake-up for waiters.
+#[derive(Default)]
 pub(crate) struct PauseGate {
-    state: Arc<watch::Sender<Option<String>>>,
-    announced: Arc<AtomicBool>,
-}
-
-impl Default for PauseGate {
-    fn default() -> Self {
-        PauseGate {
-            state: Arc::new(watch::Sender::new(None)),
-            announced: Arc::default(),
-        }
-    }
+    reason: Mutex<Option<String>>,
+    changed: Notify,
+    announced: AtomicBool,
 }
 
 impl PauseGate {
+    fn reason(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        self.reason.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     pub(crate) fn pause(&self, reason: impl Into<String>) {
-        self.state.send_replace(Some(reason.into()));
+        *self.reason() = Some(reason.into());
+        self.changed.notify_waiters();
     }
 
     pub(crate) fn resume(&self) {
-        self.state.send_replace(None);
+        *self.reason() = None;
+        self.changed.notify_waiters();
     }
 
     pub(crate) fn is_paused(&self) -> bool {
-        self.state.borrow().is_some()
+        self.reason().is_some()
     }
 
     /// Returns at once when not paused; otherwise waits for `resume` (true)
     /// or cancellation (false). The first waiter announces the pause and the
     /// resumption, so parallel tool calls waiting together emit one pair.
     pub(crate) async fn wait(&self, cancel: &CancellationToken, emit: &Emitter) -> bool {
-        let mut rx = self.state.subscribe();
-        let reason = rx.borrow_and_update().clone();
-        let Some(reason) = reason else { return true };
+        let Some(reason) = self.reason().clone() else {
+            return true;
+        };
         if !self.announced.swap(true, Ordering::SeqCst) {
             emit.paused(reason);
         }
-        let resumed = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => false,
-            r = rx.wait_for(Option::is_none) => r.is_ok(),
+        let resumed = loop {
+            // Registered before the check, so a resume between the two wakes it.
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if !self.is_paused() {
+                break true;
+            }
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => break false,
+                () = changed => {}
+            }
         };
         if resumed && self.announced.swap(false, Ordering::SeqCst) {
             emit.resumed();

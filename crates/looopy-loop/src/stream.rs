@@ -5,9 +5,9 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
-use futures::Stream;
+use futures::channel::mpsc::UnboundedReceiver;
+use futures::{Stream, StreamExt};
 use looopy_core::{AgentEvent, History, Message, TaskState, Usage};
-use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::events::TurnEnd;
 use crate::pause::PauseGate;
@@ -153,7 +153,7 @@ impl Stream for TurnStream {
         {
             self.driver = None;
         }
-        match self.events.poll_recv(cx) {
+        match self.events.poll_next_unpin(cx) {
             Poll::Ready(event) => Poll::Ready(event),
             // The sender lives inside the driver: once the driver is gone the
             // channel reports its end, so Pending here means "more to come".

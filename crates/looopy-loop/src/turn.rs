@@ -358,13 +358,13 @@ impl Turn {
         let cx = self.cx.clone();
         let emit = self.emit.clone();
         let hooks = self.agent.hooks.clone();
-        let pause = self.shared.pause.clone();
+        let shared = self.shared.clone();
         let env = CallEnv {
             registry,
             cx: &cx,
             emit: &emit,
             hooks: &hooks,
-            pause: &pause,
+            pause: &shared.pause,
             iteration: self.iteration,
         };
         let span = tracing::info_span!(

@@ -275,7 +275,7 @@ async fn before_llm_can_answer_in_the_models_place() {
         .build();
     let events = drain(agent.start_turn(user("x"), cx())).await;
     assert_eq!(llm.request_count(), 0);
-    let EventPayload::StatusUpdate { status, .. } = &final_event(&events).payload else {
+    let EventPayload::StatusUpdate { status, .. } = &*final_event(&events).payload else {
         unreachable!()
     };
     assert_eq!(status.message.as_ref().unwrap().text(), "cached answer");
@@ -284,7 +284,7 @@ async fn before_llm_can_answer_in_the_models_place() {
 fn hook_errors(events: &[looopy_core::AgentEvent]) -> Vec<(String, bool)> {
     events
         .iter()
-        .filter_map(|e| match &e.payload {
+        .filter_map(|e| match &*e.payload {
             EventPayload::HookError { point, fatal, .. } => Some((point.clone(), *fatal)),
             _ => None,
         })
@@ -463,7 +463,7 @@ async fn the_incomplete_work_hook_sends_bounded_extra_prompts() {
     let prompt = second.messages.last().unwrap();
     assert_eq!(prompt.role, Role::User);
     assert_eq!(prompt.text(), "You said 'first'. Check your TODO list.");
-    let EventPayload::StatusUpdate { status, .. } = &final_event(&events).payload else {
+    let EventPayload::StatusUpdate { status, .. } = &*final_event(&events).payload else {
         unreachable!()
     };
     assert_eq!(status.message.as_ref().unwrap().text(), "third");
@@ -476,7 +476,7 @@ async fn the_catalogue_reports_llm_errors_and_the_execution_end() {
         retry_after: None,
     });
     let events = drain(AgentLoop::builder(llm).build().start_turn(user("x"), cx())).await;
-    let llm_error = events.iter().find_map(|e| match &e.payload {
+    let llm_error = events.iter().find_map(|e| match &*e.payload {
         EventPayload::LlmError {
             error_type,
             message,
@@ -485,7 +485,7 @@ async fn the_catalogue_reports_llm_errors_and_the_execution_end() {
         _ => None,
     });
     assert_eq!(llm_error.unwrap().0, "rate_limited");
-    let end = events.iter().find_map(|e| match &e.payload {
+    let end = events.iter().find_map(|e| match &*e.payload {
         EventPayload::ExecutionEnd { state, error, .. } => Some((*state, error.clone())),
         _ => None,
     });

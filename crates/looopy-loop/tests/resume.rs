@@ -221,7 +221,7 @@ async fn resume_without_a_checkpoint_fails_clearly() {
     let events = drain(agent.resume(cx())).await;
     let last = final_event(&events);
     assert_eq!(last.state(), Some(TaskState::Failed));
-    let looopy_core::EventPayload::StatusUpdate { status, .. } = &last.payload else {
+    let looopy_core::EventPayload::StatusUpdate { status, .. } = &*last.payload else {
         unreachable!()
     };
     assert!(

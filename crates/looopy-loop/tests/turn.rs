@@ -64,7 +64,7 @@ async fn plain_answer_follows_the_event_order_and_keeps_the_system_prompt_out_of
     let meta = final_meta(&events);
     assert_eq!(meta["finishReason"], "finished");
     assert_eq!(meta["usage"]["totalTokens"], 7);
-    let EventPayload::StatusUpdate { status, .. } = &last.payload else {
+    let EventPayload::StatusUpdate { status, .. } = &*last.payload else {
         unreachable!()
     };
     assert_eq!(status.message.as_ref().unwrap().text(), "Hello there");
@@ -88,7 +88,7 @@ async fn streamed_text_arrives_as_artifact_chunks_with_the_last_one_marked() {
     let events = drain(AgentLoop::builder(llm).build().start_turn(user("hi"), cx())).await;
     let chunks: Vec<(String, bool, bool)> = events
         .iter()
-        .filter_map(|e| match &e.payload {
+        .filter_map(|e| match &*e.payload {
             EventPayload::ArtifactUpdate {
                 artifact,
                 append,
@@ -208,14 +208,14 @@ async fn unknown_tools_bad_json_and_panics_become_error_results_and_the_loop_goe
     assert_eq!(tool_msgs[3].text(), "fine:{\"x\":1}");
     assert!(!tool_msgs[3].is_error());
     assert_eq!(*saw_raw.lock().unwrap(), "{not json");
-    let raw_start = events.iter().find_map(|e| match &e.payload {
+    let raw_start = events.iter().find_map(|e| match &*e.payload {
         EventPayload::ToolStart { call, arguments } if call.id == "b" => Some(arguments.clone()),
         _ => None,
     });
     assert_eq!(raw_start.unwrap(), serde_json::json!({"_raw": "{not json"}));
     let outcomes: Vec<ToolOutcome> = events
         .iter()
-        .filter_map(|e| match &e.payload {
+        .filter_map(|e| match &*e.payload {
             EventPayload::ToolComplete { outcome, .. } => Some(*outcome),
             _ => None,
         })
@@ -244,7 +244,7 @@ async fn duplicate_tool_names_fail_the_turn_with_a_clear_message() {
     .await;
     let last = final_event(&events);
     assert_eq!(last.state(), Some(TaskState::Failed));
-    let EventPayload::StatusUpdate { status, .. } = &last.payload else {
+    let EventPayload::StatusUpdate { status, .. } = &*last.payload else {
         unreachable!()
     };
     assert!(
@@ -330,7 +330,7 @@ async fn max_iterations_falls_back_to_a_fixed_text_when_the_last_call_fails() {
     let events = drain(agent.start_turn(user("x"), cx())).await;
     let last = final_event(&events);
     assert_eq!(last.state(), Some(TaskState::Completed));
-    let EventPayload::StatusUpdate { status, .. } = &last.payload else {
+    let EventPayload::StatusUpdate { status, .. } = &*last.payload else {
         unreachable!()
     };
     assert_eq!(
@@ -360,7 +360,7 @@ async fn require_done_tool_keeps_going_until_the_done_tool() {
     let meta = final_meta(&events);
     assert_eq!(meta["finishReason"], "done_tool");
     assert_eq!(llm.request_count(), 2);
-    let EventPayload::StatusUpdate { status, .. } = &final_event(&events).payload else {
+    let EventPayload::StatusUpdate { status, .. } = &*final_event(&events).payload else {
         unreachable!()
     };
     assert_eq!(status.message.as_ref().unwrap().text(), "All finished");

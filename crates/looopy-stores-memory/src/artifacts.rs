@@ -13,8 +13,9 @@ use crate::lock;
 /// The artifacts of one context, in creation order.
 #[derive(Debug, Default)]
 struct ContextArtifacts {
-    /// Creation sequence number -> artifact.
-    by_seq: BTreeMap<u64, StoredArtifact>,
+    /// Creation sequence number -> artifact. Boxed: a tree node holds
+    /// eleven values, and most conversations have one or two artifacts.
+    by_seq: BTreeMap<u64, Box<StoredArtifact>>,
     /// Artifact id -> creation sequence number.
     seq_of: HashMap<String, u64>,
     next_seq: u64,
@@ -23,19 +24,19 @@ struct ContextArtifacts {
 impl ContextArtifacts {
     fn get(&self, artifact_id: &str) -> Option<&StoredArtifact> {
         let seq = self.seq_of.get(artifact_id)?;
-        self.by_seq.get(seq)
+        self.by_seq.get(seq).map(|a| &**a)
     }
 
     fn get_mut(&mut self, artifact_id: &str) -> Option<&mut StoredArtifact> {
         let seq = self.seq_of.get(artifact_id)?;
-        self.by_seq.get_mut(seq)
+        self.by_seq.get_mut(seq).map(|a| &mut **a)
     }
 
     fn insert_new(&mut self, stored: StoredArtifact) {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.seq_of.insert(stored.artifact.artifact_id.clone(), seq);
-        self.by_seq.insert(seq, stored);
+        self.by_seq.insert(seq, Box::new(stored));
     }
 }
 
@@ -124,7 +125,12 @@ impl ArtifactStore for MemoryArtifactStore {
     async fn list(&self, context_id: &str) -> Result<Vec<StoredArtifact>, StoreError> {
         Ok(lock(&self.contexts)
             .get(context_id)
-            .map(|c| c.by_seq.values().cloned().collect())
+            .map(|c| {
+                c.by_seq
+                    .values()
+                    .map(|a| StoredArtifact::clone(a))
+                    .collect()
+            })
             .unwrap_or_default())
     }
 

@@ -64,7 +64,7 @@ pub(crate) fn uses_legacy_header(headers: &HeaderMap) -> bool {
 /// activated the extension).
 pub(crate) fn is_progress(event: &AgentEvent) -> bool {
     matches!(
-        &event.payload,
+        &*event.payload,
         EventPayload::StatusUpdate { metadata, is_final: false, .. }
             if metadata.contains_key(TOOL_PROGRESS_EXTENSION)
     )
@@ -73,7 +73,7 @@ pub(crate) fn is_progress(event: &AgentEvent) -> bool {
 /// The progress update an internal event becomes, if it is one the
 /// extension reports.
 pub(crate) fn from_internal(event: &AgentEvent) -> Option<AgentEvent> {
-    let data = match &event.payload {
+    let data = match &*event.payload {
         EventPayload::ToolStart { call, arguments } => json!({
             "event": "tool-start",
             "callId": call.id,
@@ -224,7 +224,7 @@ mod tests {
         let p = from_internal(&start).unwrap();
         assert!(is_progress(&p));
         assert_eq!(p.state(), Some(TaskState::Working));
-        let EventPayload::StatusUpdate { status, .. } = &p.payload else {
+        let EventPayload::StatusUpdate { status, .. } = &*p.payload else {
             panic!()
         };
         let Part::Data { data } = &status.message.as_ref().unwrap().parts[0] else {
@@ -246,7 +246,7 @@ mod tests {
             },
         );
         let p = from_internal(&done).unwrap();
-        let EventPayload::StatusUpdate { status, .. } = &p.payload else {
+        let EventPayload::StatusUpdate { status, .. } = &*p.payload else {
             panic!()
         };
         let Part::Data { data } = &status.message.as_ref().unwrap().parts[0] else {

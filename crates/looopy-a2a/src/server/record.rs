@@ -107,7 +107,7 @@ pub(crate) fn fold_events(artifacts: &mut Vec<Artifact>, events: &[StoredEvent])
     for e in events {
         if let EventPayload::ArtifactUpdate {
             artifact, append, ..
-        } = &e.event.payload
+        } = &*e.event.payload
         {
             fold_artifact(artifacts, artifact, *append);
         }

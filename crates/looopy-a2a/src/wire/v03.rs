@@ -316,7 +316,7 @@ pub(super) fn encode_stream_event(e: &StreamEvent) -> Option<Value> {
 
 fn encode_event(e: &AgentEvent) -> Option<Value> {
     let (task_id, context_id) = (&*e.task_id, &*e.context_id);
-    Some(match &e.payload {
+    Some(match &*e.payload {
         EventPayload::Task {
             status: s,
             metadata,

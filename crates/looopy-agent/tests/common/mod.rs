@@ -73,11 +73,11 @@ pub async fn wait_ready(agent: &Agent) {
 }
 
 pub fn is_tool_start(e: &AgentEvent) -> bool {
-    matches!(e.payload, EventPayload::ToolStart { .. })
+    matches!(*e.payload, EventPayload::ToolStart { .. })
 }
 
 pub fn final_metadata(events: &[AgentEvent]) -> serde_json::Map<String, serde_json::Value> {
-    match &events.last().unwrap().payload {
+    match &*events.last().unwrap().payload {
         EventPayload::StatusUpdate {
             is_final: true,
             metadata,

@@ -126,7 +126,7 @@ pub fn final_event(events: &[AgentEvent]) -> &AgentEvent {
 }
 
 pub fn final_meta(events: &[AgentEvent]) -> serde_json::Map<String, serde_json::Value> {
-    match &final_event(events).payload {
+    match &*final_event(events).payload {
         looopy_core::EventPayload::StatusUpdate { metadata, .. } => metadata.clone(),
         _ => unreachable!(),
     }

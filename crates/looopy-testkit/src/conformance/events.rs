@@ -257,7 +257,7 @@ async fn concurrent_appends(log: Arc<dyn EventLog>, ids: &UniqueIds) {
             Some(&stored.event),
             "read must return each event under the id its append returned"
         );
-        let EventPayload::Text { text } = &stored.event.payload else {
+        let EventPayload::Text { text } = &*stored.event.payload else {
             panic!("conformance: unexpected event {:?}", stored.event);
         };
         let n: usize = text

@@ -327,7 +327,7 @@ pub(crate) fn event_at(
         task_id: Arc::from(task_id),
         context_id: Arc::from(context_id),
         timestamp: at(seconds),
-        payload,
+        payload: Box::new(payload),
     }
 }
 

@@ -341,7 +341,7 @@ impl Tasks {
             return;
         }
         // The server logged the turn's `task` event itself.
-        if matches!(event.payload, EventPayload::Task { .. }) {
+        if matches!(*event.payload, EventPayload::Task { .. }) {
             return;
         }
         event.task_id = turn.task_id.clone();
@@ -353,7 +353,7 @@ impl Tasks {
                 None
             }
         };
-        match &event.payload {
+        match &*event.payload {
             EventPayload::ArtifactUpdate {
                 artifact, append, ..
             } => record::fold_artifact(&mut turn.artifacts, artifact, *append),
