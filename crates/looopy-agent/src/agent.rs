@@ -93,6 +93,7 @@ fn fresh_state(context_id: &str, agent_id: &str, owner: Option<String>) -> Agent
         created_at: now,
         last_activity: now,
         owner,
+        last_turn: None,
         metadata: Map::new(),
     }
 }
@@ -407,9 +408,10 @@ impl Agent {
                 let mut status = self.status();
                 status.unsaved.clear();
                 let state = status.state_mut();
-                for key in [keys::COMPACTIONS, keys::COMPACTION_COUNT, keys::LAST_TURN] {
+                for key in [keys::COMPACTIONS, keys::COMPACTION_COUNT] {
                     state.metadata.remove(key);
                 }
+                state.last_turn = None;
                 state.last_activity = Utc::now();
             }
             self.persist_state().await

@@ -14,8 +14,6 @@ pub const MAX_COMPACTION_RECORDS: usize = 20;
 
 /// Agent-state metadata keys written by the Agent.
 pub mod keys {
-    /// The last turn: `{"taskId", "turnNumber", "state", "finishReason", "at"}`.
-    pub const LAST_TURN: &str = "lastTurn";
     /// Records of the latest compactions (see
     /// [`CompactionReport::to_json`](crate::CompactionReport::to_json)), oldest first.
     pub const COMPACTIONS: &str = "compactions";

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use chrono::Utc;
 use futures::channel::mpsc::UnboundedSender;
 use futures::{FutureExt, StreamExt};
-use looopy_core::store::LifecycleState;
+use looopy_core::store::{LastTurn, LifecycleState};
 use looopy_core::{
     AgentEvent, EventPayload, History, Message, TaskState, TaskStatus, ToolResult, TurnContext,
 };
@@ -23,7 +23,6 @@ use crate::agent::Agent;
 use crate::artifacts::{ArtifactRecorder, strip_tool_artifacts};
 use crate::client;
 use crate::compaction::{self, CompactionReport};
-use crate::config::keys;
 use crate::lease::Lease;
 use crate::turn::TurnSummary;
 use crate::window;
@@ -56,109 +55,116 @@ struct Pumped {
     finished: Vec<ToolResult>,
 }
 
-pub(crate) async fn drive(run: TurnRun) {
-    let TurnRun {
-        agent,
-        guard,
-        lease,
-        prepared,
-        cx,
-        turn_number,
-        tx,
-        summary,
-    } = run;
-    let Prepared {
-        mut history,
-        stored_len,
-        input,
-    } = prepared;
-    let (compaction, compaction_error) = maybe_compact(&agent, &mut history, stored_len, &cx).await;
-
-    let sent = window::apply(&history, &agent.inner.settings.window);
-    let base = sent.len();
-    let stream = agent.inner.agent_loop.start_turn(sent, cx.clone());
-    let handle = stream.handle();
-    let mut recorder = ArtifactRecorder::new(
-        agent.inner.artifacts.clone(),
-        agent.inner.context_id.clone(),
-        cx.task_id.clone(),
-    );
-    let mut pumped = Pumped {
-        final_event: None,
-        finished: Vec::new(),
-    };
-    let run = AssertUnwindSafe(pump(stream, &tx, &mut recorder, &mut pumped))
-        .catch_unwind()
+/// Runs the turn to its end (see the module docs).
+///
+/// A plain function returning an `async move` block rather than an
+/// `async fn`: an `async fn` keeps its argument twice in its future (the
+/// argument, and the local it is moved into), and this future lives as
+/// long as its turn, for every running conversation.
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an async fn stores its argument twice"
+)]
+pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
+    async move {
+        // Fields are used in place, not moved into locals: the task's future
+        // would hold them twice (it is alive for every running turn).
+        let agent = &turn.agent;
+        let cx = &turn.cx;
+        let (compaction, compaction_error) = maybe_compact(
+            agent,
+            &mut turn.prepared.history,
+            turn.prepared.stored_len,
+            cx,
+        )
         .await;
-    if run.is_err() {
-        tracing::error!(task_id = %cx.task_id, "the turn panicked; saving what it produced");
-        pumped.final_event = None;
-    }
-    recorder.flush().await;
 
-    let outcome = handle.outcome();
-    let end = outcome.as_ref().map_or(TurnEnd::Error, |o| o.end);
-    let mut produced = handle.history().tail(base);
-    if end != TurnEnd::InputRequired {
-        client::close_open_calls(&mut produced, &pumped.finished, why_open(end));
-    }
-    produced.iter_mut().for_each(strip_tool_artifacts);
+        let sent = window::apply(&turn.prepared.history, &agent.inner.settings.window);
+        let base = sent.len();
+        let stream = agent.inner.agent_loop.start_turn(sent, cx.clone());
+        let handle = stream.handle();
+        let mut recorder = ArtifactRecorder::new(
+            agent.inner.artifacts.clone(),
+            agent.inner.context_id.clone(),
+            cx.task_id.clone(),
+        );
+        let mut pumped = Pumped {
+            final_event: None,
+            finished: Vec::new(),
+        };
+        let run = AssertUnwindSafe(pump(stream, &turn.tx, &mut recorder, &mut pumped))
+            .catch_unwind()
+            .await;
+        if run.is_err() {
+            tracing::error!(task_id = %cx.task_id, "the turn panicked; saving what it produced");
+            pumped.final_event = None;
+        }
+        recorder.flush().await;
 
-    let state = outcome.as_ref().map_or(TaskState::Failed, |o| o.state);
-    let record = json!({
-        "taskId": &*cx.task_id,
-        "turnNumber": turn_number,
-        "state": state.as_str(),
-        "finishReason": end.as_str(),
-        "at": Utc::now().to_rfc3339(),
-    });
-    let save_error = finish_turn(&agent, &produced, record).await;
-    if let Some(lease) = lease {
-        lease.release().await;
-    }
-    drop(guard);
+        let outcome = handle.outcome();
+        let end = outcome.as_ref().map_or(TurnEnd::Error, |o| o.end);
+        let mut produced = handle.history().tail(base);
+        if end != TurnEnd::InputRequired {
+            client::close_open_calls(&mut produced, &pumped.finished, why_open(end));
+        }
+        produced.iter_mut().for_each(strip_tool_artifacts);
 
-    let mut event = pumped
-        .final_event
-        .unwrap_or_else(|| synthetic_final(&cx, "the turn ended without a final event"));
-    let saved = agent.inner.settings.auto_save && save_error.is_none();
-    if let EventPayload::StatusUpdate { metadata, .. } = &mut *event.payload {
-        metadata.insert("turnNumber".into(), Value::from(turn_number));
-        metadata.insert("saved".into(), Value::Bool(saved));
-        if let Some(e) = &save_error {
-            metadata.insert("saveError".into(), Value::from(e.clone()));
+        let state = outcome.as_ref().map_or(TaskState::Failed, |o| o.state);
+        let record = LastTurn {
+            task_id: cx.task_id.to_string(),
+            turn_number: turn.turn_number,
+            state,
+            finish_reason: end.as_str().to_owned(),
+            at: Utc::now(),
+        };
+        let save_error = finish_turn(agent, &produced, record).await;
+        if let Some(lease) = turn.lease.take() {
+            lease.release().await;
         }
-        if let Some(c) = &compaction {
-            metadata.insert(compaction::COMPACTION_KEY.into(), c.to_json());
+        drop(turn.guard);
+
+        let mut event = pumped
+            .final_event
+            .unwrap_or_else(|| synthetic_final(cx, "the turn ended without a final event"));
+        let saved = agent.inner.settings.auto_save && save_error.is_none();
+        if let EventPayload::StatusUpdate { metadata, .. } = &mut *event.payload {
+            metadata.insert("turnNumber".into(), Value::from(turn.turn_number));
+            metadata.insert("saved".into(), Value::Bool(saved));
+            if let Some(e) = &save_error {
+                metadata.insert("saveError".into(), Value::from(e.clone()));
+            }
+            if let Some(c) = &compaction {
+                metadata.insert(compaction::COMPACTION_KEY.into(), c.to_json());
+            }
+            if let Some(e) = compaction_error {
+                metadata.insert("compactionError".into(), Value::from(e));
+            }
         }
-        if let Some(e) = compaction_error {
-            metadata.insert("compactionError".into(), Value::from(e));
-        }
+        let mut new_messages = std::mem::take(&mut turn.prepared.input);
+        new_messages.extend(produced);
+        let message = outcome.as_ref().and_then(|o| o.message.clone());
+        let pending_tool_calls = match (&message, end) {
+            (Some(m), TurnEnd::InputRequired) => m.tool_calls.clone(),
+            _ => Vec::new(),
+        };
+        *turn.summary.lock().unwrap_or_else(PoisonError::into_inner) = Some(TurnSummary {
+            task_id: cx.task_id.to_string(),
+            turn_number: turn.turn_number,
+            end,
+            state,
+            message,
+            usage: outcome.as_ref().map(|o| o.usage).unwrap_or_default(),
+            iterations: outcome.as_ref().map_or(0, |o| o.iterations),
+            new_messages,
+            pending_tool_calls,
+            saved,
+            save_error,
+            compaction,
+            artifact_ids: recorder.saved,
+        });
+        // Nobody listening is fine: the turn is saved.
+        let _ = turn.tx.unbounded_send(event);
     }
-    let mut new_messages = input;
-    new_messages.extend(produced);
-    let message = outcome.as_ref().and_then(|o| o.message.clone());
-    let pending_tool_calls = match (&message, end) {
-        (Some(m), TurnEnd::InputRequired) => m.tool_calls.clone(),
-        _ => Vec::new(),
-    };
-    *summary.lock().unwrap_or_else(PoisonError::into_inner) = Some(TurnSummary {
-        task_id: cx.task_id.to_string(),
-        turn_number,
-        end,
-        state,
-        message,
-        usage: outcome.as_ref().map(|o| o.usage).unwrap_or_default(),
-        iterations: outcome.as_ref().map_or(0, |o| o.iterations),
-        new_messages,
-        pending_tool_calls,
-        saved,
-        save_error,
-        compaction,
-        artifact_ids: recorder.saved,
-    });
-    // Nobody listening is fine: the turn is saved.
-    let _ = tx.unbounded_send(event);
 }
 
 /// Forwards the loop's events, writing artifacts on the way; keeps the
@@ -260,7 +266,7 @@ async fn maybe_compact(
 
 /// Saves the turn's messages (after any older unsaved ones) and the state;
 /// marks the agent ready. Returns why saving failed, if it did.
-async fn finish_turn(agent: &Agent, produced: &[Message], record: Value) -> Option<String> {
+async fn finish_turn(agent: &Agent, produced: &[Message], record: LastTurn) -> Option<String> {
     let auto = agent.inner.settings.auto_save;
     let older = std::mem::take(&mut agent.status().unsaved);
     let mut error = None;
@@ -294,7 +300,7 @@ async fn finish_turn(agent: &Agent, produced: &[Message], record: Value) -> Opti
         state.turn_count += 1;
         state.lifecycle = LifecycleState::Ready;
         state.last_activity = Utc::now();
-        state.metadata.insert(keys::LAST_TURN.into(), record);
+        state.last_turn = Some(record);
     }
     if auto && let Err(e) = agent.persist_state().await {
         tracing::warn!(context_id = %agent.inner.context_id, error = %e, "could not save the agent state");

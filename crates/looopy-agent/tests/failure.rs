@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use looopy_agent::{LifecycleState, SYNTHETIC_RESULT_KEY, TurnEnd, TurnOptions, keys};
+use looopy_agent::{LifecycleState, SYNTHETIC_RESULT_KEY, TurnEnd, TurnOptions};
 use looopy_core::store::{AgentStateStore, MessageStore};
 use looopy_core::{
     CancellationToken, EventPayload, LlmError, LlmResponse, Message, Role, TaskState,
@@ -54,7 +54,7 @@ async fn an_llm_error_mid_turn_keeps_the_tool_results_and_the_next_turn_runs() {
     assert_eq!(agent.lifecycle(), LifecycleState::Ready);
     let state = stores.agents.load("c-err").await.unwrap().unwrap();
     assert_eq!(state.turn_count, 1);
-    assert_eq!(state.metadata[keys::LAST_TURN]["state"], "failed");
+    assert_eq!(state.last_turn.as_ref().unwrap().state, TaskState::Failed);
 
     // Retry: continue without a new message.
     let s = agent
@@ -142,7 +142,7 @@ async fn dropping_the_stream_cancels_the_turn_and_still_saves_it() {
     );
     assert!(stored[2].is_error());
     let state = stores.agents.load("c-drop").await.unwrap().unwrap();
-    assert_eq!(state.metadata[keys::LAST_TURN]["state"], "canceled");
+    assert_eq!(state.last_turn.as_ref().unwrap().state, TaskState::Canceled);
     let (_, s) = turn(&agent, "again").await;
     assert_eq!(s.state, TaskState::Completed);
     assert_eq!(llm.requests()[1].messages.len(), 4);

@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use looopy_agent::{Agent, AgentError, LifecycleState, TurnEnd, keys};
+use looopy_agent::{Agent, AgentError, LifecycleState, TurnEnd};
 use looopy_core::store::{AgentStateStore, MessageStore};
 use looopy_core::{LlmResponse, Message, Role, TaskState};
 use looopy_stores_memory::MemoryStores;
@@ -68,8 +68,11 @@ async fn history_grows_over_turns_and_the_model_sees_earlier_turns() {
     let state = stores.agents.load("c1").await.unwrap().unwrap();
     assert_eq!(state.turn_count, 2);
     assert_eq!(state.lifecycle, LifecycleState::Ready);
-    assert_eq!(state.metadata[keys::LAST_TURN]["turnNumber"], 2);
-    assert_eq!(state.metadata[keys::LAST_TURN]["state"], "completed");
+    assert_eq!(state.last_turn.as_ref().unwrap().turn_number, 2);
+    assert_eq!(
+        state.last_turn.as_ref().unwrap().state,
+        TaskState::Completed
+    );
 }
 
 #[tokio::test]

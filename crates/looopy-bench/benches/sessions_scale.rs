@@ -236,7 +236,7 @@ const RUNS: usize = 3;
 const FLOOR_EVENTS: [usize; 3] = [5, 6, 6];
 
 /// The floor's stand-in for an event: as large as an `AgentEvent`.
-type FakeEvent = [u64; 28];
+type FakeEvent = [u64; 7];
 
 async fn run_floor(sessions: usize, live: &Arc<AtomicUsize>) -> (Vec<Duration>, usize) {
     let mut handles = Vec::with_capacity(sessions);
@@ -252,7 +252,7 @@ async fn run_floor(sessions: usize, live: &Arc<AtomicUsize>) -> (Vec<Duration>, 
                         tokio::time::sleep(MODEL_DELAY).await;
                     }
                     for _ in 0..n {
-                        let _ = tx.send([i as u64; 28]);
+                        let _ = tx.send([i as u64; 7]);
                     }
                 }
             });
@@ -373,6 +373,11 @@ impl Sampler {
 }
 
 fn run_case(spec: Spec) {
+    assert_eq!(
+        std::mem::size_of::<FakeEvent>(),
+        std::mem::size_of::<looopy_core::AgentEvent>(),
+        "the floor's events stand in for AgentEvents: keep their sizes equal"
+    );
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -518,6 +523,6 @@ fn main() {
         println!("{value}");
     }
     comment(
-        "Median and p99 are per-session turn latencies (turn start to final event). Each case runs in fresh child processes (3 runs, the median wall reported): a 200-session warm-up, then RSS before the sessions are built, at the moment the most turns were in flight (sampled every 2 ms), the peak (VmHWM, reset before building) and after. In the \"all held mid-turn\" case every session's first model call waits until all 10,000 are in it, and the RSS is read at that moment (its wall time means nothing). KB/session = (RSS then - RSS before) / sessions, so the history of a session (2 to 4 short messages in the shared MemoryStores) is counted in. Stores: MemoryStores messages, artifacts and agent state; \"turn lock\" adds MemoryTurnLock. The floor case runs the same shape with no Looopy code: a task per session and one for its turn, the 100 ms sleeps, 17 events of 224 bytes (the size of an AgentEvent) over an unbounded channel. Tokio multi-thread runtime, one worker per core. Budget (ARCHITECTURE.md): within 1.2x of the ideal wall time, under 50 KB per live session beyond its history.",
+        "Median and p99 are per-session turn latencies (turn start to final event). Each case runs in fresh child processes (3 runs, the median wall reported): a 200-session warm-up, then RSS before the sessions are built, at the moment the most turns were in flight (sampled every 2 ms), the peak (VmHWM, reset before building) and after. In the \"all held mid-turn\" case every session's first model call waits until all 10,000 are in it, and the RSS is read at that moment (its wall time means nothing). KB/session = (RSS then - RSS before) / sessions, so the history of a session (2 to 4 short messages in the shared MemoryStores) is counted in. Stores: MemoryStores messages, artifacts and agent state; \"turn lock\" adds MemoryTurnLock. The floor case runs the same shape with no Looopy code: a task per session and one for its turn, the 100 ms sleeps, 17 events of 56 bytes (the size of an AgentEvent) over an unbounded channel. Tokio multi-thread runtime, one worker per core; mimalloc, the allocator of the looopy binary, for every case. Budget (ARCHITECTURE.md): within 1.2x of the ideal wall time, under 50 KB per live session beyond its history.",
     );
 }

@@ -241,9 +241,30 @@ pub struct AgentState {
     /// The principal that owns the conversation, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// How the last turn ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_turn: Option<LastTurn>,
     /// Free-form metadata (compaction records, task ids...).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
+}
+
+/// The record of a conversation's last turn, kept in its [`AgentState`]
+/// (a typed field rather than metadata: every conversation has one).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LastTurn {
+    /// The turn's task id.
+    pub task_id: String,
+    /// 1-based number of the turn in the conversation.
+    pub turn_number: u64,
+    /// The task state it ended in.
+    pub state: TaskState,
+    /// Why it ended (`finished`, `done_tool`, `max_iterations`,
+    /// `input_required`, `cancelled`, `error`).
+    pub finish_reason: String,
+    /// When it ended.
+    pub at: DateTime<Utc>,
 }
 
 /// Agent metadata, per context.

@@ -2,12 +2,13 @@
 
 use std::sync::Arc;
 
-use futures::channel::mpsc::UnboundedSender;
 use looopy_core::{
     AgentEvent, Artifact, EventPayload, FinishReason, Message, Part, TaskState, TaskStatus,
     ToolCall, ToolOutcome, ToolResult, Usage,
 };
 use serde_json::{Map, Value};
+
+use crate::queue::EventQueue;
 
 /// Why a turn ended, as the final event's `metadata.finishReason` says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,28 +54,24 @@ impl TurnEnd {
 /// Sends a turn's events, stamped with its task and context.
 #[derive(Clone)]
 pub(crate) struct Emitter {
-    tx: UnboundedSender<AgentEvent>,
+    queue: Arc<EventQueue>,
     task_id: Arc<str>,
     context_id: Arc<str>,
 }
 
 impl Emitter {
-    pub(crate) fn new(
-        tx: UnboundedSender<AgentEvent>,
-        task_id: Arc<str>,
-        context_id: Arc<str>,
-    ) -> Self {
+    pub(crate) fn new(queue: Arc<EventQueue>, task_id: Arc<str>, context_id: Arc<str>) -> Self {
         Emitter {
-            tx,
+            queue,
             task_id,
             context_id,
         }
     }
 
     fn emit(&self, payload: EventPayload) {
-        // A receiver that went away means nobody listens; the turn goes on
-        // only until its next await point, where it is dropped.
-        let _ = self.tx.unbounded_send(AgentEvent::new(
+        // A stream that went away dropped the turn with it; only the
+        // checkpoint writer may still push, into a queue nobody reads.
+        self.queue.push(AgentEvent::new(
             self.task_id.clone(),
             self.context_id.clone(),
             payload,

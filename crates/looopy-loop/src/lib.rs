@@ -3,7 +3,8 @@
 //! Layout: `config` holds the settings, `turn` decides termination,
 //! `iteration` makes one model call, `tools` routes and runs tool calls,
 //! `checkpoint` persists and derives what resume must do, `events` builds
-//! every event, `hooks` and `pause` are the extension points.
+//! every event and `queue` holds them until the stream hands them out,
+//! `hooks` and `pause` are the extension points.
 
 mod checkpoint;
 mod config;
@@ -12,6 +13,7 @@ mod events;
 pub mod hooks;
 mod iteration;
 mod pause;
+mod queue;
 mod stream;
 mod telemetry;
 pub mod tool_output;
@@ -20,7 +22,6 @@ mod turn;
 
 use std::sync::Arc;
 
-use futures::channel::mpsc;
 use looopy_core::store::TaskStateStore;
 use looopy_core::{History, LlmProvider, TaskState, ToolProvider, TurnContext};
 
@@ -32,6 +33,7 @@ pub use tools::ToolRegistry;
 
 use crate::events::Emitter;
 use crate::hooks::{Hook, HookFailureMode, Hooks};
+use crate::queue::EventQueue;
 use crate::stream::TurnShared;
 use crate::telemetry::LoopMetrics;
 use crate::turn::Turn;
@@ -64,16 +66,11 @@ impl AgentLoop {
         &self.llm
     }
 
-    fn channel(
-        &self,
-        cx: &TurnContext,
-    ) -> (Emitter, mpsc::UnboundedReceiver<looopy_core::AgentEvent>) {
-        // A channel that allocates per event, not per block of slots: a turn
-        // holds a few events at a time, and thousands of turns run at once.
-        let (tx, rx) = mpsc::unbounded();
+    fn channel(&self, cx: &TurnContext) -> (Emitter, Arc<EventQueue>) {
+        let queue = Arc::new(EventQueue::default());
         (
-            Emitter::new(tx, cx.task_id.clone(), cx.context_id.clone()),
-            rx,
+            Emitter::new(queue.clone(), cx.task_id.clone(), cx.context_id.clone()),
+            queue,
         )
     }
 

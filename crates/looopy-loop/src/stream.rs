@@ -5,12 +5,12 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 
-use futures::channel::mpsc::UnboundedReceiver;
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use looopy_core::{AgentEvent, History, Message, TaskState, Usage};
 
 use crate::events::TurnEnd;
 use crate::pause::PauseGate;
+use crate::queue::EventQueue;
 
 /// How a turn ended and what it produced.
 #[derive(Debug, Clone)]
@@ -110,14 +110,14 @@ type Driver = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// detached from its reader, spawn a task that drains the stream.
 pub struct TurnStream {
     driver: Option<Driver>,
-    events: UnboundedReceiver<AgentEvent>,
+    events: Arc<EventQueue>,
     handle: TurnHandle,
 }
 
 impl TurnStream {
     pub(crate) fn new(
         driver: Driver,
-        events: UnboundedReceiver<AgentEvent>,
+        events: Arc<EventQueue>,
         shared: Arc<TurnShared>,
         initial: History,
     ) -> Self {
@@ -148,16 +148,24 @@ impl Stream for TurnStream {
     type Item = AgentEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
-        if let Some(driver) = self.driver.as_mut()
-            && driver.as_mut().poll(cx).is_ready()
-        {
-            self.driver = None;
+        // Handed out in order: what was queued before this poll first.
+        let this = &mut *self;
+        if let Some(event) = this.events.pop() {
+            return Poll::Ready(Some(event));
         }
-        match self.events.poll_next_unpin(cx) {
-            Poll::Ready(event) => Poll::Ready(event),
-            // The sender lives inside the driver: once the driver is gone the
-            // channel reports its end, so Pending here means "more to come".
-            Poll::Pending => Poll::Pending,
+        if let Some(driver) = this.driver.as_mut() {
+            this.events.stop_waiting();
+            if driver.as_mut().poll(cx).is_ready() {
+                this.driver = None;
+            }
+        }
+        match this.events.pop_or_wait(cx.waker()) {
+            Some(event) => Poll::Ready(Some(event)),
+            // The turn is over and everything it queued was handed out.
+            None if this.driver.is_none() => Poll::Ready(None),
+            // The turn is pending: it, or a push from the checkpoint
+            // writer, wakes this task.
+            None => Poll::Pending,
         }
     }
 }

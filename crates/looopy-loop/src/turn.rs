@@ -155,35 +155,42 @@ impl Turn {
     }
 
     /// Runs the turn to its end and emits the final event.
-    pub(crate) async fn run(mut self, resumed: bool) {
-        let span = self.span();
+    ///
+    /// Not an `async fn`, which would keep `self` twice in its future (the
+    /// argument and the local it moves into); the future lives as long as
+    /// the turn, for every running conversation.
+    #[allow(clippy::manual_async_fn, reason = "an async fn stores self twice")]
+    pub(crate) fn run(mut self, resumed: bool) -> impl Future<Output = ()> + Send {
         async move {
-            let started = Instant::now();
-            if !resumed {
-                self.emit.task_submitted();
-            }
-            self.emit.status(TaskState::Working);
-            self.emit.execution_start(resumed);
-            let ending = self.body(resumed).await;
-            let span = tracing::Span::current();
-            span.record("looopy.turn.end", ending.end.as_str());
-            span.record("a2a.task.state", ending.end.state().as_str());
-            if let Some(e) = &ending.error {
-                span.record("otel.status_code", "ERROR");
-                span.record(
-                    "error.type",
-                    ending
-                        .metadata
-                        .get("error")
-                        .and_then(|e| e["type"].as_str())
-                        .unwrap_or("error"),
-                );
-                tracing::error!(error = %e, "turn failed");
-            }
-            self.finish(ending, started).await;
+            let span = self.span();
+            self.run_in_span(resumed).instrument(span).await
         }
-        .instrument(span)
-        .await
+    }
+
+    async fn run_in_span(&mut self, resumed: bool) {
+        let started = Instant::now();
+        if !resumed {
+            self.emit.task_submitted();
+        }
+        self.emit.status(TaskState::Working);
+        self.emit.execution_start(resumed);
+        let ending = self.body(resumed).await;
+        let span = tracing::Span::current();
+        span.record("looopy.turn.end", ending.end.as_str());
+        span.record("a2a.task.state", ending.end.state().as_str());
+        if let Some(e) = &ending.error {
+            span.record("otel.status_code", "ERROR");
+            span.record(
+                "error.type",
+                ending
+                    .metadata
+                    .get("error")
+                    .and_then(|e| e["type"].as_str())
+                    .unwrap_or("error"),
+            );
+            tracing::error!(error = %e, "turn failed");
+        }
+        self.finish(ending, started).await;
     }
 
     async fn body(&mut self, resumed: bool) -> Ending {
@@ -546,7 +553,7 @@ impl Turn {
         self.writer.submit(&self.cx, snapshot);
     }
 
-    async fn finish(self, mut ending: Ending, started: Instant) {
+    async fn finish(&mut self, mut ending: Ending, started: Instant) {
         if !self.agent.hooks.is_empty() {
             let summary = self.summary(ending.end, ending.message.as_ref());
             if let Err(f) = self

@@ -60,6 +60,7 @@ async fn write_everything(stores: &RedisStores, ctx: &str, task: &str) -> Vec<St
             created_at: now,
             last_activity: now,
             owner: Some("owner".into()),
+            last_turn: None,
             metadata: Default::default(),
         })
         .await

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, TimeZone, Utc};
-use looopy_core::store::{AgentState, LifecycleState, TaskCheckpoint};
+use looopy_core::store::{AgentState, LastTurn, LifecycleState, TaskCheckpoint};
 use looopy_core::{
     AgentEvent, Artifact, EventPayload, FileContent, FinishReason, History, Message, Part, Role,
     TaskState, TaskStatus, ToolCall, ToolOutcome, ToolResult, ToolSignal, Usage,
@@ -188,6 +188,13 @@ pub(crate) fn full_agent_state(
         created_at: at(0),
         last_activity,
         owner: owner.map(str::to_owned),
+        last_turn: Some(LastTurn {
+            task_id: format!("task-{context_id}"),
+            turn_number: 12,
+            state: TaskState::Completed,
+            finish_reason: "finished".into(),
+            at: at(3),
+        }),
         metadata: metadata(context_id),
     }
 }
