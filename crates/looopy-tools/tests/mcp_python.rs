@@ -8,7 +8,7 @@ mod support;
 use std::path::Path;
 use std::time::Duration;
 
-use looopy_core::{Part, ToolCall, ToolContext, ToolError, ToolProvider};
+use looopy_core::{Part, ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider};
 use looopy_tools::{HttpServer, McpToolProvider, StdioServer, ToolProviderExt};
 use serde_json::json;
 
@@ -38,6 +38,7 @@ async fn exercise(mcp: &McpToolProvider) {
         [
             "py_echo_text",
             "py_fail",
+            "py_grow",
             "py_pid",
             "py_pixel",
             "py_trace_context",
@@ -178,7 +179,7 @@ async fn the_provider_reconnects_after_the_child_dies() {
     );
 
     // Listing works on the new session too.
-    assert_eq!(mcp.tools(&cx()).await.unwrap().len(), 6);
+    assert_eq!(mcp.tools(&cx()).await.unwrap().len(), 7);
     mcp.shutdown().await.unwrap();
 }
 
@@ -310,5 +311,38 @@ async fn a_sessions_tools_are_listed_once() {
     server.child.kill().await.unwrap();
     let again = mcp.tools(&cx()).await.unwrap();
     assert_eq!(again, first);
+    mcp.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_tools_list_changed_notification_refreshes_the_listing() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let mcp = stdio_provider(&python);
+    let names = |tools: Vec<ToolDefinition>| -> Vec<String> {
+        tools.into_iter().map(|t| t.name).collect::<Vec<_>>()
+    };
+    let before = names(mcp.tools(&cx()).await.unwrap());
+    assert!(!before.contains(&"py_late".to_owned()));
+    let grown = mcp
+        .execute(&ToolCall::new("g1", "py_grow", r#"{"name":"late"}"#), &cx())
+        .await;
+    assert!(!grown.is_error, "{}", grown.text_content());
+    // The notification arrives on its own; the next listing (the next
+    // turn) sees the new tool without reconnecting.
+    let mut seen = Vec::new();
+    for _ in 0..50 {
+        seen = names(mcp.tools(&cx()).await.unwrap());
+        if seen.contains(&"py_late".to_owned()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(seen.contains(&"py_late".to_owned()), "tools: {seen:?}");
+    let called = mcp
+        .execute(&ToolCall::new("l1", "py_late", "{}"), &cx())
+        .await;
+    assert_eq!(called.text_content(), "I am late");
     mcp.shutdown().await.unwrap();
 }

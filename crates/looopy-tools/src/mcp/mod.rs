@@ -8,6 +8,7 @@ mod transport;
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -66,8 +67,11 @@ struct Shared {
     /// Exposed name → the server's name, from the last listing.
     names: RwLock<HashMap<String, String>>,
     /// The last listing and the session (generation) it came from: every
-    /// turn asks for the tools, and a session's tools are listed once.
+    /// turn asks for the tools, and a session's tools are listed once...
     listed: RwLock<Option<(u64, Vec<ToolDefinition>)>>,
+    /// ...unless the server said they changed since
+    /// (`notifications/tools/list_changed`).
+    tools_changed: Arc<AtomicBool>,
 }
 
 #[derive(Default)]
@@ -115,6 +119,7 @@ impl McpToolProvider {
                 state: Mutex::new(State::default()),
                 names: RwLock::new(HashMap::new()),
                 listed: RwLock::new(None),
+                tools_changed: Arc::default(),
             }),
         }
     }
@@ -217,7 +222,11 @@ impl McpToolProvider {
         state.live = None;
         let opened = tokio::time::timeout(
             self.shared.connect_timeout,
-            transport::open(&self.shared.transport, &self.shared.name),
+            transport::open(
+                &self.shared.transport,
+                &self.shared.name,
+                &self.shared.tools_changed,
+            ),
         )
         .await
         .map_err(|_| format!("connecting took over {:?}", self.shared.connect_timeout))??;
@@ -254,7 +263,11 @@ impl McpToolProvider {
             .map_err(|message| ToolError::Unavailable {
                 message: format!("MCP server '{}': {message}", self.shared.name),
             })?;
-        if let Ok(listed) = self.shared.listed.read()
+        // Cleared before listing, so that a change announced while the
+        // listing runs is seen by the next one.
+        let changed = self.shared.tools_changed.swap(false, Ordering::SeqCst);
+        if !changed
+            && let Ok(listed) = self.shared.listed.read()
             && let Some((listed_in, definitions)) = listed.as_ref()
             && *listed_in == generation
         {

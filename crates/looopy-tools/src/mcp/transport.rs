@@ -5,10 +5,13 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::ClientHandler;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
-use rmcp::service::RunningService;
+use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
@@ -168,30 +171,54 @@ impl From<HttpServer> for McpTransport {
 }
 
 /// A live client session.
-pub(crate) type Session = RunningService<RoleClient, ClientConfig>;
+pub(crate) type Session = RunningService<RoleClient, Client>;
 
-fn client_config() -> ClientConfig {
-    ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("looopy", env!("CARGO_PKG_VERSION")),
-    )
+/// The client side of a session: says who we are, and marks the tool
+/// listing stale when the server announces that its tools changed
+/// (`notifications/tools/list_changed`).
+pub(crate) struct Client {
+    config: ClientConfig,
+    tools_changed: Arc<AtomicBool>,
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        self.config.clone()
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tools_changed.store(true, Ordering::SeqCst);
+    }
+}
+
+fn client(tools_changed: &Arc<AtomicBool>) -> Client {
+    Client {
+        config: ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("looopy", env!("CARGO_PKG_VERSION")),
+        ),
+        tools_changed: tools_changed.clone(),
+    }
 }
 
 /// Opens a session: spawns the child or reaches the URL, then runs the MCP
-/// handshake. Returns the session and the child's process id.
+/// handshake. Returns the session and the child's process id. The server's
+/// `tools/list_changed` notifications set `tools_changed`.
 pub(crate) async fn open(
     transport: &McpTransport,
     server_name: &str,
+    tools_changed: &Arc<AtomicBool>,
 ) -> Result<(Session, Option<u32>), String> {
     match transport {
-        McpTransport::Stdio(server) => open_stdio(server, server_name).await,
-        McpTransport::Http(server) => open_http(server).await.map(|s| (s, None)),
+        McpTransport::Stdio(server) => open_stdio(server, server_name, tools_changed).await,
+        McpTransport::Http(server) => open_http(server, tools_changed).await.map(|s| (s, None)),
     }
 }
 
 async fn open_stdio(
     server: &StdioServer,
     server_name: &str,
+    tools_changed: &Arc<AtomicBool>,
 ) -> Result<(Session, Option<u32>), String> {
     let mut command = tokio::process::Command::new(&server.command);
     command
@@ -217,14 +244,17 @@ async fn open_stdio(
             }
         });
     }
-    let session = client_config()
+    let session = client(tools_changed)
         .serve(child)
         .await
         .map_err(|e| format!("handshake failed: {e}"))?;
     Ok((session, pid))
 }
 
-async fn open_http(server: &HttpServer) -> Result<Session, String> {
+async fn open_http(
+    server: &HttpServer,
+    tools_changed: &Arc<AtomicBool>,
+) -> Result<Session, String> {
     let mut headers = HashMap::new();
     for (name, value) in &server.headers {
         let name = HeaderName::from_bytes(name.as_bytes())
@@ -244,7 +274,7 @@ async fn open_http(server: &HttpServer) -> Result<Session, String> {
         StreamableHttpClientTransport::with_client(super::trace::TracingHttpClient::new()?, config);
     #[cfg(not(feature = "otel"))]
     let transport = StreamableHttpClientTransport::from_config(config);
-    client_config()
+    client(tools_changed)
         .serve(transport)
         .await
         .map_err(|e| format!("handshake failed: {e}"))
