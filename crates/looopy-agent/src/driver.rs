@@ -46,7 +46,8 @@ pub(crate) struct TurnRun {
     pub(crate) cx: TurnContext,
     pub(crate) turn_number: u64,
     pub(crate) tx: UnboundedSender<AgentEvent>,
-    pub(crate) summary: Arc<Mutex<Option<TurnSummary>>>,
+    /// Boxed: empty until the turn ends, and every running turn has one.
+    pub(crate) summary: Arc<Mutex<Option<Box<TurnSummary>>>>,
 }
 
 /// What the loop left once its stream ended.
@@ -147,21 +148,22 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
             (Some(m), TurnEnd::InputRequired) => m.tool_calls.clone(),
             _ => Vec::new(),
         };
-        *turn.summary.lock().unwrap_or_else(PoisonError::into_inner) = Some(TurnSummary {
-            task_id: cx.task_id.to_string(),
-            turn_number: turn.turn_number,
-            end,
-            state,
-            message,
-            usage: outcome.as_ref().map(|o| o.usage).unwrap_or_default(),
-            iterations: outcome.as_ref().map_or(0, |o| o.iterations),
-            new_messages,
-            pending_tool_calls,
-            saved,
-            save_error,
-            compaction,
-            artifact_ids: recorder.saved,
-        });
+        *turn.summary.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some(Box::new(TurnSummary {
+                task_id: cx.task_id.to_string(),
+                turn_number: turn.turn_number,
+                end,
+                state,
+                message,
+                usage: outcome.as_ref().map(|o| o.usage).unwrap_or_default(),
+                iterations: outcome.as_ref().map_or(0, |o| o.iterations),
+                new_messages,
+                pending_tool_calls,
+                saved,
+                save_error,
+                compaction,
+                artifact_ids: recorder.saved,
+            }));
         // Nobody listening is fine: the turn is saved.
         let _ = turn.tx.unbounded_send(event);
     }

@@ -136,7 +136,7 @@ pub struct AgentTurn {
     task_id: Arc<str>,
     turn_number: u64,
     cancel: CancellationToken,
-    summary: Arc<Mutex<Option<TurnSummary>>>,
+    summary: Arc<Mutex<Option<Box<TurnSummary>>>>,
     cancel_on_drop: bool,
     ended: bool,
 }
@@ -167,7 +167,8 @@ impl AgentTurn {
         self.summary
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+            .as_deref()
+            .cloned()
     }
 
     /// Reads every event to the end; returns them with the summary.
@@ -193,6 +194,7 @@ impl AgentTurn {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
+            .map(|summary| *summary)
     }
 }
 
@@ -234,78 +236,91 @@ impl Agent {
     ///
     /// Fails at once with [`AgentError::Busy`] when a turn already runs for
     /// this context (in this agent, or under the turn lock elsewhere).
-    pub async fn execute_turn(
+    pub fn execute_turn(
         &self,
         user_message: Option<Message>,
         auth: Option<AuthContext>,
-    ) -> Result<AgentTurn, AgentError> {
+    ) -> impl Future<Output = Result<AgentTurn, AgentError>> + Send + '_ {
         let options = TurnOptions {
             auth,
             ..TurnOptions::default()
         };
-        self.execute_turn_with(user_message, options).await
+        self.execute_turn_with(user_message, options)
     }
 
     /// [`execute_turn`](Self::execute_turn) with a task id, a cancellation
     /// token and metadata.
-    pub async fn execute_turn_with(
+    ///
+    /// (Not an `async fn`: that would keep the message and the options
+    /// twice in the future, which every caller holds while it waits.)
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn stores its arguments twice"
+    )]
+    pub fn execute_turn_with(
         &self,
         user_message: Option<Message>,
         options: TurnOptions,
-    ) -> Result<AgentTurn, AgentError> {
-        let guard = self.claim()?;
-        self.ensure_ready(false).await?;
-        let cancel = options
-            .cancel
-            .as_ref()
-            .map(CancellationToken::child_token)
-            .unwrap_or_default();
-        let lease = self.lease(cancel.clone()).await?;
-        let prepared = match self.prepare(user_message, lease.is_some()).await {
-            Ok(p) => p,
-            Err(e) => {
-                if let Some(lease) = lease {
-                    lease.release().await;
-                }
-                return Err(e);
+    ) -> impl Future<Output = Result<AgentTurn, AgentError>> + Send + '_ {
+        async move {
+            let guard = self.claim()?;
+            if self.lifecycle() != LifecycleState::Ready {
+                // Boxed: only a session's first turn (or one after a pause)
+                // loads, and this future is held by every caller awaiting it.
+                Box::pin(self.ensure_ready(false)).await?;
             }
-        };
-        let turn_number = self.turn_count() + 1;
-        self.set_lifecycle(LifecycleState::Busy);
-        let task_id: Arc<str> = options
-            .task_id
-            .map(Arc::from)
-            .unwrap_or_else(|| Arc::from(uuid::Uuid::new_v4().to_string()));
-        let mut metadata = options.metadata;
-        metadata.insert("turnNumber".into(), Value::from(turn_number));
-        let mut cx = TurnContext::new(task_id.clone(), self.inner.context_id.clone())
-            .with_cancel(cancel.clone())
-            .with_metadata(metadata);
-        if let Some(auth) = options.auth {
-            cx = cx.with_auth(auth);
+            let cancel = options
+                .cancel
+                .as_ref()
+                .map(CancellationToken::child_token)
+                .unwrap_or_default();
+            let lease = self.lease(cancel.clone()).await?;
+            let prepared = match self.prepare(user_message, lease.is_some()).await {
+                Ok(p) => p,
+                Err(e) => {
+                    if let Some(lease) = lease {
+                        lease.release().await;
+                    }
+                    return Err(e);
+                }
+            };
+            let turn_number = self.turn_count() + 1;
+            self.set_lifecycle(LifecycleState::Busy);
+            let task_id: Arc<str> = options
+                .task_id
+                .map(Arc::from)
+                .unwrap_or_else(|| Arc::from(uuid::Uuid::new_v4().to_string()));
+            let mut metadata = options.metadata;
+            metadata.insert("turnNumber".into(), Value::from(turn_number));
+            let mut cx = TurnContext::new(task_id.clone(), self.inner.context_id.clone())
+                .with_cancel(cancel.clone())
+                .with_metadata(metadata);
+            if let Some(auth) = options.auth {
+                cx = cx.with_auth(auth);
+            }
+            let (tx, rx) = mpsc::unbounded();
+            let summary = Arc::new(Mutex::new(None));
+            let run = TurnRun {
+                agent: self.clone(),
+                guard,
+                lease,
+                prepared,
+                cx,
+                turn_number,
+                tx,
+                summary: summary.clone(),
+            };
+            tokio::spawn(driver::drive(run));
+            Ok(AgentTurn {
+                events: rx,
+                task_id,
+                turn_number,
+                cancel,
+                summary,
+                cancel_on_drop: !options.keep_running_on_drop,
+                ended: false,
+            })
         }
-        let (tx, rx) = mpsc::unbounded();
-        let summary = Arc::new(Mutex::new(None));
-        let run = TurnRun {
-            agent: self.clone(),
-            guard,
-            lease,
-            prepared,
-            cx,
-            turn_number,
-            tx,
-            summary: summary.clone(),
-        };
-        tokio::spawn(driver::drive(run));
-        Ok(AgentTurn {
-            events: rx,
-            task_id,
-            turn_number,
-            cancel,
-            summary,
-            cancel_on_drop: !options.keep_running_on_drop,
-            ended: false,
-        })
     }
 
     /// Loads the history and adds the turn's input (client tool results,

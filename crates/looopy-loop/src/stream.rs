@@ -42,7 +42,8 @@ impl TurnOutcome {
 #[derive(Default)]
 pub(crate) struct TurnShared {
     history: Mutex<Option<History>>,
-    outcome: Mutex<Option<TurnOutcome>>,
+    /// Boxed: empty for the whole turn, and every running turn has one.
+    outcome: Mutex<Option<Box<TurnOutcome>>>,
     pub(crate) pause: PauseGate,
 }
 
@@ -56,7 +57,7 @@ impl TurnShared {
     }
 
     pub(crate) fn set_outcome(&self, outcome: TurnOutcome) {
-        *lock(&self.outcome) = Some(outcome);
+        *lock(&self.outcome) = Some(Box::new(outcome));
     }
 }
 
@@ -94,7 +95,7 @@ impl TurnHandle {
 
     /// The outcome, once the final event was produced.
     pub fn outcome(&self) -> Option<TurnOutcome> {
-        lock(&self.shared.outcome).clone()
+        lock(&self.shared.outcome).as_deref().cloned()
     }
 }
 
