@@ -22,6 +22,7 @@ async fn an_llm_error_mid_turn_keeps_the_tool_results_and_the_next_turn_runs() {
     let llm = ScriptedLlm::new()
         .respond(call("lookup", &["a"]))
         .fail(LlmError::Server {
+            retry_after: None,
             status: 503,
             message: "overloaded".into(),
         })

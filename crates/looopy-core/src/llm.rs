@@ -374,6 +374,9 @@ pub enum LlmError {
         status: u16,
         /// The server's message.
         message: String,
+        /// How long the server asked us to wait (`Retry-After`, which a
+        /// 503 may carry as well as a 429).
+        retry_after: Option<Duration>,
     },
     /// No answer in time (connect, whole request or stream idle gap).
     #[error("timed out: {message}")]
@@ -411,6 +414,17 @@ pub enum LlmError {
 }
 
 impl LlmError {
+    /// How long the server asked us to wait before trying again, when it
+    /// said (`Retry-After` on a 429 or a 5xx).
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            LlmError::RateLimited { retry_after, .. } | LlmError::Server { retry_after, .. } => {
+                *retry_after
+            }
+            _ => None,
+        }
+    }
+
     /// The HTTP status this error stands for, when it has one.
     pub fn status(&self) -> Option<u16> {
         match self {

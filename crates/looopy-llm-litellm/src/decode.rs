@@ -315,7 +315,9 @@ mod tests {
         let c =
             serde_json::from_value(json!({"error":{"message":"overloaded","code":503}})).unwrap();
         let e = d.decode(c, &mut VecDeque::new()).unwrap_err();
-        assert!(matches!(e, LlmError::Server { status: 503, message } if message == "overloaded"));
+        assert!(
+            matches!(e, LlmError::Server { retry_after: None, status: 503, message } if message == "overloaded")
+        );
     }
 
     #[test]

@@ -23,7 +23,11 @@ pub(crate) fn from_status(status: u16, headers: &HeaderMap, body: &str) -> LlmEr
             message,
             retry_after: retry_after(headers, SystemTime::now()),
         },
-        500..=599 => LlmError::Server { status, message },
+        500..=599 => LlmError::Server {
+            status,
+            message,
+            retry_after: retry_after(headers, SystemTime::now()),
+        },
         400..=499 => LlmError::BadRequest {
             message: if status == 400 || status == 422 {
                 message
@@ -58,6 +62,7 @@ pub(crate) fn from_stream_error(error: &Value) -> LlmError {
         }
         None => LlmError::Server {
             status: 500,
+            retry_after: None,
             message: format!("error in stream: {message}"),
         },
     }

@@ -14,10 +14,9 @@ use looopy_core::{
 /// The defaults: at most 5 retries, delays drawn uniformly from
 /// `0..=min(max_delay, base_delay * 2^retry)` ("full jitter") with a base of
 /// 1 s and a cap of 60 s, retrying HTTP 429, 500, 502, 503 and 504 and
-/// connection failures. A `Retry-After` from the server
-/// ([`LlmError::RateLimited::retry_after`](LlmError::RateLimited)) replaces
-/// the drawn delay; when it asks for more than `max_delay` the error is
-/// returned at once instead.
+/// connection failures. A `Retry-After` from the server, on a 429 or a 5xx
+/// ([`LlmError::retry_after`]), replaces the drawn delay; when it asks for
+/// more than `max_delay` the error is returned at once instead.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetryPolicy {
     /// Retries after the first attempt (0 disables retrying).
@@ -87,12 +86,8 @@ impl RetryPolicy {
         if retry >= self.max_retries || !self.is_retryable(error) {
             return None;
         }
-        if let LlmError::RateLimited {
-            retry_after: Some(wait),
-            ..
-        } = error
-        {
-            return (*wait <= self.max_delay).then_some(*wait);
+        if let Some(wait) = error.retry_after() {
+            return (wait <= self.max_delay).then_some(wait);
         }
         let ceiling = self
             .base_delay
@@ -254,6 +249,7 @@ mod tests {
     fn backoff_is_capped_and_honours_retry_after() {
         let p = RetryPolicy::default();
         let server = LlmError::Server {
+            retry_after: None,
             status: 503,
             message: String::new(),
         };
@@ -272,6 +268,7 @@ mod tests {
             message: String::new()
         }));
         assert!(!p.is_retryable(&LlmError::Server {
+            retry_after: None,
             status: 501,
             message: String::new()
         }));

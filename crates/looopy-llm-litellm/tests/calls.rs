@@ -216,6 +216,7 @@ async fn http_errors_are_typed_and_quote_the_server() {
     assert_eq!(
         e,
         LlmError::Server {
+            retry_after: None,
             status: 503,
             message: "upstream overloaded".into()
         }
@@ -224,6 +225,7 @@ async fn http_errors_are_typed_and_quote_the_server() {
     assert_eq!(
         e,
         LlmError::Server {
+            retry_after: None,
             status: 502,
             message: "<html>Bad Gateway</html>".into()
         }

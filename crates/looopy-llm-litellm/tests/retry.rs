@@ -60,6 +60,21 @@ async fn retry_after_seconds_and_http_dates_are_honoured() {
 }
 
 #[tokio::test]
+async fn a_503_with_retry_after_waits_as_asked() {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(FixtureReply::error(503, "overloaded").with_header("retry-after", "1"))
+        .push(FixtureReply::json(openai::completion("ok")));
+    let llm = RetryingLlm::new(provider(&f), slow_backoff());
+    let started = std::time::Instant::now();
+    let r = within(llm.call(ask("a"), &cx())).await.unwrap();
+    assert_eq!(r.message.text(), "ok");
+    assert_eq!(f.requests().len(), 2);
+    // It waited for the server's second, not less (the policy's own draw
+    // could be anything from zero to ten minutes).
+    assert!(started.elapsed() >= Duration::from_millis(900));
+}
+
+#[tokio::test]
 async fn retry_after_beyond_the_cap_gives_up_at_once() {
     let f = OpenAiFixture::start().await.unwrap();
     f.push(FixtureReply::error(429, "quota exhausted").with_header("retry-after", "86400"));
@@ -88,6 +103,7 @@ async fn gives_up_after_max_retries_and_never_retries_client_errors() {
     assert_eq!(
         e,
         LlmError::Server {
+            retry_after: None,
             status: 500,
             message: "down".into()
         }
@@ -135,6 +151,7 @@ async fn stream_is_not_retried_after_its_first_chunk() {
     assert_eq!(
         err,
         Some(LlmError::Server {
+            retry_after: None,
             status: 503,
             message: "overloaded".into()
         })
@@ -160,6 +177,7 @@ async fn connection_errors_are_retried() {
 
 fn server_error() -> LlmError {
     LlmError::Server {
+        retry_after: None,
         status: 503,
         message: "busy".into(),
     }

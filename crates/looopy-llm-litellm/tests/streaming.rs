@@ -193,6 +193,7 @@ async fn errors_before_and_inside_the_stream() {
     assert_eq!(
         err,
         Some(LlmError::Server {
+            retry_after: None,
             status: 503,
             message: "model overloaded".into()
         })

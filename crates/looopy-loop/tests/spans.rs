@@ -157,6 +157,7 @@ async fn a_turn_with_two_parallel_tool_calls_has_the_seed_hierarchy() {
 async fn an_llm_error_is_recorded_on_the_span_that_failed() {
     let spans = traced(async {
         let llm = ScriptedLlm::new().fail(LlmError::Server {
+            retry_after: None,
             status: 502,
             message: "bad gateway".into(),
         });

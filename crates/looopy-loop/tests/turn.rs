@@ -261,6 +261,7 @@ async fn duplicate_tool_names_fail_the_turn_with_a_clear_message() {
 #[tokio::test]
 async fn llm_error_fails_the_turn_with_the_error_in_the_event() {
     let llm = ScriptedLlm::new().fail(LlmError::Server {
+        retry_after: None,
         status: 503,
         message: "upstream down".into(),
     });

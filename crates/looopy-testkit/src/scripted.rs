@@ -210,6 +210,7 @@ mod tests {
         let llm = ScriptedLlm::new()
             .respond(LlmResponse::text("one"))
             .fail(LlmError::Server {
+                retry_after: None,
                 status: 503,
                 message: "down".into(),
             });
