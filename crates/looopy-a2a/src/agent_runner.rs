@@ -98,14 +98,18 @@ impl TurnRunner for AgentRunner {
         let agent = self
             .agent(&request.context_id, &request.auth.principal)
             .map_err(|e| RunnerError::new(format!("could not make the agent: {e}")))?;
+        let client_tools = request.client_tools()?;
         let mut wait = Duration::from_millis(20);
         loop {
-            let options = TurnOptions::new()
+            let mut options = TurnOptions::new()
                 .with_auth(request.auth.clone())
                 .with_task_id(request.task_id.to_string())
                 .with_cancel(request.cancel.clone())
                 .with_metadata(request.metadata.clone())
                 .keep_running_on_drop(true);
+            if let Some(tools) = &client_tools {
+                options = options.with_tools(tools.clone());
+            }
             match agent
                 .execute_turn_with(Some(request.message.clone()), options)
                 .await

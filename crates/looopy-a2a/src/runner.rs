@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
-use looopy_core::{AgentEvent, AuthContext, CancellationToken, Message};
+use looopy_core::{AgentEvent, AuthContext, CancellationToken, Message, ToolProvider};
+use looopy_tools::ClientTools;
 use serde_json::{Map, Value};
 
 /// The events of one turn. The last one should be a `status-update` with
@@ -36,6 +37,21 @@ pub struct TurnRequest {
     pub continues_task: bool,
     /// The request's metadata.
     pub metadata: Map<String, Value>,
+}
+
+impl TurnRequest {
+    /// The client tools this message declares (seed 001), under
+    /// `clientTools` in the message's metadata or else the request's: the
+    /// model may call them in this turn, which then ends `input-required`
+    /// until the client sends the results. `None` when none are declared.
+    pub fn client_tools(&self) -> Result<Option<Arc<dyn ToolProvider>>, RunnerError> {
+        let invalid = |e| RunnerError::new(format!("invalid clientTools: {e}"));
+        let mut tools = ClientTools::from_message(&self.message).map_err(invalid)?;
+        if tools.is_empty() {
+            tools = ClientTools::from_metadata(&self.metadata).map_err(invalid)?;
+        }
+        Ok((!tools.is_empty()).then(|| Arc::new(tools) as Arc<dyn ToolProvider>))
+    }
 }
 
 /// Why a turn could not start.

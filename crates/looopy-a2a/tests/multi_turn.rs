@@ -283,3 +283,69 @@ async fn a_loop_runner_keeps_the_history_of_a_context() {
     let context = r["result"]["contextId"].as_str().unwrap();
     assert_eq!(messages.count(context).await.unwrap(), 4);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn client_tools_declared_in_a_message_are_offered_for_that_turn() {
+    let llm = ScriptedLlm::new()
+        .respond(LlmResponse::tool_calls(
+            "",
+            vec![ToolCall::new("call-7", "get_location", "{}")],
+        ))
+        .respond(LlmResponse::text("You are in Oslo."));
+    // The agent has no tools of its own: the client brings one.
+    let (runner, _stores) = agent_runner(llm.clone(), Vec::new());
+    let server = start(runner).await;
+
+    let mut ask = v1_message("Where am I?");
+    ask["message"]["metadata"] = json!({"clientTools": [{
+        "name": "get_location",
+        "description": "The user's location",
+        "parameters": {"type": "object", "properties": {}}
+    }]});
+    let first = rpc(&server.url, Some("1.0"), "SendMessage", ask).await;
+    let task = &first["result"]["task"];
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{first}"
+    );
+    let offered: Vec<_> = llm.requests()[0]
+        .tools
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert_eq!(offered, ["get_location"]);
+
+    let mut answer = v1_message("");
+    answer["message"]["taskId"] = task["id"].clone();
+    answer["message"]["contextId"] = task["contextId"].clone();
+    answer["message"]["parts"] =
+        json!([{"data": {"toolCallId": "call-7", "result": {"city": "Oslo"}}}]);
+    let done = rpc(&server.url, Some("1.0"), "SendMessage", answer).await;
+    let task = &done["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+    let second = &llm.requests()[1];
+    let result = second
+        .messages
+        .iter()
+        .find(|m| m.role == Role::Tool)
+        .unwrap();
+    assert_eq!(result.tool_call_id.as_deref(), Some("call-7"));
+    assert!(result.text().contains("Oslo"));
+    // Declared per message: the answer declared none, so none were offered.
+    assert!(second.tools.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_invalid_client_tool_declaration_fails_the_task_saying_why() {
+    let (runner, _stores) = agent_runner(ScriptedLlm::new(), Vec::new());
+    let server = start(runner).await;
+    let mut ask = v1_message("hi");
+    ask["message"]["metadata"] = json!({"clientTools": [{"description": "no name"}]});
+    let r = rpc(&server.url, Some("1.0"), "SendMessage", ask).await;
+    let task = &r["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{r}");
+    let text = task["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("invalid clientTools"), "{text}");
+}

@@ -21,8 +21,8 @@ use futures::channel::mpsc;
 use futures::{Stream, StreamExt};
 use looopy_core::store::LifecycleState;
 use looopy_core::{
-    AgentEvent, AuthContext, CancellationToken, History, Message, TaskState, ToolCall, TurnContext,
-    Usage,
+    AgentEvent, AuthContext, CancellationToken, History, Message, TaskState, ToolCall,
+    ToolProvider, TurnContext, Usage,
 };
 use looopy_loop::TurnEnd;
 use serde_json::{Map, Value};
@@ -34,7 +34,7 @@ use crate::driver::{self, Prepared, TurnRun};
 use crate::error::AgentError;
 
 /// Per-turn inputs beside the user message.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct TurnOptions {
     /// Who acts in this turn, with fresh credentials; every tool call of
     /// the turn sees it (`TurnContext::auth`).
@@ -51,6 +51,22 @@ pub struct TurnOptions {
     /// (default false: dropping it cancels the turn). Either way the
     /// messages are saved.
     pub keep_running_on_drop: bool,
+    /// Tools offered in this turn only, beside the agent's own: the client
+    /// tools a message declared (`looopy_tools::ClientTools`), for instance.
+    pub tools: Option<Arc<dyn ToolProvider>>,
+}
+
+impl std::fmt::Debug for TurnOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnOptions")
+            .field("auth", &self.auth)
+            .field("task_id", &self.task_id)
+            .field("cancel", &self.cancel)
+            .field("metadata", &self.metadata)
+            .field("keep_running_on_drop", &self.keep_running_on_drop)
+            .field("tools", &self.tools.as_ref().map(|_| "<provider>"))
+            .finish()
+    }
 }
 
 impl TurnOptions {
@@ -80,6 +96,12 @@ impl TurnOptions {
     /// Adds metadata for providers and tools.
     pub fn with_metadata(mut self, metadata: Map<String, Value>) -> Self {
         self.metadata = metadata;
+        self
+    }
+
+    /// Offers `tools` in this turn only (see [`TurnOptions::tools`]).
+    pub fn with_tools(mut self, tools: Arc<dyn ToolProvider>) -> Self {
+        self.tools = Some(tools);
         self
     }
 
@@ -297,6 +319,9 @@ impl Agent {
                 .with_metadata(metadata);
             if let Some(auth) = options.auth {
                 cx = cx.with_auth(auth);
+            }
+            if let Some(tools) = options.tools {
+                cx = cx.with_turn_tools(tools);
             }
             let (tx, rx) = mpsc::unbounded();
             let summary = Arc::new(Mutex::new(None));

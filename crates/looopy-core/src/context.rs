@@ -6,6 +6,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::tool_provider::ToolProvider;
+
 /// The authenticated principal of a turn, with fresh credentials.
 ///
 /// An Agent lives longer than any token; the caller passes a new
@@ -56,7 +58,7 @@ impl fmt::Debug for AuthContext {
 ///
 /// Cheap to clone. `cancel` fires when the turn is cancelled: long-running
 /// work should watch it.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct TurnContext {
     /// The A2A task of this turn.
     pub task_id: Arc<str>,
@@ -70,6 +72,28 @@ pub struct TurnContext {
     pub cancel: CancellationToken,
     /// Caller-supplied metadata.
     pub metadata: Arc<Map<String, Value>>,
+    /// Tools offered for this turn only, beside the loop's own: for
+    /// instance the client tools an A2A message declared
+    /// (`looopy_tools::ClientTools`). A name clash with the loop's tools
+    /// fails the turn, as between any two providers.
+    pub turn_tools: Option<Arc<dyn ToolProvider>>,
+}
+
+impl fmt::Debug for TurnContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TurnContext")
+            .field("task_id", &self.task_id)
+            .field("context_id", &self.context_id)
+            .field("agent_id", &self.agent_id)
+            .field("auth", &self.auth)
+            .field("cancel", &self.cancel)
+            .field("metadata", &self.metadata)
+            .field(
+                "turn_tools",
+                &self.turn_tools.as_ref().map(|_| "<provider>"),
+            )
+            .finish()
+    }
 }
 
 /// The agent id until one is set, shared rather than allocated per turn.
@@ -86,6 +110,7 @@ impl TurnContext {
             auth: None,
             cancel: CancellationToken::new(),
             metadata: Arc::new(Map::new()),
+            turn_tools: None,
         }
     }
 
@@ -110,6 +135,12 @@ impl TurnContext {
     /// Sets the metadata.
     pub fn with_metadata(mut self, metadata: Map<String, Value>) -> Self {
         self.metadata = Arc::new(metadata);
+        self
+    }
+
+    /// Offers `tools` in this turn only, beside the loop's own.
+    pub fn with_turn_tools(mut self, tools: Arc<dyn ToolProvider>) -> Self {
+        self.turn_tools = Some(tools);
         self
     }
 }

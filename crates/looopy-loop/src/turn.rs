@@ -194,7 +194,17 @@ impl Turn {
     }
 
     async fn body(&mut self, resumed: bool) -> Ending {
-        let registry = match ToolRegistry::build(self.agent.tools.clone(), &self.cx).await {
+        let providers = match &self.cx.turn_tools {
+            None => self.agent.tools.clone(),
+            Some(extra) => self
+                .agent
+                .tools
+                .iter()
+                .cloned()
+                .chain([extra.clone()])
+                .collect(),
+        };
+        let registry = match ToolRegistry::build(providers, &self.cx).await {
             Ok(r) => r,
             Err(e) => return Ending::failed(LoopError::from(e).to_string(), "configuration"),
         };

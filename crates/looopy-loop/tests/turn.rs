@@ -259,6 +259,46 @@ async fn duplicate_tool_names_fail_the_turn_with_a_clear_message() {
 }
 
 #[tokio::test]
+async fn turn_tools_join_the_loops_tools_for_that_turn_only() {
+    let own = FnTools::new().echo("own", Duration::ZERO);
+    let extra: Arc<dyn looopy_core::ToolProvider> =
+        Arc::new(FnTools::new().echo("extra", Duration::ZERO));
+    let llm = ScriptedLlm::new()
+        .respond(LlmResponse::tool_calls(
+            "",
+            vec![ToolCall::new("c1", "extra", r#"{"v":1}"#)],
+        ))
+        .respond(LlmResponse::text("done"))
+        .respond(LlmResponse::text("again"));
+    let agent = AgentLoop::builder(llm.clone()).tools(own).build();
+    let events = drain(agent.start_turn(user("x"), cx().with_turn_tools(extra.clone()))).await;
+    assert_eq!(final_event(&events).state(), Some(TaskState::Completed));
+    let names = |i: usize| -> Vec<String> {
+        llm.requests()[i]
+            .tools
+            .iter()
+            .map(|t| t.name.clone())
+            .collect()
+    };
+    assert_eq!(names(0), ["own", "extra"]);
+    let result = llm.requests()[1]
+        .messages
+        .iter()
+        .find(|m| m.role == Role::Tool)
+        .unwrap()
+        .text();
+    assert!(result.contains("\"v\":1"), "{result}");
+    // The next turn without them sees the loop's own tools only.
+    drain(agent.start_turn(user("y"), cx())).await;
+    assert_eq!(names(2), ["own"]);
+    // A clash with the loop's own tools fails the turn, as between providers.
+    let clash: Arc<dyn looopy_core::ToolProvider> =
+        Arc::new(FnTools::new().echo("own", Duration::ZERO));
+    let events = drain(agent.start_turn(user("z"), cx().with_turn_tools(clash))).await;
+    assert_eq!(final_event(&events).state(), Some(TaskState::Failed));
+}
+
+#[tokio::test]
 async fn llm_error_fails_the_turn_with_the_error_in_the_event() {
     let llm = ScriptedLlm::new().fail(LlmError::Server {
         retry_after: None,
