@@ -24,6 +24,7 @@ use crate::artifacts::{ArtifactRecorder, strip_tool_artifacts};
 use crate::client;
 use crate::compaction::{self, CompactionReport};
 use crate::lease::Lease;
+use crate::pause::PauseRelay;
 use crate::turn::TurnSummary;
 use crate::window;
 
@@ -48,6 +49,8 @@ pub(crate) struct TurnRun {
     pub(crate) tx: UnboundedSender<AgentEvent>,
     /// Boxed: empty until the turn ends, and every running turn has one.
     pub(crate) summary: Arc<Mutex<Option<Box<TurnSummary>>>>,
+    /// Pause requests from the `AgentTurn`.
+    pub(crate) pause: Arc<PauseRelay>,
 }
 
 /// What the loop left once its stream ended.
@@ -84,6 +87,7 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
         let base = sent.len();
         let stream = agent.inner.agent_loop.start_turn(sent, cx.clone());
         let handle = stream.handle();
+        turn.pause.attach(handle.clone());
         let mut recorder = ArtifactRecorder::new(
             agent.inner.artifacts.clone(),
             agent.inner.context_id.clone(),

@@ -10,7 +10,8 @@
 //! - [`compaction`]: summarising old history;
 //! - `artifacts`: saving streamed and tool-made artifacts;
 //! - `client`: client tool results and tool calls left open;
-//! - `lease`: the cross-process turn lease.
+//! - `lease`: the cross-process turn lease;
+//! - `pause`: pausing a running turn from its [`AgentTurn`].
 
 mod agent;
 mod artifacts;
@@ -21,6 +22,7 @@ mod config;
 mod driver;
 mod error;
 mod lease;
+mod pause;
 mod turn;
 pub mod window;
 

@@ -32,6 +32,7 @@ use crate::client;
 use crate::compaction::CompactionReport;
 use crate::driver::{self, Prepared, TurnRun};
 use crate::error::AgentError;
+use crate::pause::PauseRelay;
 
 /// Per-turn inputs beside the user message.
 #[derive(Clone, Default)]
@@ -159,6 +160,7 @@ pub struct AgentTurn {
     turn_number: u64,
     cancel: CancellationToken,
     summary: Arc<Mutex<Option<Box<TurnSummary>>>>,
+    pause: Arc<PauseRelay>,
     cancel_on_drop: bool,
     ended: bool,
 }
@@ -182,6 +184,24 @@ impl AgentTurn {
     /// The turn's cancellation token.
     pub fn cancellation_token(&self) -> CancellationToken {
         self.cancel.clone()
+    }
+
+    /// Pauses the turn before its next model call or tool call (seed 002):
+    /// an `internal:execution-paused` event says when it stopped. Asked
+    /// before the loop has started, it holds the first model call.
+    /// Cancelling still works while paused.
+    pub fn pause(&self, reason: impl Into<String>) {
+        self.pause.pause(reason.into());
+    }
+
+    /// Lets a paused turn go on (`internal:execution-resumed`).
+    pub fn resume(&self) {
+        self.pause.resume();
+    }
+
+    /// Whether a pause is requested.
+    pub fn is_paused(&self) -> bool {
+        self.pause.is_paused()
     }
 
     /// How the turn ended, once the final event was sent.
@@ -325,6 +345,7 @@ impl Agent {
             }
             let (tx, rx) = mpsc::unbounded();
             let summary = Arc::new(Mutex::new(None));
+            let pause = Arc::new(PauseRelay::default());
             let run = TurnRun {
                 agent: self.clone(),
                 guard,
@@ -334,6 +355,7 @@ impl Agent {
                 turn_number,
                 tx,
                 summary: summary.clone(),
+                pause: pause.clone(),
             };
             tokio::spawn(driver::drive(run));
             Ok(AgentTurn {
@@ -342,6 +364,7 @@ impl Agent {
                 turn_number,
                 cancel,
                 summary,
+                pause,
                 cancel_on_drop: !options.keep_running_on_drop,
                 ended: false,
             })

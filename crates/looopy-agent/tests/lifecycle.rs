@@ -349,3 +349,39 @@ async fn an_empty_conversation_without_a_message_is_refused() {
     assert_eq!(agent.lifecycle(), LifecycleState::Ready);
     assert_eq!(llm.request_count(), 0);
 }
+
+#[tokio::test]
+async fn a_turn_paused_from_its_agent_turn_waits_and_goes_on_when_resumed() {
+    use futures::StreamExt;
+    let stores = MemoryStores::new();
+    let llm = ScriptedLlm::new().respond(LlmResponse::text("after the pause"));
+    let agent = builder("paused", &llm, &stores).build().unwrap();
+    let mut t = agent
+        .execute_turn(Some(Message::user("go")), None)
+        .await
+        .unwrap();
+    // Asked before the loop has started: it holds the first model call.
+    t.pause("operator");
+    assert!(t.is_paused());
+    until(&mut t, |e| e.kind() == "internal:execution-paused").await;
+    let quiet = tokio::time::timeout(std::time::Duration::from_millis(100), t.next()).await;
+    assert!(quiet.is_err(), "an event arrived while paused: {quiet:?}");
+    assert_eq!(llm.request_count(), 0);
+    assert_eq!(agent.lifecycle(), LifecycleState::Busy);
+
+    t.resume();
+    assert!(!t.is_paused());
+    let (events, summary) = t.collect_all().await;
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind()).collect();
+    let resumed = kinds
+        .iter()
+        .position(|k| *k == "internal:execution-resumed")
+        .unwrap();
+    let call = kinds
+        .iter()
+        .position(|k| *k == "internal:llm-call")
+        .unwrap();
+    assert!(resumed < call, "{kinds:?}");
+    assert_eq!(summary.unwrap().state, TaskState::Completed);
+    assert_eq!(llm.request_count(), 1);
+}
