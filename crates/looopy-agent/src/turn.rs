@@ -35,7 +35,7 @@ use crate::error::AgentError;
 use crate::pause::PauseRelay;
 
 /// Per-turn inputs beside the user message.
-#[derive(Clone, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct TurnOptions {
     /// Who acts in this turn, with fresh credentials; every tool call of
     /// the turn sees it (`TurnContext::auth`).
@@ -55,19 +55,6 @@ pub struct TurnOptions {
     /// Tools offered in this turn only, beside the agent's own: the client
     /// tools a message declared (`looopy_tools::ClientTools`), for instance.
     pub tools: Option<Arc<dyn ToolProvider>>,
-}
-
-impl std::fmt::Debug for TurnOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TurnOptions")
-            .field("auth", &self.auth)
-            .field("task_id", &self.task_id)
-            .field("cancel", &self.cancel)
-            .field("metadata", &self.metadata)
-            .field("keep_running_on_drop", &self.keep_running_on_drop)
-            .field("tools", &self.tools.as_ref().map(|_| "<provider>"))
-            .finish()
-    }
 }
 
 impl TurnOptions {

@@ -58,7 +58,7 @@ impl fmt::Debug for AuthContext {
 ///
 /// Cheap to clone. `cancel` fires when the turn is cancelled: long-running
 /// work should watch it.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct TurnContext {
     /// The A2A task of this turn.
     pub task_id: Arc<str>,
@@ -77,23 +77,6 @@ pub struct TurnContext {
     /// (`looopy_tools::ClientTools`). A name clash with the loop's tools
     /// fails the turn, as between any two providers.
     pub turn_tools: Option<Arc<dyn ToolProvider>>,
-}
-
-impl fmt::Debug for TurnContext {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TurnContext")
-            .field("task_id", &self.task_id)
-            .field("context_id", &self.context_id)
-            .field("agent_id", &self.agent_id)
-            .field("auth", &self.auth)
-            .field("cancel", &self.cancel)
-            .field("metadata", &self.metadata)
-            .field(
-                "turn_tools",
-                &self.turn_tools.as_ref().map(|_| "<provider>"),
-            )
-            .finish()
-    }
 }
 
 /// The agent id until one is set, shared rather than allocated per turn.

@@ -57,6 +57,15 @@ pub enum ToolError {
     Cancelled,
 }
 
+/// Providers print as a placeholder, so that the structs holding one
+/// (`TurnContext::turn_tools`, the Agent's `TurnOptions::tools`) derive
+/// `Debug`.
+impl std::fmt::Debug for dyn ToolProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<tool provider>")
+    }
+}
+
 /// A source of tools.
 ///
 /// `execute` never fails: a failure is a [`ToolResult`] with `is_error`, which
