@@ -124,26 +124,15 @@ impl LocalTools {
     ) -> Self
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
-        R: Serialize + 'static,
-        E: fmt::Display + 'static,
+        R: Serialize + Send + 'static,
+        E: fmt::Display + Send + 'static,
         F: Fn(A, &ToolContext) -> Result<R, E> + Send + Sync + 'static,
     {
-        let name = name.into();
-        let definition = ToolDefinition::new(name, description, schema_for::<A>());
-        let f = Arc::new(f);
-        let handler: Handler = Arc::new(move |call: ToolCall, cx: ToolContext| {
-            let f = Arc::clone(&f);
-            let id = call.id.clone();
-            let tool = call.name.clone();
-            let run = async move {
-                match parse_arguments::<A>(&call) {
-                    Ok(args) => finish(call.id, f(args, &cx)),
-                    Err(error) => ToolResult::error(call.id, error.to_string()),
-                }
-            };
-            guard_panics(id, tool, run)
-        });
-        self.insert(definition, handler)
+        // An async tool whose future is ready at once: argument checks and
+        // panic handling are the async path's.
+        self.tool(name, description, move |args: A, cx: ToolContext| {
+            std::future::ready(f(args, &cx))
+        })
     }
 
     /// Registers a tool that takes the raw call and builds its own
