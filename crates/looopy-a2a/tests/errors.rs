@@ -20,71 +20,47 @@ async fn code(url: &str, version: Option<&str>, body: &str) -> (u16, i64) {
 async fn envelope_errors() {
     let server = start(ScriptedRunner::hello()).await;
     let url = &server.url;
-    assert_eq!(code(url, None, "{not json").await, (200, -32700));
-    assert_eq!(code(url, None, "").await, (200, -32700));
-    assert_eq!(code(url, None, "[]").await, (200, -32600));
-    assert_eq!(
-        code(
-            url,
+    // (A2A-Version header, body, the error code expected with HTTP 200.)
+    let cases: &[(Option<&str>, &str, i64)] = &[
+        (None, "{not json", -32700),
+        (None, "", -32700),
+        (None, "[]", -32600),
+        (
             None,
-            r#"[{"jsonrpc":"2.0","id":1,"method":"tasks/get"}]"#
-        )
-        .await,
-        (200, -32600)
-    );
-    assert_eq!(
-        code(url, None, r#"{"jsonrpc":"2.0","method":"tasks/get"}"#).await,
-        (200, -32600)
-    );
-    assert_eq!(
-        code(
-            url,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"tasks/get"}]"#,
+            -32600,
+        ),
+        (None, r#"{"jsonrpc":"2.0","method":"tasks/get"}"#, -32600),
+        (
             None,
-            r#"{"jsonrpc":"1.0","id":1,"method":"tasks/get"}"#
-        )
-        .await,
-        (200, -32600)
-    );
-    assert_eq!(
-        code(
-            url,
+            r#"{"jsonrpc":"1.0","id":1,"method":"tasks/get"}"#,
+            -32600,
+        ),
+        (
             None,
-            r#"{"jsonrpc":"2.0","id":{},"method":"tasks/get"}"#
-        )
-        .await,
-        (200, -32600)
-    );
-    assert_eq!(
-        code(url, None, r#"{"jsonrpc":"2.0","id":1,"method":5}"#).await,
-        (200, -32600)
-    );
-    assert_eq!(
-        code(
-            url,
+            r#"{"jsonrpc":"2.0","id":{},"method":"tasks/get"}"#,
+            -32600,
+        ),
+        (None, r#"{"jsonrpc":"2.0","id":1,"method":5}"#, -32600),
+        (
             None,
-            r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":3}"#
-        )
-        .await,
-        (200, -32600)
-    );
-    assert_eq!(
-        code(
-            url,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":3}"#,
+            -32600,
+        ),
+        (
             None,
-            r#"{"jsonrpc":"2.0","id":1,"method":"tasks/nope"}"#
-        )
-        .await,
-        (200, -32601)
-    );
-    assert_eq!(
-        code(
-            url,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tasks/nope"}"#,
+            -32601,
+        ),
+        (
             Some("1.0"),
-            r#"{"jsonrpc":"2.0","id":1,"method":"Nope"}"#
-        )
-        .await,
-        (200, -32601)
-    );
+            r#"{"jsonrpc":"2.0","id":1,"method":"Nope"}"#,
+            -32601,
+        ),
+    ];
+    for (version, body, want) in cases {
+        assert_eq!(code(url, *version, body).await, (200, *want), "{body}");
+    }
     // The id is echoed when it could be read.
     let (_, v) = rpc_raw(
         url,
@@ -122,67 +98,50 @@ async fn params_errors() {
         async move { code(&url, v, &body).await }
     };
     let v1 = Some("1.0");
-    assert_eq!(call("SendMessage", json!({}), v1).await, (200, -32602));
-    assert_eq!(call("SendMessage", json!([1]), v1).await, (200, -32602));
-    assert_eq!(
-        call(
+    // (method, params, A2A-Version header, the error code expected with HTTP 200.)
+    let cases = [
+        ("SendMessage", json!({}), v1, -32602),
+        ("SendMessage", json!([1]), v1, -32602),
+        (
             "SendMessage",
             json!({"message": {"role": "ROLE_USER", "messageId": "m", "parts": []}}),
-            v1
-        )
-        .await,
-        (200, -32602)
-    );
-    assert_eq!(
-        call(
+            v1,
+            -32602,
+        ),
+        (
             "SendMessage",
             json!({"message": {"role": "ROLE_USER", "messageId": "m", "parts": [{"bogus": 1}]}}),
-            v1
-        )
-        .await,
-        (200, -32602)
-    );
-    assert_eq!(
-        call(
+            v1,
+            -32602,
+        ),
+        (
             "SendMessage",
             json!({"message": {"role": "ROLE_AGENT", "messageId": "m", "parts": [{"text": "x"}]}}),
-            v1
-        )
-        .await,
-        (200, -32602)
-    );
-    assert_eq!(call("GetTask", json!({}), v1).await, (200, -32602));
-    assert_eq!(call("GetTask", json!({"id": 5}), v1).await, (200, -32602));
-    assert_eq!(
-        call(
+            v1,
+            -32602,
+        ),
+        ("GetTask", json!({}), v1, -32602),
+        ("GetTask", json!({"id": 5}), v1, -32602),
+        (
             "message/send",
             json!({"message": {"role": "user", "messageId": "m", "parts": [{"kind": "text"}]}}),
-            None
-        )
-        .await,
-        (200, -32602)
-    );
-    assert_eq!(
-        call(
+            None,
+            -32602,
+        ),
+        (
             "message/send",
             json!({"message": {"role": "user", "parts": [{"kind": "text", "text": "x"}]}}),
-            None
-        )
-        .await,
-        (200, -32602)
-    );
-    assert_eq!(
-        call("tasks/get", json!({"id": "nope"}), None).await,
-        (200, -32001)
-    );
-    assert_eq!(
-        call("tasks/cancel", json!({"id": "nope"}), None).await,
-        (200, -32001)
-    );
-    assert_eq!(
-        call("GetTask", json!({"id": "nope"}), v1).await,
-        (200, -32001)
-    );
+            None,
+            -32602,
+        ),
+        ("tasks/get", json!({"id": "nope"}), None, -32001),
+        ("tasks/cancel", json!({"id": "nope"}), None, -32001),
+        ("GetTask", json!({"id": "nope"}), v1, -32001),
+    ];
+    for (method, params, version, want) in cases {
+        let what = format!("{method} {params}");
+        assert_eq!(call(method, params, version).await, (200, want), "{what}");
+    }
 
     // The field at fault is named.
     let body = json!({"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id": 5}}).to_string();
