@@ -104,33 +104,32 @@ async fn several_tool_calls_streamed_interleaved() {
     );
 }
 
+/// The stream failed as malformed, quoting `quoted` in its message.
+fn assert_malformed(err: &Option<LlmError>, quoted: &str) {
+    assert!(
+        matches!(err, Some(LlmError::MalformedResponse { message }) if message.contains(quoted)),
+        "{err:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_stream_cut_before_done_is_malformed() {
     let f = OpenAiFixture::start().await.unwrap();
-    f.push(
-        SseReply::new(vec![openai::text_chunk("partial")])
-            .end(SseEnd::Close)
-            .into(),
-    )
-    .push(
-        SseReply::new(vec![openai::text_chunk("partial")])
-            .end(SseEnd::Abort)
-            .into(),
-    );
+    // A clean close, then an aborted connection, both before `[DONE]`.
+    for end in [SseEnd::Close, SseEnd::Abort] {
+        f.push(
+            SseReply::new(vec![openai::text_chunk("partial")])
+                .end(end)
+                .into(),
+        );
+    }
     let llm = provider(&f);
     let cx = cx();
-    let (chunks, err) = drain(llm.stream(ask("a"), &cx)).await;
-    assert_eq!(chunks, vec![LlmChunk::TextDelta("partial".into())]);
-    assert!(
-        matches!(&err, Some(LlmError::MalformedResponse { message }) if message.contains("[DONE]")),
-        "{err:?}"
-    );
-    let (chunks, err) = drain(llm.stream(ask("a"), &cx)).await;
-    assert_eq!(chunks, vec![LlmChunk::TextDelta("partial".into())]);
-    assert!(
-        matches!(&err, Some(LlmError::MalformedResponse { message }) if message.contains("[DONE]")),
-        "{err:?}"
-    );
+    for _ in 0..2 {
+        let (chunks, err) = drain(llm.stream(ask("a"), &cx)).await;
+        assert_eq!(chunks, vec![LlmChunk::TextDelta("partial".into())]);
+        assert_malformed(&err, "[DONE]");
+    }
 }
 
 #[tokio::test]
@@ -143,10 +142,7 @@ async fn garbage_chunks_are_malformed_and_quoted() {
     let cx = cx();
     let (chunks, err) = drain(provider(&f).stream(ask("a"), &cx)).await;
     assert_eq!(chunks, vec![LlmChunk::TextDelta("a".into())]);
-    assert!(
-        matches!(&err, Some(LlmError::MalformedResponse { message }) if message.contains("{not json at all")),
-        "{err:?}"
-    );
+    assert_malformed(&err, "{not json at all");
 }
 
 #[tokio::test]
