@@ -15,14 +15,7 @@ use support::*;
 async fn cancel_a_running_task_then_again() {
     let runner = ScriptedRunner::new(vec![vec![working(), Step::UntilCancelled]]);
     let server = start(runner).await;
-    let mut stream = sse(
-        &server.url,
-        Some("1.0"),
-        &[],
-        "SendStreamingMessage",
-        v1_message("long job"),
-    )
-    .await;
+    let mut stream = stream_v1(&server.url, v1_message("long job")).await;
     let task_id = stream.next().await.unwrap().data["result"]["task"]["id"]
         .as_str()
         .unwrap()

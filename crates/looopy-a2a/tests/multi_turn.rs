@@ -182,14 +182,7 @@ async fn continuation_rules() {
     assert_eq!(requests[1].task_id, requests[0].task_id);
     assert_eq!(requests[1].message.text(), "Paris");
 
-    let mut s = sse(
-        &server.url,
-        Some("1.0"),
-        &[],
-        "SubscribeToTask",
-        json!({"id": task_id}),
-    )
-    .await;
+    let mut s = subscribe_v1(&server.url, &task_id).await;
     // The task as it is now, then this turn from its start.
     let now = s.next().await.unwrap();
     assert!(now.id.is_none());

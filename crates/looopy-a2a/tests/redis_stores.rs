@@ -60,14 +60,7 @@ async fn two_servers_on_redis_serve_the_same_tasks() {
     let b = serve(server(ScriptedRunner::hello(), &stores), &shared).await;
 
     // Stream on A, drop it midway, resume on B.
-    let mut first = sse(
-        &a.url,
-        Some("1.0"),
-        &[],
-        "SendStreamingMessage",
-        v1_message("count"),
-    )
-    .await;
+    let mut first = stream_v1(&a.url, v1_message("count")).await;
     let task_id = first.next().await.unwrap().data["result"]["task"]["id"]
         .as_str()
         .unwrap()

@@ -41,14 +41,7 @@ async fn log_ids(server: &TestServer, task_id: &str) -> Vec<String> {
 async fn v1_disconnect_then_resubscribe_gets_exactly_the_missing_events() {
     let gate = Arc::new(Semaphore::new(0));
     let server = start(gated(&gate)).await;
-    let mut first = sse(
-        &server.url,
-        Some("1.0"),
-        &[],
-        "SendStreamingMessage",
-        v1_message("count"),
-    )
-    .await;
+    let mut first = stream_v1(&server.url, v1_message("count")).await;
     let task = first.next().await.unwrap();
     let task_id = task.data["result"]["task"]["id"]
         .as_str()
@@ -190,14 +183,7 @@ async fn subscribe_without_last_event_id_starts_with_the_task_and_replays_the_tu
     })
     .await;
     let task_id = r["result"]["task"]["id"].as_str().unwrap().to_owned();
-    let mut s = sse(
-        &server.url,
-        Some("1.0"),
-        &[],
-        "SubscribeToTask",
-        json!({"id": task_id}),
-    )
-    .await;
+    let mut s = subscribe_v1(&server.url, &task_id).await;
     let snapshot = s.next().await.unwrap();
     assert!(snapshot.id.is_none());
     assert_eq!(snapshot.data["result"]["task"]["id"], task_id.as_str());
@@ -221,14 +207,7 @@ async fn a_second_server_sharing_the_stores_serves_the_stream() {
     let stores = SharedStores::default();
     let a = serve(builder(gated(&gate), &stores).build(), &stores).await;
     let b = serve(builder(ScriptedRunner::hello(), &stores).build(), &stores).await;
-    let mut first = sse(
-        &a.url,
-        Some("1.0"),
-        &[],
-        "SendStreamingMessage",
-        v1_message("count"),
-    )
-    .await;
+    let mut first = stream_v1(&a.url, v1_message("count")).await;
     let task_id = first.next().await.unwrap().data["result"]["task"]["id"]
         .as_str()
         .unwrap()

@@ -21,14 +21,7 @@ async fn shutdown_ends_streams_and_cancels_turns_after_the_grace() {
         &stores,
     )
     .await;
-    let mut stream = sse(
-        &server.url,
-        Some("1.0"),
-        &[],
-        "SendStreamingMessage",
-        v1_message("forever"),
-    )
-    .await;
+    let mut stream = stream_v1(&server.url, v1_message("forever")).await;
     let task_id = stream.next().await.unwrap().data["result"]["task"]["id"]
         .as_str()
         .unwrap()

@@ -396,6 +396,23 @@ pub async fn stream_request(
     req.send().await.unwrap()
 }
 
+/// `SendStreamingMessage` (A2A 1.0) with no extra headers.
+pub async fn stream_v1(url: &str, params: Value) -> SseReader {
+    sse(url, Some("1.0"), &[], "SendStreamingMessage", params).await
+}
+
+/// `SubscribeToTask` (A2A 1.0) with no extra headers.
+pub async fn subscribe_v1(url: &str, task_id: &str) -> SseReader {
+    sse(
+        url,
+        Some("1.0"),
+        &[],
+        "SubscribeToTask",
+        json!({"id": task_id}),
+    )
+    .await
+}
+
 /// Opens a streaming JSON-RPC call.
 pub async fn sse(
     url: &str,
