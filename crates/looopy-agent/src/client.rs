@@ -24,6 +24,7 @@ use serde_json::Value;
 
 use crate::error::AgentError;
 
+use looopy_core::client_tool;
 pub use looopy_core::client_tool::{CLIENT_TOOL_MARK, ClientToolResult};
 
 /// Metadata key marking results the Agent made up for calls that never got
@@ -89,38 +90,21 @@ pub(crate) fn prepare_input(
         return Ok(user.into_iter().collect());
     }
     if let Some(message) = user {
-        let mut kept_parts = Vec::new();
-        let mut had_results = false;
-        let Message {
-            message_id,
-            role,
-            parts,
-            tool_calls,
-            tool_call_id,
-            metadata,
-        } = message;
-        for part in parts {
-            match ClientToolResult::from_part(&part) {
-                Some(r) if role == Role::User => {
-                    had_results = true;
-                    if !open.iter().any(|c| c.id == r.tool_call_id) {
-                        return Err(AgentError::UnknownToolCall {
-                            tool_call_id: r.tool_call_id,
-                        });
-                    }
-                    given.insert(r.tool_call_id.clone(), r.into_message());
-                }
-                _ => kept_parts.push(part),
+        // Only the user answers client tool calls.
+        let (results, left) = if message.role == Role::User {
+            client_tool::split_results(message)
+        } else {
+            (Vec::new(), Some(message))
+        };
+        for r in results {
+            if !open.iter().any(|c| c.id == r.tool_call_id) {
+                return Err(AgentError::UnknownToolCall {
+                    tool_call_id: r.tool_call_id,
+                });
             }
+            given.insert(r.tool_call_id.clone(), r.into_message());
         }
-        if !kept_parts.is_empty() || !had_results {
-            let mut m = Message::with_parts(role, kept_parts);
-            m.message_id = message_id;
-            m.tool_calls = tool_calls;
-            m.tool_call_id = tool_call_id;
-            m.metadata = metadata;
-            rest = Some(m);
-        }
+        rest = left;
     }
     let mut out: Vec<Message> = open
         .iter()

@@ -78,6 +78,37 @@ impl ClientToolResult {
     }
 }
 
+/// Splits a client's message into the results it carries, in order, and
+/// what is left of it: the other parts, with the message's id and metadata
+/// (`None` when it held only results).
+pub fn split_results(message: Message) -> (Vec<ClientToolResult>, Option<Message>) {
+    let Message {
+        message_id,
+        role,
+        parts,
+        tool_calls,
+        tool_call_id,
+        metadata,
+    } = message;
+    let mut results = Vec::new();
+    let mut rest = Vec::new();
+    for part in parts {
+        match ClientToolResult::from_part(&part) {
+            Some(result) => results.push(result),
+            None => rest.push(part),
+        }
+    }
+    let rest = (!rest.is_empty() || results.is_empty()).then(|| {
+        let mut m = Message::with_parts(role, rest);
+        m.message_id = message_id;
+        m.tool_calls = tool_calls;
+        m.tool_call_id = tool_call_id;
+        m.metadata = metadata;
+        m
+    });
+    (results, rest)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

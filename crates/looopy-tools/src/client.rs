@@ -186,29 +186,12 @@ pub fn client_results(message: &Message) -> Vec<ClientToolResult> {
 /// Splits a client's message into the tool messages for the results it
 /// carries and what is left of it (`None` when it held only results).
 pub fn split_client_results(message: Message) -> (Vec<Message>, Option<Message>) {
-    let mut results = Vec::new();
-    let mut rest = Vec::new();
-    let Message {
-        message_id,
-        role,
-        parts,
-        tool_calls,
-        tool_call_id,
-        metadata,
-    } = message;
-    for part in parts {
-        match ClientToolResult::from_part(&part) {
-            Some(result) => results.push(result.into_message()),
-            None => rest.push(part),
-        }
-    }
-    let rest = (!rest.is_empty() || results.is_empty()).then(|| {
-        let mut m = Message::with_parts(role, rest);
-        m.message_id = message_id;
-        m.tool_calls = tool_calls;
-        m.tool_call_id = tool_call_id;
-        m.metadata = metadata;
-        m
-    });
-    (results, rest)
+    let (results, rest) = looopy_core::client_tool::split_results(message);
+    (
+        results
+            .into_iter()
+            .map(ClientToolResult::into_message)
+            .collect(),
+        rest,
+    )
 }
