@@ -77,6 +77,11 @@ pub struct TurnContext {
     /// (`looopy_tools::ClientTools`). A name clash with the loop's tools
     /// fails the turn, as between any two providers.
     pub turn_tools: Option<Arc<dyn ToolProvider>>,
+    /// The id of the tool call this context was made for, while one tool
+    /// call runs: the loop sets it on the context it passes to each
+    /// [`ToolProvider::execute`]; it is `None` elsewhere. See
+    /// [`TurnContext::idempotency_key`].
+    pub call_id: Option<Arc<str>>,
 }
 
 /// The agent id until one is set, shared rather than allocated per turn.
@@ -94,6 +99,7 @@ impl TurnContext {
             cancel: CancellationToken::new(),
             metadata: Arc::new(Map::new()),
             turn_tools: None,
+            call_id: None,
         }
     }
 
@@ -125,6 +131,21 @@ impl TurnContext {
     pub fn with_turn_tools(mut self, tools: Arc<dyn ToolProvider>) -> Self {
         self.turn_tools = Some(tools);
         self
+    }
+
+    /// The context of one tool call: this one, with the call's id.
+    pub fn with_call_id(mut self, call_id: impl Into<Arc<str>>) -> Self {
+        self.call_id = Some(call_id.into());
+        self
+    }
+
+    /// A stable key for the tool call being run, for tools with side effects
+    /// to recognise a call they already carried out: the call's id, which is
+    /// stored in the turn's history and stays the same when a turn is resumed
+    /// after a crash and an in-flight call is run again. `None` outside a
+    /// tool call.
+    pub fn idempotency_key(&self) -> Option<&str> {
+        self.call_id.as_deref()
     }
 }
 

@@ -187,6 +187,22 @@ pub enum EventPayload {
         /// Wall time in milliseconds.
         duration_ms: u64,
     },
+    /// A resumed turn found a tool call that was in flight when the process
+    /// running the turn stopped (no result recorded). Emitted once per such
+    /// call, before anything else happens to it: when `retried`, the tool is
+    /// idempotent and the call runs again (its `internal:tool-start` and
+    /// `internal:tool-complete` follow); otherwise it is not run, and its
+    /// `internal:tool-complete` follows at once with the error result the
+    /// model gets ([`ToolResult::interrupted()`]).
+    #[serde(rename = "internal:tool-interrupted", rename_all = "camelCase")]
+    ToolInterrupted {
+        /// The tool's name.
+        name: String,
+        /// The call's id (its idempotency key).
+        call_id: String,
+        /// Whether the call runs again.
+        retried: bool,
+    },
     /// Loop state was persisted.
     #[serde(rename = "internal:checkpoint", rename_all = "camelCase")]
     Checkpoint {
@@ -291,6 +307,7 @@ impl EventPayload {
             EventPayload::Text { .. } => "internal:text",
             EventPayload::ToolStart { .. } => "internal:tool-start",
             EventPayload::ToolComplete { .. } => "internal:tool-complete",
+            EventPayload::ToolInterrupted { .. } => "internal:tool-interrupted",
             EventPayload::Checkpoint { .. } => "internal:checkpoint",
             EventPayload::Usage { .. } => "internal:usage",
             EventPayload::ExecutionStart { .. } => "internal:execution-start",
@@ -365,6 +382,11 @@ mod tests {
                 point: "before_llm".into(),
                 message: "m".into(),
                 fatal: true,
+            },
+            EventPayload::ToolInterrupted {
+                name: "send_mail".into(),
+                call_id: "c1".into(),
+                retried: false,
             },
         ];
         for p in payloads {

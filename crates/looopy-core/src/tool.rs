@@ -17,6 +17,19 @@ pub struct ToolDefinition {
     /// JSON Schema of the arguments object.
     #[serde(default = "empty_object_schema")]
     pub parameters: Value,
+    /// Whether running the same call twice has the effect of running it
+    /// once. Decides what a resumed turn does with a call of this tool that
+    /// was in flight when the process running the turn stopped: an
+    /// idempotent tool runs it again, any other tool does not (the model is
+    /// told the call was interrupted). For the loop only: it is never sent
+    /// to a model. MCP servers declare it with the `idempotentHint`
+    /// annotation.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub idempotent: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn empty_object_schema() -> Value {
@@ -30,7 +43,14 @@ impl ToolDefinition {
             name: name.into(),
             description: description.into(),
             parameters,
+            idempotent: false,
         }
+    }
+
+    /// Declares the tool idempotent (or not): see the field of the same name.
+    pub fn idempotent(mut self, idempotent: bool) -> Self {
+        self.idempotent = idempotent;
+        self
     }
 
     /// A definition for a tool that takes no arguments.
@@ -111,6 +131,12 @@ pub struct ToolResult {
     /// Free-form metadata.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
+    /// The call did not finish: it was in flight when the process running
+    /// the turn stopped, and the resumed turn did not run it again (its tool
+    /// is not idempotent). Such a result is an error made by the loop, not
+    /// by the tool (see [`ToolResult::interrupted()`]).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub interrupted: bool,
 }
 
 impl ToolResult {
@@ -122,6 +148,7 @@ impl ToolResult {
             is_error: false,
             signal: None,
             metadata: Map::new(),
+            interrupted: false,
         }
     }
 
@@ -141,6 +168,25 @@ impl ToolResult {
         ToolResult {
             is_error: true,
             ..Self::text(tool_call_id, text)
+        }
+    }
+
+    /// The result of a call that was in flight when the process running the
+    /// turn stopped, and that the resumed turn does not run again because
+    /// its tool `tool` is not idempotent: an error result, marked
+    /// [`interrupted`](#structfield.interrupted), telling the model that the
+    /// call may or may not have taken effect.
+    pub fn interrupted(tool_call_id: impl Into<String>, tool: &str) -> Self {
+        ToolResult {
+            interrupted: true,
+            ..Self::error(
+                tool_call_id,
+                format!(
+                    "the call was interrupted by a restart and not retried: tool '{tool}' \
+                     is not declared idempotent, so running it again could repeat its effects. \
+                     It may or may not have taken effect; check before calling it again."
+                ),
+            )
         }
     }
 
@@ -175,6 +221,11 @@ impl ToolResult {
         message.metadata = self.metadata;
         if self.is_error {
             message.metadata.insert("isError".into(), Value::Bool(true));
+        }
+        if self.interrupted {
+            message
+                .metadata
+                .insert("interrupted".into(), Value::Bool(true));
         }
         message
     }
@@ -213,5 +264,46 @@ mod tests {
         assert_eq!(m.role, Role::Tool);
         assert_eq!(m.tool_call_id.as_deref(), Some("c"));
         assert!(m.is_error());
+    }
+
+    #[test]
+    fn the_idempotent_flag_is_camel_case_and_only_written_when_set() {
+        let plain = ToolDefinition::without_parameters("t", "d");
+        assert!(!plain.idempotent);
+        let v = serde_json::to_value(&plain).unwrap();
+        assert!(v.get("idempotent").is_none(), "{v}");
+        let flagged = plain.clone().idempotent(true);
+        let v = serde_json::to_value(&flagged).unwrap();
+        assert_eq!(v["idempotent"], true);
+        assert_eq!(
+            serde_json::from_value::<ToolDefinition>(v).unwrap(),
+            flagged
+        );
+        let read: ToolDefinition =
+            serde_json::from_value(serde_json::json!({"name": "x"})).unwrap();
+        assert!(!read.idempotent);
+    }
+
+    #[test]
+    fn an_interrupted_result_is_an_error_marked_interrupted() {
+        let r = ToolResult::interrupted("c1", "send_mail");
+        assert!(r.is_error && r.interrupted);
+        let text = r.text_content();
+        assert!(
+            text.starts_with("Error: the call was interrupted by a restart and not retried"),
+            "{text}"
+        );
+        assert!(text.contains("'send_mail'"), "{text}");
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["interrupted"], true);
+        assert!(
+            serde_json::to_value(ToolResult::text("c", "x"))
+                .unwrap()
+                .get("interrupted")
+                .is_none()
+        );
+        let m = r.into_message();
+        assert!(m.is_error());
+        assert_eq!(m.metadata["interrupted"], true);
     }
 }

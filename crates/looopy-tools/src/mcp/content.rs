@@ -101,6 +101,7 @@ pub(crate) fn to_tool_result(tool_call_id: String, result: CallToolResult) -> To
         is_error,
         signal: None,
         metadata,
+        interrupted: false,
     }
 }
 
