@@ -183,6 +183,14 @@ impl Emitter {
         });
     }
 
+    pub(crate) fn tool_interrupted(&self, call: &ToolCall, retried: bool) {
+        self.emit(EventPayload::ToolInterrupted {
+            name: call.name.clone(),
+            call_id: call.id.clone(),
+            retried,
+        });
+    }
+
     pub(crate) fn checkpoint(&self, iteration: u32, message_count: usize) {
         self.emit(EventPayload::Checkpoint {
             iteration,

@@ -125,7 +125,9 @@ impl ToolProvider for ToolOutputCache {
                 },
                 "required": ["artifact_id"]
             }),
-        )])
+        )
+        // It only reads: a resumed turn may run it again.
+        .idempotent(true)])
     }
 
     async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> ToolResult {

@@ -60,6 +60,18 @@ impl ToolRegistry {
         self.routes.contains_key(name)
     }
 
+    /// The definition of the tool of that name.
+    pub fn definition(&self, name: &str) -> Option<&ToolDefinition> {
+        self.definitions.iter().find(|d| d.name == name)
+    }
+
+    /// Whether the tool of that name is declared idempotent (an unknown
+    /// tool is not): a resumed turn runs such a tool's interrupted calls
+    /// again.
+    pub fn is_idempotent(&self, name: &str) -> bool {
+        self.definition(name).is_some_and(|d| d.idempotent)
+    }
+
     /// Runs one call. An unknown tool or a panicking tool becomes an error
     /// result (seed 003 §4.1, §4.3); nothing here fails the turn.
     pub async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> (ToolResult, ToolOutcome) {
@@ -130,15 +142,17 @@ pub(crate) struct CallEnv<'a> {
 
 impl CallEnv<'_> {
     /// One call: wait while paused, approval and `before_tool` hooks, the
-    /// tool, `after_tool` hooks.
+    /// tool, `after_tool` hooks. Hooks and the tool get the turn's context
+    /// with the call's id as its idempotency key.
     async fn run(&self, call: &ToolCall) -> Finished {
         if !self.pause.wait(&self.cx.cancel, self.emit).await {
             // Cancelled while paused: the turn drops this future.
             return std::future::pending().await;
         }
         let mut call = call.clone();
+        let cx = self.cx.clone().with_call_id(call.id.as_str());
         let hcx = HookContext {
-            turn: self.cx.clone(),
+            turn: cx.clone(),
             iteration: self.iteration,
         };
         let gate = if self.hooks.is_empty() {
@@ -149,7 +163,7 @@ impl CallEnv<'_> {
         self.emit.tool_start(&call);
         let started = Instant::now();
         let (mut result, outcome) = match gate {
-            Ok(None) => self.registry.execute(&call, self.cx).await,
+            Ok(None) => self.registry.execute(&call, &cx).await,
             Ok(Some(result)) => {
                 let outcome = outcome_of(&result);
                 (result, outcome)

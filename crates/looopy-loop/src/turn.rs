@@ -1,5 +1,6 @@
 //! One turn: start, iterate, end. The only place that decides termination.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -8,7 +9,7 @@ use futures::StreamExt;
 use looopy_core::store::TaskCheckpoint;
 use looopy_core::{
     History, LlmError, LlmResponse, Message, Part, Role, TaskState, ToolCall, ToolChoice,
-    ToolResult, ToolSignal, TurnContext, Usage,
+    ToolOutcome, ToolResult, ToolSignal, TurnContext, Usage,
 };
 use serde_json::{Map, Value, json};
 use tracing::Instrument;
@@ -219,6 +220,7 @@ impl Turn {
         if resumed {
             let pending =
                 checkpoint::pending_calls(&self.history, self.turn_start, &self.completed);
+            let pending = self.interrupted_calls(&registry, pending);
             if (!pending.is_empty() || !self.completed.is_empty())
                 && let Step::End(ending) = self.run_tools(&registry, pending).await
             {
@@ -249,6 +251,43 @@ impl Turn {
                 return ending;
             }
         }
+    }
+
+    /// Decides what happens to the calls a crash left without a result (see
+    /// `docs/tools.md`, "Tool calls across a crash"): those of an idempotent
+    /// tool are returned, to run again; every other one gets
+    /// [`ToolResult::interrupted()`] as its result, without running. Each
+    /// decision is an `internal:tool-interrupted` event.
+    fn interrupted_calls(
+        &mut self,
+        registry: &ToolRegistry,
+        pending: Vec<(usize, ToolCall)>,
+    ) -> Vec<(usize, ToolCall)> {
+        let mut again = Vec::with_capacity(pending.len());
+        let mut given_up = false;
+        for (position, call) in pending {
+            let retried = registry.is_idempotent(&call.name);
+            self.emit.tool_interrupted(&call, retried);
+            if retried {
+                again.push((position, call));
+                continue;
+            }
+            tracing::warn!(
+                tool = %call.name,
+                call_id = %call.id,
+                "a tool call was in flight when the turn stopped; its tool is not idempotent, so it is not run again"
+            );
+            let result = ToolResult::interrupted(&call.id, &call.name);
+            self.emit
+                .tool_complete(&call.name, &result, ToolOutcome::Error, 0);
+            self.completed.push(result);
+            given_up = true;
+        }
+        if given_up {
+            // A second crash must not decide again: these results are recorded.
+            self.checkpoint(TaskState::Working);
+        }
+        again
     }
 
     /// One iteration: pause check, model call (with its hooks), then tools.
@@ -314,6 +353,7 @@ impl Turn {
             return Step::End(Ending::hook(f));
         }
         self.add_usage(response.usage);
+        ensure_call_ids(&mut response.message.tool_calls);
         if let Some(reasoning) = response.reasoning.clone() {
             self.emit.reasoning(reasoning);
         }
@@ -603,6 +643,21 @@ impl Turn {
     }
 }
 
+/// Gives every call of one model response its own id: a call without one,
+/// or with the id of an earlier call of the same response, gets a new one.
+/// The id is the call's idempotency key and how its result finds it; it is
+/// made here once and stored with the assistant message, so that it stays
+/// the same when the turn is resumed.
+fn ensure_call_ids(calls: &mut [ToolCall]) {
+    let mut seen: HashSet<String> = HashSet::with_capacity(calls.len());
+    for call in calls {
+        if call.id.is_empty() || seen.contains(&call.id) {
+            call.id = format!("call_{}", uuid::Uuid::now_v7().simple());
+        }
+        seen.insert(call.id.clone());
+    }
+}
+
 /// The wrap-up answer: the model's text without tool calls (a model that
 /// sends some anyway must not leave unanswered calls in the history), or the
 /// fallback when it said nothing.
@@ -613,5 +668,28 @@ fn answer_text(response: LlmResponse, fallback: &str) -> Message {
         Message::assistant(fallback.to_owned())
     } else {
         message
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_and_repeated_call_ids_are_replaced_once() {
+        let mut calls = vec![
+            ToolCall::new("", "t", "{}"),
+            ToolCall::new("a", "t", "{}"),
+            ToolCall::new("a", "t", "{}"),
+            ToolCall::new("", "t", "{}"),
+        ];
+        ensure_call_ids(&mut calls);
+        assert_eq!(calls[1].id, "a", "a model's own id is kept");
+        let ids: HashSet<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids.len(), 4, "{calls:?}");
+        assert!(ids.iter().all(|id| !id.is_empty()));
+        let before = calls.clone();
+        ensure_call_ids(&mut calls);
+        assert_eq!(calls, before, "ids already given are never replaced");
     }
 }

@@ -11,7 +11,7 @@ use common::*;
 use futures::StreamExt;
 use looopy_core::store::TaskStateStore;
 use looopy_core::{
-    History, LlmResponse, Message, Role, TaskState, ToolCall, ToolResult, TurnContext,
+    EventPayload, History, LlmResponse, Message, Role, TaskState, ToolCall, ToolResult, TurnContext,
 };
 use looopy_loop::AgentLoop;
 use looopy_stores_memory::MemoryTaskStateStore;
@@ -21,7 +21,8 @@ fn cx() -> TurnContext {
     TurnContext::new("task-r", "ctx-r")
 }
 
-/// Tools `a`, `b`, `c`: `c` hangs unless `c_works`; every run is counted.
+/// Tools `a`, `b`, `c`, all idempotent: `c` hangs unless `c_works`; every
+/// run is counted.
 fn tools(runs: Arc<AtomicUsize>, c_works: bool) -> FnTools {
     let mut t = FnTools::new();
     for name in ["a", "b", "c"] {
@@ -37,7 +38,7 @@ fn tools(runs: Arc<AtomicUsize>, c_works: bool) -> FnTools {
             }
         });
     }
-    t
+    t.idempotent("a").idempotent("b").idempotent("c")
 }
 
 /// Waits (at most 5 s) until the stored checkpoint of the test task satisfies `ok`.
@@ -236,4 +237,224 @@ async fn resume_without_a_checkpoint_fails_clearly() {
     let no_store = AgentLoop::builder(ScriptedLlm::new()).build();
     let events = drain(no_store.resume(cx())).await;
     assert_eq!(final_event(&events).state(), Some(TaskState::Failed));
+}
+
+/// One run of a tool: its name and the idempotency key it was given.
+type Run = (String, Option<String>);
+
+/// What the tools of the crash test saw: every run, in order.
+#[derive(Clone, Default)]
+struct Seen {
+    log: Arc<std::sync::Mutex<Vec<Run>>>,
+}
+
+impl Seen {
+    fn runs(&self, tool: &str) -> usize {
+        self.log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(t, _)| t == tool)
+            .count()
+    }
+
+    fn keys(&self, tool: &str) -> Vec<Option<String>> {
+        self.log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(t, _)| t == tool)
+            .map(|(_, k)| k.clone())
+            .collect()
+    }
+}
+
+/// `note` answers at once; `lookup` (idempotent) and `charge` (not) hang
+/// unless `work`.
+fn crash_tools(seen: Seen, work: bool) -> FnTools {
+    let mut t = FnTools::new();
+    for name in ["note", "lookup", "charge"] {
+        let seen = seen.clone();
+        t = t.tool(name, move |call, cx| {
+            seen.log
+                .lock()
+                .unwrap()
+                .push((call.name.clone(), cx.idempotency_key().map(str::to_owned)));
+            async move {
+                if call.name != "note" && !work {
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                }
+                ToolResult::text(&call.id, format!("{} ok", call.name))
+            }
+        });
+    }
+    t.idempotent("lookup")
+}
+
+#[tokio::test]
+async fn after_a_crash_completed_calls_stay_done_idempotent_calls_rerun_and_others_are_reported() {
+    let store = Arc::new(MemoryTaskStateStore::new());
+    // The model gives `lookup` no call id: the loop makes one.
+    let llm = ScriptedLlm::new().respond(LlmResponse::tool_calls(
+        "",
+        vec![
+            ToolCall::new("c-note", "note", "{}"),
+            ToolCall::new("", "lookup", r#"{"q":1}"#),
+            ToolCall::new("c-charge", "charge", r#"{"cents":500}"#),
+        ],
+    ));
+    let first = Seen::default();
+    let agent = AgentLoop::builder(llm)
+        .tools(crash_tools(first.clone(), false))
+        .task_store(store.clone())
+        .build();
+    let mut stream = agent.start_turn(History::from(vec![Message::user("go")]), cx());
+    let mut started = 0;
+    while let Some(e) = stream.next().await {
+        if e.kind() == "internal:tool-start" {
+            started += 1;
+            if started == 3 {
+                break;
+            }
+        }
+    }
+    // `note` is recorded, `lookup` and `charge` are in flight: crash.
+    wait_for(&store, |c| c.completed_tool_results.len() == 1).await;
+    drop(stream);
+    drop(agent);
+    let saved = store.load("task-r").await.unwrap().unwrap();
+    let lookup_id = saved.messages.get(1).unwrap().tool_calls[1].id.clone();
+    assert!(!lookup_id.is_empty(), "the loop gave the call an id");
+    assert_eq!(saved.completed_tool_results[0].tool_call_id, "c-note");
+    for tool in ["note", "lookup", "charge"] {
+        assert_eq!(first.runs(tool), 1, "{tool} started before the crash");
+    }
+    assert_eq!(first.keys("lookup"), [Some(lookup_id.clone())]);
+    assert_eq!(first.keys("charge"), [Some("c-charge".to_owned())]);
+
+    // A new process: every tool works now.
+    let second = Seen::default();
+    let llm2 = ScriptedLlm::new().respond(LlmResponse::text("noted; charge unclear"));
+    let agent2 = AgentLoop::builder(llm2.clone())
+        .tools(crash_tools(second.clone(), true))
+        .task_store(store.clone())
+        .build();
+    let events = drain(agent2.resume(cx())).await;
+    assert_eq!(final_event(&events).state(), Some(TaskState::Completed));
+
+    // The completed call never runs again; the idempotent one runs once,
+    // under the same key; the other one does not run.
+    assert_eq!(second.runs("note"), 0);
+    assert_eq!(second.keys("lookup"), [Some(lookup_id.clone())]);
+    assert_eq!(second.runs("charge"), 0);
+
+    // The model's next request has every result, in the calls' order, the
+    // last one the interrupted error.
+    let request = &llm2.requests()[0];
+    let results: Vec<&Message> = request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .collect();
+    let ids: Vec<&str> = results
+        .iter()
+        .map(|m| m.tool_call_id.as_deref().unwrap())
+        .collect();
+    assert_eq!(ids, ["c-note", lookup_id.as_str(), "c-charge"]);
+    assert_eq!(results[0].text(), "note ok");
+    assert_eq!(results[1].text(), "lookup ok");
+    assert!(results[2].is_error());
+    assert!(
+        results[2]
+            .text()
+            .contains("interrupted by a restart and not retried"),
+        "{}",
+        results[2].text()
+    );
+
+    // Events: one decision per in-flight call, none for the completed one.
+    let interrupted: Vec<(String, String, bool)> = events
+        .iter()
+        .filter_map(|e| match &*e.payload {
+            EventPayload::ToolInterrupted {
+                name,
+                call_id,
+                retried,
+            } => Some((name.clone(), call_id.clone(), *retried)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        interrupted,
+        [
+            ("lookup".to_owned(), lookup_id.clone(), true),
+            ("charge".to_owned(), "c-charge".to_owned(), false),
+        ]
+    );
+    let started: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &*e.payload {
+            EventPayload::ToolStart { call, .. } => Some(call.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, ["lookup"], "only the idempotent call starts again");
+    let charge_result = events
+        .iter()
+        .find_map(|e| match &*e.payload {
+            EventPayload::ToolComplete { name, result, .. } if name == "charge" => Some(result),
+            _ => None,
+        })
+        .expect("a tool-complete event for the call not retried");
+    assert!(charge_result.interrupted && charge_result.is_error);
+    let k = kinds(&events);
+    let charge_decision = k
+        .iter()
+        .position(|k| *k == "internal:tool-interrupted")
+        .unwrap();
+    let first_llm_call = k.iter().position(|k| *k == "internal:llm-call").unwrap();
+    assert!(
+        charge_decision < first_llm_call,
+        "the decisions come before the model is called again"
+    );
+}
+
+#[tokio::test]
+async fn a_call_in_flight_for_a_tool_that_is_gone_is_not_retried() {
+    let store = Arc::new(MemoryTaskStateStore::new());
+    let llm = ScriptedLlm::new().respond(LlmResponse::tool_calls(
+        "",
+        vec![ToolCall::new("c1", "lookup", "{}")],
+    ));
+    let seen = Seen::default();
+    let agent = AgentLoop::builder(llm)
+        .tools(crash_tools(seen.clone(), false))
+        .task_store(store.clone())
+        .build();
+    let mut stream = agent.start_turn(History::from(vec![Message::user("go")]), cx());
+    while let Some(e) = stream.next().await {
+        if e.kind() == "internal:tool-start" {
+            break;
+        }
+    }
+    wait_for(&store, |c| c.messages.len() == 2).await;
+    drop(stream);
+    // The new process no longer offers `lookup`.
+    let llm2 = ScriptedLlm::new().respond(LlmResponse::text("ok"));
+    let agent2 = AgentLoop::builder(llm2.clone())
+        .task_store(store.clone())
+        .build();
+    let events = drain(agent2.resume(cx())).await;
+    assert_eq!(final_event(&events).state(), Some(TaskState::Completed));
+    assert!(events.iter().any(|e| matches!(
+        &*e.payload,
+        EventPayload::ToolInterrupted { retried: false, .. }
+    )));
+    let last_result = llm2.requests()[0]
+        .messages
+        .iter()
+        .rfind(|m| m.role == Role::Tool)
+        .cloned()
+        .unwrap();
+    assert!(last_result.text().contains("not retried"));
 }

@@ -42,6 +42,14 @@ impl FnTools {
         self
     }
 
+    /// Declares the tool `name` (registered before) idempotent.
+    pub fn idempotent(mut self, name: &str) -> Self {
+        for def in self.defs.iter_mut().filter(|d| d.name == name) {
+            def.idempotent = true;
+        }
+        self
+    }
+
     /// A tool that answers `"<name>:<arguments>"` after `delay`.
     pub fn echo(self, name: &str, delay: Duration) -> Self {
         let n = name.to_owned();
