@@ -17,10 +17,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use chrono::Utc;
 use looopy_core::store::{
-    AgentState, AgentStateStore, ArtifactStore, LifecycleState, MessageStore, StoredArtifact,
-    TurnLock,
+    Acquire, AgentState, AgentStateStore, ArtifactStore, LifecycleState, MessageStore,
+    StoredArtifact, TurnLock,
 };
-use looopy_core::{CancellationToken, LlmProvider, Message, StoreError, TurnContext};
+use looopy_core::{LlmProvider, Message, StoreError, TurnContext};
 use looopy_loop::AgentLoop;
 use serde_json::{Map, Value};
 use tokio::sync::OwnedMutexGuard;
@@ -28,7 +28,7 @@ use tokio::sync::OwnedMutexGuard;
 use crate::builder::AgentBuilder;
 use crate::compaction::{self, CompactionReport};
 use crate::config::{MAX_COMPACTION_RECORDS, Settings, keys};
-use crate::error::{AgentError, BusyHolder};
+use crate::error::{AgentBusy, AgentError, BusyHolder};
 use crate::lease::Lease;
 
 /// A stateful, multi-turn agent for one conversation.
@@ -189,27 +189,29 @@ impl Agent {
             .map_err(|_| AgentError::busy(&self.inner.context_id, BusyHolder::ThisAgent))
     }
 
-    /// Takes the turn lease when a lock is configured.
-    pub(crate) async fn lease(
-        &self,
-        on_lost: CancellationToken,
-    ) -> Result<Option<Lease>, AgentError> {
+    /// Takes the turn lease when a lock is configured, for the turn of
+    /// `task_id` when given (a turn's lease is recovered by another process
+    /// if this one dies; one without a task just runs out).
+    pub(crate) async fn lease(&self, task_id: Option<&str>) -> Result<Option<Lease>, AgentError> {
         let Some(lock) = &self.inner.turn_lock else {
             return Ok(None);
         };
-        let lease = Lease::acquire(
+        let context_id = &self.inner.context_id;
+        let found = Lease::acquire(
             lock.clone(),
-            self.inner.context_id.clone(),
+            context_id.clone(),
+            task_id,
             self.inner.settings.lock_ttl,
-            on_lost,
         )
         .await?;
-        match lease {
-            Some(lease) => Ok(Some(lease)),
-            None => Err(AgentError::busy(
-                &self.inner.context_id,
-                BusyHolder::OtherOwner,
-            )),
+        match found {
+            Ok(lease) => Ok(Some(lease)),
+            Err(Acquire::Stranded { task_id }) => Err(AgentError::Busy(AgentBusy {
+                context_id: context_id.to_string(),
+                holder: BusyHolder::StrandedTurn,
+                task_id: Some(task_id),
+            })),
+            Err(_) => Err(AgentError::busy(context_id, BusyHolder::OtherOwner)),
         }
     }
 
@@ -400,7 +402,7 @@ impl Agent {
     pub async fn clear(&self) -> Result<(), AgentError> {
         let _guard = self.claim()?;
         self.ensure_ready(false).await?;
-        let lease = self.lease(CancellationToken::new()).await?;
+        let lease = self.lease(None).await?;
         let result = async {
             self.inner.messages.clear(&self.inner.context_id).await?;
             self.inner.artifacts.clear(&self.inner.context_id).await?;
@@ -429,8 +431,9 @@ impl Agent {
     pub async fn compact(&self) -> Result<Option<CompactionReport>, AgentError> {
         let _guard = self.claim()?;
         self.ensure_ready(false).await?;
-        let cancel = CancellationToken::new();
-        let lease = self.lease(cancel.clone()).await?;
+        let lease = self.lease(None).await?;
+        // Losing the lease to another owner stops the compaction.
+        let cancel = lease.as_ref().map(Lease::lost).unwrap_or_default();
         let result = async {
             self.flush_unsaved().await?;
             let history = self.inner.messages.load(&self.inner.context_id).await?;

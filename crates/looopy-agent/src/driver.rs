@@ -1,8 +1,10 @@
 //! The task that runs one turn to its end and saves what it produced.
 //!
-//! Order of work: compaction (when due) -> window -> loop, forwarding events
-//! and writing artifacts -> close tool calls left open -> save messages and
-//! state -> release the lease and the agent -> forward the final event.
+//! Order of work: compaction (when due) -> window -> loop (or the loop's
+//! resume from a checkpoint), forwarding events and writing artifacts ->
+//! close tool calls left open -> save messages and state -> release the
+//! lease and the agent -> forward the final event. A turn whose lease is
+//! taken over by another process stops at once and writes nothing more.
 
 use std::borrow::Cow;
 use std::panic::AssertUnwindSafe;
@@ -38,12 +40,22 @@ pub(crate) struct Prepared {
     pub(crate) input: Vec<Message>,
 }
 
+/// How a turn starts.
+pub(crate) enum Start {
+    /// A new turn on a prepared history.
+    New(Prepared),
+    /// The loop resumes the turn from its checkpoint (its process died).
+    /// `saved`: the turn's end was already saved (the process died between
+    /// saving and releasing its lease), so it is reported, not saved again.
+    Resume { saved: bool },
+}
+
 /// Everything the turn task owns.
 pub(crate) struct TurnRun {
     pub(crate) agent: Agent,
     pub(crate) guard: OwnedMutexGuard<()>,
     pub(crate) lease: Option<Lease>,
-    pub(crate) prepared: Prepared,
+    pub(crate) start: Start,
     pub(crate) cx: TurnContext,
     pub(crate) turn_number: u64,
     pub(crate) tx: UnboundedSender<AgentEvent>,
@@ -75,17 +87,20 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
         // would hold them twice (it is alive for every running turn).
         let agent = &turn.agent;
         let cx = &turn.cx;
-        let (compaction, compaction_error) = maybe_compact(
-            agent,
-            &mut turn.prepared.history,
-            turn.prepared.stored_len,
-            cx,
-        )
-        .await;
-
-        let sent = window::apply(&turn.prepared.history, &agent.inner.settings.window);
-        let base = sent.len();
-        let stream = agent.inner.agent_loop.start_turn(sent, cx.clone());
+        let (stream, base, compaction, compaction_error, saved_before) = match &mut turn.start {
+            Start::New(prepared) => {
+                let (compaction, compaction_error) =
+                    maybe_compact(agent, &mut prepared.history, prepared.stored_len, cx).await;
+                let sent = window::apply(&prepared.history, &agent.inner.settings.window);
+                let base = sent.len();
+                let stream = agent.inner.agent_loop.start_turn(sent, cx.clone());
+                (stream, base, compaction, compaction_error, false)
+            }
+            Start::Resume { saved } => {
+                let stream = agent.inner.agent_loop.resume(cx.clone());
+                (stream, 0, None, None, *saved)
+            }
+        };
         let handle = stream.handle();
         turn.pause.attach(handle.clone());
         let mut recorder = ArtifactRecorder::new(
@@ -97,9 +112,16 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
             final_event: None,
             finished: Vec::new(),
         };
-        let run = AssertUnwindSafe(pump(stream, &turn.tx, &mut recorder, &mut pumped))
-            .catch_unwind()
-            .await;
+        let lost = turn.lease.as_ref().map(Lease::lost).unwrap_or_default();
+        let run =
+            AssertUnwindSafe(pump(stream, &turn.tx, &mut recorder, &mut pumped)).catch_unwind();
+        let run = tokio::select! {
+            run = run => run,
+            () = lost.cancelled() => {
+                abandon(turn);
+                return;
+            }
+        };
         if run.is_err() {
             tracing::error!(task_id = %cx.task_id, "the turn panicked; saving what it produced");
             pumped.final_event = None;
@@ -108,6 +130,7 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
 
         let outcome = handle.outcome();
         let end = outcome.as_ref().map_or(TurnEnd::Error, |o| o.end);
+        let base = outcome.as_ref().map_or(base, |o| o.turn_start);
         let mut produced = handle.history().tail(base);
         if end != TurnEnd::InputRequired {
             client::close_open_calls(&mut produced, &pumped.finished, why_open(end));
@@ -122,7 +145,12 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
             finish_reason: end.as_str().to_owned(),
             at: Utc::now(),
         };
-        let save_error = finish_turn(agent, &produced, record).await;
+        let save_error = if saved_before {
+            agent.set_lifecycle(LifecycleState::Ready);
+            None
+        } else {
+            finish_turn(agent, &produced, record).await
+        };
         if let Some(lease) = turn.lease.take() {
             lease.release().await;
         }
@@ -145,7 +173,10 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
                 metadata.insert("compactionError".into(), Value::from(e));
             }
         }
-        let mut new_messages = std::mem::take(&mut turn.prepared.input);
+        let mut new_messages = match &mut turn.start {
+            Start::New(prepared) => std::mem::take(&mut prepared.input),
+            Start::Resume { .. } => Vec::new(),
+        };
         new_messages.extend(produced);
         let message = outcome.as_ref().and_then(|o| o.message.clone());
         let pending_tool_calls = match (&message, end) {
@@ -171,6 +202,15 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
         // Nobody listening is fine: the turn is saved.
         let _ = turn.tx.unbounded_send(event);
     }
+}
+
+/// Stops a turn whose lease another process took over: that process
+/// carries the turn on from its checkpoint, so this one writes nothing more
+/// (no messages, no state, no final event: the turn's stream just ends).
+fn abandon(turn: TurnRun) {
+    tracing::warn!(task_id = %turn.cx.task_id, "turn abandoned: another process took over its lease");
+    turn.agent.set_lifecycle(LifecycleState::Ready);
+    drop(turn);
 }
 
 /// Forwards the loop's events, writing artifacts on the way; keeps the

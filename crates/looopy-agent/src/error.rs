@@ -12,6 +12,11 @@ pub enum BusyHolder {
     /// held by another owner (another process, or another Agent for the same
     /// context sharing the lock).
     OtherOwner,
+    /// The lease belongs to a turn whose process stopped renewing it (it
+    /// died): the turn must be recovered first, with
+    /// [`Agent::resume_turn`](crate::Agent::resume_turn) (the A2A server does
+    /// this on its own). [`AgentBusy::task_id`] names it.
+    StrandedTurn,
 }
 
 impl BusyHolder {
@@ -19,6 +24,9 @@ impl BusyHolder {
         match self {
             BusyHolder::ThisAgent => "a turn or operation is already running in this agent",
             BusyHolder::OtherOwner => "another owner holds the turn lease of this context",
+            BusyHolder::StrandedTurn => {
+                "the turn lease belongs to a stranded turn that must be resumed first"
+            }
         }
     }
 }
@@ -32,6 +40,9 @@ pub struct AgentBusy {
     pub context_id: String,
     /// Who holds it.
     pub holder: BusyHolder,
+    /// The task of the turn that holds it, when known (always for
+    /// [`BusyHolder::StrandedTurn`]).
+    pub task_id: Option<String>,
 }
 
 /// Why an Agent operation failed.
@@ -84,6 +95,7 @@ impl AgentError {
         AgentError::Busy(AgentBusy {
             context_id: context_id.to_owned(),
             holder,
+            task_id: None,
         })
     }
 }

@@ -26,12 +26,16 @@ use looopy_core::{
 };
 use looopy_loop::TurnEnd;
 use serde_json::{Map, Value};
+use tokio::sync::OwnedMutexGuard;
+use tracing::Instrument;
 
 use crate::agent::Agent;
 use crate::client;
 use crate::compaction::CompactionReport;
-use crate::driver::{self, Prepared, TurnRun};
+use crate::driver::{self, Prepared, Start, TurnRun};
 use crate::error::AgentError;
+use crate::error::BusyHolder;
+use crate::lease::Lease;
 use crate::pause::PauseRelay;
 
 /// Per-turn inputs beside the user message.
@@ -298,12 +302,11 @@ impl Agent {
                 // loads, and this future is held by every caller awaiting it.
                 Box::pin(self.ensure_ready(false)).await?;
             }
-            let cancel = options
-                .cancel
-                .as_ref()
-                .map(CancellationToken::child_token)
-                .unwrap_or_default();
-            let lease = self.lease(cancel.clone()).await?;
+            let task_id: Arc<str> = match &options.task_id {
+                Some(id) => Arc::from(id.as_str()),
+                None => Arc::from(uuid::Uuid::new_v4().to_string()),
+            };
+            let lease = self.lease(Some(&task_id)).await?;
             let prepared = match self.prepare(user_message, lease.is_some()).await {
                 Ok(p) => p,
                 Err(e) => {
@@ -313,48 +316,117 @@ impl Agent {
                     return Err(e);
                 }
             };
-            let turn_number = self.turn_count() + 1;
-            self.set_lifecycle(LifecycleState::Busy);
-            let task_id: Arc<str> = options
-                .task_id
-                .map(Arc::from)
-                .unwrap_or_else(|| Arc::from(uuid::Uuid::new_v4().to_string()));
-            let mut metadata = options.metadata;
-            metadata.insert("turnNumber".into(), Value::from(turn_number));
-            let mut cx = TurnContext::new(task_id.clone(), self.inner.context_id.clone())
-                .with_cancel(cancel.clone())
-                .with_metadata(metadata);
-            if let Some(auth) = options.auth {
-                cx = cx.with_auth(auth);
+            Ok(self.launch(guard, lease, Start::New(prepared), task_id, options))
+        }
+    }
+
+    /// Carries on the turn of `task_id` from its last checkpoint, after the
+    /// process that ran it died (the loop's
+    /// [`resume`](looopy_loop::AgentLoop::resume): tool calls with a
+    /// recorded result are not run again).
+    ///
+    /// With a turn lock, the turn's lease must be stranded (its owner
+    /// stopped renewing it): it is taken over atomically, so of several
+    /// processes trying at once exactly one resumes the turn; the others get
+    /// [`AgentError::Busy`]. Without a lock the caller vouches that the turn
+    /// runs nowhere else. The turn number, messages and state are saved as
+    /// for any turn; a turn whose end was already saved only reports its end
+    /// again. The options' task id is ignored.
+    pub async fn resume_turn(
+        &self,
+        task_id: &str,
+        options: TurnOptions,
+    ) -> Result<AgentTurn, AgentError> {
+        let guard = self.claim()?;
+        self.ensure_ready(false).await?;
+        let lease = match &self.inner.turn_lock {
+            None => None,
+            Some(lock) => {
+                let lease = Lease::take_over(
+                    lock.clone(),
+                    self.inner.context_id.clone(),
+                    task_id,
+                    self.inner.settings.lock_ttl,
+                )
+                .await?;
+                match lease {
+                    Some(lease) => Some(lease),
+                    None => {
+                        return Err(AgentError::busy(
+                            &self.inner.context_id,
+                            BusyHolder::OtherOwner,
+                        ));
+                    }
+                }
             }
-            if let Some(tools) = options.tools {
-                cx = cx.with_turn_tools(tools);
+        };
+        if let Err(e) = self.refresh_shared_state().await {
+            if let Some(lease) = lease {
+                lease.release().await;
             }
-            let (tx, rx) = mpsc::unbounded();
-            let summary = Arc::new(Mutex::new(None));
-            let pause = Arc::new(PauseRelay::default());
-            let run = TurnRun {
-                agent: self.clone(),
-                guard,
-                lease,
-                prepared,
-                cx,
-                turn_number,
-                tx,
-                summary: summary.clone(),
-                pause: pause.clone(),
-            };
-            tokio::spawn(driver::drive(run));
-            Ok(AgentTurn {
-                events: rx,
-                task_id,
-                turn_number,
-                cancel,
-                summary,
-                pause,
-                cancel_on_drop: !options.keep_running_on_drop,
-                ended: false,
-            })
+            return Err(e.into());
+        }
+        let saved = self.state().last_turn.is_some_and(|t| t.task_id == task_id);
+        Ok(self.launch(
+            guard,
+            lease,
+            Start::Resume { saved },
+            task_id.into(),
+            options,
+        ))
+    }
+
+    /// Starts the task that runs a turn, and hands out its stream.
+    fn launch(
+        &self,
+        guard: OwnedMutexGuard<()>,
+        lease: Option<Lease>,
+        start: Start,
+        task_id: Arc<str>,
+        options: TurnOptions,
+    ) -> AgentTurn {
+        let turn_number = self.turn_count() + 1;
+        self.set_lifecycle(LifecycleState::Busy);
+        let cancel = options
+            .cancel
+            .as_ref()
+            .map(CancellationToken::child_token)
+            .unwrap_or_default();
+        let mut metadata = options.metadata;
+        metadata.insert("turnNumber".into(), Value::from(turn_number));
+        let mut cx = TurnContext::new(task_id.clone(), self.inner.context_id.clone())
+            .with_cancel(cancel.clone())
+            .with_metadata(metadata);
+        if let Some(auth) = options.auth {
+            cx = cx.with_auth(auth);
+        }
+        if let Some(tools) = options.tools {
+            cx = cx.with_turn_tools(tools);
+        }
+        let (tx, rx) = mpsc::unbounded();
+        let summary = Arc::new(Mutex::new(None));
+        let pause = Arc::new(PauseRelay::default());
+        let run = TurnRun {
+            agent: self.clone(),
+            guard,
+            lease,
+            start,
+            cx,
+            turn_number,
+            tx,
+            summary: summary.clone(),
+            pause: pause.clone(),
+        };
+        tokio::spawn(driver::drive(run).in_current_span());
+        AgentTurn {
+            events: rx,
+            task_id,
+            turn_number,
+            cancel,
+            summary,
+            pause,
+            cancel_on_drop: !options.keep_running_on_drop,
+            ended: false,
         }
     }
 

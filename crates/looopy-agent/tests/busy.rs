@@ -10,6 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use common::*;
 use looopy_agent::{AgentError, BusyHolder, LifecycleState, TurnEnd};
+use looopy_core::store::{Acquire, TurnLease};
 use looopy_core::store::{MessageStore, TurnLock};
 use looopy_core::{LlmResponse, Message, StoreError, TaskState};
 use looopy_stores_memory::MemoryStores;
@@ -179,13 +180,20 @@ async fn the_lease_is_renewed_while_a_long_turn_runs() {
     assert_eq!(stores.locks.holder("c-renew"), None);
 }
 
-/// A lock that grants the lease but loses it at the first renewal.
+/// A lock that grants the lease but loses it at the first renewal (as when
+/// another process took it over).
 struct LosingLock;
 
 #[async_trait]
 impl TurnLock for LosingLock {
-    async fn try_acquire(&self, _: &str, _: &str, _: Duration) -> Result<bool, StoreError> {
-        Ok(true)
+    async fn try_acquire(
+        &self,
+        _: &str,
+        _: &str,
+        _: Option<&str>,
+        _: Duration,
+    ) -> Result<Acquire, StoreError> {
+        Ok(Acquire::Acquired)
     }
     async fn renew(&self, _: &str, _: &str, _: Duration) -> Result<bool, StoreError> {
         Ok(false)
@@ -193,10 +201,16 @@ impl TurnLock for LosingLock {
     async fn release(&self, _: &str, _: &str) -> Result<bool, StoreError> {
         Ok(false)
     }
+    async fn take_over(&self, _: &str, _: &str, _: &str, _: Duration) -> Result<bool, StoreError> {
+        Ok(false)
+    }
+    async fn stranded(&self, _: usize) -> Result<Vec<TurnLease>, StoreError> {
+        Ok(Vec::new())
+    }
 }
 
 #[tokio::test(start_paused = true)]
-async fn losing_the_lease_cancels_the_turn_and_keeps_its_messages() {
+async fn losing_the_lease_abandons_the_turn_without_writing_more() {
     let stores = MemoryStores::new();
     let llm = ScriptedLlm::new().respond_after(LONG, LlmResponse::text("never"));
     let agent = builder("c-lost", &llm, &stores)
@@ -204,14 +218,17 @@ async fn losing_the_lease_cancels_the_turn_and_keeps_its_messages() {
         .lock_ttl(Duration::from_secs(3))
         .build()
         .unwrap();
-    let s = agent
+    let (events, summary) = agent
         .execute_turn(Some(Message::user("hello")), None)
         .await
         .unwrap()
-        .finish()
-        .await
-        .unwrap();
-    assert_eq!(s.state, TaskState::Canceled);
+        .collect_all()
+        .await;
+    // The new owner carries the turn on: no final event, no summary, and
+    // only the input saved before the turn is in the store.
+    assert!(events.iter().all(|e| !e.is_final()), "{events:?}");
+    assert!(summary.is_none());
     assert_eq!(stores.messages.count("c-lost").await.unwrap(), 1);
+    assert_eq!(agent.turn_count(), 0);
     assert_eq!(agent.lifecycle(), LifecycleState::Ready);
 }

@@ -9,7 +9,7 @@
 //! | [`ArtifactStore`] | artifacts, appended chunk by chunk | context id + artifact id |
 //! | [`AgentStateStore`] | agent lifecycle metadata | context id |
 //! | [`EventLog`] | ordered events of a task, readable after an id | task id |
-//! | [`TurnLock`] | one turn at a time per context, across processes | context id |
+//! | [`TurnLock`] | turn ownership: one turn at a time per context, across processes, and the registry of running turns | context id |
 //! | [`TaskStore`] | A2A task records (owner, status) | task id |
 
 use std::ops::Range;
@@ -314,21 +314,78 @@ pub trait EventLog: Send + Sync {
     async fn delete(&self, task_id: &str) -> Result<(), StoreError>;
 }
 
-/// A lease on a context, so that one turn runs at a time, across processes.
+/// What [`TurnLock::try_acquire`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Acquire {
+    /// The lease is now held by the caller (it was free, expired without a
+    /// turn, or already the caller's: then it was extended).
+    Acquired,
+    /// Another owner holds the lease and renews it.
+    Held,
+    /// The lease of a turn whose owner stopped renewing it (its process
+    /// died): the turn must be recovered ([`TurnLock::take_over`]) before
+    /// the context takes another one.
+    Stranded {
+        /// The task of the stranded turn.
+        task_id: String,
+    },
+}
+
+/// A turn lease as the registry lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnLease {
+    /// The conversation.
+    pub context_id: String,
+    /// The task of the turn that holds it (`None` for a lifecycle
+    /// operation: clear, compaction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// The owner token of the current holder.
+    pub owner: String,
+    /// When the lease runs out unless renewed (the store's clock).
+    pub expires_at: DateTime<Utc>,
+}
+
+/// Turn ownership: one lease per context, so that one turn runs at a time
+/// across processes, and a registry of the turns that hold one, so that a
+/// turn whose process died is found and taken over by exactly one other.
+///
+/// A lease is held by an owner token and renewed by it. When it runs out:
+/// - a lease taken without a task is free again;
+/// - a lease of a turn is *stranded*: [`stranded`](TurnLock::stranded)
+///   lists it, [`try_acquire`](TurnLock::try_acquire) refuses it
+///   ([`Acquire::Stranded`]), and [`take_over`](TurnLock::take_over) hands
+///   it to one new owner, who resumes the turn and then releases it.
 #[async_trait]
 pub trait TurnLock: Send + Sync {
-    /// Takes the lease for `owner` if nobody holds it. `Ok(false)`: held by another.
+    /// Takes the lease of `context_id` for `owner`, for the turn of
+    /// `task_id` when given.
     async fn try_acquire(
         &self,
         context_id: &str,
         owner: &str,
+        task_id: Option<&str>,
         ttl: Duration,
-    ) -> Result<bool, StoreError>;
-    /// Extends the lease; `Ok(false)` when `owner` no longer holds it.
+    ) -> Result<Acquire, StoreError>;
+    /// Extends the lease; `Ok(false)` when `owner` no longer holds it (an
+    /// owner whose lease ran out but was not taken over still holds it).
     async fn renew(&self, context_id: &str, owner: &str, ttl: Duration)
     -> Result<bool, StoreError>;
     /// Gives the lease back; only its owner can. `Ok(false)` when not held by `owner`.
     async fn release(&self, context_id: &str, owner: &str) -> Result<bool, StoreError>;
+    /// Hands the stranded lease of `task_id`'s turn to `new_owner`, atomically:
+    /// `Ok(true)` for exactly one of any number of concurrent callers, and
+    /// only while the lease has run out and still belongs to that turn.
+    async fn take_over(
+        &self,
+        context_id: &str,
+        task_id: &str,
+        new_owner: &str,
+        ttl: Duration,
+    ) -> Result<bool, StoreError>;
+    /// Turn leases that have run out, oldest expiry first, at most `limit`.
+    async fn stranded(&self, limit: usize) -> Result<Vec<TurnLease>, StoreError>;
 }
 
 /// What the A2A layer knows of a task: who owns it, where it stands.

@@ -27,13 +27,29 @@ pub(crate) fn escape(id: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// How many shards the turn registry has: enough to spread the leases over
+/// the masters of a cluster, few enough that a scan for stranded turns
+/// (one script per shard) stays cheap.
+pub(crate) const TURN_SHARDS: u32 = 16;
+
+/// The shard of a context: FNV-1a of its id, so that every process agrees.
+pub(crate) fn turn_shard(context_id: &str) -> u32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in context_id.bytes() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    hash % TURN_SHARDS
+}
+
 /// The names of every key the stores use, under one prefix.
 ///
 /// | key | type | holds |
 /// |---|---|---|
 /// | `P:{ctx:C}:messages` | list | one JSON message per element |
 /// | `P:{ctx:C}:agent` | string | the agent state (JSON) |
-/// | `P:{ctx:C}:lock` | string | the turn lease: owner token, with an expiry |
+/// | `P:{turns:K}:lease:C` | hash | the turn lease of context C: `owner`, `task` (empty for none), `exp` (ms, server clock) |
+/// | `P:{turns:K}:expiry` | sorted set | the turn registry of shard K: context ids of turn leases, scored by `exp` |
 /// | `P:{ctx:C}:artifacts` | sorted set | artifact ids (escaped), scored by creation order |
 /// | `P:{ctx:C}:artifact:A` | hash | `meta` (JSON without parts), `task`, `created`, `updated` |
 /// | `P:{ctx:C}:artifact:A:parts` | list | one JSON part per element |
@@ -86,9 +102,27 @@ impl KeyLayout {
         self.ctx(context_id, "agent")
     }
 
-    /// A context's turn lease.
+    /// A context's turn lease. It lives with its registry shard rather than
+    /// with the context, so that taking, renewing, releasing and taking over
+    /// a lease update the registry in the same atomic script.
     pub fn lock(&self, context_id: &str) -> String {
-        self.ctx(context_id, "lock")
+        format!(
+            "{}:{{turns:{}}}:lease:{}",
+            self.prefix,
+            turn_shard(context_id),
+            escape(context_id)
+        )
+    }
+
+    /// The turn registry of shard `shard` (`0..TURN_SHARDS`): the contexts
+    /// whose lease belongs to a turn, scored by the lease's expiry.
+    pub fn turn_registry(&self, shard: u32) -> String {
+        format!("{}:{{turns:{shard}}}:expiry", self.prefix)
+    }
+
+    /// The registry shard of a context's lease.
+    pub fn turn_registry_of(&self, context_id: &str) -> String {
+        self.turn_registry(turn_shard(context_id))
     }
 
     /// A context's artifact index.
@@ -176,7 +210,6 @@ mod tests {
             let all = [
                 keys.messages(ctx),
                 keys.agent(ctx),
-                keys.lock(ctx),
                 keys.artifacts(ctx),
                 keys.artifact(ctx, "a:parts"),
                 keys.artifact_parts(ctx, "a}"),
@@ -200,6 +233,16 @@ mod tests {
         assert_eq!(
             tag(&keys.owner_context_tasks("o", "c")),
             tag(&keys.owner_tasks("o"))
+        );
+        for ctx in ["c1", "c2", "we}ird:{id}%"] {
+            assert_eq!(tag(&keys.lock(ctx)), tag(&keys.turn_registry_of(ctx)));
+        }
+        let shards: std::collections::HashSet<u32> =
+            (0..200).map(|i| turn_shard(&format!("ctx-{i}"))).collect();
+        assert_eq!(
+            shards.len(),
+            TURN_SHARDS as usize,
+            "contexts spread over every shard"
         );
     }
 

@@ -1,24 +1,36 @@
-//! [`RedisTurnLock`]: a lease per context.
+//! [`RedisTurnLock`]: a lease per context, and the registry of turns.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use looopy_core::StoreError;
-use looopy_core::store::TurnLock;
-use redis::Script;
+use looopy_core::store::{Acquire, TurnLease, TurnLock};
+use redis::Value;
 
 use crate::backend::{RedisBackend, Retry};
-use crate::scripts::{LOCK_ACQUIRE, LOCK_RELEASE, LOCK_RENEW};
+use crate::keys::TURN_SHARDS;
+use crate::scripts::{LOCK_ACQUIRE, LOCK_RELEASE, LOCK_RENEW, LOCK_STRANDED, LOCK_TAKE_OVER};
 
-/// Turn leases in Redis: `P:{ctx:C}:lock` holds the owner token with a
-/// millisecond expiry (`SET NX PX`). Acquiring again, renewing and releasing
-/// are Lua compare-and-set scripts, so only the owner extends or frees a
-/// lease, and an expired lease is simply gone: whoever comes next takes it.
-/// Leases live on the Redis server's clock, so processes on different
-/// machines agree on who holds one.
+/// Turn leases in Redis.
+///
+/// `P:{turns:K}:lease:C` is a hash (`owner`, `task`, `exp`) and
+/// `P:{turns:K}:expiry` the registry of shard K: the contexts whose lease
+/// belongs to a turn, scored by expiry. Both share a hash tag, so each
+/// operation is one Lua script that checks and changes lease and registry
+/// together. Expiry is read on the Redis server's clock (`TIME`), so
+/// processes on different machines agree on who holds a lease.
+///
+/// A lease without a task also carries a key expiry: it disappears once it
+/// runs out. A turn's lease stays until released or taken over, which is
+/// what lets a replica find the turn of a process that died.
 #[derive(Debug, Clone)]
 pub struct RedisTurnLock {
     backend: RedisBackend,
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
 impl RedisTurnLock {
@@ -27,21 +39,43 @@ impl RedisTurnLock {
         RedisTurnLock { backend }
     }
 
-    async fn call(
-        &self,
-        script: &Script,
-        context_id: &str,
-        owner: &str,
-        ttl: Option<Duration>,
-        retry: Retry,
-    ) -> Result<bool, StoreError> {
-        let mut call = script.prepare_invoke();
-        call.key(self.backend.keys().lock(context_id)).arg(owner);
-        if let Some(ttl) = ttl {
-            call.arg(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1));
+    /// The lease and registry keys of a context.
+    fn keys(&self, context_id: &str) -> (String, String) {
+        let keys = self.backend.keys();
+        (keys.lock(context_id), keys.turn_registry_of(context_id))
+    }
+
+    /// The stranded leases of one registry shard.
+    async fn stranded_in(&self, shard: u32, limit: usize) -> Result<Vec<TurnLease>, StoreError> {
+        let keys = self.backend.keys();
+        let mut call = LOCK_STRANDED.prepare_invoke();
+        call.key(keys.turn_registry(shard)).arg(limit);
+        let found: Vec<(String, f64)> = self.backend.script(&call, Retry::Safe).await?;
+        if found.is_empty() {
+            return Ok(Vec::new());
         }
-        let held: i64 = self.backend.script(&call, retry).await?;
-        Ok(held == 1)
+        let mut pipe = redis::pipe();
+        for (context_id, _) in &found {
+            pipe.cmd("HMGET")
+                .arg(keys.lock(context_id))
+                .arg(&["owner", "task", "exp"]);
+        }
+        let leases: Vec<(Option<String>, Option<String>, Option<i64>)> =
+            self.backend.pipe(&pipe, Retry::Safe).await?;
+        Ok(found
+            .into_iter()
+            .zip(leases)
+            .filter_map(|((context_id, _), lease)| match lease {
+                (Some(owner), Some(task), Some(exp)) if !task.is_empty() => Some(TurnLease {
+                    context_id,
+                    task_id: Some(task),
+                    owner,
+                    expires_at: DateTime::<Utc>::from_timestamp_millis(exp).unwrap_or_default(),
+                }),
+                // Released or renewed between the two reads.
+                _ => None,
+            })
+            .collect())
     }
 }
 
@@ -51,11 +85,33 @@ impl TurnLock for RedisTurnLock {
         &self,
         context_id: &str,
         owner: &str,
+        task_id: Option<&str>,
         ttl: Duration,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Acquire, StoreError> {
+        let (lease, registry) = self.keys(context_id);
+        let mut call = LOCK_ACQUIRE.prepare_invoke();
+        call.key(lease)
+            .key(registry)
+            .arg(owner)
+            .arg(task_id.unwrap_or(""))
+            .arg(millis(ttl))
+            .arg(context_id);
         // Safe to repeat: a second call by the owner extends its own lease.
-        self.call(&LOCK_ACQUIRE, context_id, owner, Some(ttl), Retry::Safe)
-            .await
+        let reply: Vec<Value> = self.backend.script(&call, Retry::Safe).await?;
+        match reply.as_slice() {
+            [Value::Int(1)] => Ok(Acquire::Acquired),
+            [Value::Int(0)] => Ok(Acquire::Held),
+            [Value::Int(2), task] => Ok(Acquire::Stranded {
+                task_id: redis::from_redis_value_ref(task).map_err(|e| {
+                    StoreError::Serialization {
+                        message: format!("turn lease task: {e}"),
+                    }
+                })?,
+            }),
+            other => Err(StoreError::Backend {
+                message: format!("unexpected reply from the lease script: {other:?}"),
+            }),
+        }
     }
 
     async fn renew(
@@ -64,13 +120,53 @@ impl TurnLock for RedisTurnLock {
         owner: &str,
         ttl: Duration,
     ) -> Result<bool, StoreError> {
-        self.call(&LOCK_RENEW, context_id, owner, Some(ttl), Retry::Safe)
-            .await
+        let (lease, registry) = self.keys(context_id);
+        let mut call = LOCK_RENEW.prepare_invoke();
+        call.key(lease)
+            .key(registry)
+            .arg(owner)
+            .arg(millis(ttl))
+            .arg(context_id);
+        let held: i64 = self.backend.script(&call, Retry::Safe).await?;
+        Ok(held == 1)
     }
 
     async fn release(&self, context_id: &str, owner: &str) -> Result<bool, StoreError> {
+        let (lease, registry) = self.keys(context_id);
+        let mut call = LOCK_RELEASE.prepare_invoke();
+        call.key(lease).key(registry).arg(owner).arg(context_id);
         // Not repeated: a lost reply followed by a retry would say "not held".
-        self.call(&LOCK_RELEASE, context_id, owner, None, Retry::Never)
-            .await
+        let released: i64 = self.backend.script(&call, Retry::Never).await?;
+        Ok(released == 1)
+    }
+
+    async fn take_over(
+        &self,
+        context_id: &str,
+        task_id: &str,
+        new_owner: &str,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let (lease, registry) = self.keys(context_id);
+        let mut call = LOCK_TAKE_OVER.prepare_invoke();
+        call.key(lease)
+            .key(registry)
+            .arg(task_id)
+            .arg(new_owner)
+            .arg(millis(ttl))
+            .arg(context_id);
+        // Not repeated: a lost reply followed by a retry would say "lost".
+        let taken: i64 = self.backend.script(&call, Retry::Never).await?;
+        Ok(taken == 1)
+    }
+
+    async fn stranded(&self, limit: usize) -> Result<Vec<TurnLease>, StoreError> {
+        let mut out = Vec::new();
+        for shard in 0..TURN_SHARDS {
+            out.extend(self.stranded_in(shard, limit).await?);
+        }
+        out.sort_by_key(|l| l.expires_at);
+        out.truncate(limit);
+        Ok(out)
     }
 }

@@ -183,50 +183,107 @@ return 1
     )
 });
 
-/// Takes a lease when free, or extends it for its owner.
+/// The server's clock in milliseconds, for the lease scripts: every
+/// process then agrees on when a lease runs out.
+const NOW: &str = r#"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+"#;
+
+fn lease_script(body: &str) -> Script {
+    Script::new(&format!("{NOW}{body}"))
+}
+
+/// Takes a turn lease.
 ///
-/// KEYS: lease. ARGV: owner, ttl_ms. Returns 1 when `owner` holds it now.
+/// KEYS: lease, registry. ARGV: owner, task ('' for none), ttl_ms, member.
+/// Returns `{1}` when taken (or extended by its owner), `{0}` when held by
+/// another owner, `{2, task}` when stranded (the lease of a turn that ran
+/// out: only a take-over frees it). A lease without a task expires with its
+/// key; a turn's lease stays, listed in the registry by expiry.
 pub(crate) static LOCK_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    lease_script(
         r#"
-local current = redis.call('GET', KEYS[1])
-if current == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'task', 'exp')
+if cur[1] and cur[1] ~= ARGV[1] then
+  if tonumber(cur[3]) > now then return {0} end
+  if cur[2] and cur[2] ~= '' then return {2, cur[2]} end
 end
-if current then return 0 end
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
-return 0
+local exp = now + tonumber(ARGV[3])
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'task', ARGV[2], 'exp', exp)
+if ARGV[2] ~= '' then
+  redis.call('PERSIST', KEYS[1])
+  redis.call('ZADD', KEYS[2], exp, ARGV[4])
+else
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  redis.call('ZREM', KEYS[2], ARGV[4])
+end
+return {1}
 "#,
     )
 });
 
-/// Extends a lease, for its owner only.
+/// Extends a lease, for its owner only (a turn's owner also after it ran
+/// out, as long as nobody took it over).
 ///
-/// KEYS: lease. ARGV: owner, ttl_ms. Returns 1 when extended.
+/// KEYS: lease, registry. ARGV: owner, ttl_ms, member. Returns 1 when extended.
 pub(crate) static LOCK_RENEW: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    lease_script(
         r#"
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+local cur = redis.call('HMGET', KEYS[1], 'owner', 'task')
+if cur[1] ~= ARGV[1] then return 0 end
+local exp = now + tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'exp', exp)
+if cur[2] and cur[2] ~= '' then
+  redis.call('ZADD', KEYS[2], exp, ARGV[3])
+else
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
 end
-return 0
+return 1
 "#,
     )
 });
 
 /// Gives a lease back, for its owner only.
 ///
-/// KEYS: lease. ARGV: owner. Returns 1 when released.
+/// KEYS: lease, registry. ARGV: owner, member. Returns 1 when released.
 pub(crate) static LOCK_RELEASE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r#"
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  return 1
-end
-return 0
+if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[2])
+return 1
+"#,
+    )
+});
+
+/// Hands a stranded turn lease to a new owner: only while it still belongs
+/// to that task and has run out, so one of many concurrent callers wins.
+///
+/// KEYS: lease, registry. ARGV: task, new owner, ttl_ms, member. Returns 1
+/// when taken over.
+pub(crate) static LOCK_TAKE_OVER: LazyLock<Script> = LazyLock::new(|| {
+    lease_script(
+        r#"
+local cur = redis.call('HMGET', KEYS[1], 'task', 'exp')
+if cur[1] ~= ARGV[1] or ARGV[1] == '' then return 0 end
+if tonumber(cur[2]) > now then return 0 end
+local exp = now + tonumber(ARGV[3])
+redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'exp', exp)
+redis.call('ZADD', KEYS[2], exp, ARGV[4])
+return 1
+"#,
+    )
+});
+
+/// The members of a registry shard whose lease ran out, oldest first.
+///
+/// KEYS: registry. ARGV: limit. Returns `member, exp` pairs.
+pub(crate) static LOCK_STRANDED: LazyLock<Script> = LazyLock::new(|| {
+    lease_script(
+        r#"
+return redis.call('ZRANGE', KEYS[1], '-inf', now, 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[1]), 'WITHSCORES')
 "#,
     )
 });

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use looopy_core::store::Acquire;
 use looopy_core::store::TurnLock;
 use looopy_stores_redis::RedisStores;
 
@@ -33,9 +34,10 @@ async fn two_processes_never_hold_one_context_at_once() {
                 let mut mine = 0;
                 while mine < ROUNDS / 4 {
                     if locks
-                        .try_acquire("shared-ctx", &owner, Duration::from_secs(10))
+                        .try_acquire("shared-ctx", &owner, None, Duration::from_secs(10))
                         .await
                         .unwrap()
+                        == Acquire::Acquired
                     {
                         assert_eq!(
                             inside.fetch_add(1, Ordering::SeqCst),
@@ -68,24 +70,27 @@ async fn a_dead_processs_lease_expires_and_it_cannot_touch_the_next_one() {
     let alive = RedisStores::connect(config).await.unwrap();
     assert!(
         dead.locks
-            .try_acquire("ctx", "dead", Duration::from_millis(300))
+            .try_acquire("ctx", "dead", None, Duration::from_millis(300))
             .await
             .unwrap()
+            == Acquire::Acquired
     );
     assert!(
-        !alive
+        alive
             .locks
-            .try_acquire("ctx", "alive", Duration::from_secs(10))
+            .try_acquire("ctx", "alive", None, Duration::from_secs(10))
             .await
             .unwrap()
+            != Acquire::Acquired
     );
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert!(
         alive
             .locks
-            .try_acquire("ctx", "alive", Duration::from_secs(10))
+            .try_acquire("ctx", "alive", None, Duration::from_secs(10))
             .await
-            .unwrap(),
+            .unwrap()
+            == Acquire::Acquired,
         "an expired lease is free"
     );
     assert!(

@@ -10,6 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use futures::StreamExt;
+use looopy_core::store::Acquire;
 use looopy_core::store::{EventLog, MessageStore, TaskStateStore, TurnLock};
 use looopy_core::{AgentEvent, EventPayload, Message, StoreError};
 use looopy_stores_redis::{RedisConfig, RedisStores};
@@ -61,9 +62,10 @@ async fn all_work(stores: &RedisStores, round: &str) {
     assert!(
         stores
             .locks
-            .try_acquire(&ctx, "me", Duration::from_secs(30))
+            .try_acquire(&ctx, "me", None, Duration::from_secs(30))
             .await
             .unwrap()
+            == Acquire::Acquired
     );
     assert!(stores.locks.release(&ctx, "me").await.unwrap());
     let id = stores.events.append(&ctx, &text(&ctx, "x")).await.unwrap();
@@ -98,7 +100,9 @@ async fn a_killed_server_gives_unavailable_and_a_restarted_one_works_again() {
         "try_acquire",
         bounded(
             "try_acquire",
-            stores.locks.try_acquire("c", "me", Duration::from_secs(1)),
+            stores
+                .locks
+                .try_acquire("c", "me", None, Duration::from_secs(1)),
         )
         .await,
     );

@@ -7,6 +7,7 @@ mod common;
 use std::time::Duration;
 
 use chrono::Utc;
+use looopy_core::store::Acquire;
 use looopy_core::store::{
     AgentState, AgentStateStore, ArtifactStore, EventLog, LifecycleState, MessageStore,
     TaskCheckpoint, TaskRecord, TaskStateStore, TaskStore, TurnLock,
@@ -136,9 +137,10 @@ async fn checkpoints_expire_after_a_day_and_the_rest_never_by_default() {
     assert!(
         stores
             .locks
-            .try_acquire("c1", "me", Duration::from_secs(5))
+            .try_acquire("c1", "me", None, Duration::from_secs(5))
             .await
             .unwrap()
+            == Acquire::Acquired
     );
     let lease = pttl(&client, &k.lock("c1")).await;
     assert!(

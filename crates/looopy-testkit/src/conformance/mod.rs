@@ -56,7 +56,10 @@
 //!   the task's first event.
 //! - [`TurnLock`]: the owner may re-acquire (which extends); others may not
 //!   until the lease expires; renew and release work for the owner only, and
-//!   not after expiry; of many concurrent acquirers exactly one wins.
+//!   not after expiry; of many concurrent acquirers exactly one wins. A turn's
+//!   lease that ran out is stranded: listed, refused to new turns with its
+//!   task id, renewable by its owner until one of many concurrent take-overs
+//!   wins it.
 //! - [`TaskStore`]: `list` is most recently updated first with ties broken
 //!   by task id (ascending), follows owner and context changes and deletes,
 //!   lists a record under its final owner only after concurrent puts, and a
