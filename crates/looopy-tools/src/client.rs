@@ -24,6 +24,10 @@ pub use looopy_core::client_tool::{CLIENT_TOOL_MARK, ClientToolResult};
 /// [`ToolSignal::InputRequired`] and a [`PendingClientCall`] as a data part,
 /// the loop ends the turn `input-required`, and the client sends the outcome
 /// in its next message (see [`ClientToolResult`]).
+///
+/// Client tools are listed as idempotent: executing one only prepares the
+/// question to the client, which is asked when the turn ends, so a turn
+/// resumed after a crash may execute it again.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClientTools {
     tools: Vec<ToolDefinition>,
@@ -113,7 +117,11 @@ impl ClientTools {
 #[async_trait]
 impl ToolProvider for ClientTools {
     async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
-        Ok(self.tools.clone())
+        Ok(self
+            .tools
+            .iter()
+            .map(|t| t.clone().idempotent(true))
+            .collect())
     }
 
     async fn execute(&self, call: &ToolCall, _cx: &ToolContext) -> ToolResult {

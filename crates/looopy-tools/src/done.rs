@@ -67,6 +67,8 @@ impl DoneTool {
                 "required": ["message"]
             }),
         )
+        // It only asks the turn to end: running it again changes nothing.
+        .idempotent(true)
     }
 }
 

@@ -24,6 +24,6 @@ pub use error::{ToolFnError, ToolsError};
 pub use ext::ToolProviderExt;
 pub use local::{LocalTools, NoArgs, parse_arguments, schema_for};
 #[cfg(feature = "mcp")]
-pub use mcp::{HttpServer, McpToolProvider, McpTransport, StdioServer};
+pub use mcp::{HttpServer, IDEMPOTENCY_KEY_META, McpToolProvider, McpTransport, StdioServer};
 pub use permission::{Permission, PermissionHook, PermissionTools, SyncHook};
 pub use timeout::{DEFAULT_TOOL_TIMEOUT, TimeoutTools};

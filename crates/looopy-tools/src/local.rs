@@ -40,6 +40,12 @@ pub struct NoArgs {}
 ///
 /// Registering a name twice replaces the earlier tool.
 ///
+/// A tool is not idempotent unless declared so with
+/// [`idempotent`](Self::idempotent) right after registering it (or, for a
+/// [`raw_tool`](Self::raw_tool), with [`ToolDefinition::idempotent()`]): a turn
+/// resumed after a crash runs an interrupted call again only for an
+/// idempotent tool.
+///
 /// ```
 /// use looopy_tools::{LocalTools, ToolFnError};
 /// use looopy_core::ToolContext;
@@ -56,6 +62,7 @@ pub struct NoArgs {}
 ///     .tool("add", "Adds two numbers", |args: AddArgs, _cx: ToolContext| async move {
 ///         Ok::<_, ToolFnError>(args.a + args.b)
 ///     })
+///     .idempotent()
 ///     .sync_tool("negate", "Negates a number", |args: AddArgs, _cx: &ToolContext| {
 ///         Ok::<_, ToolFnError>(-args.a)
 ///     });
@@ -64,6 +71,8 @@ pub struct NoArgs {}
 #[derive(Clone, Default)]
 pub struct LocalTools {
     tools: Vec<Arc<LocalTool>>,
+    /// Where the tool registered last is.
+    last: Option<usize>,
 }
 
 impl fmt::Debug for LocalTools {
@@ -153,6 +162,22 @@ impl LocalTools {
         self.insert(definition, handler)
     }
 
+    /// Declares the tool registered last idempotent: running the same call
+    /// twice has the effect of running it once (it only reads, or it
+    /// deduplicates by [`ToolContext::idempotency_key`]). A turn resumed
+    /// after a crash runs an interrupted call of such a tool again; a call of
+    /// any other tool is reported to the model as interrupted instead. Does
+    /// nothing before the first tool.
+    pub fn idempotent(mut self) -> Self {
+        if let Some(tool) = self.last.and_then(|i| self.tools.get_mut(i)) {
+            *tool = Arc::new(LocalTool {
+                definition: tool.definition.clone().idempotent(true),
+                handler: Arc::clone(&tool.handler),
+            });
+        }
+        self
+    }
+
     /// The number of tools.
     pub fn len(&self) -> usize {
         self.tools.len()
@@ -175,11 +200,17 @@ impl LocalTools {
         });
         match self
             .tools
-            .iter_mut()
-            .find(|t| t.definition.name == tool.definition.name)
+            .iter()
+            .position(|t| t.definition.name == tool.definition.name)
         {
-            Some(slot) => *slot = tool,
-            None => self.tools.push(tool),
+            Some(i) => {
+                self.tools[i] = tool;
+                self.last = Some(i);
+            }
+            None => {
+                self.tools.push(tool);
+                self.last = Some(self.tools.len() - 1);
+            }
         }
         self
     }

@@ -51,6 +51,8 @@ async fn the_done_tool_ends_the_turn_with_the_message() {
 
     let renamed = DoneTool::new().with_name("finish");
     assert_eq!(renamed.definition().name, "finish");
+    // Running it again after a crash only asks again to end the turn.
+    assert!(renamed.definition().idempotent);
     let r = renamed
         .execute(&ToolCall::new("d3", "done", "{}"), &cx())
         .await;
@@ -93,6 +95,9 @@ async fn client_tools_are_read_from_message_metadata() {
     assert_eq!(defs[1].description, "Asks the user to confirm");
     // A declaration without parameters gets the empty object schema.
     assert_eq!(defs[1].parameters["type"], "object");
+    // Executing a client tool only prepares the question to the client: a
+    // resumed turn may do it again.
+    assert!(defs.iter().all(|d| d.idempotent));
 
     assert!(ClientTools::from_metadata(&Map::new()).unwrap().is_empty());
 

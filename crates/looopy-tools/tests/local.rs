@@ -277,3 +277,59 @@ async fn raw_tools_build_their_own_result() {
     assert_eq!(r.text_content(), "raw!");
     assert_eq!(r.metadata["k"], 1);
 }
+
+#[tokio::test]
+async fn a_tool_is_idempotent_only_when_declared_so() {
+    let tools = LocalTools::new()
+        .idempotent() // no tool yet: nothing happens
+        .sync_tool("lookup", "Reads", |_: NoArgs, _: &ToolContext| {
+            Ok::<_, String>(1)
+        })
+        .idempotent()
+        .sync_tool("send", "Sends", |_: NoArgs, _: &ToolContext| {
+            Ok::<_, String>(2)
+        })
+        .raw_tool(
+            ToolDefinition::without_parameters("raw_read", "Reads raw").idempotent(true),
+            |call: ToolCall, _cx: ToolContext| async move { ToolResult::text(call.id, "r") },
+        )
+        // Replacing `send` marks the new `send`, not the tool added last.
+        .sync_tool("send", "Sends again", |_: NoArgs, _: &ToolContext| {
+            Ok::<_, String>(3)
+        })
+        .idempotent();
+    let defs = tools.tools(&cx()).await.unwrap();
+    let flagged: Vec<(&str, bool)> = defs
+        .iter()
+        .map(|d| (d.name.as_str(), d.idempotent))
+        .collect();
+    assert_eq!(
+        flagged,
+        [("lookup", true), ("send", true), ("raw_read", true)]
+    );
+    assert_eq!(definition(&defs, "send").description, "Sends again");
+    let plain =
+        LocalTools::new().sync_tool("x", "X", |_: NoArgs, _: &ToolContext| Ok::<_, String>(0));
+    assert!(!plain.tools(&cx()).await.unwrap()[0].idempotent);
+    // The flagged tool still runs.
+    let r = tools.execute(&ToolCall::new("1", "send", ""), &cx()).await;
+    assert_eq!(r.text_content(), "3");
+}
+
+#[tokio::test]
+async fn a_tool_reads_its_calls_idempotency_key_from_the_context() {
+    let tools = LocalTools::new().sync_tool("key", "Key", |_: NoArgs, cx: &ToolContext| {
+        Ok::<_, String>(cx.idempotency_key().unwrap_or("none").to_owned())
+    });
+    let r = tools
+        .execute(
+            &ToolCall::new("call-7", "key", ""),
+            &cx().with_call_id("call-7"),
+        )
+        .await;
+    assert_eq!(r.text_content(), "call-7");
+    let r = tools
+        .execute(&ToolCall::new("call-8", "key", ""), &cx())
+        .await;
+    assert_eq!(r.text_content(), "none", "outside the loop nobody sets it");
+}

@@ -9,7 +9,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use looopy_core::{Part, ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider};
-use looopy_tools::{HttpServer, McpToolProvider, StdioServer, ToolProviderExt};
+use looopy_tools::{
+    HttpServer, IDEMPOTENCY_KEY_META, McpToolProvider, StdioServer, ToolProviderExt,
+};
 use serde_json::json;
 
 fn cx() -> ToolContext {
@@ -45,6 +47,15 @@ async fn exercise(mcp: &McpToolProvider) {
             "py_weather"
         ]
     );
+    // `weather` says `idempotentHint: true`, `pid` `readOnlyHint: true`;
+    // `fail` says `idempotentHint: false`, the others nothing.
+    let mut idempotent: Vec<_> = defs
+        .iter()
+        .filter(|d| d.idempotent)
+        .map(|d| d.name.as_str())
+        .collect();
+    idempotent.sort_unstable();
+    assert_eq!(idempotent, ["py_pid", "py_weather"]);
     let weather = defs.iter().find(|d| d.name == "py_weather").unwrap();
     assert_eq!(weather.description, "Structured weather for a city.");
     assert_eq!(weather.parameters["properties"]["city"]["type"], "string");
@@ -114,6 +125,24 @@ async fn exercise(mcp: &McpToolProvider) {
         .await;
     assert!(r.is_error);
     assert!(r.text_content().contains("Unknown tool 'py_nope'"));
+
+    // The call's idempotency key reaches the server in `_meta`: the
+    // context's (the loop sets the call id there), else the call id.
+    let meta_of = |r: looopy_core::ToolResult| -> serde_json::Value {
+        assert!(!r.is_error, "{}", r.text_content());
+        serde_json::from_str::<serde_json::Value>(&r.text_content()).unwrap()["meta"].clone()
+    };
+    let r = mcp
+        .execute(
+            &ToolCall::new("call-8", "py_trace_context", ""),
+            &cx().with_call_id("call-8"),
+        )
+        .await;
+    assert_eq!(meta_of(r)[IDEMPOTENCY_KEY_META], "call-8");
+    let r = mcp
+        .execute(&ToolCall::new("call-9", "py_trace_context", ""), &cx())
+        .await;
+    assert_eq!(meta_of(r)["io.looopy/idempotencyKey"], "call-9");
 }
 
 #[tokio::test]

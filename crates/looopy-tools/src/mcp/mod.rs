@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use looopy_core::{ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider, ToolResult};
 use rmcp::RoleClient;
 use rmcp::ServiceError;
-use rmcp::model::{CallToolRequestParams, CallToolResponse};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, RequestParamsMeta};
 use rmcp::service::Peer;
 use serde_json::Value;
 use tokio::sync::Mutex;
@@ -28,6 +28,11 @@ use transport::Session;
 
 /// How long connecting (spawn or HTTP, then the MCP handshake) may take by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The `params._meta` key of a tool call's idempotency key (a string). MCP
+/// reserves unprefixed names and prefixes whose second label is `mcp` or
+/// `modelcontextprotocol`; this one is prefixed, in reverse DNS notation.
+pub const IDEMPOTENCY_KEY_META: &str = "io.looopy/idempotencyKey";
 
 /// How long [`McpToolProvider::shutdown`] waits for the session to close.
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -46,6 +51,14 @@ const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 /// With the feature `otel` (on by default), every call carries the current
 /// span's W3C trace context in `params._meta` (`traceparent`, `tracestate`),
 /// and over streamable HTTP also as headers of the POST.
+///
+/// Every call carries its idempotency key in `params._meta` under
+/// [`IDEMPOTENCY_KEY_META`]: the call's id
+/// ([`ToolContext::idempotency_key`]), the same when a resumed turn runs an
+/// interrupted call again, so that a server can recognise a repeat. A tool
+/// the server annotates `idempotentHint: true` or `readOnlyHint: true` is
+/// listed as idempotent ([`ToolDefinition::idempotent()`]), so that a resumed
+/// turn may run its interrupted calls again.
 ///
 /// Results: text stays text, structured content becomes a data part, images
 /// and audio become inline file parts; `isError` becomes an error result.
@@ -300,11 +313,15 @@ impl McpToolProvider {
                 continue;
             }
             names.insert(exposed.clone(), tool.name.to_string());
-            definitions.push(ToolDefinition::new(
-                exposed,
-                tool.description.map(|d| d.into_owned()).unwrap_or_default(),
-                Value::Object((*tool.input_schema).clone()),
-            ));
+            let idempotent = is_idempotent(&tool);
+            definitions.push(
+                ToolDefinition::new(
+                    exposed,
+                    tool.description.map(|d| d.into_owned()).unwrap_or_default(),
+                    Value::Object((*tool.input_schema).clone()),
+                )
+                .idempotent(idempotent),
+            );
         }
         if let Ok(mut slot) = self.shared.names.write() {
             *slot = names;
@@ -319,7 +336,7 @@ impl McpToolProvider {
         self.shared.names.read().ok()?.get(exposed).cloned()
     }
 
-    async fn call(&self, call: &ToolCall) -> ToolResult {
+    async fn call(&self, call: &ToolCall, idempotency_key: &str) -> ToolResult {
         let original = match self.server_name_of(&call.name) {
             Some(name) => name,
             None => {
@@ -352,8 +369,11 @@ impl McpToolProvider {
             Ok(peer) => peer,
             Err(message) => return self.unavailable_result(call, message),
         };
-        #[cfg_attr(not(feature = "otel"), allow(unused_mut))]
         let mut params = CallToolRequestParams::new(original).with_arguments(arguments);
+        params.meta_or_default().0.0.insert(
+            IDEMPOTENCY_KEY_META.to_owned(),
+            Value::String(idempotency_key.to_owned()),
+        );
         #[cfg(feature = "otel")]
         trace::inject_current_context(&mut params);
         match peer.call_tool_once(params).await {
@@ -394,7 +414,7 @@ impl ToolProvider for McpToolProvider {
             () = cx.cancel.cancelled() => {
                 ToolResult::error(call.id.clone(), ToolError::Cancelled.to_string())
             }
-            result = self.call(call) => result,
+            result = self.call(call, cx.idempotency_key().unwrap_or(&call.id)) => result,
         }
     }
 }
@@ -409,6 +429,16 @@ fn parse_object(arguments: &str) -> Result<serde_json::Map<String, Value>, Strin
         Ok(_) => Err("the arguments must be a JSON object".into()),
         Err(e) => Err(format!("the arguments are not valid JSON: {e}")),
     }
+}
+
+/// Whether the server says that running the tool again has no further
+/// effect: `idempotentHint: true`, or `readOnlyHint: true` (a tool without
+/// effects is idempotent; MCP reads `idempotentHint` only for tools that are
+/// not read-only).
+fn is_idempotent(tool: &rmcp::model::Tool) -> bool {
+    tool.annotations
+        .as_ref()
+        .is_some_and(|a| a.idempotent_hint == Some(true) || a.read_only_hint == Some(true))
 }
 
 fn is_transport_failure(error: &ServiceError) -> bool {
@@ -444,5 +474,45 @@ mod tests {
         assert_eq!(exposed_name("fs_", "read_file"), "fs_read_file");
         assert_eq!(exposed_name("", "a.b/c d"), "a_b_c_d");
         assert_eq!(exposed_name("p_", &"x".repeat(100)).len(), 64);
+    }
+
+    #[test]
+    fn idempotent_and_read_only_hints_make_a_tool_idempotent() {
+        use rmcp::model::{Tool, ToolAnnotations};
+        let tool = |annotations: Option<ToolAnnotations>| {
+            let mut t = Tool::new("t", "d", serde_json::Map::new());
+            t.annotations = annotations;
+            t
+        };
+        assert!(!is_idempotent(&tool(None)));
+        assert!(!is_idempotent(&tool(Some(ToolAnnotations::new()))));
+        assert!(!is_idempotent(&tool(Some(
+            ToolAnnotations::new().idempotent(false)
+        ))));
+        assert!(is_idempotent(&tool(Some(
+            ToolAnnotations::new().idempotent(true)
+        ))));
+        assert!(is_idempotent(&tool(Some(
+            ToolAnnotations::new().read_only(true)
+        ))));
+        assert!(!is_idempotent(&tool(Some(
+            ToolAnnotations::new().read_only(false).destructive(false)
+        ))));
+    }
+
+    #[test]
+    fn the_idempotency_key_is_a_valid_prefixed_meta_key() {
+        let (prefix, name) = IDEMPOTENCY_KEY_META.split_once('/').unwrap();
+        let labels: Vec<&str> = prefix.split('.').collect();
+        assert!(labels.iter().all(|l| {
+            l.starts_with(|c: char| c.is_ascii_alphabetic())
+                && l.ends_with(|c: char| c.is_ascii_alphanumeric())
+                && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        }));
+        assert!(!matches!(
+            labels.get(1),
+            Some(&"mcp" | &"modelcontextprotocol")
+        ));
+        assert!(name.chars().all(|c| c.is_ascii_alphanumeric()));
     }
 }
