@@ -28,11 +28,15 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
+# redis-server for the tests' own servers, redis-cli (Debian's redis-tools,
+# a dependency of redis-server) for scripts/redis-cluster.sh.
 provision_redis() {
-  if command -v redis-server >/dev/null 2>&1; then return; fi
-  apt_install redis-server
-  # The package may start a system service; the tests start their own servers.
-  (service redis-server stop >/dev/null 2>&1 || true)
+  if ! command -v redis-server >/dev/null 2>&1; then
+    apt_install redis-server
+    # The package may start a system service; the tests start their own servers.
+    (service redis-server stop >/dev/null 2>&1 || true)
+  fi
+  command -v redis-cli >/dev/null 2>&1 || apt_install redis-tools
 }
 
 venv_with() {

@@ -2,9 +2,12 @@
 
 use anyhow::{Result, bail};
 
-use crate::redis::RedisServer;
+use crate::redis::{RedisCluster, RedisServer};
 use crate::util::run as sh;
 use crate::util::{cmd, have};
+
+/// The node URLs (comma-separated) of the test Redis Cluster.
+const CLUSTER_URLS_ENV: &str = "LOOOPY_TEST_REDIS_CLUSTER_URLS";
 
 /// Installs what the tests need (idempotent): Redis, the Python and npm test servers.
 pub(crate) fn provision() -> Result<()> {
@@ -39,12 +42,21 @@ pub(crate) fn run(args: &[&str]) -> Result<()> {
         Ok(url) if !url.is_empty() => None,
         _ => Some(RedisServer::start()?),
     };
+    // Likewise one Redis Cluster (three masters) for the cluster tests;
+    // stopped when dropped, on failure too.
+    let _cluster = match std::env::var(CLUSTER_URLS_ENV) {
+        Ok(urls) if !urls.is_empty() => None,
+        _ => Some(RedisCluster::start()?),
+    };
     let mut test = cmd(
         "cargo",
         &["test", "--workspace", "--locked", "--no-fail-fast"],
     );
     if let Some(server) = &_redis {
         test.env("LOOOPY_TEST_REDIS_URL", &server.url);
+    }
+    if let Some(cluster) = &_cluster {
+        test.env(CLUSTER_URLS_ENV, &cluster.urls);
     }
     sh(test)?;
 

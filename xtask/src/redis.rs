@@ -1,4 +1,4 @@
-//! A throw-away Redis server for the test run.
+//! A throw-away Redis server and Redis Cluster for the test run.
 
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
@@ -60,5 +60,50 @@ impl Drop for RedisServer {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
         eprintln!("[xtask] redis-server at {} stopped", self.url);
+    }
+}
+
+/// A Redis Cluster of three masters (`scripts/redis-cluster.sh`); stopped
+/// when dropped.
+pub(crate) struct RedisCluster {
+    dir: std::path::PathBuf,
+    /// The node URLs, comma-separated.
+    pub(crate) urls: String,
+}
+
+impl RedisCluster {
+    /// Starts one and waits until its state is `ok`.
+    pub(crate) fn start() -> Result<Self> {
+        let dir = std::env::temp_dir().join(format!("looopy-redis-cluster-{}", std::process::id()));
+        let script = crate::util::root().join("scripts/redis-cluster.sh");
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg("start")
+            .arg(&dir)
+            .stderr(Stdio::inherit())
+            .output()
+            .context("could not run scripts/redis-cluster.sh")?;
+        // Whatever happened, stop what may have started.
+        let cluster = RedisCluster {
+            dir,
+            urls: String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+        };
+        if !out.status.success() || cluster.urls.is_empty() {
+            bail!("scripts/redis-cluster.sh start failed (run scripts/provision.sh redis)");
+        }
+        eprintln!("[xtask] redis cluster up at {}", cluster.urls);
+        Ok(cluster)
+    }
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        let script = crate::util::root().join("scripts/redis-cluster.sh");
+        let _ = Command::new("bash")
+            .arg(script)
+            .arg("stop")
+            .arg(&self.dir)
+            .status();
+        eprintln!("[xtask] redis cluster at {} stopped", self.urls);
     }
 }
