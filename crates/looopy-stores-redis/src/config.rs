@@ -16,12 +16,26 @@ use crate::error::ConfigError;
 /// task_ttl_secs = 86400   # checkpoints live a day after their last save (0: forever)
 /// ttl_secs = 0            # everything else never expires (the default)
 /// ```
+///
+/// A Redis Cluster is named by some of its nodes instead of `url` (the
+/// client learns the others from them):
+///
+/// ```toml
+/// cluster_urls = ["redis://10.0.0.5:7000", "redis://10.0.0.6:7000"]
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RedisConfig {
-    /// `redis://[user:password@]host:port[/db]` (`rediss://` needs a TLS
-    /// feature of the `redis` crate).
+    /// `redis://[user:password@]host:port[/db]` of a single server
+    /// (`rediss://` needs this crate's `tls` feature). Not used when
+    /// `cluster_urls` is set.
     pub url: String,
+    /// Nodes of a Redis Cluster, `redis://[user:password@]host:port` each
+    /// (`rediss://` needs the `tls` feature). When not empty, the stores run
+    /// on the cluster and `url` is not used; a few nodes suffice, the client
+    /// learns the others from them. Clusters have no databases, so no `/db`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cluster_urls: Vec<String>,
     /// Connections kept open (each is multiplexed: many commands in flight).
     pub pool_size: usize,
     /// Every key starts with `<key_prefix>:`; no `{` or `}`.
@@ -43,6 +57,7 @@ impl Default for RedisConfig {
     fn default() -> Self {
         RedisConfig {
             url: "redis://127.0.0.1:6379".into(),
+            cluster_urls: Vec::new(),
             pool_size: 8,
             key_prefix: "looopy".into(),
             task_ttl_secs: 24 * 60 * 60,
@@ -65,6 +80,24 @@ impl RedisConfig {
             url: url.into(),
             ..Self::default()
         }
+    }
+
+    /// The defaults on a Redis Cluster reached through `nodes` (see
+    /// [`cluster_urls`](Self::cluster_urls)).
+    pub fn cluster<I, S>(nodes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        RedisConfig {
+            cluster_urls: nodes.into_iter().map(Into::into).collect(),
+            ..Self::default()
+        }
+    }
+
+    /// Whether the stores run on a Redis Cluster (`cluster_urls` is set).
+    pub fn is_cluster(&self) -> bool {
+        !self.cluster_urls.is_empty()
     }
 
     /// Sets the key prefix.
@@ -141,6 +174,11 @@ impl RedisConfig {
         if self.pool_size == 0 {
             return Err(ConfigError::PoolSize);
         }
+        if let Some(bad) = self.cluster_urls.iter().find(|u| u.trim().is_empty()) {
+            return Err(ConfigError::Connection {
+                message: format!("cluster_urls holds an empty URL ({bad:?})"),
+            });
+        }
         Ok(())
     }
 }
@@ -176,6 +214,29 @@ mod tests {
             Some(Duration::from_secs(86_400))
         );
         assert!(toml::from_str::<RedisConfig>("urll = 'x'").is_err());
+        assert!(!config.is_cluster());
+    }
+
+    #[test]
+    fn a_cluster_is_a_list_of_node_urls() {
+        let config: RedisConfig = toml::from_str(
+            r#"
+            cluster_urls = ["redis://a:7000", "rediss://b:7001"]
+            key_prefix = "app"
+            "#,
+        )
+        .unwrap();
+        assert!(config.is_cluster());
+        assert_eq!(config.cluster_urls, ["redis://a:7000", "rediss://b:7001"]);
+        assert_eq!(
+            config,
+            RedisConfig::cluster(["redis://a:7000", "rediss://b:7001"]).with_key_prefix("app")
+        );
+        assert!(config.validate().is_ok());
+        assert!(RedisConfig::cluster([" "]).validate().is_err());
+        // A single server's settings serialize without the empty list.
+        let text = toml::to_string(&RedisConfig::default()).unwrap();
+        assert!(!text.contains("cluster_urls"), "{text}");
     }
 
     #[test]

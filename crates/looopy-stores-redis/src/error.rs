@@ -1,7 +1,7 @@
 //! How Redis and pool failures become [`StoreError`]s, and configuration
 //! errors.
 
-use deadpool_redis::{CreatePoolError, PoolError};
+use deadpool_redis::PoolError;
 use looopy_core::StoreError;
 use redis::{ErrorKind, RedisError, ServerErrorKind};
 
@@ -88,13 +88,6 @@ pub(crate) fn from_pool(e: PoolError) -> StoreError {
         other => StoreError::Unavailable {
             message: format!("redis pool: {other}"),
         },
-    }
-}
-
-/// A pool that could not be built.
-pub(crate) fn from_create_pool(e: CreatePoolError) -> ConfigError {
-    ConfigError::Connection {
-        message: e.to_string(),
     }
 }
 

@@ -6,10 +6,10 @@ use async_trait::async_trait;
 use futures::stream::{self, BoxStream, StreamExt};
 use looopy_core::store::{EventLog, StoredEvent};
 use looopy_core::{AgentEvent, StoreError};
-use redis::aio::MultiplexedConnection;
 use redis::streams::{StreamId, StreamRangeReply, StreamReadReply};
 
 use crate::backend::{RedisBackend, Retry};
+use crate::connection::Connection;
 use crate::error::{corrupt, from_redis};
 
 /// How many entries one read takes.
@@ -29,7 +29,9 @@ const FIELD: &str = "e";
 /// again, so a follower of a task that never ends costs one idle connection
 /// and one round trip per `follow_block_ms`, until the stream is dropped
 /// (which closes its connection). A follower whose connection fails yields
-/// [`StoreError::Unavailable`] and ends.
+/// [`StoreError::Unavailable`] and ends. On a Redis Cluster the follower's
+/// connection is a cluster connection of its own; its `XREAD` goes to the
+/// master of the task's slot.
 #[derive(Debug, Clone)]
 pub struct RedisEventLog {
     backend: RedisBackend,
@@ -100,7 +102,7 @@ struct Follow<'a> {
     /// The buffer ends with the final event, or the log had ended already.
     done: bool,
     replayed: bool,
-    conn: Option<MultiplexedConnection>,
+    conn: Option<Connection>,
 }
 
 impl Follow<'_> {

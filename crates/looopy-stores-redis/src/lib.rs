@@ -5,6 +5,7 @@ mod agents;
 mod artifacts;
 mod backend;
 mod config;
+mod connection;
 mod error;
 mod events;
 mod factory;
