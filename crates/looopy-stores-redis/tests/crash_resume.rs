@@ -3,7 +3,8 @@
 //! tool call run twice.
 //!
 //! The killed process is this test binary run again (`current_exe()`) with
-//! only [`child_process_role`] selected and `LOOOPY_CRASH_REDIS_URL` set: it
+//! only [`child_process_role`] selected and `LOOOPY_CRASH_REDIS_CONFIG` (the
+//! stores' settings as JSON: one server or a cluster) set: it
 //! runs a turn whose model asks for one tool, then for three at once, the
 //! third of which hangs. Tools append their name to a file when they run, so
 //! runs are counted across processes. The parent waits until the checkpoint
@@ -29,8 +30,7 @@ use looopy_loop::AgentLoop;
 use looopy_stores_redis::{RedisConfig, RedisStores};
 use looopy_testkit::ScriptedLlm;
 
-const URL_ENV: &str = "LOOOPY_CRASH_REDIS_URL";
-const PREFIX_ENV: &str = "LOOOPY_CRASH_PREFIX";
+const CONFIG_ENV: &str = "LOOOPY_CRASH_REDIS_CONFIG";
 const RUNS_ENV: &str = "LOOOPY_CRASH_RUNS_FILE";
 const TASK: &str = "crash-task";
 const CONTEXT: &str = "crash-ctx";
@@ -47,7 +47,10 @@ impl ToolProvider for FileTools {
     async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
         Ok(TOOLS
             .iter()
-            .map(|n| ToolDefinition::without_parameters(*n, format!("the {n} tool")))
+            // Idempotent: a resumed turn runs a call cut off by the kill again.
+            .map(|n| {
+                ToolDefinition::without_parameters(*n, format!("the {n} tool")).idempotent(true)
+            })
             .collect())
     }
 
@@ -82,14 +85,12 @@ fn cx() -> TurnContext {
 /// The child's part; does nothing in a normal test run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn child_process_role() {
-    let Ok(url) = std::env::var(URL_ENV) else {
+    let Ok(config) = std::env::var(CONFIG_ENV) else {
         return;
     };
-    let prefix = std::env::var(PREFIX_ENV).unwrap();
+    let config: RedisConfig = serde_json::from_str(&config).unwrap();
     let runs = PathBuf::from(std::env::var(RUNS_ENV).unwrap());
-    let stores = RedisStores::connect(RedisConfig::new(url).with_key_prefix(prefix))
-        .await
-        .unwrap();
+    let stores = RedisStores::connect(config).await.unwrap();
     let llm = ScriptedLlm::new()
         .respond(LlmResponse::tool_calls(
             "",
@@ -125,7 +126,18 @@ impl Drop for Killed {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_killed_mid_batch_resumes_from_redis_in_a_new_process() {
     let redis = common::redis();
-    let config = common::config(redis.url());
+    killed_mid_batch_then_resumed(common::config(redis.url())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_killed_mid_batch_resumes_from_a_redis_cluster_in_a_new_process() {
+    let Some(cluster) = common::cluster::cluster() else {
+        return;
+    };
+    killed_mid_batch_then_resumed(cluster.config()).await;
+}
+
+async fn killed_mid_batch_then_resumed(config: RedisConfig) {
     let runs = std::env::temp_dir().join(format!("{}-runs.log", config.key_prefix));
     let _ = std::fs::remove_file(&runs);
     let mut child = Killed(
@@ -136,8 +148,7 @@ async fn a_turn_killed_mid_batch_resumes_from_redis_in_a_new_process() {
                 "--nocapture",
                 "--test-threads=1",
             ])
-            .env(URL_ENV, redis.url())
-            .env(PREFIX_ENV, &config.key_prefix)
+            .env(CONFIG_ENV, serde_json::to_string(&config).unwrap())
             .env(RUNS_ENV, &runs)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -1,6 +1,8 @@
 //! Shared by the Redis integration tests: the test Redis and a unique prefix.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
 
+pub mod cluster;
+
 use looopy_stores_redis::{RedisConfig, RedisStores};
 use looopy_testkit::TestRedis;
 use looopy_testkit::conformance::UniqueIds;

@@ -1,0 +1,198 @@
+//! The Redis stores on a real Redis Cluster of three masters: the store
+//! conformance suite passes, and the keys of different contexts and tasks
+//! are spread over the masters (so the cluster, not one node, answered).
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use looopy_core::store::{AgentState, AgentStateStore, EventLog, LifecycleState, MessageStore};
+use looopy_core::{AgentEvent, EventPayload, Message};
+use looopy_stores_redis::{RedisBackend, RedisStores, StoreConfig, Stores};
+use looopy_testkit::conformance::{self, StoreUnderTest};
+
+use common::cluster::{TestCluster, cluster};
+
+fn under_test(stores: &RedisStores) -> StoreUnderTest {
+    StoreUnderTest::new(
+        stores.tasks.clone(),
+        stores.messages.clone(),
+        stores.artifacts.clone(),
+        stores.agents.clone(),
+        stores.events.clone(),
+        stores.locks.clone(),
+    )
+    .with_task_records(stores.task_records.clone())
+}
+
+async fn stores(cluster: &TestCluster) -> RedisStores {
+    let stores = common::stores(cluster.config()).await;
+    assert!(stores.backend.is_cluster());
+    stores
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cluster_stores_pass_the_whole_suite() {
+    let Some(cluster) = cluster() else { return };
+    let stores = stores(&cluster).await;
+    conformance::run_all(&under_test(&stores)).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn cluster_stores_pass_on_a_single_thread_with_one_connection() {
+    let Some(cluster) = cluster() else { return };
+    let stores = common::stores(cluster.config().with_pool_size(1)).await;
+    conformance::run_all(&under_test(&stores)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_factory_builds_cluster_stores_from_a_list_of_urls() {
+    let Some(cluster) = cluster() else { return };
+    let urls: Vec<String> = cluster.urls().iter().map(|u| format!("{u:?}")).collect();
+    let config: StoreConfig = toml::from_str(&format!(
+        "backend = \"redis\"\ncluster_urls = [{}]\nkey_prefix = {:?}",
+        urls.join(", "),
+        cluster.config().key_prefix
+    ))
+    .unwrap();
+    let stores: Stores = config.build().await.unwrap();
+    let suite = StoreUnderTest::new(
+        stores.tasks,
+        stores.messages,
+        stores.artifacts,
+        stores.agents,
+        stores.events,
+        stores.locks,
+    )
+    .with_task_records(stores.task_records);
+    conformance::run_all(&suite).await;
+}
+
+/// A plain (non-cluster) connection to each master, by address.
+async fn masters(cluster: &TestCluster) -> BTreeMap<String, redis::aio::MultiplexedConnection> {
+    let mut out = BTreeMap::new();
+    for addr in common::cluster::master_addrs(cluster).await {
+        let client = redis::Client::open(format!("redis://{addr}")).unwrap();
+        out.insert(
+            addr,
+            client.get_multiplexed_async_connection().await.unwrap(),
+        );
+    }
+    out
+}
+
+/// The keys under `prefix` that each master holds itself.
+async fn keys_by_master(
+    masters: &mut BTreeMap<String, redis::aio::MultiplexedConnection>,
+    prefix: &str,
+) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out = BTreeMap::new();
+    for (addr, conn) in masters.iter_mut() {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{prefix}:*"))
+            .query_async(conn)
+            .await
+            .unwrap();
+        out.insert(addr.clone(), keys.into_iter().collect());
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn keys_of_different_contexts_live_on_different_masters() {
+    let Some(cluster) = cluster() else { return };
+    let stores = stores(&cluster).await;
+    let backend: &RedisBackend = &stores.backend;
+    let prefix = backend.keys().prefix().to_owned();
+    let mut masters = masters(&cluster).await;
+    assert_eq!(masters.len(), 3, "three masters: {:?}", masters.keys());
+
+    // Enough contexts that each master gets some (16384 slots, 3 ranges).
+    let contexts: Vec<String> = (0..24).map(|i| format!("ctx-{i}")).collect();
+    for (i, ctx) in contexts.iter().enumerate() {
+        stores
+            .messages
+            .append(ctx, &[Message::user(format!("hello {i}"))])
+            .await
+            .unwrap();
+        let now = chrono::Utc::now();
+        let state = AgentState {
+            context_id: ctx.clone(),
+            agent_id: "agent".into(),
+            lifecycle: LifecycleState::Ready,
+            turn_count: 0,
+            created_at: now,
+            last_activity: now,
+            owner: Some("owner-1".into()),
+            last_turn: None,
+            metadata: Default::default(),
+        };
+        stores.agents.save(&state).await.unwrap();
+        let task = format!("task-{i}");
+        stores
+            .events
+            .append(
+                &task,
+                &AgentEvent::new(
+                    task.as_str().into(),
+                    ctx.as_str().into(),
+                    EventPayload::Text { text: "x".into() },
+                ),
+            )
+            .await
+            .unwrap();
+    }
+
+    let held = keys_by_master(&mut masters, &prefix).await;
+    let mut conn = masters.values().next().unwrap().clone();
+    let mut used = BTreeSet::new();
+    for ctx in &contexts {
+        let messages = backend.keys().messages(ctx);
+        let agent = backend.keys().agent(ctx);
+        let holders: Vec<&String> = held
+            .iter()
+            .filter(|(_, keys)| keys.contains(&messages))
+            .map(|(addr, _)| addr)
+            .collect();
+        assert_eq!(holders.len(), 1, "{messages} is on exactly one master");
+        assert!(
+            held[holders[0]].contains(&agent),
+            "every key of a context is on its master"
+        );
+        // The master that holds it serves the key's slot.
+        let slot: u16 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(&messages)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let slot_of_agent: u16 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(&agent)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(slot, slot_of_agent, "one hash tag, one slot");
+        used.insert(holders[0].clone());
+    }
+    assert_eq!(
+        used.len(),
+        3,
+        "24 contexts land on every master, not on one node"
+    );
+    // The owner index lives on one master, apart from some of the contexts
+    // it lists; listing it still finds them all.
+    let listed = stores.agents.list_by_owner("owner-1", 100).await.unwrap();
+    assert_eq!(listed.len(), contexts.len());
+    for (i, ctx) in contexts.iter().enumerate() {
+        assert_eq!(stores.messages.count(ctx).await.unwrap(), 1);
+        let events = stores
+            .events
+            .read(&format!("task-{i}"), None, 10)
+            .await
+            .unwrap();
+        assert_eq!(events.len(), 1);
+    }
+    common::cluster::cleanup(&cluster, &prefix).await;
+}
