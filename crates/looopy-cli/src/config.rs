@@ -27,6 +27,9 @@
 //! [store]
 //! backend = "redis"           # or "memory" (the default)
 //! url = "redis://127.0.0.1:6379"
+//! # A Redis Cluster instead of one server: some of its nodes (`rediss://`
+//! # needs the `tls` feature of looopy-stores-redis).
+//! # cluster_urls = ["redis://10.0.0.5:7000", "redis://10.0.0.6:7000"]
 //!
 //! [server]
 //! bind = "127.0.0.1:8080"
@@ -57,7 +60,9 @@ pub struct Config {
     #[serde(default)]
     pub tools: ToolsSection,
     /// Where state lives (`backend = "memory"` by default, or `"redis"`
-    /// with the fields of [`looopy_stores_redis::RedisConfig`]).
+    /// with the fields of [`looopy_stores_redis::RedisConfig`]: `url` for
+    /// one server, or `cluster_urls = ["redis://host:port", ...]` for a
+    /// Redis Cluster).
     #[serde(default = "memory_store")]
     pub store: StoreConfig,
     /// The HTTP server.
@@ -348,6 +353,21 @@ mod tests {
         assert_eq!(c.tools.mcp[0].args.len(), 3);
         assert!(matches!(c.store, StoreConfig::Redis(_)));
         assert_eq!(c.auth.tokens[0].principal, "alice");
+    }
+
+    #[test]
+    fn the_store_may_be_a_redis_cluster() {
+        let c = Config::parse(
+            "[store]\nbackend = \"redis\"\ncluster_urls = [\"redis://a:7000\", \"redis://b:7001\"]",
+        )
+        .unwrap();
+        let StoreConfig::Redis(redis) = c.store else {
+            panic!("expected redis: {:?}", c.store);
+        };
+        assert!(redis.is_cluster());
+        assert_eq!(redis.cluster_urls, ["redis://a:7000", "redis://b:7001"]);
+        let e = Config::parse("[store]\nbackend = \"redis\"\ncluster_url = \"x\"").unwrap_err();
+        assert!(format!("{e:#}").contains("cluster_url"), "{e:#}");
     }
 
     #[test]
