@@ -1,15 +1,17 @@
 //! [`AgentRunner`]: serves `looopy-agent` [`Agent`]s, one per context.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
 use looopy_agent::{Agent, AgentError, LifecycleState, TurnOptions};
-use looopy_core::{AgentEvent, EventPayload, TaskState, TaskStatus};
+use looopy_core::{AgentEvent, EventPayload, Role, TaskState, TaskStatus};
+use looopy_tools::ClientTools;
 
-use crate::runner::{RunnerError, TurnEvents, TurnRequest, TurnRunner};
+use crate::runner::{ResumeRequest, RunnerError, TurnEvents, TurnRequest, TurnRunner};
 
 /// Makes the Agent of a context: `(context_id, owner principal)`.
 pub type AgentFactory = dyn Fn(&str, &str) -> Result<Agent, AgentError> + Send + Sync;
@@ -124,6 +126,34 @@ impl TurnRunner for AgentRunner {
                 }
                 Err(e) => return Err(RunnerError::new(e.to_string())),
             }
+        }
+    }
+
+    async fn resume_turn(&self, request: ResumeRequest) -> Result<Option<TurnEvents>, RunnerError> {
+        let agent = self
+            .agent(&request.context_id, &request.auth.principal)
+            .map_err(|e| RunnerError::new(format!("could not make the agent: {e}")))?;
+        let mut options = TurnOptions::new()
+            .with_auth(request.auth.clone())
+            .with_cancel(request.cancel.clone())
+            .keep_running_on_drop(true);
+        // The client tools the turn's message declared are offered again:
+        // that message is the last one stored (a turn saves the rest at its end).
+        let last = agent
+            .last_messages(1)
+            .await
+            .map_err(|e| RunnerError::new(e.to_string()))?;
+        if let Some(message) = last.first().filter(|m| m.role == Role::User) {
+            let tools = ClientTools::from_message(message)
+                .map_err(|e| RunnerError::new(format!("invalid clientTools: {e}")))?;
+            if !tools.is_empty() {
+                options = options.with_tools(Arc::new(tools));
+            }
+        }
+        match agent.resume_turn(&request.task_id, options).await {
+            Ok(turn) => Ok(Some(turn.boxed())),
+            Err(e) if e.is_busy() => Ok(None),
+            Err(e) => Err(RunnerError::new(e.to_string())),
         }
     }
 }

@@ -22,10 +22,11 @@ pub use jsonrpc::{RpcError, UNAUTHENTICATED};
 pub use loop_runner::LoopRunner;
 pub use model::{SendResponse, StreamEvent, TaskSnapshot, WireMessage};
 pub use remote_tool::RemoteAgentTools;
-pub use runner::{RunnerError, TurnEvents, TurnRequest, TurnRunner};
+pub use runner::{ResumeRequest, RunnerError, TurnEvents, TurnRequest, TurnRunner};
 pub use server::{
     A2aServer, A2aServerBuilder, ANONYMOUS, API_KEY_HEADER, AgentCardConfig, AgentSkill,
-    AuthConfig, DEFAULT_MAX_BODY_BYTES, EXTENSIONS_HEADER, TOOL_PROGRESS_EXTENSION,
+    AuthConfig, DEFAULT_MAX_BODY_BYTES, DEFAULT_RECOVERY_SCAN, EXTENSIONS_HEADER,
+    TOOL_PROGRESS_EXTENSION,
 };
 pub use version::{ProtocolVersion, VERSION_HEADER};
 pub use wire::SendRequest;

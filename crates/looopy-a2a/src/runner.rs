@@ -54,6 +54,22 @@ impl TurnRequest {
     }
 }
 
+/// What the server asks a [`TurnRunner`] to do when it recovers a turn
+/// whose process died: carry it on from its last checkpoint.
+#[derive(Debug, Clone)]
+pub struct ResumeRequest {
+    /// The task of the stranded turn.
+    pub task_id: Arc<str>,
+    /// Its conversation.
+    pub context_id: Arc<str>,
+    /// The principal that owns the task. Credentials are never stored, so
+    /// this carries none: tools that need the caller's credential fail
+    /// cleanly in a recovered turn.
+    pub auth: AuthContext,
+    /// Fires when the client cancels the task or the server shuts down.
+    pub cancel: CancellationToken,
+}
+
 /// Why a turn could not start.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{message}")]
@@ -83,11 +99,24 @@ impl RunnerError {
 pub trait TurnRunner: Send + Sync + 'static {
     /// Starts a turn and returns its events.
     async fn run_turn(&self, request: TurnRequest) -> Result<TurnEvents, RunnerError>;
+
+    /// Carries on a turn whose process died, from its last checkpoint, and
+    /// returns the rest of its events. `Ok(None)` when this runner cannot
+    /// resume turns (the default) or another process took the turn over
+    /// first: exactly one process resumes a stranded turn.
+    async fn resume_turn(&self, request: ResumeRequest) -> Result<Option<TurnEvents>, RunnerError> {
+        let _ = request;
+        Ok(None)
+    }
 }
 
 #[async_trait]
 impl<R: TurnRunner + ?Sized> TurnRunner for Arc<R> {
     async fn run_turn(&self, request: TurnRequest) -> Result<TurnEvents, RunnerError> {
         (**self).run_turn(request).await
+    }
+
+    async fn resume_turn(&self, request: ResumeRequest) -> Result<Option<TurnEvents>, RunnerError> {
+        (**self).resume_turn(request).await
     }
 }

@@ -166,6 +166,7 @@ impl App {
             .artifact_store(self.stores.artifacts.clone())
             .state_store(self.stores.agents.clone())
             .turn_lock(self.stores.locks.clone())
+            .lock_ttl(self.config.durability.lease_ttl())
             .owner(owner);
         for tool in &self.tools {
             builder = builder.tools_shared(tool.clone());

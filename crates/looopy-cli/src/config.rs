@@ -34,6 +34,10 @@
 //! [server]
 //! bind = "127.0.0.1:8080"
 //!
+//! [durability]                # turns whose process died are resumed elsewhere
+//! lease_ttl_secs = 30         # a turn's lease runs out this long after its last renewal
+//! scan_interval_secs = 10     # how often each replica looks for stranded turns
+//!
 //! [[auth.tokens]]
 //! principal = "alice"
 //! token_env = "ALICE_TOKEN"   # or token = "..." (kept out of logs)
@@ -71,6 +75,53 @@ pub struct Config {
     /// Who may call the server.
     #[serde(default)]
     pub auth: AuthSection,
+    /// Turn ownership and recovery.
+    #[serde(default)]
+    pub durability: DurabilitySection,
+}
+
+/// `[durability]`: how fast a turn whose process died is found and resumed
+/// by another (at most `lease_ttl_secs + scan_interval_secs` later). Only
+/// stores shared between processes (Redis) make this useful; the memory
+/// store recovers nothing after a restart.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DurabilitySection {
+    /// A running turn's lease runs out this long after its last renewal
+    /// (renewed every third of it). Seconds; fractions allowed.
+    #[serde(default = "default_lease_ttl")]
+    pub lease_ttl_secs: f64,
+    /// Time between two scans for stranded turns. Seconds; fractions allowed.
+    #[serde(default = "default_scan_interval")]
+    pub scan_interval_secs: f64,
+}
+
+fn default_lease_ttl() -> f64 {
+    30.0
+}
+fn default_scan_interval() -> f64 {
+    10.0
+}
+
+impl Default for DurabilitySection {
+    fn default() -> Self {
+        DurabilitySection {
+            lease_ttl_secs: default_lease_ttl(),
+            scan_interval_secs: default_scan_interval(),
+        }
+    }
+}
+
+impl DurabilitySection {
+    /// The lease time-to-live.
+    pub fn lease_ttl(&self) -> std::time::Duration {
+        std::time::Duration::from_secs_f64(self.lease_ttl_secs)
+    }
+
+    /// The scan interval.
+    pub fn scan_interval(&self) -> std::time::Duration {
+        std::time::Duration::from_secs_f64(self.scan_interval_secs)
+    }
 }
 
 /// `[agent]`.
@@ -312,6 +363,15 @@ impl Config {
         if self.agent.max_iterations == 0 {
             bail!("[agent] max_iterations must be at least 1");
         }
+        let d = &self.durability;
+        for (name, value) in [
+            ("lease_ttl_secs", d.lease_ttl_secs),
+            ("scan_interval_secs", d.scan_interval_secs),
+        ] {
+            if !(0.01..=86_400.0).contains(&value) {
+                bail!("[durability] {name} must be between 0.01 and 86400 seconds, not {value}");
+            }
+        }
         Ok(())
     }
 
@@ -353,6 +413,43 @@ mod tests {
         assert_eq!(c.tools.mcp[0].args.len(), 3);
         assert!(matches!(c.store, StoreConfig::Redis(_)));
         assert_eq!(c.auth.tokens[0].principal, "alice");
+        assert_eq!(c.durability.lease_ttl(), std::time::Duration::from_secs(30));
+        assert_eq!(
+            c.durability.scan_interval(),
+            std::time::Duration::from_secs(10)
+        );
+    }
+
+    #[test]
+    fn durability_knobs_parse_and_are_checked() {
+        let c =
+            Config::parse("[durability]\nlease_ttl_secs = 1.5\nscan_interval_secs = 0.25").unwrap();
+        assert_eq!(
+            c.durability.lease_ttl(),
+            std::time::Duration::from_millis(1500)
+        );
+        assert_eq!(
+            c.durability.scan_interval(),
+            std::time::Duration::from_millis(250)
+        );
+        let d = Config::parse("").unwrap().durability;
+        assert_eq!(
+            d.lease_ttl_secs + d.scan_interval_secs,
+            40.0,
+            "recovered within 40 s by default"
+        );
+        for bad in [
+            "lease_ttl_secs = 0",
+            "scan_interval_secs = -1",
+            "lease_ttl_secs = nan",
+        ] {
+            let e = Config::parse(&format!("[durability]\n{bad}")).unwrap_err();
+            assert!(e.to_string().contains("[durability]"), "{bad}: {e}");
+        }
+        assert!(
+            Config::parse("[durability]\nlease_ttl = 3").is_err(),
+            "unknown keys are refused"
+        );
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub fn server(
     .card(card)
     .auth(auth)
     .max_body_bytes(config.server.max_body_bytes)
+    .recovery(app.stores.locks.clone())
+    .recovery_scan_interval(config.durability.scan_interval())
     .web_ui(true) // the chat page at GET / (docs/web.md)
     .build())
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use looopy_core::CancellationToken;
-use looopy_core::store::{EventLog, TaskStore};
+use looopy_core::store::{EventLog, TaskStore, TurnLock};
 use tokio::net::TcpListener;
 
 pub use auth::{ANONYMOUS, API_KEY_HEADER, AuthConfig};
@@ -41,7 +41,13 @@ pub(crate) struct ServerState {
     shutdown_grace: Duration,
     tool_progress: bool,
     web_ui: bool,
+    recovery_scan: Duration,
 }
+
+/// Default time between two scans for stranded turns: 10 s. With the
+/// Agent's default lease of 30 s, a turn whose process died is resumed
+/// elsewhere within 40 s.
+pub const DEFAULT_RECOVERY_SCAN: Duration = Duration::from_secs(10);
 
 /// An A2A server for one agent.
 ///
@@ -99,7 +105,39 @@ impl A2aServer {
             shutdown_grace: Duration::from_secs(30),
             tool_progress: true,
             web_ui: false,
+            recovery: None,
+            recovery_scan: DEFAULT_RECOVERY_SCAN,
         }
+    }
+
+    /// One scan for stranded turns (see [`A2aServerBuilder::recovery`]):
+    /// resumes here each one this process wins, and returns how many.
+    /// [`A2aServer::serve`] scans on its own; call this when you serve
+    /// [`A2aServer::router`] yourself.
+    pub async fn recover_stranded(&self) -> Result<usize, looopy_core::StoreError> {
+        self.state.tasks.recover_stranded().await
+    }
+
+    /// Scans for stranded turns every interval until shutdown.
+    fn spawn_recovery(&self) {
+        let this = self.clone();
+        let every = self.state.recovery_scan;
+        let shutdown = self.state.shutdown.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    _ = tick.tick() => {}
+                }
+                match this.recover_stranded().await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(turns = n, "resumed stranded turns"),
+                    Err(error) => tracing::warn!(%error, "could not scan for stranded turns"),
+                }
+            }
+        });
     }
 
     /// The routes, to serve yourself or to nest in a larger router. Prefer
@@ -129,6 +167,9 @@ impl A2aServer {
                 tracing::debug!(%error, "could not set TCP_NODELAY");
             }
         });
+        if self.state.tasks.recovers() {
+            self.spawn_recovery();
+        }
         axum::serve(listener, self.router())
             .with_graceful_shutdown(signal)
             .await?;
@@ -151,9 +192,29 @@ pub struct A2aServerBuilder {
     shutdown_grace: Duration,
     tool_progress: bool,
     web_ui: bool,
+    recovery: Option<Arc<dyn TurnLock>>,
+    recovery_scan: Duration,
 }
 
 impl A2aServerBuilder {
+    /// Recovers turns whose process died: `lock` is the turn registry the
+    /// runner's Agents take their leases in (share it, and every other
+    /// store, between the server processes). [`A2aServer::serve`] then
+    /// scans it every [`recovery_scan_interval`](Self::recovery_scan_interval)
+    /// and resumes each stranded turn through
+    /// [`TurnRunner::resume_turn`]; exactly one process resumes a turn.
+    pub fn recovery(mut self, lock: Arc<dyn TurnLock>) -> Self {
+        self.recovery = Some(lock);
+        self
+    }
+
+    /// Time between two scans for stranded turns (default
+    /// [`DEFAULT_RECOVERY_SCAN`]).
+    pub fn recovery_scan_interval(mut self, every: Duration) -> Self {
+        self.recovery_scan = every.max(Duration::from_millis(10));
+        self
+    }
+
     /// What the agent card says.
     pub fn card(mut self, card: AgentCardConfig) -> Self {
         self.card = card;
@@ -232,6 +293,7 @@ impl A2aServerBuilder {
                     self.cancel_poll,
                     self.cancel_wait,
                     self.tool_progress,
+                    self.recovery,
                 )),
                 card: self.card,
                 auth: self.auth,
@@ -241,6 +303,7 @@ impl A2aServerBuilder {
                 shutdown_grace: self.shutdown_grace,
                 tool_progress: self.tool_progress,
                 web_ui: self.web_ui,
+                recovery_scan: self.recovery_scan,
             }),
         }
     }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use futures::StreamExt;
-use looopy_core::store::{EventLog, TaskRecord, TaskStore};
+use looopy_core::store::{EventLog, TaskRecord, TaskStore, TurnLock};
 use looopy_core::{
     AgentEvent, Artifact, AuthContext, CancellationToken, EventPayload, Message, TaskState,
     TaskStatus,
@@ -24,13 +24,14 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::RpcError;
-use crate::runner::{TurnEvents, TurnRequest, TurnRunner};
+use crate::runner::{RunnerError, TurnEvents, TurnRequest, TurnRunner};
 use crate::server::progress;
 use crate::server::record::{self, Bookkeeping};
 use crate::wire::SendParams;
 
 mod cancel;
 mod query;
+mod recovery;
 
 /// Where a started turn is.
 #[derive(Debug, Clone)]
@@ -56,6 +57,8 @@ pub(crate) struct Tasks {
     cancel_wait: Duration,
     /// Whether tool progress updates are logged (the extension is offered).
     tool_progress: bool,
+    /// The turn registry, when stranded turns are recovered here.
+    recovery: Option<Arc<dyn TurnLock>>,
 }
 
 /// What the driver of one turn tracks.
@@ -66,6 +69,18 @@ struct TurnState {
     artifacts: Vec<Artifact>,
     last_state: TaskState,
     ended: bool,
+}
+
+/// The span of a turn driven here (`recovered`: taken over from a process
+/// that died).
+fn turn_span(task_id: &str, context_id: &str, recovered: bool) -> tracing::Span {
+    tracing::info_span!(
+        "a2a.turn",
+        "a2a.task.id" = %task_id,
+        "a2a.context.id" = %context_id,
+        "a2a.task.state" = tracing::field::Empty,
+        "looopy.turn.recovered" = recovered,
+    )
 }
 
 fn store_error(e: impl std::fmt::Display) -> RpcError {
@@ -80,6 +95,7 @@ impl Tasks {
         cancel_poll: Duration,
         cancel_wait: Duration,
         tool_progress: bool,
+        recovery: Option<Arc<dyn TurnLock>>,
     ) -> Self {
         Tasks {
             runner,
@@ -90,6 +106,7 @@ impl Tasks {
             cancel_poll,
             cancel_wait,
             tool_progress,
+            recovery,
         }
     }
 
@@ -185,20 +202,9 @@ impl Tasks {
         let context_id = record.context_id.clone();
 
         let cancel = CancellationToken::new();
-        let (done_tx, done_rx) = watch::channel(false);
-        {
-            let mut running = self.running();
-            if running.contains_key(&task_id) {
-                return Err(RpcError::unsupported("the task is already running a turn"));
-            }
-            running.insert(
-                task_id.clone(),
-                Running {
-                    cancel: cancel.clone(),
-                    done: done_rx,
-                },
-            );
-        }
+        let Some(done_tx) = self.register(&task_id, &cancel) else {
+            return Err(RpcError::unsupported("the task is already running a turn"));
+        };
         let started = self
             .log_submission(&mut record, &wire.message)
             .await
@@ -215,16 +221,28 @@ impl Tasks {
             continues_task: continues,
             metadata: params.metadata,
         };
-        let span = tracing::info_span!(
-            "a2a.turn",
-            "a2a.task.id" = %task_id,
-            "a2a.context.id" = %context_id,
-            "a2a.task.state" = tracing::field::Empty,
-        );
+        let span = turn_span(&task_id, &context_id, false);
         let this = Arc::clone(self);
         self.tracker
             .spawn(this.drive(request, done_tx).instrument(span));
         Ok(started)
+    }
+
+    /// Notes a turn as running here; `None` when one already is.
+    fn register(&self, task_id: &str, cancel: &CancellationToken) -> Option<watch::Sender<bool>> {
+        let mut running = self.running();
+        if running.contains_key(task_id) {
+            return None;
+        }
+        let (done_tx, done_rx) = watch::channel(false);
+        running.insert(
+            task_id.to_owned(),
+            Running {
+                cancel: cancel.clone(),
+                done: done_rx,
+            },
+        );
+        Some(done_tx)
     }
 
     /// Logs the `task` event of a new turn and saves the record.
@@ -286,12 +304,25 @@ impl Tasks {
             );
             self.append_progress(&turn, event).await;
         }
-        match self.runner.run_turn(request).await {
-            Err(e) => self.fail(&mut turn, &e.message).await,
-            Ok(events) => self.drain(&mut turn, events, &cancel).await,
+        let events = self.runner.run_turn(request).await;
+        self.run_to_end(&mut turn, events, &cancel, done).await;
+    }
+
+    /// Drains a turn's events (or records why it could not start), makes
+    /// sure it ends with a final status, and marks it done here.
+    async fn run_to_end(
+        &self,
+        turn: &mut TurnState,
+        events: Result<TurnEvents, RunnerError>,
+        cancel: &CancellationToken,
+        done: watch::Sender<bool>,
+    ) {
+        match events {
+            Err(e) => self.fail(turn, &e.message).await,
+            Ok(events) => self.drain(turn, events, cancel).await,
         }
         if !turn.ended {
-            self.fail(&mut turn, "the turn ended without a final status")
+            self.fail(turn, "the turn ended without a final status")
                 .await;
         }
         self.running().remove(&*turn.task_id);

@@ -1,0 +1,126 @@
+//! Recovering turns whose process died.
+//!
+//! Every server process that has the turn registry scans it now and then
+//! for stranded turn leases (their owner stopped renewing them). For each
+//! one whose task it knows, it asks the runner to resume the turn; the
+//! runner takes the lease over atomically, so exactly one process resumes
+//! it. The resumed turn's events go to the same event log after the ones
+//! already there, and its end to the same record, as for any turn.
+
+use std::sync::Arc;
+
+use looopy_core::store::TaskRecord;
+use looopy_core::{AuthContext, CancellationToken, StoreError};
+use tracing::Instrument;
+
+use super::{Tasks, TurnState, turn_span};
+use crate::runner::ResumeRequest;
+use crate::server::record::{self, Bookkeeping};
+
+/// How many stranded turns one scan looks at.
+const SCAN_BATCH: usize = 256;
+
+/// How many events a resumed turn reads back to know its artifacts so far.
+const REPLAY_LIMIT: usize = 100_000;
+
+impl Tasks {
+    /// Whether stranded turns are recovered here.
+    pub(crate) fn recovers(&self) -> bool {
+        self.recovery.is_some()
+    }
+
+    /// One scan of the turn registry: resumes here each stranded turn this
+    /// process wins. Returns how many it resumed (0 without a registry).
+    pub(crate) async fn recover_stranded(self: &Arc<Self>) -> Result<usize, StoreError> {
+        let Some(lock) = &self.recovery else {
+            return Ok(0);
+        };
+        let mut resumed = 0;
+        for lease in lock.stranded(SCAN_BATCH).await? {
+            let Some(task_id) = lease.task_id else {
+                continue;
+            };
+            if self.running().contains_key(&task_id) {
+                continue;
+            }
+            match self.store.get(&task_id).await {
+                Ok(Some(record)) => {
+                    if self.resume(record).await {
+                        resumed += 1;
+                    }
+                }
+                // A turn of another application sharing the registry.
+                Ok(None) => tracing::debug!(%task_id, "stranded turn without a task record"),
+                Err(error) => tracing::warn!(%task_id, %error, "could not read a stranded task"),
+            }
+        }
+        Ok(resumed)
+    }
+
+    /// Asks the runner to resume a stranded turn and drives it here when
+    /// this process won it.
+    async fn resume(self: &Arc<Self>, record: TaskRecord) -> bool {
+        let cancel = CancellationToken::new();
+        let Some(done) = self.register(&record.task_id, &cancel) else {
+            return false;
+        };
+        let task_id: Arc<str> = record.task_id.as_str().into();
+        let context_id: Arc<str> = record.context_id.as_str().into();
+        let principal = record.owner.clone().unwrap_or_default();
+        let request = ResumeRequest {
+            task_id: task_id.clone(),
+            context_id: context_id.clone(),
+            auth: AuthContext::new(principal),
+            cancel: cancel.clone(),
+        };
+        let span = turn_span(&task_id, &context_id, true);
+        let events = match self
+            .runner
+            .resume_turn(request)
+            .instrument(span.clone())
+            .await
+        {
+            Ok(Some(events)) => Ok(events),
+            Ok(None) => {
+                self.running().remove(&*task_id);
+                return false;
+            }
+            Err(e) => {
+                // Left stranded: the next scan tries again.
+                tracing::warn!(%task_id, error = %e.message, "could not resume a stranded turn");
+                self.running().remove(&*task_id);
+                return false;
+            }
+        };
+        tracing::info!(parent: &span, %task_id, "resuming a turn whose process died");
+        let mut turn = TurnState {
+            task_id,
+            context_id,
+            artifacts: self.artifacts_so_far(&record).await,
+            last_state: record.status.state,
+            ended: false,
+        };
+        let this = Arc::clone(self);
+        self.tracker.spawn(
+            async move { this.run_to_end(&mut turn, events, &cancel, done).await }.instrument(span),
+        );
+        true
+    }
+
+    /// The artifacts the turn streamed before its process died.
+    async fn artifacts_so_far(&self, record: &TaskRecord) -> Vec<looopy_core::Artifact> {
+        let after = Bookkeeping::of(record).turn_start_event_id;
+        let mut artifacts = Vec::new();
+        match self
+            .log
+            .read(&record.task_id, after.as_deref(), REPLAY_LIMIT)
+            .await
+        {
+            Ok(events) => record::fold_events(&mut artifacts, &events),
+            Err(error) => {
+                tracing::warn!(task_id = %record.task_id, %error, "could not read the turn's events back");
+            }
+        }
+        artifacts
+    }
+}
