@@ -10,7 +10,7 @@
 //! | [`AgentStateStore`] | agent lifecycle metadata | context id |
 //! | [`EventLog`] | ordered events of a task, readable after an id | task id |
 //! | [`TurnLock`] | turn ownership: one turn at a time per context, across processes, and the registry of running turns | context id |
-//! | [`TaskStore`] | A2A task records (owner, status) | task id |
+//! | [`TaskStore`] | A2A task records (owner, status, event cursors, version; a cancel flag) | task id |
 
 use std::ops::Range;
 use std::time::Duration;
@@ -388,7 +388,13 @@ pub trait TurnLock: Send + Sync {
     async fn stranded(&self, limit: usize) -> Result<Vec<TurnLease>, StoreError>;
 }
 
-/// What the A2A layer knows of a task: who owns it, where it stands.
+/// What the A2A layer knows of a task: who owns it, where it stands, and
+/// where its turns sit in the event log.
+///
+/// The record holds no history and no artifacts: those live in the stores
+/// of whatever runs the turns (the Agent's message and artifact stores).
+/// Fields added after the first release have defaults, so records written
+/// before them still load.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskRecord {
@@ -405,17 +411,97 @@ pub struct TaskRecord {
     pub created_at: DateTime<Utc>,
     /// When its status last changed.
     pub updated_at: DateTime<Utc>,
+    /// The id of the last event logged for the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_event_id: Option<String>,
+    /// The current (or last) turn's events come after this id (`None`: from
+    /// the start of the log).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_start_event_id: Option<String>,
+    /// The id of the current turn's final event, once it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_event_id: Option<String>,
+    /// Turns started so far (the current one included).
+    #[serde(default)]
+    pub turns: u32,
+    /// The ids of the messages that started the task's turns, oldest first:
+    /// they mark the task's share of its conversation's history.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turn_message_ids: Vec<String>,
+    /// The version of the record in its store: set by the store on every
+    /// write (the first write gives 1), checked by
+    /// [`TaskStore::compare_and_put`]. 0 for a record not read from a store.
+    /// A store may keep it apart from the rest of the record.
+    #[serde(default)]
+    pub version: u64,
     /// Free-form metadata.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
 }
 
+impl TaskRecord {
+    /// A new record (version 0, no events, no turns), created and updated now.
+    pub fn new(
+        task_id: impl Into<String>,
+        context_id: impl Into<String>,
+        owner: Option<String>,
+        status: crate::task::TaskStatus,
+    ) -> Self {
+        let now = Utc::now();
+        TaskRecord {
+            task_id: task_id.into(),
+            context_id: context_id.into(),
+            owner,
+            status,
+            created_at: now,
+            updated_at: now,
+            last_event_id: None,
+            turn_start_event_id: None,
+            final_event_id: None,
+            turns: 0,
+            turn_message_ids: Vec::new(),
+            version: 0,
+            metadata: Map::new(),
+        }
+    }
+}
+
+/// How many times [`TaskStore::update`] reads and tries again when other
+/// writers keep winning.
+pub const TASK_UPDATE_ATTEMPTS: usize = 64;
+
 /// Task records, so that tasks can be listed and looked up by id.
+///
+/// Atomicity rules:
+/// - every write of a record is atomic and gives it the next
+///   [`version`](TaskRecord::version) (the first write gives 1);
+/// - [`compare_and_put`](TaskStore::compare_and_put) writes only while the
+///   stored version is the one the caller read: of any number of writers
+///   that read one version, exactly one wins. Version 0 matches a missing
+///   record (and one stored before records had versions);
+/// - [`update`](TaskStore::update) is read, change, compare-and-put, tried
+///   again when another writer won: no update is lost. Every change of a
+///   record that others may change at the same time goes through it (or
+///   through `compare_and_put`); [`put`](TaskStore::put) replaces blindly;
+/// - the cancel flag of a task is a key of its own, apart from the record:
+///   [`request_cancel`](TaskStore::request_cancel) raises it and
+///   [`take_cancel`](TaskStore::take_cancel) lowers it and says whether it
+///   was raised, atomically, so one request is taken once. Polling it costs
+///   no read of the record;
+/// - the indexes that [`list`](TaskStore::list) reads may lag a write
+///   (they can live apart from the record); `list` returns records as they
+///   are stored and never one that no longer matches.
 #[async_trait]
 pub trait TaskStore: Send + Sync {
-    /// Stores (replaces) a record.
+    /// Stores (replaces) a record, whatever version is stored; the stored
+    /// record gets the next version (`record.version` is ignored).
     async fn put(&self, record: &TaskRecord) -> Result<(), StoreError>;
-    /// One record.
+    /// Stores `record` only when the stored version is `record.version` (0:
+    /// no record is stored). `Ok(true)` when written: the stored record then
+    /// has version `record.version + 1`. `Ok(false)`: another writer came
+    /// first, nothing was written.
+    async fn compare_and_put(&self, record: &TaskRecord) -> Result<bool, StoreError>;
+    /// One record, with its version.
     async fn get(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
     /// Records of `owner` (all owners when `None`), optionally of one context,
     /// most recently updated first, at most `limit`.
@@ -425,6 +511,43 @@ pub trait TaskStore: Send + Sync {
         context_id: Option<&str>,
         limit: usize,
     ) -> Result<Vec<TaskRecord>, StoreError>;
-    /// Forgets a record.
+    /// Forgets a record (and its cancel flag).
     async fn delete(&self, task_id: &str) -> Result<(), StoreError>;
+    /// Raises the cancel flag of a task (it expires with the store's TTL).
+    async fn request_cancel(&self, task_id: &str) -> Result<(), StoreError>;
+    /// Lowers the cancel flag of a task; `Ok(true)` when it was raised. Of
+    /// concurrent callers, one sees each request.
+    async fn take_cancel(&self, task_id: &str) -> Result<bool, StoreError>;
+
+    /// Reads a record, lets `change` change it and stores it with
+    /// [`compare_and_put`](TaskStore::compare_and_put), reading again and
+    /// calling `change` again when another writer came first (at most
+    /// [`TASK_UPDATE_ATTEMPTS`] times, then [`StoreError::Conflict`]).
+    /// `change` returns `false` to leave the record as it is.
+    ///
+    /// `Ok(Some(record))`: written, `record` as stored (with its new
+    /// version). `Ok(None)`: no such record, or `change` declined.
+    async fn update(
+        &self,
+        task_id: &str,
+        change: &mut (dyn for<'r> FnMut(&'r mut TaskRecord) -> bool + Send),
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        for _ in 0..TASK_UPDATE_ATTEMPTS {
+            let Some(mut record) = self.get(task_id).await? else {
+                return Ok(None);
+            };
+            if !change(&mut record) {
+                return Ok(None);
+            }
+            if self.compare_and_put(&record).await? {
+                record.version += 1;
+                return Ok(Some(record));
+            }
+        }
+        Err(StoreError::Conflict {
+            message: format!(
+                "task record `{task_id}`: other writers won {TASK_UPDATE_ATTEMPTS} times in a row"
+            ),
+        })
+    }
 }

@@ -1,7 +1,7 @@
 //! [`MemoryTaskStore`]: A2A task records in memory.
 
 use std::cmp::Reverse;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -14,10 +14,13 @@ use crate::lock;
 ///
 /// [`TaskStore::list`] scans every record (O(n log n) in the number of
 /// records): fine for tests and single-process servers of modest size. Ties in
-/// `updated_at` are broken by task id, so pages are stable.
+/// `updated_at` are broken by task id, so pages are stable. Every write
+/// happens under one lock, so `compare_and_put` is atomic; cancel flags are
+/// kept in a set of their own (they do not expire).
 #[derive(Debug, Default)]
 pub struct MemoryTaskStore {
     records: Mutex<HashMap<String, TaskRecord>>,
+    cancels: Mutex<HashSet<String>>,
 }
 
 impl MemoryTaskStore {
@@ -40,10 +43,29 @@ impl MemoryTaskStore {
 #[async_trait]
 impl TaskStore for MemoryTaskStore {
     async fn put(&self, record: &TaskRecord) -> Result<(), StoreError> {
-        let record = record.clone();
-        let previous = lock(&self.records).insert(record.task_id.clone(), record);
+        let mut record = record.clone();
+        let previous = {
+            let mut records = lock(&self.records);
+            record.version = records.get(&record.task_id).map_or(0, |r| r.version) + 1;
+            records.insert(record.task_id.clone(), record)
+        };
         drop(previous); // freed outside the lock
         Ok(())
+    }
+
+    async fn compare_and_put(&self, record: &TaskRecord) -> Result<bool, StoreError> {
+        let mut record = record.clone();
+        let previous = {
+            let mut records = lock(&self.records);
+            let stored = records.get(&record.task_id).map_or(0, |r| r.version);
+            if stored != record.version {
+                return Ok(false);
+            }
+            record.version = stored + 1;
+            records.insert(record.task_id.clone(), record)
+        };
+        drop(previous); // freed outside the lock
+        Ok(true)
     }
 
     async fn get(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -71,7 +93,17 @@ impl TaskStore for MemoryTaskStore {
     async fn delete(&self, task_id: &str) -> Result<(), StoreError> {
         let removed = lock(&self.records).remove(task_id);
         drop(removed); // freed outside the lock
+        lock(&self.cancels).remove(task_id);
         Ok(())
+    }
+
+    async fn request_cancel(&self, task_id: &str) -> Result<(), StoreError> {
+        lock(&self.cancels).insert(task_id.to_owned());
+        Ok(())
+    }
+
+    async fn take_cancel(&self, task_id: &str) -> Result<bool, StoreError> {
+        Ok(lock(&self.cancels).remove(task_id))
     }
 }
 
@@ -86,15 +118,15 @@ mod tests {
 
     fn record(task: &str, context: &str, owner: Option<&str>, age_s: i64) -> TaskRecord {
         let at = Utc::now() - Duration::seconds(age_s);
-        TaskRecord {
-            task_id: task.into(),
-            context_id: context.into(),
-            owner: owner.map(Into::into),
-            status: TaskStatus::new(TaskState::Working),
-            created_at: at,
-            updated_at: at,
-            metadata: Default::default(),
-        }
+        let mut r = TaskRecord::new(
+            task,
+            context,
+            owner.map(Into::into),
+            TaskStatus::new(TaskState::Working),
+        );
+        r.created_at = at;
+        r.updated_at = at;
+        r
     }
 
     #[tokio::test]
@@ -103,6 +135,7 @@ mod tests {
         assert!(store.get("t1").await.unwrap().is_none());
         let mut r = record("t1", "c1", Some("alice"), 0);
         store.put(&r).await.unwrap();
+        r.version = 1;
         assert_eq!(store.get("t1").await.unwrap().unwrap(), r);
         r.status = TaskStatus::new(TaskState::Completed);
         store.put(&r).await.unwrap();

@@ -40,3 +40,9 @@ async fn two_suites_share_one_set_of_stores() {
     let b = under_test(&stores, &records).with_ids(UniqueIds::with_prefix("second-run"));
     futures::join!(conformance::run_all(&a), conformance::run_all(&b));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn task_records_are_atomic_across_two_handles() {
+    let records = Arc::new(MemoryTaskStore::new());
+    conformance::task_store_across_handles(records.clone(), records, &UniqueIds::new()).await;
+}

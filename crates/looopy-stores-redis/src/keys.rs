@@ -57,7 +57,8 @@ pub(crate) fn turn_shard(context_id: &str) -> u32 {
 /// | `P:{task:T}:checkpoint` | hash | `head` (checkpoint JSON without messages), `epoch`, `len` |
 /// | `P:{task:T}:checkpoint:messages` | list | the checkpoint's messages, one JSON each |
 /// | `P:{task:T}:events` | stream | entries `{e: <event JSON>}`; ids are the event ids |
-/// | `P:{task:T}:record` | string | the A2A task record (JSON) |
+/// | `P:{task:T}:record` | string | the A2A task record (JSON, its `version` included) |
+/// | `P:{task:T}:cancel` | string | the task's cancel flag (`1` while a cancel is requested) |
 /// | `P:{owner:O}:agents` | sorted set | context ids, scored by `last_activity` (µs) |
 /// | `P:{owner:O}:tasks` | sorted set | task ids, scored by `updated_at` (µs) |
 /// | `P:{owner:O}:ctx:C:tasks` | sorted set | task ids of one context of the owner |
@@ -171,6 +172,11 @@ impl KeyLayout {
         self.task(task_id, "record")
     }
 
+    /// A task's cancel flag.
+    pub fn task_cancel(&self, task_id: &str) -> String {
+        self.task(task_id, "cancel")
+    }
+
     /// The contexts of an owner.
     pub fn owner_agents(&self, owner: &str) -> String {
         self.owner(owner, "agents")
@@ -227,6 +233,7 @@ mod tests {
             keys.checkpoint_messages(t),
             keys.events(t),
             keys.task_record(t),
+            keys.task_cancel(t),
         ] {
             assert_eq!(tag(&key), "task:t%3A%7B1%7D", "{key}");
         }

@@ -183,6 +183,30 @@ return 1
     )
 });
 
+/// Writes a task record only when the stored one has the expected version
+/// (read from its JSON: a missing record and one without a version are
+/// version 0). The new JSON carries the new version already.
+///
+/// KEYS: record. ARGV: expected version, new JSON, ttl_ms.
+/// Returns `{1, previous JSON or nil}` when written, `{0, stored version}`
+/// when another writer came first (nothing written).
+pub(crate) static TASK_RECORD_CAS: LazyLock<Script> = LazyLock::new(|| {
+    with_helpers(
+        r#"
+local cur = redis.call('GET', KEYS[1])
+local version = 0
+if cur then
+  local ok, decoded = pcall(cjson.decode, cur)
+  if ok and type(decoded) == 'table' then version = tonumber(decoded['version']) or 0 end
+end
+if version ~= tonumber(ARGV[1]) then return {0, version} end
+redis.call('SET', KEYS[1], ARGV[2])
+expire(KEYS[1], tonumber(ARGV[3]))
+return {1, cur}
+"#,
+    )
+});
+
 /// The server's clock in milliseconds, for the lease scripts: every
 /// process then agrees on when a lease runs out.
 const NOW: &str = r#"

@@ -8,17 +8,26 @@ use looopy_core::store::{TaskRecord, TaskStore};
 use crate::backend::{RedisBackend, Retry};
 use crate::index::{self, Listing, score};
 use crate::keys::KeyLayout;
+use crate::scripts::TASK_RECORD_CAS;
 
-/// A2A task records in Redis: `P:{task:T}:record` holds the record as JSON;
-/// sorted sets scored by `updated_at` (µs) index them for `list`: every
+/// How many times `put` tries again when other writers keep winning.
+const PUT_ATTEMPTS: usize = 64;
+
+/// A2A task records in Redis: `P:{task:T}:record` holds the record as JSON,
+/// its version included; `P:{task:T}:cancel` is its cancel flag. Writes go
+/// through one script on the record's key ([`TASK_RECORD_CAS`]): it checks
+/// the stored version and writes the record in one step, so
+/// `compare_and_put` is atomic on a cluster too (one key, one slot); `put`
+/// is a compare-and-put against whatever version is stored, tried again
+/// with the version the script reported until it wins. The cancel flag is
+/// raised with `SET ... PX` and taken with `GETDEL`. Sorted sets scored by `updated_at` (µs) index them for `list`: every
 /// record (`P:{tasks}:all`), per context (`P:{ctx:C}:tasks`), per owner
 /// (`P:{owner:O}:tasks`) and per owner and context
 /// (`P:{owner:O}:ctx:C:tasks`).
 ///
 /// As for agent states, the indexes live on other cluster slots than the
-/// record, so `put` adds the index entries, then writes the record (`SET ...
-/// GET`, one pipelined round trip), then removes the entries of the
-/// previous owner and context when they changed; `list` checks each
+/// record, so a write adds the index entries, then writes the record, then
+/// removes the entries of the previous owner and context when they changed; `list` checks each
 /// record's owner and context, so entries left behind are never returned.
 #[derive(Debug, Clone)]
 pub struct RedisTaskStore {
@@ -67,11 +76,19 @@ impl RedisTaskStore {
     }
 }
 
-#[async_trait]
-impl TaskStore for RedisTaskStore {
-    async fn put(&self, record: &TaskRecord) -> Result<(), StoreError> {
+impl RedisTaskStore {
+    /// Adds the record to its indexes, then writes it when the stored
+    /// version is `expected`: `Ok(Ok(previous JSON))` when written,
+    /// `Ok(Err(stored version))` when not.
+    async fn write(
+        &self,
+        record: &TaskRecord,
+        expected: u64,
+    ) -> Result<Result<Option<String>, u64>, StoreError> {
         let keys = self.backend.keys();
-        let json = serde_json::to_string(record)?;
+        let mut stored = record.clone();
+        stored.version = expected + 1;
+        let json = serde_json::to_string(&stored)?;
         let ttl = self.backend.ttl_ms();
         let current = indexes(keys, record);
         let mut pipe = redis::pipe();
@@ -82,17 +99,55 @@ impl TaskStore for RedisTaskStore {
                 pipe.cmd("PEXPIRE").arg(index).arg(ttl).ignore();
             }
         }
-        let set = pipe
-            .cmd("SET")
-            .arg(keys.task_record(&record.task_id))
-            .arg(json);
-        if ttl > 0 {
-            set.arg("PX").arg(ttl);
+        self.backend.pipe::<()>(&pipe, Retry::Safe).await?;
+        let mut call = TASK_RECORD_CAS.prepare_invoke();
+        call.key(keys.task_record(&record.task_id))
+            .arg(expected)
+            .arg(json)
+            .arg(ttl);
+        // Not repeated: a repeat after a lost reply would find its own write
+        // and report a conflict.
+        let reply: Vec<redis::Value> = self.backend.script(&call, Retry::Never).await?;
+        let unexpected = || StoreError::Backend {
+            message: format!("unexpected reply of the task record script: {reply:?}"),
+        };
+        match reply.as_slice() {
+            [redis::Value::Int(1), previous] => {
+                let previous: Option<String> =
+                    redis::from_redis_value(previous.clone()).map_err(|_| unexpected())?;
+                self.unindex(&record.task_id, previous, &current).await;
+                Ok(Ok(None))
+            }
+            [redis::Value::Int(0), version] => {
+                let version: u64 =
+                    redis::from_redis_value(version.clone()).map_err(|_| unexpected())?;
+                Ok(Err(version))
+            }
+            _ => Err(unexpected()),
         }
-        set.arg("GET");
-        let (previous,): (Option<String>,) = self.backend.pipe(&pipe, Retry::Safe).await?;
-        self.unindex(&record.task_id, previous, &current).await;
-        Ok(())
+    }
+}
+
+#[async_trait]
+impl TaskStore for RedisTaskStore {
+    async fn put(&self, record: &TaskRecord) -> Result<(), StoreError> {
+        let mut expected = record.version;
+        for _ in 0..PUT_ATTEMPTS {
+            match self.write(record, expected).await? {
+                Ok(_) => return Ok(()),
+                Err(stored) => expected = stored,
+            }
+        }
+        Err(StoreError::Conflict {
+            message: format!(
+                "task record `{}`: other writers won {PUT_ATTEMPTS} times in a row",
+                record.task_id
+            ),
+        })
+    }
+
+    async fn compare_and_put(&self, record: &TaskRecord) -> Result<bool, StoreError> {
+        Ok(self.write(record, record.version).await?.is_ok())
     }
 
     async fn get(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -134,10 +189,30 @@ impl TaskStore for RedisTaskStore {
     }
 
     async fn delete(&self, task_id: &str) -> Result<(), StoreError> {
-        let mut getdel = redis::cmd("GETDEL");
-        getdel.arg(self.backend.keys().task_record(task_id));
-        let previous: Option<String> = self.backend.query(&getdel, Retry::Safe).await?;
+        let keys = self.backend.keys();
+        let mut pipe = redis::pipe();
+        pipe.cmd("GETDEL").arg(keys.task_record(task_id));
+        pipe.cmd("DEL").arg(keys.task_cancel(task_id)).ignore();
+        let (previous,): (Option<String>,) = self.backend.pipe(&pipe, Retry::Safe).await?;
         self.unindex(task_id, previous, &[]).await;
         Ok(())
+    }
+
+    async fn request_cancel(&self, task_id: &str) -> Result<(), StoreError> {
+        let mut set = redis::cmd("SET");
+        set.arg(self.backend.keys().task_cancel(task_id)).arg("1");
+        let ttl = self.backend.ttl_ms();
+        if ttl > 0 {
+            set.arg("PX").arg(ttl);
+        }
+        self.backend.query::<()>(&set, Retry::Safe).await
+    }
+
+    async fn take_cancel(&self, task_id: &str) -> Result<bool, StoreError> {
+        let mut getdel = redis::cmd("GETDEL");
+        getdel.arg(self.backend.keys().task_cancel(task_id));
+        // Not repeated: a repeat after a lost reply would miss the flag.
+        let flag: Option<String> = self.backend.query(&getdel, Retry::Never).await?;
+        Ok(flag.is_some())
     }
 }

@@ -47,6 +47,21 @@ async fn cluster_stores_pass_on_a_single_thread_with_one_connection() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cluster_task_records_are_atomic_across_two_connections() {
+    let Some(cluster) = cluster() else { return };
+    // Two pools under one prefix, as two server processes would have.
+    let config = cluster.config();
+    let a = common::stores(config.clone()).await;
+    let b = common::stores(config).await;
+    conformance::task_store_across_handles(
+        a.task_records.clone(),
+        b.task_records.clone(),
+        &conformance::UniqueIds::new(),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_factory_builds_cluster_stores_from_a_list_of_urls() {
     let Some(cluster) = cluster() else { return };
     let urls: Vec<String> = cluster.urls().iter().map(|u| format!("{u:?}")).collect();

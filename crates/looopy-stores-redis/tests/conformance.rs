@@ -44,3 +44,18 @@ async fn two_suites_share_one_prefix_and_one_pool() {
     )));
     futures::join!(conformance::run_all(&a), conformance::run_all(&b));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn task_records_are_atomic_across_two_connections() {
+    // Two pools on one Redis, as two server processes would have.
+    let redis = common::redis();
+    let config = common::config(redis.url());
+    let a = common::stores(config.clone()).await;
+    let b = common::stores(config).await;
+    conformance::task_store_across_handles(
+        a.task_records.clone(),
+        b.task_records.clone(),
+        &UniqueIds::new(),
+    )
+    .await;
+}

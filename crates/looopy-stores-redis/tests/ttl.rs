@@ -80,17 +80,15 @@ async fn write_everything(stores: &RedisStores, ctx: &str, task: &str) -> Vec<St
         .unwrap();
     stores
         .task_records
-        .put(&TaskRecord {
-            task_id: task.into(),
-            context_id: ctx.into(),
-            owner: Some("owner".into()),
-            status: TaskStatus::new(TaskState::Working),
-            created_at: now,
-            updated_at: now,
-            metadata: Default::default(),
-        })
+        .put(&TaskRecord::new(
+            task,
+            ctx,
+            Some("owner".into()),
+            TaskStatus::new(TaskState::Working),
+        ))
         .await
         .unwrap();
+    stores.task_records.request_cancel(task).await.unwrap();
     let k = stores.backend.keys();
     vec![
         k.messages(ctx),
@@ -102,6 +100,7 @@ async fn write_everything(stores: &RedisStores, ctx: &str, task: &str) -> Vec<St
         k.owner_agents("owner"),
         k.events(task),
         k.task_record(task),
+        k.task_cancel(task),
         k.owner_tasks("owner"),
         k.context_tasks(ctx),
         k.all_tasks(),

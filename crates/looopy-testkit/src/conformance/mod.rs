@@ -89,7 +89,7 @@ pub use artifacts::artifact_store;
 pub use events::event_log;
 pub use locks::turn_lock;
 pub use messages::message_store;
-pub use task_records::task_store;
+pub use task_records::{task_store, task_store_across_handles};
 pub use tasks::task_state_store;
 
 /// Makes ids (context, task, owner, artifact) that no other run uses.

@@ -31,7 +31,21 @@ fn full_record(
         },
         created_at: at(0),
         updated_at,
+        last_event_id: Some("1767225600123-4".to_owned()),
+        turn_start_event_id: Some("1767225600000-0".to_owned()),
+        final_event_id: Some("1767225600123-4".to_owned()),
+        turns: 3,
+        turn_message_ids: vec![format!("{task_id}-m1"), "m:{2}%".to_owned()],
+        version: 0,
         metadata: metadata(task_id),
+    }
+}
+
+/// `record` as the store holds it after writes that gave it `version`.
+fn at_version(record: &TaskRecord, version: u64) -> TaskRecord {
+    TaskRecord {
+        version,
+        ..record.clone()
     }
 }
 
@@ -39,14 +53,256 @@ fn ids_of(records: &[TaskRecord]) -> Vec<&str> {
     records.iter().map(|r| r.task_id.as_str()).collect()
 }
 
-/// Checks a [`TaskStore`]: round trips of every field and state, replacement,
-/// delete, and `list` by owner, by context, by both and for all owners
-/// (order, ties, limit, owner and context changes, deletes, concurrent
-/// replacements).
+/// Checks a [`TaskStore`]: round trips of every field and state, versions,
+/// replacement, delete, and `list` by owner, by context, by both and for
+/// all owners (order, ties, limit, owner and context changes, deletes,
+/// concurrent replacements); compare-and-put races, updates that lose
+/// nothing, and the cancel flag.
 pub async fn task_store(store: Arc<dyn TaskStore>, ids: &UniqueIds) {
     round_trips(&*store, ids).await;
     listing(&*store, ids).await;
-    concurrent_owner_changes(store, ids).await;
+    concurrent_owner_changes(Arc::clone(&store), ids).await;
+    task_store_across_handles(Arc::clone(&store), store, ids).await;
+}
+
+/// The atomic operations of a [`TaskStore`] seen from two handles on one
+/// backend (two processes sharing it): a compare-and-put race where exactly
+/// one writer wins each version, concurrent [`TaskStore::update`]s that
+/// lose nothing, and a cancel flag raised through one handle and taken once
+/// through the other.
+pub async fn task_store_across_handles(
+    a: Arc<dyn TaskStore>,
+    b: Arc<dyn TaskStore>,
+    ids: &UniqueIds,
+) {
+    compare_and_put_rules(&*a, &*b, ids).await;
+    compare_and_put_race(&a, &b, ids).await;
+    updates_lose_nothing(&a, &b, ids).await;
+    cancel_flag(&a, &b, ids).await;
+}
+
+async fn compare_and_put_rules(a: &dyn TaskStore, b: &dyn TaskStore, ids: &UniqueIds) {
+    let task = ids.next("task");
+    let ctx = ids.next("ctx");
+    let record = full_record(&task, &ctx, Some("owner"), TaskState::Submitted, at(1));
+    assert!(
+        ok(a.compare_and_put(&record).await, "compare_and_put creating"),
+        "compare_and_put at version 0 must create a missing record"
+    );
+    assert!(
+        !ok(b.compare_and_put(&record).await, "compare_and_put again"),
+        "compare_and_put at version 0 must refuse once the record exists"
+    );
+    let stored = ok(b.get(&task).await, "get");
+    assert_eq!(
+        stored,
+        Some(at_version(&record, 1)),
+        "the first write gives version 1"
+    );
+    let mut next = at_version(&record, 1);
+    next.status.state = TaskState::Working;
+    assert!(ok(b.compare_and_put(&next).await, "compare_and_put at 1"));
+    assert!(
+        !ok(a.compare_and_put(&next).await, "stale compare_and_put"),
+        "compare_and_put with a version read before another write must refuse"
+    );
+    assert_eq!(ok(a.get(&task).await, "get"), Some(at_version(&next, 2)));
+    ok(a.put(&record).await, "put over version 2");
+    assert_eq!(
+        ok(b.get(&task).await, "get"),
+        Some(at_version(&record, 3)),
+        "put replaces whatever is stored and gives the next version"
+    );
+    assert_eq!(
+        ok(b.list(None, Some(&ctx), 10).await, "list"),
+        vec![at_version(&record, 3)],
+        "list returns records with their versions"
+    );
+
+    // update: missing, declined, written.
+    let missing = ids.next("task");
+    assert_eq!(
+        ok(
+            a.update(&missing, &mut |_| true).await,
+            "update of a missing task"
+        ),
+        None
+    );
+    assert_eq!(
+        ok(a.get(&missing).await, "get"),
+        None,
+        "update creates nothing"
+    );
+    assert_eq!(
+        ok(a.update(&task, &mut |_| false).await, "declined update"),
+        None
+    );
+    assert_eq!(
+        ok(b.get(&task).await, "get").map(|r| r.version),
+        Some(3),
+        "a declined update writes nothing"
+    );
+    let updated = ok(
+        b.update(&task, &mut |r| {
+            r.status.state = TaskState::Completed;
+            true
+        })
+        .await,
+        "update",
+    );
+    let mut expected = at_version(&record, 4);
+    expected.status.state = TaskState::Completed;
+    assert_eq!(
+        updated,
+        Some(expected.clone()),
+        "update returns what it stored"
+    );
+    assert_eq!(ok(a.get(&task).await, "get"), Some(expected));
+    ok(a.delete(&task).await, "cleanup delete");
+}
+
+async fn compare_and_put_race(a: &Arc<dyn TaskStore>, b: &Arc<dyn TaskStore>, ids: &UniqueIds) {
+    let task = ids.next("task");
+    let ctx = ids.next("ctx");
+    let base = full_record(&task, &ctx, Some("owner"), TaskState::Working, at(1));
+    ok(a.put(&base).await, "put");
+    for round in 0..3u64 {
+        let version = round + 1;
+        let start = Arc::new(Barrier::new(CONTENDERS));
+        let writers: Vec<_> = (0..CONTENDERS)
+            .map(|n| {
+                let store = Arc::clone(if n % 2 == 0 { a } else { b });
+                let mut record = at_version(&base, version);
+                record.turn_message_ids = vec![format!("round-{round}-writer-{n}")];
+                let start = Arc::clone(&start);
+                tokio::spawn(async move {
+                    start.wait().await;
+                    let won = ok(
+                        store.compare_and_put(&record).await,
+                        "racing compare_and_put",
+                    );
+                    won.then_some(record)
+                })
+            })
+            .collect();
+        let mut winners = Vec::new();
+        for writer in writers {
+            winners.extend(join(writer).await);
+        }
+        assert_eq!(
+            winners.len(),
+            1,
+            "exactly one of {CONTENDERS} writers of version {version} must win, {} did",
+            winners.len()
+        );
+        assert_eq!(
+            ok(b.get(&task).await, "get"),
+            Some(at_version(&winners[0], version + 1)),
+            "the record must be the winner's, at the next version"
+        );
+    }
+    ok(a.delete(&task).await, "cleanup delete");
+}
+
+async fn updates_lose_nothing(a: &Arc<dyn TaskStore>, b: &Arc<dyn TaskStore>, ids: &UniqueIds) {
+    const EACH: usize = 5;
+    let task = ids.next("task");
+    let ctx = ids.next("ctx");
+    let mut base = full_record(&task, &ctx, Some("owner"), TaskState::Working, at(1));
+    base.turns = 0;
+    base.turn_message_ids.clear();
+    ok(a.put(&base).await, "put");
+    let start = Arc::new(Barrier::new(CONTENDERS));
+    let writers: Vec<_> = (0..CONTENDERS)
+        .map(|n| {
+            let store = Arc::clone(if n % 2 == 0 { a } else { b });
+            let (start, task) = (Arc::clone(&start), task.clone());
+            tokio::spawn(async move {
+                start.wait().await;
+                for i in 0..EACH {
+                    let id = format!("writer-{n}-{i}");
+                    let updated = ok(
+                        store
+                            .update(&task, &mut |r| {
+                                r.turns += 1;
+                                r.turn_message_ids.push(id.clone());
+                                true
+                            })
+                            .await,
+                        "concurrent update",
+                    );
+                    assert!(updated.is_some(), "an update of an existing record writes");
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        join(writer).await;
+    }
+    let Some(last) = ok(a.get(&task).await, "get") else {
+        panic!("conformance: a record updated concurrently must exist");
+    };
+    let total = CONTENDERS * EACH;
+    assert_eq!(
+        last.turns as usize, total,
+        "{total} concurrent updates must all count (lost updates?)"
+    );
+    let mut seen = last.turn_message_ids.clone();
+    seen.sort();
+    seen.dedup();
+    assert_eq!(
+        seen.len(),
+        total,
+        "every concurrent update must be kept exactly once"
+    );
+    assert_eq!(
+        last.version,
+        1 + total as u64,
+        "each update gives one new version"
+    );
+    ok(a.delete(&task).await, "cleanup delete");
+}
+
+async fn cancel_flag(a: &Arc<dyn TaskStore>, b: &Arc<dyn TaskStore>, ids: &UniqueIds) {
+    let task = ids.next("task");
+    assert!(
+        !ok(b.take_cancel(&task).await, "take_cancel"),
+        "no cancel is requested at first"
+    );
+    ok(a.request_cancel(&task).await, "request_cancel");
+    ok(a.request_cancel(&task).await, "request_cancel again");
+    assert_eq!(
+        ok(a.get(&task).await, "get"),
+        None,
+        "the cancel flag needs no record"
+    );
+    let start = Arc::new(Barrier::new(CONTENDERS));
+    let takers: Vec<_> = (0..CONTENDERS)
+        .map(|n| {
+            let store = Arc::clone(if n % 2 == 0 { a } else { b });
+            let (start, task) = (Arc::clone(&start), task.clone());
+            tokio::spawn(async move {
+                start.wait().await;
+                ok(store.take_cancel(&task).await, "racing take_cancel")
+            })
+        })
+        .collect();
+    let mut taken = 0;
+    for taker in takers {
+        taken += usize::from(join(taker).await);
+    }
+    assert_eq!(taken, 1, "a cancel request must be taken exactly once");
+    assert!(!ok(a.take_cancel(&task).await, "take_cancel after"));
+
+    // delete forgets the flag with the record.
+    let record = full_record(&task, &ids.next("ctx"), None, TaskState::Working, at(1));
+    ok(a.put(&record).await, "put");
+    ok(b.request_cancel(&task).await, "request_cancel");
+    ok(a.delete(&task).await, "delete");
+    assert!(
+        !ok(b.take_cancel(&task).await, "take_cancel after delete"),
+        "delete must lower the cancel flag"
+    );
 }
 
 async fn round_trips(store: &dyn TaskStore, ids: &UniqueIds) {
@@ -79,31 +335,37 @@ async fn round_trips(store: &dyn TaskStore, ids: &UniqueIds) {
         ok(store.put(&record).await, "put");
         assert_eq!(
             ok(store.get(&task).await, "get"),
-            Some(record),
-            "a task record in state {state:?} must round-trip field by field"
+            Some(at_version(&record, 1)),
+            "a task record in state {state:?} must round-trip field by field, at version 1"
         );
         ok(store.delete(&task).await, "cleanup delete");
     }
 
-    // Without owner, status message or metadata.
+    // Without owner, status message, event ids, turns or metadata.
     let task = ids.next("task");
-    let mut bare = full_record(&task, &ctx, None, TaskState::Submitted, at(11));
+    let mut bare = TaskRecord::new(&task, &ctx, None, TaskStatus::new(TaskState::Submitted));
+    bare.updated_at = at(11);
     bare.status.message = None;
-    bare.metadata.clear();
     ok(store.put(&bare).await, "put without owner");
-    assert_eq!(ok(store.get(&task).await, "get"), Some(bare.clone()));
+    assert_eq!(
+        ok(store.get(&task).await, "get"),
+        Some(at_version(&bare, 1))
+    );
 
     // put replaces (including emptied metadata and a removed owner).
     let mut owned = full_record(&task, &ctx, Some(&owner), TaskState::Working, at(12));
     ok(store.put(&owned).await, "put replacing");
-    assert_eq!(ok(store.get(&task).await, "get"), Some(owned.clone()));
+    assert_eq!(
+        ok(store.get(&task).await, "get"),
+        Some(at_version(&owned, 2))
+    );
     owned.owner = None;
     owned.metadata.clear();
     owned.status.state = TaskState::Completed;
     ok(store.put(&owned).await, "put replacing again");
     assert_eq!(
         ok(store.get(&task).await, "get"),
-        Some(owned),
+        Some(at_version(&owned, 3)),
         "put must replace the whole record"
     );
     assert!(
@@ -134,7 +396,7 @@ async fn listing(store: &dyn TaskStore, ids: &UniqueIds) {
         let task = ids.next("task");
         let record = full_record(&task, ctx, owner, TaskState::Working, at(seconds));
         ok(store.put(&record).await, "put");
-        records.push(record);
+        records.push(at_version(&record, 1));
     }
     let id = |n: usize| records[n].task_id.as_str();
     let list = |owner: Option<&str>, ctx: Option<&str>, limit: usize| {
@@ -228,7 +490,7 @@ async fn listing(store: &dyn TaskStore, ids: &UniqueIds) {
         [id(1)],
         "a newer updated_at must move the record to the front"
     );
-    assert_eq!(list(Some(&alice), None, 1).await[0], moved);
+    assert_eq!(list(Some(&alice), None, 1).await[0], at_version(&moved, 2));
 
     let mut to_bob = records[0].clone();
     to_bob.owner = Some(bob.clone());
