@@ -1,6 +1,9 @@
 //! `cargo xtask bench`: runs every benchmark binary, collects the JSON lines
 //! they print (one object per measured case) and writes `docs/benchmarks.json`
 //! and `docs/benchmarks.md`.
+//!
+//! `cargo xtask bench <name>` runs one of them and replaces only its section
+//! and its rows: the other benches' figures stay as the last run left them.
 
 use std::fmt::Write as _;
 use std::process::Stdio;
@@ -36,6 +39,11 @@ const BENCHES: &[(&str, &str, &str)] = &[
         "redis_roundtrips",
         "Redis round trips and added latency: loop checkpoints (RedisTaskStateStore) per iteration, and whole Agent turns with every store in Redis, at history 10, 100 and 1000, on a private redis-server",
     ),
+    (
+        "looopy-bench",
+        "ownership",
+        "Turn ownership on Redis, on a private redis-server: an Agent turn without a turn lock (before) and with RedisTurnLock (after: the lease and the registry of running turns), with round trips, commands and CPU per turn; one lease renewal and one registry scan; and the takeover latency after repeated kills of a process in the middle of a turn",
+    ),
 ];
 
 fn machine() -> String {
@@ -65,56 +73,124 @@ fn machine() -> String {
 
 pub(crate) fn run(args: &[&str]) -> Result<()> {
     let only = args.first().copied();
-    let mut results: Vec<Row> = Vec::new();
+    if let Some(only) = only
+        && !BENCHES.iter().any(|(_, bench, _)| *bench == only)
+    {
+        let names: Vec<&str> = BENCHES.iter().map(|(_, bench, _)| *bench).collect();
+        bail!("no bench named {only} (benches: {})", names.join(", "));
+    }
+    let md_path = root().join("docs/benchmarks.md");
+    let json_path = root().join("docs/benchmarks.json");
+    // What the last run wrote, kept for the benches not run now.
+    let old_md = std::fs::read_to_string(&md_path).unwrap_or_default();
+    let old_sections = sections(&old_md);
+    let old_rows: Vec<serde_json::Value> = std::fs::read_to_string(&json_path)
+        .ok()
+        .and_then(|j| serde_json::from_str(&j).ok())
+        .unwrap_or_default();
+
+    let mut rows: Vec<serde_json::Value> = Vec::new();
     let mut md = String::new();
     writeln!(md, "# Benchmarks\n")?;
-    writeln!(
-        md,
-        "Written by `cargo xtask bench` (do not edit by hand). Machine: {}.\n",
-        machine()
-    )?;
+    // A run of one bench keeps the page's machine line (it describes the
+    // other sections) and names its own machine in its section.
+    let kept_header = only.and_then(|_| {
+        old_md
+            .lines()
+            .find(|l| l.starts_with("Written by `cargo xtask bench`"))
+    });
+    match kept_header {
+        Some(line) => writeln!(md, "{line}\n")?,
+        None => writeln!(
+            md,
+            "Written by `cargo xtask bench` (do not edit by hand). Machine: {}.\n",
+            machine()
+        )?,
+    }
     for (package, bench, about) in BENCHES {
         if only.is_some_and(|o| o != *bench) {
+            if let Some(kept) = old_sections.get(*bench) {
+                md.push_str(kept);
+            }
+            rows.extend(
+                old_rows
+                    .iter()
+                    .filter(|r| r.get("bench").and_then(|b| b.as_str()) == Some(*bench))
+                    .cloned(),
+            );
             continue;
         }
-        let out = cmd(
-            "cargo",
-            &["bench", "--quiet", "-p", package, "--bench", bench],
-        )
-        .stderr(Stdio::inherit())
-        .output()
-        .with_context(|| format!("running bench {bench}"))?;
-        if !out.status.success() {
-            bail!("bench {bench} failed");
-        }
-        let text = String::from_utf8_lossy(&out.stdout);
-        writeln!(md, "## {bench}\n\n{about}.\n")?;
-        let mut table_started = false;
-        for line in text.lines().filter(|l| l.trim_start().starts_with('{')) {
-            let row =
-                Row::parse(line).with_context(|| format!("bad JSON line from {bench}: {line}"))?;
-            if !table_started {
-                writeln!(md, "| case | median | p99 | notes |\n|---|---|---|---|")?;
-                table_started = true;
-            }
+        let (mut section, measured) = run_one(package, bench, about)?;
+        if kept_header.is_some() {
             writeln!(
-                md,
-                "| {} | {} | {} | {} |",
-                row.case, row.median, row.p99, row.notes
+                section,
+                "Run on its own (`cargo xtask bench {bench}`) on {}.\n",
+                machine()
             )?;
-            results.push(row);
         }
-        for line in text.lines().filter(|l| l.starts_with("# ")) {
-            writeln!(md, "\n{}", &line[2..])?;
-        }
-        writeln!(md)?;
+        md.push_str(&section);
+        rows.extend(measured.into_iter().map(|r| r.raw));
     }
-    let raw: Vec<&serde_json::Value> = results.iter().map(|r| &r.raw).collect();
-    let json = serde_json::to_string_pretty(&raw)? + "\n";
-    std::fs::write(root().join("docs/benchmarks.json"), json)?;
-    std::fs::write(root().join("docs/benchmarks.md"), md)?;
+    let json = serde_json::to_string_pretty(&rows)? + "\n";
+    std::fs::write(json_path, json)?;
+    std::fs::write(md_path, md)?;
     eprintln!("[xtask] wrote docs/benchmarks.md and docs/benchmarks.json");
     Ok(())
+}
+
+/// Runs one bench binary; its section of `docs/benchmarks.md` and its rows.
+fn run_one(package: &str, bench: &str, about: &str) -> Result<(String, Vec<Row>)> {
+    let out = cmd(
+        "cargo",
+        &["bench", "--quiet", "-p", package, "--bench", bench],
+    )
+    .stderr(Stdio::inherit())
+    .output()
+    .with_context(|| format!("running bench {bench}"))?;
+    if !out.status.success() {
+        bail!("bench {bench} failed");
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut md = String::new();
+    let mut results = Vec::new();
+    writeln!(md, "## {bench}\n\n{about}.\n")?;
+    let mut table_started = false;
+    for line in text.lines().filter(|l| l.trim_start().starts_with('{')) {
+        let row =
+            Row::parse(line).with_context(|| format!("bad JSON line from {bench}: {line}"))?;
+        if !table_started {
+            writeln!(md, "| case | median | p99 | notes |\n|---|---|---|---|")?;
+            table_started = true;
+        }
+        writeln!(
+            md,
+            "| {} | {} | {} | {} |",
+            row.case, row.median, row.p99, row.notes
+        )?;
+        results.push(row);
+    }
+    for line in text.lines().filter(|l| l.starts_with("# ")) {
+        writeln!(md, "\n{}", &line[2..])?;
+    }
+    writeln!(md)?;
+    Ok((md, results))
+}
+
+/// The `## <bench>` sections of a `docs/benchmarks.md`, by bench name, each
+/// from its heading to the next one.
+fn sections(md: &str) -> std::collections::HashMap<String, String> {
+    let mut out = std::collections::HashMap::new();
+    let mut starts: Vec<usize> = md.match_indices("\n## ").map(|(i, _)| i + 1).collect();
+    if md.starts_with("## ") {
+        starts.insert(0, 0);
+    }
+    for (k, &start) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).copied().unwrap_or(md.len());
+        let section = &md[start..end];
+        let name = section[3..].lines().next().unwrap_or("").trim().to_owned();
+        out.insert(name, section.to_owned());
+    }
+    out
 }
 
 /// One measured case, as a bench binary printed it.
@@ -145,5 +221,19 @@ impl Row {
             notes: text("notes").unwrap_or_default(),
             raw,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_split_a_written_page_by_bench() {
+        let md = "# Benchmarks\n\nMachine.\n\n## a\n\nabout a.\n\n| case |\n\nnote a\n\n## b\n\nabout b.\n\n";
+        let s = sections(md);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s["a"], "## a\n\nabout a.\n\n| case |\n\nnote a\n\n");
+        assert_eq!(s["b"], "## b\n\nabout b.\n\n");
     }
 }

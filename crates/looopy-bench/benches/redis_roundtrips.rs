@@ -17,11 +17,13 @@
 //! deltas. Latencies are measured without the proxy.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use common::{Proxy, commands};
 use futures::StreamExt;
 use looopy_agent::Agent;
 use looopy_bench::{Case, comment, percentile, us};
@@ -37,8 +39,6 @@ use looopy_stores_redis::{
     RedisStores, RedisTaskStateStore, RedisTurnLock,
 };
 use looopy_testkit::{RedisServer, ScriptStep, ScriptedLlm};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
 /// The allocator `looopy serve` runs with (see `looopy_bench::Allocator`).
 #[global_allocator]
@@ -85,96 +85,6 @@ fn history(n: usize) -> Vec<Message> {
             }
         })
         .collect()
-}
-
-// ------------------------------------------------------------------ proxy
-
-/// A TCP proxy in front of Redis that counts round trips.
-struct Proxy {
-    url: String,
-    round_trips: Arc<AtomicU64>,
-}
-
-impl Proxy {
-    async fn start(upstream_port: u16) -> Proxy {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("redis://{}", listener.local_addr().unwrap());
-        let round_trips = Arc::new(AtomicU64::new(0));
-        let counter = round_trips.clone();
-        tokio::spawn(async move {
-            while let Ok((client, _)) = listener.accept().await {
-                let server = TcpStream::connect(("127.0.0.1", upstream_port))
-                    .await
-                    .unwrap();
-                let _ = client.set_nodelay(true);
-                let _ = server.set_nodelay(true);
-                tokio::spawn(pump(client, server, counter.clone()));
-            }
-        });
-        Proxy { url, round_trips }
-    }
-
-    fn round_trips(&self) -> u64 {
-        self.round_trips.load(Ordering::SeqCst)
-    }
-}
-
-async fn pump(client: TcpStream, server: TcpStream, round_trips: Arc<AtomicU64>) {
-    let (mut cr, mut cw) = client.into_split();
-    let (mut sr, mut sw) = server.into_split();
-    // Whether Redis answered since the client last sent.
-    let answered = Arc::new(AtomicBool::new(true));
-    let a = answered.clone();
-    let up = async move {
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            let n = match cr.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            };
-            if a.swap(false, Ordering::SeqCst) {
-                round_trips.fetch_add(1, Ordering::SeqCst);
-            }
-            if sw.write_all(&buf[..n]).await.is_err() {
-                break;
-            }
-        }
-    };
-    let down = async move {
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            let n = match sr.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            };
-            answered.store(true, Ordering::SeqCst);
-            if cw.write_all(&buf[..n]).await.is_err() {
-                break;
-            }
-        }
-    };
-    tokio::join!(up, down);
-}
-
-/// Commands Redis ran so far (`INFO commandstats`), not counting `INFO`.
-async fn commands(conn: &redis::aio::MultiplexedConnection) -> u64 {
-    let mut conn = conn.clone();
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    info.lines()
-        .filter(|l| l.starts_with("cmdstat_") && !l.starts_with("cmdstat_info:"))
-        .filter_map(|l| {
-            l.split("calls=")
-                .nth(1)?
-                .split(',')
-                .next()?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum()
 }
 
 async fn redis_stores(url: &str, prefix: &str) -> RedisStores {

@@ -12,6 +12,9 @@
 //!   second to 1,000 concurrent streaming clients;
 //! - `redis_roundtrips`: Redis round trips and added latency per loop
 //!   iteration (checkpoints) and per Agent turn (message appends).
+//! - `ownership`: what turn ownership (the Redis turn lease and the
+//!   registry of running turns) costs per Agent turn, before and after,
+//!   and how long after a process dies another one takes its turn over.
 //!
 //! This library holds what they share: reading CPU time and memory from
 //! `/proc`, percentiles, and the JSON line every measured case prints.
@@ -54,6 +57,43 @@ pub fn cpu_seconds(pid: Option<u32>) -> f64 {
             .unwrap_or(0.0)
     };
     (field(11) + field(12)) / TICKS_PER_SECOND
+}
+
+/// User + system CPU seconds of a process (`None`: this one) at nanosecond
+/// precision: the sum of `se.sum_exec_runtime` over its threads
+/// (`/proc/<pid>/task/*/sched`), whose times are not rounded to clock
+/// ticks as [`cpu_seconds`]'s are. Threads that already exited are not
+/// counted, so read it around work done by long-lived threads (a tokio
+/// runtime's workers). Falls back to [`cpu_seconds`] when the kernel does
+/// not expose the file.
+pub fn cpu_seconds_fine(pid: Option<u32>) -> f64 {
+    let dir = match pid {
+        Some(pid) => format!("/proc/{pid}/task"),
+        None => "/proc/self/task".to_owned(),
+    };
+    let Ok(tasks) = std::fs::read_dir(dir) else {
+        return cpu_seconds(pid);
+    };
+    let mut total_ms = 0.0;
+    let mut found = false;
+    for task in tasks.flatten() {
+        let Ok(sched) = std::fs::read_to_string(task.path().join("sched")) else {
+            continue;
+        };
+        if let Some(ms) = sched
+            .lines()
+            .find(|l| l.starts_with("se.sum_exec_runtime"))
+            .and_then(|l| l.split(':').nth(1)?.trim().parse::<f64>().ok())
+        {
+            total_ms += ms;
+            found = true;
+        }
+    }
+    if found {
+        total_ms / 1e3
+    } else {
+        cpu_seconds(pid)
+    }
 }
 
 fn status_kb(key: &str) -> u64 {
@@ -196,5 +236,17 @@ mod tests {
         assert!(rss_kb() > 0);
         assert!(peak_rss_kb() >= rss_kb() / 2);
         assert!(cpu_seconds(None) >= 0.0);
+    }
+
+    #[test]
+    fn fine_cpu_time_grows_with_work() {
+        let before = cpu_seconds_fine(None);
+        let mut x = 0u64;
+        let started = std::time::Instant::now();
+        while started.elapsed() < Duration::from_millis(30) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        assert!(cpu_seconds_fine(None) > before);
     }
 }
