@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 use looopy_agent::{Agent, AgentError, LifecycleState, TurnOptions};
-use looopy_core::{AgentEvent, EventPayload, Role, TaskState, TaskStatus};
+use looopy_core::{AgentEvent, Artifact, EventPayload, Message, Role, TaskState, TaskStatus};
 use looopy_tools::ClientTools;
 
 use crate::runner::{ResumeRequest, RunnerError, TurnEvents, TurnRequest, TurnRunner};
@@ -155,5 +155,45 @@ impl TurnRunner for AgentRunner {
             Err(e) if e.is_busy() => Ok(None),
             Err(e) => Err(RunnerError::new(e.to_string())),
         }
+    }
+
+    /// The Agent's conversation ([`Agent::messages`]: its message store,
+    /// then what a turn running here has not saved yet).
+    async fn messages(
+        &self,
+        context_id: &str,
+        owner: &str,
+    ) -> Result<Option<Vec<Message>>, RunnerError> {
+        let agent = self
+            .agent(context_id, owner)
+            .map_err(|e| RunnerError::new(format!("could not make the agent: {e}")))?;
+        let messages = agent
+            .messages()
+            .await
+            .map_err(|e| RunnerError::new(e.to_string()))?;
+        Ok(Some(messages))
+    }
+
+    /// The artifacts of the Agent's artifact store that `task_id` made.
+    async fn artifacts(
+        &self,
+        context_id: &str,
+        task_id: &str,
+        owner: &str,
+    ) -> Result<Option<Vec<Artifact>>, RunnerError> {
+        let agent = self
+            .agent(context_id, owner)
+            .map_err(|e| RunnerError::new(format!("could not make the agent: {e}")))?;
+        let stored = agent
+            .artifacts()
+            .await
+            .map_err(|e| RunnerError::new(e.to_string()))?;
+        Ok(Some(
+            stored
+                .into_iter()
+                .filter(|a| a.task_id == task_id)
+                .map(|a| a.artifact)
+                .collect(),
+        ))
     }
 }

@@ -103,4 +103,18 @@ impl TurnRunner for LoopRunner {
         };
         Ok(stream::unfold(running, Running::next).boxed())
     }
+
+    /// The context's messages in the store (a turn's are saved when it ends).
+    async fn messages(
+        &self,
+        context_id: &str,
+        _owner: &str,
+    ) -> Result<Option<Vec<Message>>, RunnerError> {
+        let messages = self
+            .messages
+            .load(context_id)
+            .await
+            .map_err(|e| RunnerError::new(format!("could not load the conversation: {e}")))?;
+        Ok(Some(messages))
+    }
 }

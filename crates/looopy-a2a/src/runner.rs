@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
-use looopy_core::{AgentEvent, AuthContext, CancellationToken, Message, ToolProvider};
+use looopy_core::{AgentEvent, Artifact, AuthContext, CancellationToken, Message, ToolProvider};
 use looopy_tools::ClientTools;
 use serde_json::{Map, Value};
 
@@ -108,6 +108,35 @@ pub trait TurnRunner: Send + Sync + 'static {
         let _ = request;
         Ok(None)
     }
+
+    /// The messages of a conversation as the runner keeps them, oldest
+    /// first (`owner`: the principal that owns it). The server shows a
+    /// task's share of them as its history: from each message that started
+    /// one of its turns up to the next user message that started none.
+    /// `Ok(None)` when this runner keeps no history (the default): tasks then
+    /// show none.
+    async fn messages(
+        &self,
+        context_id: &str,
+        owner: &str,
+    ) -> Result<Option<Vec<Message>>, RunnerError> {
+        let _ = (context_id, owner);
+        Ok(None)
+    }
+
+    /// The artifacts a task made, as the runner keeps them (every chunk
+    /// appended), oldest first. `Ok(None)` when this runner keeps no
+    /// artifacts (the default): the server then folds them from the task's
+    /// `artifact-update` events in the event log.
+    async fn artifacts(
+        &self,
+        context_id: &str,
+        task_id: &str,
+        owner: &str,
+    ) -> Result<Option<Vec<Artifact>>, RunnerError> {
+        let _ = (context_id, task_id, owner);
+        Ok(None)
+    }
 }
 
 #[async_trait]
@@ -118,5 +147,22 @@ impl<R: TurnRunner + ?Sized> TurnRunner for Arc<R> {
 
     async fn resume_turn(&self, request: ResumeRequest) -> Result<Option<TurnEvents>, RunnerError> {
         (**self).resume_turn(request).await
+    }
+
+    async fn messages(
+        &self,
+        context_id: &str,
+        owner: &str,
+    ) -> Result<Option<Vec<Message>>, RunnerError> {
+        (**self).messages(context_id, owner).await
+    }
+
+    async fn artifacts(
+        &self,
+        context_id: &str,
+        task_id: &str,
+        owner: &str,
+    ) -> Result<Option<Vec<Artifact>>, RunnerError> {
+        (**self).artifacts(context_id, task_id, owner).await
     }
 }

@@ -114,10 +114,22 @@ async fn a_client_tool_makes_the_task_wait_and_the_next_message_continues_it() {
     assert_eq!(tool_msg.tool_call_id.as_deref(), Some("call-1"));
     assert_eq!(tool_msg.text(), "Paris");
 
-    // The task's history holds both exchanges.
+    // The task's history, read from the Agent's message store: the
+    // question and the answer. The client tool's call and result are tool
+    // messages there, which the history leaves out.
     let got = rpc(&server.url, None, "tasks/get", json!({"id": task_id})).await;
     let history = got["result"]["history"].as_array().unwrap();
-    assert_eq!(history.len(), 4);
+    let texts: Vec<_> = history
+        .iter()
+        .map(|m| (m["role"].clone(), m["parts"][0]["text"].clone()))
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            (json!("user"), json!("Weather?")),
+            (json!("agent"), json!("It is sunny in Paris.")),
+        ]
+    );
     assert_eq!(got["result"]["status"]["state"], "completed");
     // A completed task takes no more messages.
     let mut late = v03_message("more");

@@ -11,7 +11,6 @@ use crate::RpcError;
 use crate::jsonrpc::{self, RpcRequest};
 use crate::model::SendResponse;
 use crate::server::ServerState;
-use crate::server::record::Bookkeeping;
 use crate::server::sse::{self, StreamSpec};
 use crate::trace;
 use crate::version::ProtocolVersion;
@@ -264,7 +263,7 @@ async fn stream(
                 record.status.state.as_str()
             )));
         }
-        let after = last_event_id.or_else(|| Bookkeeping::of(&record).turn_start_event_id);
+        let after = last_event_id.or_else(|| record.turn_start_event_id.clone());
         // 1.0 streams start with the task as it is now.
         let first = match v {
             ProtocolVersion::V1_0 => Some(state.tasks.snapshot(&record, None).await?),

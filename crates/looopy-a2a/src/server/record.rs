@@ -1,63 +1,20 @@
-//! What the server keeps in a [`TaskRecord`] besides owner and status: the
-//! task's history and artifacts, and where its turns sit in the event log.
-//! Stored under the reserved metadata key `looopy`, so that a second server
-//! process sharing the stores sees the same task.
+//! Task records as the server uses them, and what a client sees of a task.
+//!
+//! A [`TaskRecord`] holds the owner, the status and where the task's turns
+//! sit in the event log, in typed fields; every change goes through the
+//! store's atomic update. History and artifacts are not in it: they are
+//! read from where the turns keep them ([`TurnRunner`](crate::TurnRunner)'s
+//! `messages` and `artifacts`).
 
-use chrono::Utc;
 use looopy_core::store::{StoredEvent, TaskRecord};
-use looopy_core::{Artifact, EventPayload, Message, Part, TaskStatus};
-use serde::{Deserialize, Serialize};
+use looopy_core::{Artifact, EventPayload, Message, Part, Role, TaskStatus};
 use serde_json::{Map, Value};
 
 use crate::model::TaskSnapshot;
 
-/// The metadata key of [`Bookkeeping`].
-pub(crate) const KEY: &str = "looopy";
-
-/// The server's notes on a task.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct Bookkeeping {
-    /// The client's messages and the agent's answers, oldest first.
-    #[serde(default)]
-    pub(crate) history: Vec<Message>,
-    /// Artifacts of the finished turns.
-    #[serde(default)]
-    pub(crate) artifacts: Vec<Artifact>,
-    /// The id of the last event logged.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) last_event_id: Option<String>,
-    /// The current turn's events come after this id (`None`: from the start).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) turn_start_event_id: Option<String>,
-    /// The id of the current turn's final event, once it ended.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) final_event_id: Option<String>,
-    /// A server process asked the one running the turn to cancel it.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub(crate) cancel_requested: bool,
-    /// Turns run so far.
-    #[serde(default)]
-    pub(crate) turns: u32,
-}
-
-impl Bookkeeping {
-    /// The notes of a record (empty when it has none or they do not parse).
-    pub(crate) fn of(record: &TaskRecord) -> Self {
-        record
-            .metadata
-            .get(KEY)
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
-            .unwrap_or_default()
-    }
-
-    /// Writes the notes into a record.
-    pub(crate) fn store(&self, record: &mut TaskRecord) {
-        if let Ok(v) = serde_json::to_value(self) {
-            record.metadata.insert(KEY.into(), v);
-        }
-    }
-}
+/// The metadata key under which earlier versions kept their notes in the
+/// record (JSON); never shown to clients.
+pub(crate) const LEGACY_KEY: &str = "looopy";
 
 /// A new record for a task owned by `owner`.
 pub(crate) fn new_record(
@@ -66,16 +23,43 @@ pub(crate) fn new_record(
     owner: &str,
     status: TaskStatus,
 ) -> TaskRecord {
-    let now = Utc::now();
-    TaskRecord {
-        task_id: task_id.into(),
-        context_id: context_id.into(),
-        owner: Some(owner.into()),
-        status,
-        created_at: now,
-        updated_at: now,
-        metadata: Map::new(),
+    TaskRecord::new(task_id, context_id, Some(owner.into()), status)
+}
+
+/// A task's share of its conversation: the messages from each message that
+/// started one of its turns (`turn_message_ids`) up to the next user
+/// message that started none (a turn of another task), of which the
+/// client's messages and the agent's answers (assistant messages without
+/// tool calls; tool calls and results stay internal).
+pub(crate) fn task_history(messages: &[Message], turn_message_ids: &[String]) -> Vec<Message> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for m in messages {
+        if m.role == Role::User {
+            inside = turn_message_ids.contains(&m.message_id);
+        }
+        let shown = match m.role {
+            Role::User => true,
+            Role::Assistant => m.tool_calls.is_empty() && !m.parts.is_empty(),
+            _ => false,
+        };
+        if inside && shown {
+            out.push(m.clone());
+        }
     }
+    out
+}
+
+/// An artifact with adjacent text chunks joined into one part.
+pub(crate) fn joined(artifact: Artifact) -> Artifact {
+    let mut parts: Vec<Part> = Vec::with_capacity(artifact.parts.len());
+    for part in artifact.parts {
+        match (parts.last_mut(), part) {
+            (Some(Part::Text { text }), Part::Text { text: more }) => text.push_str(&more),
+            (_, part) => parts.push(part),
+        }
+    }
+    Artifact { parts, ..artifact }
 }
 
 /// Applies an `artifact-update` to a list of artifacts: a chunk with
@@ -114,30 +98,29 @@ pub(crate) fn fold_events(artifacts: &mut Vec<Artifact>, events: &[StoredEvent])
     }
 }
 
-/// The record as the client sees it. `history_length`: at most that many
-/// recent messages (0: none).
+/// The record as the client sees it, with the task's history (at most
+/// `history_length` recent messages; 0: none) and artifacts.
 pub(crate) fn snapshot(
     record: &TaskRecord,
+    mut history: Vec<Message>,
     artifacts: Vec<Artifact>,
     history_length: Option<usize>,
 ) -> TaskSnapshot {
-    let bk = Bookkeeping::of(record);
-    let mut history = bk.history;
     if let Some(n) = history_length {
         let skip = history.len().saturating_sub(n);
         history.drain(..skip);
     }
-    let mut metadata = record.metadata.clone();
-    metadata.remove(KEY);
     TaskSnapshot {
         id: record.task_id.clone(),
         context_id: record.context_id.clone(),
         status: record.status.clone(),
         artifacts,
         history,
-        metadata: metadata
-            .into_iter()
-            .filter(|(_, v)| !v.is_null())
+        metadata: record
+            .metadata
+            .iter()
+            .filter(|(k, v)| *k != LEGACY_KEY && !v.is_null())
+            .map(|(k, v)| (k.clone(), v.clone()))
             .collect::<Map<String, Value>>(),
     }
 }
@@ -151,26 +134,71 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bookkeeping_round_trips_and_stays_out_of_the_snapshot() {
+    fn the_snapshot_limits_history_and_hides_legacy_notes() {
         let mut r = new_record("t", "c", "alice", TaskStatus::new(TaskState::Working));
         r.metadata.insert("user".into(), Value::from(1));
-        let bk = Bookkeeping {
-            history: vec![
-                Message::user("a"),
-                Message::assistant("b"),
-                Message::user("c"),
-            ],
-            last_event_id: Some("7".into()),
-            ..Default::default()
-        };
-        bk.store(&mut r);
-        assert_eq!(Bookkeeping::of(&r), bk);
-        let s = snapshot(&r, Vec::new(), Some(2));
+        r.metadata
+            .insert(LEGACY_KEY.into(), Value::from("old notes"));
+        let history = vec![
+            Message::user("a"),
+            Message::assistant("b"),
+            Message::user("c"),
+        ];
+        let s = snapshot(&r, history.clone(), Vec::new(), Some(2));
         assert_eq!(s.history.len(), 2);
         assert_eq!(s.history[0].text(), "b");
-        assert!(s.metadata.get(KEY).is_none());
+        assert!(s.metadata.get(LEGACY_KEY).is_none());
         assert_eq!(s.metadata["user"], 1);
-        assert_eq!(snapshot(&r, Vec::new(), Some(0)).history.len(), 0);
+        assert_eq!(snapshot(&r, history, Vec::new(), Some(0)).history.len(), 0);
+    }
+
+    #[test]
+    fn a_task_history_is_its_turns_share_of_the_conversation() {
+        let mine = Message::user("mine");
+        let again = Message::user("again");
+        let mut call = Message::assistant("");
+        call.tool_calls
+            .push(looopy_core::ToolCall::new("c1", "lookup", "{}"));
+        let conversation = vec![
+            Message::user("other task"),
+            Message::assistant("other answer"),
+            mine.clone(),
+            call,
+            Message::new(Role::Tool, "found"),
+            Message::assistant("my answer"),
+            Message::user("a later task"),
+            Message::assistant("its answer"),
+            again.clone(),
+            Message::assistant("my second answer"),
+        ];
+        let ids = vec![mine.message_id.clone(), again.message_id.clone()];
+        let texts: Vec<String> = task_history(&conversation, &ids)
+            .iter()
+            .map(Message::text)
+            .collect();
+        assert_eq!(texts, ["mine", "my answer", "again", "my second answer"]);
+        assert!(task_history(&conversation, &[]).is_empty());
+    }
+
+    #[test]
+    fn stored_chunks_are_joined() {
+        let a = Artifact::new(
+            "a",
+            vec![
+                Part::text("Hel"),
+                Part::text("lo"),
+                Part::data(serde_json::json!(1)),
+                Part::text("!"),
+            ],
+        );
+        assert_eq!(
+            joined(a).parts,
+            vec![
+                Part::text("Hello"),
+                Part::data(serde_json::json!(1)),
+                Part::text("!")
+            ]
+        );
     }
 
     #[test]

@@ -21,7 +21,6 @@ use crate::RpcError;
 use crate::jsonrpc;
 use crate::model::{StreamEvent, TaskSnapshot};
 use crate::server::progress;
-use crate::server::record::Bookkeeping;
 use crate::server::tasks::Tasks;
 use crate::version::ProtocolVersion;
 use crate::wire;
@@ -138,9 +137,7 @@ async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Event>) {
         // it (the client answered an input request), follow that one too.
         let Some(final_id) = final_id else { return };
         match tasks.store.get(&task_id).await {
-            Ok(Some(r))
-                if Bookkeeping::of(&r).turn_start_event_id.as_deref()
-                    == Some(final_id.as_str()) => {}
+            Ok(Some(r)) if r.turn_start_event_id.as_deref() == Some(final_id.as_str()) => {}
             _ => return,
         }
     }

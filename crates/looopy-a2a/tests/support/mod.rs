@@ -176,11 +176,14 @@ pub fn finish(state: TaskState, text: &str) -> Step {
 }
 
 /// A runner playing one script per turn (the last script repeats), and
-/// recording the requests it got.
+/// recording the requests it got. It keeps each context's messages (the
+/// client's and the final status messages), as a real runner keeps its
+/// conversation; it keeps no artifacts.
 #[derive(Clone)]
 pub struct ScriptedRunner {
     scripts: Arc<Mutex<Vec<Vec<Step>>>>,
     pub requests: Arc<Mutex<Vec<TurnRequest>>>,
+    conversations: Arc<Mutex<std::collections::HashMap<String, Vec<Message>>>>,
 }
 
 impl ScriptedRunner {
@@ -188,6 +191,7 @@ impl ScriptedRunner {
         ScriptedRunner {
             scripts: Arc::new(Mutex::new(scripts)),
             requests: Arc::default(),
+            conversations: Arc::default(),
         }
     }
 
@@ -219,6 +223,13 @@ pub fn hello_script() -> Vec<Step> {
 impl TurnRunner for ScriptedRunner {
     async fn run_turn(&self, request: TurnRequest) -> Result<TurnEvents, RunnerError> {
         self.requests.lock().unwrap().push(request.clone());
+        self.conversations
+            .lock()
+            .unwrap()
+            .entry(request.context_id.to_string())
+            .or_default()
+            .push(request.message.clone());
+        let conversations = self.conversations.clone();
         let steps = {
             let mut scripts = self.scripts.lock().unwrap();
             if scripts.len() > 1 {
@@ -242,6 +253,20 @@ impl TurnRunner for ScriptedRunner {
             for step in steps {
                 match step {
                     Step::Emit(p) => {
+                        if let EventPayload::StatusUpdate {
+                            status,
+                            is_final: true,
+                            ..
+                        } = &p
+                            && let Some(m) = &status.message
+                        {
+                            conversations
+                                .lock()
+                                .unwrap()
+                                .entry(request.context_id.to_string())
+                                .or_default()
+                                .push(m.clone());
+                        }
                         let _ = tx.send(event(p));
                     }
                     Step::Gate(gate) => {
@@ -265,6 +290,17 @@ impl TurnRunner for ScriptedRunner {
             futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) })
                 .boxed(),
         )
+    }
+
+    async fn messages(
+        &self,
+        context_id: &str,
+        _owner: &str,
+    ) -> Result<Option<Vec<Message>>, RunnerError> {
+        let conversations = self.conversations.lock().unwrap();
+        Ok(Some(
+            conversations.get(context_id).cloned().unwrap_or_default(),
+        ))
     }
 }
 

@@ -11,7 +11,6 @@ use serde_json::Map;
 use super::{Tasks, store_error};
 use crate::RpcError;
 use crate::model::TaskSnapshot;
-use crate::server::record::Bookkeeping;
 
 impl Tasks {
     /// Cancels a task: -32001 when not visible, -32002 when it already ended.
@@ -51,13 +50,16 @@ impl Tasks {
         self.snapshot(&record, None).await
     }
 
-    /// Asks the process running the turn to cancel it and waits (bounded)
-    /// for the turn's final event.
+    /// Asks the process running the turn to cancel it (raises the task's
+    /// cancel flag, which that process takes) and waits (bounded) for the
+    /// turn's final event.
     async fn cancel_remote(&self, record: TaskRecord) -> Result<TaskRecord, RpcError> {
         let task_id = record.task_id.clone();
-        let after = Bookkeeping::of(&record).turn_start_event_id;
-        self.update(&task_id, |_, bk| bk.cancel_requested = true)
-            .await;
+        let after = record.turn_start_event_id.clone();
+        self.store
+            .request_cancel(&task_id)
+            .await
+            .map_err(store_error)?;
         let wait = async {
             let mut events = self.log.follow(&task_id, after);
             while let Some(Ok(e)) = events.next().await {
@@ -81,32 +83,62 @@ impl Tasks {
             .ok_or_else(|| RpcError::task_not_found(&task_id))
     }
 
-    /// Cancels a task no turn runs for (it waits for input): logs the
-    /// `canceled` final status and records it.
-    async fn cancel_idle(&self, mut record: TaskRecord) -> Result<TaskRecord, RpcError> {
+    /// Cancels a task no turn runs for (it waits for input): moves the
+    /// record to `canceled` while it still waits (atomically: a turn started
+    /// meanwhile by another process wins), then logs the final status.
+    async fn cancel_idle(&self, record: TaskRecord) -> Result<TaskRecord, RpcError> {
+        let task_id = record.task_id.clone();
         let status = TaskStatus::new(TaskState::Canceled);
+        let claimed = self
+            .store
+            .update(&task_id, &mut |r| {
+                if !matches!(
+                    r.status.state,
+                    TaskState::InputRequired | TaskState::AuthRequired
+                ) {
+                    return false;
+                }
+                r.turn_start_event_id.clone_from(&r.last_event_id);
+                r.final_event_id = None;
+                r.status = status.clone();
+                r.updated_at = Utc::now();
+                true
+            })
+            .await
+            .map_err(store_error)?;
+        let Some(claimed) = claimed else {
+            // Something else moved it on first: answer with what it is now.
+            return self
+                .store
+                .get(&task_id)
+                .await
+                .map_err(store_error)?
+                .ok_or_else(|| RpcError::task_not_found(&task_id));
+        };
         let event = AgentEvent::new(
-            record.task_id.as_str().into(),
-            record.context_id.as_str().into(),
+            claimed.task_id.as_str().into(),
+            claimed.context_id.as_str().into(),
             EventPayload::StatusUpdate {
-                status: status.clone(),
+                status,
                 is_final: true,
                 metadata: Map::new(),
             },
         );
         let id = self
             .log
-            .append(&record.task_id, &event)
+            .append(&task_id, &event)
             .await
             .map_err(|e| RpcError::internal(format!("event log: {e}")))?;
-        let mut bk = Bookkeeping::of(&record);
-        bk.turn_start_event_id = bk.last_event_id.take();
-        bk.last_event_id = Some(id.clone());
-        bk.final_event_id = Some(id);
-        bk.store(&mut record);
-        record.status = status;
-        record.updated_at = Utc::now();
-        self.store.put(&record).await.map_err(store_error)?;
-        Ok(record)
+        let turn = claimed.turns;
+        self.update(&task_id, turn, move |r| {
+            r.last_event_id = Some(id.clone());
+            r.final_event_id = Some(id.clone());
+        })
+        .await;
+        self.store
+            .get(&task_id)
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| RpcError::task_not_found(&task_id))
     }
 }

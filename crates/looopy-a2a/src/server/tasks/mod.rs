@@ -4,8 +4,12 @@
 //!
 //! All state that another server process needs lives in the two stores: the
 //! only thing kept in memory is the cancellation token of each turn running
-//! here. A cancel request for a turn running in another process is written
-//! into the task record, which the running process polls.
+//! here. Every change of a record is one atomic update of the store
+//! (compare-and-put, tried again when another process wrote first), made
+//! only while the record is still at the turn that makes it. A cancel
+//! request for a turn running in another process raises the task's cancel
+//! flag in the store, which the running process takes (a cheap check, no
+//! read of the record).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -15,8 +19,7 @@ use chrono::Utc;
 use futures::StreamExt;
 use looopy_core::store::{EventLog, TaskRecord, TaskStore, TurnLock};
 use looopy_core::{
-    AgentEvent, Artifact, AuthContext, CancellationToken, EventPayload, Message, TaskState,
-    TaskStatus,
+    AgentEvent, AuthContext, CancellationToken, EventPayload, Message, TaskState, TaskStatus,
 };
 use serde_json::Map;
 use tokio::sync::watch;
@@ -26,7 +29,7 @@ use tracing::Instrument;
 use crate::RpcError;
 use crate::runner::{RunnerError, TurnEvents, TurnRequest, TurnRunner};
 use crate::server::progress;
-use crate::server::record::{self, Bookkeeping};
+use crate::server::record;
 use crate::wire::SendParams;
 
 mod cancel;
@@ -65,8 +68,9 @@ pub(crate) struct Tasks {
 struct TurnState {
     task_id: Arc<str>,
     context_id: Arc<str>,
-    /// Artifacts of this turn so far.
-    artifacts: Vec<Artifact>,
+    /// The turn's number in the task ([`TaskRecord::turns`]): the record is
+    /// changed for this turn only while it is still at it.
+    turn: u32,
     last_state: TaskState,
     ended: bool,
 }
@@ -154,7 +158,7 @@ impl Tasks {
     ) -> Result<Started, RpcError> {
         let principal = auth.principal.as_str();
         let wire = params.message;
-        let (mut record, continues) = match &wire.task_id {
+        let (record, continues) = match &wire.task_id {
             Some(task_id) => {
                 let record = self.owned(task_id, principal).await?;
                 if let Some(c) = &wire.context_id
@@ -205,8 +209,8 @@ impl Tasks {
         let Some(done_tx) = self.register(&task_id, &cancel) else {
             return Err(RpcError::unsupported("the task is already running a turn"));
         };
-        let started = self
-            .log_submission(&mut record, &wire.message)
+        let (started, turn) = self
+            .log_submission(record, continues, &wire.message)
             .await
             .inspect_err(|_| {
                 self.running().remove(&task_id);
@@ -224,7 +228,7 @@ impl Tasks {
         let span = turn_span(&task_id, &context_id, false);
         let this = Arc::clone(self);
         self.tracker
-            .spawn(this.drive(request, done_tx).instrument(span));
+            .spawn(this.drive(request, turn, done_tx).instrument(span));
         Ok(started)
     }
 
@@ -245,51 +249,90 @@ impl Tasks {
         Some(done_tx)
     }
 
-    /// Logs the `task` event of a new turn and saves the record.
+    /// Claims the record for a new turn (creates it, or moves a task that
+    /// waits for input to `submitted`, atomically: of two processes given
+    /// the next message of one task, one wins), then logs the turn's `task`
+    /// event. Returns where the turn's events start and its number.
     async fn log_submission(
         &self,
-        record: &mut TaskRecord,
+        record: TaskRecord,
+        continues: bool,
         message: &Message,
-    ) -> Result<Started, RpcError> {
-        let mut bk = Bookkeeping::of(record);
-        let after = bk.last_event_id.clone();
-        let status = TaskStatus::new(TaskState::Submitted);
+    ) -> Result<(Started, u32), RpcError> {
+        let task_id = record.task_id.clone();
+        // A request left over from an earlier turn must not cancel this one.
+        let _ = self.store.take_cancel(&task_id).await;
+        let message_id = message.message_id.clone();
+        let claimed = if continues {
+            self.store
+                .update(&task_id, &mut |r| {
+                    if !matches!(
+                        r.status.state,
+                        TaskState::InputRequired | TaskState::AuthRequired
+                    ) {
+                        return false;
+                    }
+                    r.turn_start_event_id.clone_from(&r.last_event_id);
+                    r.final_event_id = None;
+                    r.turns += 1;
+                    r.turn_message_ids.push(message_id.clone());
+                    r.status = TaskStatus::new(TaskState::Submitted);
+                    r.updated_at = Utc::now();
+                    true
+                })
+                .await
+                .map_err(store_error)?
+                .ok_or_else(|| RpcError::unsupported("the task is already running a turn"))?
+        } else {
+            let mut r = record;
+            r.turns = 1;
+            r.turn_message_ids = vec![message_id];
+            if !self.store.compare_and_put(&r).await.map_err(store_error)? {
+                return Err(RpcError::internal("task store: the new task id is taken"));
+            }
+            r.version += 1;
+            r
+        };
+        let turn = claimed.turns;
         let event = AgentEvent::new(
-            record.task_id.as_str().into(),
-            record.context_id.as_str().into(),
+            claimed.task_id.as_str().into(),
+            claimed.context_id.as_str().into(),
             EventPayload::Task {
-                status: status.clone(),
+                status: claimed.status.clone(),
                 metadata: Map::new(),
             },
         );
-        let id = self
-            .log
-            .append(&record.task_id, &event)
-            .await
-            .map_err(|e| RpcError::internal(format!("event log: {e}")))?;
-        bk.turn_start_event_id = after.clone();
-        bk.last_event_id = Some(id);
-        bk.final_event_id = None;
-        bk.cancel_requested = false;
-        bk.turns += 1;
-        bk.history.push(message.clone());
-        bk.store(record);
-        record.status = status;
-        record.updated_at = Utc::now();
-        self.store.put(record).await.map_err(store_error)?;
-        Ok(Started {
-            task_id: record.task_id.clone(),
-            after,
-        })
+        let id = match self.log.append(&task_id, &event).await {
+            Ok(id) => id,
+            Err(e) => {
+                let why = format!("event log: {e}");
+                if continues {
+                    let status = TaskStatus::new(TaskState::Failed)
+                        .with_message(Message::assistant(why.clone()));
+                    self.update(&task_id, turn, move |r| r.status = status.clone())
+                        .await;
+                } else if let Err(error) = self.store.delete(&task_id).await {
+                    tracing::warn!(%task_id, %error, "could not remove a task that never started");
+                }
+                return Err(RpcError::internal(why));
+            }
+        };
+        self.update(&task_id, turn, move |r| r.last_event_id = Some(id.clone()))
+            .await;
+        let started = Started {
+            task_id,
+            after: claimed.turn_start_event_id,
+        };
+        Ok((started, turn))
     }
 
     /// Runs a turn to its end: every public event goes to the log, state
     /// changes and the end go to the record.
-    async fn drive(self: Arc<Self>, request: TurnRequest, done: watch::Sender<bool>) {
+    async fn drive(self: Arc<Self>, request: TurnRequest, turn: u32, done: watch::Sender<bool>) {
         let mut turn = TurnState {
             task_id: request.task_id.clone(),
             context_id: request.context_id.clone(),
-            artifacts: Vec::new(),
+            turn,
             last_state: TaskState::Submitted,
             ended: false,
         };
@@ -350,11 +393,13 @@ impl Tasks {
                     }
                 },
                 _ = poll.tick(), if !cancel.is_cancelled() => {
-                    if let Ok(Some(r)) = self.store.get(&turn.task_id).await
-                        && Bookkeeping::of(&r).cancel_requested
-                    {
-                        tracing::info!("cancel requested through the task store");
-                        cancel.cancel();
+                    match self.store.take_cancel(&turn.task_id).await {
+                        Ok(true) => {
+                            tracing::info!("cancel requested through the task store");
+                            cancel.cancel();
+                        }
+                        Ok(false) => {}
+                        Err(error) => tracing::debug!(%error, "could not check the cancel flag"),
                     }
                 }
             }
@@ -384,29 +429,26 @@ impl Tasks {
                 None
             }
         };
-        match &*event.payload {
-            EventPayload::ArtifactUpdate {
-                artifact, append, ..
-            } => record::fold_artifact(&mut turn.artifacts, artifact, *append),
-            EventPayload::StatusUpdate {
-                status, is_final, ..
-            } => {
-                tracing::Span::current().record("a2a.task.state", status.state.as_str());
-                if *is_final {
-                    self.record_end(turn, status.clone(), id).await;
-                } else if status.state != turn.last_state {
-                    turn.last_state = status.state;
-                    let status = status.clone();
-                    self.update(&turn.task_id, move |r, bk| {
-                        r.status = status;
-                        if id.is_some() {
-                            bk.last_event_id = id;
-                        }
-                    })
-                    .await;
-                }
+        // Artifacts are kept by the runner (or read back from the log);
+        // only status changes go to the record.
+        if let EventPayload::StatusUpdate {
+            status, is_final, ..
+        } = &*event.payload
+        {
+            tracing::Span::current().record("a2a.task.state", status.state.as_str());
+            if *is_final {
+                self.record_end(turn, status.clone(), id).await;
+            } else if status.state != turn.last_state {
+                turn.last_state = status.state;
+                let status = status.clone();
+                self.update(&turn.task_id, turn.turn, move |r| {
+                    r.status = status.clone();
+                    if id.is_some() {
+                        r.last_event_id.clone_from(&id);
+                    }
+                })
+                .await;
             }
-            _ => {}
         }
     }
 
@@ -435,46 +477,47 @@ impl Tasks {
         self.on_event(turn, event).await;
     }
 
-    /// Records the end of a turn.
+    /// Records the end of a turn and lowers a cancel request it did not
+    /// take.
     async fn record_end(&self, turn: &mut TurnState, status: TaskStatus, id: Option<String>) {
         turn.ended = true;
-        let artifacts = std::mem::take(&mut turn.artifacts);
-        self.update(&turn.task_id, move |r, bk| {
-            if let Some(m) = &status.message {
-                bk.history.push(m.clone());
-            }
-            for a in &artifacts {
-                record::fold_artifact(&mut bk.artifacts, a, false);
-            }
-            r.status = status;
-            bk.final_event_id.clone_from(&id);
+        self.update(&turn.task_id, turn.turn, move |r| {
+            r.status = status.clone();
+            r.final_event_id.clone_from(&id);
             if id.is_some() {
-                bk.last_event_id = id;
+                r.last_event_id.clone_from(&id);
             }
-            bk.cancel_requested = false;
         })
         .await;
+        if let Err(error) = self.store.take_cancel(&turn.task_id).await {
+            tracing::debug!(%error, "could not lower the cancel flag");
+        }
     }
 
-    /// Reads, changes and saves a record (best effort: failures are logged).
-    async fn update(&self, task_id: &str, change: impl FnOnce(&mut TaskRecord, &mut Bookkeeping)) {
-        let mut record = match self.store.get(task_id).await {
-            Ok(Some(r)) => r,
-            Ok(None) => {
-                tracing::warn!(task_id, "the task record disappeared");
-                return;
-            }
-            Err(e) => {
-                tracing::warn!(task_id, error = %e, "could not read the task record");
-                return;
-            }
-        };
-        let mut bk = Bookkeeping::of(&record);
-        change(&mut record, &mut bk);
-        bk.store(&mut record);
-        record.updated_at = Utc::now();
-        if let Err(e) = self.store.put(&record).await {
-            tracing::warn!(task_id, error = %e, "could not save the task record");
+    /// Changes a record atomically, while it is still at turn `turn` (a
+    /// later turn, or a cancel of a waiting task, is left alone); sets
+    /// `updated_at`. Best effort: failures are logged.
+    async fn update(
+        &self,
+        task_id: &str,
+        turn: u32,
+        mut change: impl FnMut(&mut TaskRecord) + Send,
+    ) {
+        let result = self
+            .store
+            .update(task_id, &mut |r| {
+                if r.turns != turn {
+                    return false;
+                }
+                change(r);
+                r.updated_at = Utc::now();
+                true
+            })
+            .await;
+        match result {
+            Ok(Some(_)) => {}
+            Ok(None) => tracing::warn!(task_id, turn, "the task record disappeared or moved on"),
+            Err(e) => tracing::warn!(task_id, error = %e, "could not save the task record"),
         }
     }
 

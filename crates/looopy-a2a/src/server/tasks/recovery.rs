@@ -15,13 +15,9 @@ use tracing::Instrument;
 
 use super::{Tasks, TurnState, turn_span};
 use crate::runner::ResumeRequest;
-use crate::server::record::{self, Bookkeeping};
 
 /// How many stranded turns one scan looks at.
 const SCAN_BATCH: usize = 256;
-
-/// How many events a resumed turn reads back to know its artifacts so far.
-const REPLAY_LIMIT: usize = 100_000;
 
 impl Tasks {
     /// Whether stranded turns are recovered here.
@@ -96,7 +92,7 @@ impl Tasks {
         let mut turn = TurnState {
             task_id,
             context_id,
-            artifacts: self.artifacts_so_far(&record).await,
+            turn: record.turns,
             last_state: record.status.state,
             ended: false,
         };
@@ -105,22 +101,5 @@ impl Tasks {
             async move { this.run_to_end(&mut turn, events, &cancel, done).await }.instrument(span),
         );
         true
-    }
-
-    /// The artifacts the turn streamed before its process died.
-    async fn artifacts_so_far(&self, record: &TaskRecord) -> Vec<looopy_core::Artifact> {
-        let after = Bookkeeping::of(record).turn_start_event_id;
-        let mut artifacts = Vec::new();
-        match self
-            .log
-            .read(&record.task_id, after.as_deref(), REPLAY_LIMIT)
-            .await
-        {
-            Ok(events) => record::fold_events(&mut artifacts, &events),
-            Err(error) => {
-                tracing::warn!(task_id = %record.task_id, %error, "could not read the turn's events back");
-            }
-        }
-        artifacts
     }
 }
