@@ -31,11 +31,13 @@ pub fn serve(config: &Path, extra_env: &[(&str, &str)]) -> (Child, String) {
     for (k, v) in extra_env {
         cmd.env(k, v);
     }
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    // LOOOPY_TEST_SERVER_LOGS=1 shows the servers' logs, for debugging.
+    let stderr = if std::env::var_os("LOOOPY_TEST_SERVER_LOGS").is_some() {
+        Stdio::inherit()
+    } else {
+        Stdio::null()
+    };
+    let mut child = cmd.stdout(Stdio::piped()).stderr(stderr).spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
