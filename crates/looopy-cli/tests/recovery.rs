@@ -4,7 +4,7 @@
 //! find the stranded turns and finish them: no completed tool call runs
 //! again, an interrupted one is not retried, resubscribed streams reach the
 //! final event in order, and a recovered turn can be cancelled from any
-//! replica.
+//! replica. On one Redis and on a 3-master Redis Cluster.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -20,6 +20,7 @@ use looopy_a2a::{A2aClient, SendRequest, SendResponse, StreamEvent};
 use looopy_core::TaskState;
 use looopy_testkit::external::{repo_root, require};
 use looopy_testkit::openai_fixture::openai;
+use looopy_testkit::redis_cluster::{TestCluster, test_redis_cluster};
 use looopy_testkit::{FixtureReply, OpenAiFixture, SseReply, TestRedis};
 use serde_json::{Value, json};
 use support::{serve, write_config};
@@ -101,12 +102,27 @@ struct Fleet {
     config: PathBuf,
     journal: PathBuf,
     llm: OpenAiFixture,
-    _redis: TestRedis,
+    _redis: Redis,
+}
+
+/// Where the replicas keep their state.
+enum Redis {
+    Single(TestRedis),
+    Cluster(TestCluster),
+}
+
+impl Redis {
+    /// The `[store]` keys that reach it.
+    fn store_keys(&self) -> String {
+        match self {
+            Redis::Single(r) => format!("url = \"{}\"", r.url()),
+            Redis::Cluster(c) => format!("cluster_urls = {:?}", c.urls()),
+        }
+    }
 }
 
 impl Fleet {
-    async fn new(python: &Path) -> Fleet {
-        let redis = looopy_testkit::test_redis().unwrap();
+    async fn new(python: &Path, redis: Redis) -> Fleet {
         let respond: Arc<dyn Fn(&Value) -> FixtureReply + Send + Sync> = Arc::new(model);
         let llm = OpenAiFixture::start_responder(Duration::ZERO, respond)
             .await
@@ -132,7 +148,7 @@ args = ["{script}"]
 env = {{ JOURNAL = "{journal}", SLOW_SECS = "{SLOW_SECS}" }}
 [store]
 backend = "redis"
-url = "{redis}"
+{redis}
 key_prefix = "{prefix}"
 [durability]
 lease_ttl_secs = 1.5
@@ -142,7 +158,7 @@ scan_interval_secs = 0.3
                 python = python.display(),
                 script = script.display(),
                 journal = journal.display(),
-                redis = redis.url(),
+                redis = redis.store_keys(),
             ),
         );
         Fleet {
@@ -272,10 +288,14 @@ fn assert_in_order(ids: &[String]) {
     );
 }
 
+fn single_redis() -> Redis {
+    Redis::Single(looopy_testkit::test_redis().unwrap())
+}
+
 /// Kills replica 0 mid-tool. With `restart`, starts it again at once.
-async fn kill_one_replica(restart: bool) {
+async fn kill_one_replica(redis: Redis, restart: bool) {
     let Some(python) = python() else { return };
-    let fleet = Fleet::new(&python).await;
+    let fleet = Fleet::new(&python, redis).await;
     let mut replicas: Vec<(Child, String)> = (0..3).map(|_| fleet.start()).collect();
     let urls: Vec<String> = replicas.iter().map(|(_, u)| u.clone()).collect();
 
@@ -380,18 +400,26 @@ async fn kill_one_replica(restart: bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turns_of_a_killed_replica_finish_on_the_survivors() {
-    kill_one_replica(false).await;
+    kill_one_replica(single_redis(), false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turns_of_a_killed_replica_finish_on_a_redis_cluster() {
+    let Some(cluster) = test_redis_cluster() else {
+        return;
+    };
+    kill_one_replica(Redis::Cluster(cluster), false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turns_of_a_killed_and_restarted_replica_finish() {
-    kill_one_replica(true).await;
+    kill_one_replica(single_redis(), true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recovered_turn_is_cancelled_from_another_replica() {
     let Some(python) = python() else { return };
-    let fleet = Fleet::new(&python).await;
+    let fleet = Fleet::new(&python, single_redis()).await;
     let mut replicas: Vec<(Child, String)> = (0..3).map(|_| fleet.start()).collect();
     let urls: Vec<String> = replicas.iter().map(|(_, u)| u.clone()).collect();
     let task_id = start_job(&urls[0], "cancel-me").await;

@@ -12,7 +12,7 @@ use looopy_core::{AgentEvent, EventPayload, Message};
 use looopy_stores_redis::{RedisBackend, RedisStores, StoreConfig, Stores};
 use looopy_testkit::conformance::{self, StoreUnderTest};
 
-use common::cluster::{TestCluster, cluster};
+use common::cluster::{ClusterConfig, TestCluster, cluster};
 
 fn under_test(stores: &RedisStores) -> StoreUnderTest {
     StoreUnderTest::new(

@@ -20,6 +20,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use common::cluster::ClusterConfig;
 use futures::StreamExt;
 use looopy_core::store::TaskStateStore;
 use looopy_core::{

@@ -18,6 +18,7 @@
 pub mod conformance;
 pub mod external;
 pub mod openai_fixture;
+pub mod redis_cluster;
 pub mod redis_server;
 mod scripted;
 
