@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use tracing::Instrument;
 
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::ClientHandler;
@@ -204,15 +205,28 @@ fn client(tools_changed: &Arc<AtomicBool>) -> Client {
 /// Opens a session: spawns the child or reaches the URL, then runs the MCP
 /// handshake. Returns the session and the child's process id. The server's
 /// `tools/list_changed` notifications set `tools_changed`.
+///
+/// The session outlives the turn that happened to open it, and its
+/// background tasks keep the span they were started in open for as long as
+/// they run: opened inside the turn's span, they would keep `invoke_agent`
+/// (and the request above it) from ever ending, so from ever being
+/// exported. So a session runs in a root span of its own (`mcp.session`, a
+/// trace of its own that ends with the session); each call is traced in its
+/// caller's span (`execute_tool`, with `traceparent` in `_meta`).
 pub(crate) async fn open(
     transport: &McpTransport,
     server_name: &str,
     tools_changed: &Arc<AtomicBool>,
 ) -> Result<(Session, Option<u32>), String> {
-    match transport {
-        McpTransport::Stdio(server) => open_stdio(server, server_name, tools_changed).await,
-        McpTransport::Http(server) => open_http(server, tools_changed).await.map(|s| (s, None)),
-    }
+    let opening = async {
+        match transport {
+            McpTransport::Stdio(server) => open_stdio(server, server_name, tools_changed).await,
+            McpTransport::Http(server) => open_http(server, tools_changed).await.map(|s| (s, None)),
+        }
+    };
+    // `Span::none()` would not do: entering it leaves the turn's span current.
+    let session = tracing::info_span!(parent: None, "mcp.session", mcp.server = %server_name);
+    opening.instrument(session).await
 }
 
 async fn open_stdio(

@@ -1,0 +1,201 @@
+//! One trace per request, through the real `looopy serve`: the A2A request
+//! span is the root of everything the turn does (the turn, `invoke_agent`,
+//! its iterations, model calls and tool calls), every parent is exported,
+//! and the `traceparent` the model receives belongs to that trace.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::routing::post;
+use looopy_a2a::{A2aClient, SendRequest, SendResponse};
+use looopy_core::TaskState;
+use looopy_testkit::external::{repo_root, require};
+use looopy_testkit::openai_fixture::openai;
+use looopy_testkit::{FixtureReply, OpenAiFixture};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message as _;
+use support::{serve, stop, write_config};
+
+const TOKEN: &str = "secret-token-never-in-spans";
+
+/// An OTLP/HTTP receiver; returns its URL and what it received.
+async fn receiver() -> (String, Arc<Mutex<Vec<ExportTraceServiceRequest>>>) {
+    let received: Arc<Mutex<Vec<ExportTraceServiceRequest>>> = Arc::default();
+    let sink = received.clone();
+    let app = Router::new()
+        .route(
+            "/v1/traces",
+            post(move |body: Bytes| {
+                let sink = sink.clone();
+                async move {
+                    sink.lock()
+                        .unwrap()
+                        .push(ExportTraceServiceRequest::decode(body).unwrap());
+                    ""
+                }
+            }),
+        )
+        .route("/v1/metrics", post(|| async { "" }))
+        .route("/v1/logs", post(|| async { "" }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}"), received)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_request_is_one_trace_from_the_a2a_span_to_the_tool_call() {
+    let Some(python) = require(
+        "LOOOPY_MCP_PYTHON",
+        repo_root().join(".tools/venv/bin/python"),
+        "the Python venv with the mcp package",
+    ) else {
+        return;
+    };
+    let (otlp, received) = receiver().await;
+    let llm = OpenAiFixture::start().await.unwrap();
+    llm.push(FixtureReply::json(openai::tool_calls_completion(&[(
+        "call-1",
+        "echo.text",
+        r#"{"text":"hi"}"#,
+    )])));
+    llm.push(FixtureReply::Text("traced answer".into()));
+    let dir = tempfile::tempdir().unwrap();
+    let script = repo_root().join("crates/looopy-tools/tests/fixtures/mcp_server.py");
+    let config = write_config(
+        &dir,
+        &format!(
+            r#"
+[agent]
+name = "traced"
+[llm]
+base_url = "{base}"
+model = "m"
+[[tools.mcp]]
+name = "fixture"
+command = "{python}"
+args = ["{script}", "stdio"]
+[[auth.tokens]]
+principal = "alice"
+token = "{TOKEN}"
+"#,
+            base = llm.base_url(),
+            python = python.display(),
+            script = script.display(),
+        ),
+    );
+    let (server, url) = serve(
+        &config,
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", otlp.as_str()),
+            ("OTEL_SERVICE_NAME", "looopy-trace-test"),
+        ],
+    );
+    let client = A2aClient::builder(&url).bearer_token(TOKEN).build();
+    let answer = client.send(&SendRequest::text("trace me")).await.unwrap();
+    let SendResponse::Task(task) = answer else {
+        panic!("expected a task: {answer:?}");
+    };
+    assert_eq!(task.status.state, TaskState::Completed, "{task:?}");
+    // SIGTERM flushes the exporter.
+    let status = tokio::task::spawn_blocking(move || stop(server))
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+
+    let requests = received.lock().unwrap();
+    let spans: Vec<&Span> = requests
+        .iter()
+        .flat_map(|r| &r.resource_spans)
+        .flat_map(|rs| &rs.scope_spans)
+        .flat_map(|ss| &ss.spans)
+        .collect();
+    let by_id: HashMap<&[u8], &Span> = spans.iter().map(|s| (s.span_id.as_slice(), *s)).collect();
+    let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+
+    // The turn's spans, under the SendMessage request.
+    let find = |prefix: &str| -> &Span {
+        spans
+            .iter()
+            .find(|s| s.name.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no span named {prefix}*: {names:?}"))
+    };
+    let parent_of = |s: &Span| -> &Span {
+        by_id
+            .get(s.parent_span_id.as_slice())
+            .unwrap_or_else(|| panic!("the parent of '{}' was not exported: {names:?}", s.name))
+    };
+    let request = find("A2A SendMessage");
+    let invoke = find("invoke_agent traced");
+    let chat = find("chat ");
+    let tool = find("execute_tool echo.text");
+    assert!(
+        request.parent_span_id.is_empty(),
+        "the request span is the root"
+    );
+    // invoke_agent's ancestors lead to the request span.
+    let mut up = parent_of(invoke);
+    while up.span_id != request.span_id {
+        up = parent_of(up);
+    }
+    assert_eq!(parent_of(chat).name, "iteration 1", "{names:?}");
+    assert_eq!(parent_of(parent_of(chat)).span_id, invoke.span_id);
+    let mut up = parent_of(tool);
+    while up.span_id != invoke.span_id {
+        up = parent_of(up);
+    }
+
+    // One trace for the request, and every span has its parent exported.
+    // The only other trace allowed is an MCP session's own (it outlives
+    // the turn that opened it, so it is not part of the request).
+    let sessions: HashSet<&Vec<u8>> = spans
+        .iter()
+        .filter(|s| s.name == "mcp.session")
+        .map(|s| &s.trace_id)
+        .collect();
+    for s in &spans {
+        assert!(
+            s.trace_id == request.trace_id || sessions.contains(&s.trace_id),
+            "'{}' is in another trace: {names:?}",
+            s.name
+        );
+    }
+    for s in &spans {
+        if !s.parent_span_id.is_empty() {
+            parent_of(s);
+        }
+    }
+
+    // The model was called inside that trace.
+    let trace = hex(&request.trace_id);
+    for r in llm.requests() {
+        let traceparent = r.header("traceparent").expect("traceparent to the model");
+        assert!(
+            traceparent.contains(&trace),
+            "{traceparent} not in trace {trace}"
+        );
+    }
+
+    // No secret in any attribute.
+    for s in &spans {
+        for a in &s.attributes {
+            let value = format!("{:?}", a.value);
+            assert!(
+                !value.contains(TOKEN),
+                "'{}' leaks the token in {}",
+                s.name,
+                a.key
+            );
+        }
+    }
+}
