@@ -1,43 +1,20 @@
 //! Spans of a real turn reach an OTLP/HTTP receiver, all in one trace.
 #![allow(clippy::unwrap_used)]
 
-use std::sync::{Arc, Mutex};
+mod support;
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::routing::post;
 use futures::StreamExt;
 use looopy_cli::telemetry::{LogFormat, Telemetry, TelemetryConfig};
 use looopy_core::{History, LlmResponse, Message, TurnContext};
 use looopy_loop::AgentLoop;
 use looopy_testkit::ScriptedLlm;
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use prost::Message as _;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_is_exported_over_otlp_http_with_one_trace_id() {
-    let received: Arc<Mutex<Vec<ExportTraceServiceRequest>>> = Arc::default();
-    let sink = received.clone();
-    let app = Router::new()
-        .route(
-            "/v1/traces",
-            post(move |body: Bytes| {
-                let sink = sink.clone();
-                async move {
-                    sink.lock()
-                        .unwrap()
-                        .push(ExportTraceServiceRequest::decode(body).unwrap());
-                    ""
-                }
-            }),
-        )
-        .route("/v1/metrics", post(|| async { "" }));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let (otlp, received) = support::otlp_receiver().await;
 
     let telemetry = Telemetry::init(&TelemetryConfig {
-        otlp_endpoint: Some(format!("http://{addr}")),
+        otlp_endpoint: Some(otlp),
         log_format: LogFormat::Json,
         default_filter: "info".into(),
     })

@@ -7,47 +7,16 @@
 mod support;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::routing::post;
 use looopy_a2a::{A2aClient, SendRequest, SendResponse};
 use looopy_core::TaskState;
 use looopy_testkit::external::{repo_root, require};
 use looopy_testkit::openai_fixture::openai;
 use looopy_testkit::{FixtureReply, OpenAiFixture};
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::trace::v1::Span;
-use prost::Message as _;
-use support::{serve, stop, write_config};
+use support::{otlp_receiver, serve, stop, write_config};
 
 const TOKEN: &str = "secret-token-never-in-spans";
-
-/// An OTLP/HTTP receiver; returns its URL and what it received.
-async fn receiver() -> (String, Arc<Mutex<Vec<ExportTraceServiceRequest>>>) {
-    let received: Arc<Mutex<Vec<ExportTraceServiceRequest>>> = Arc::default();
-    let sink = received.clone();
-    let app = Router::new()
-        .route(
-            "/v1/traces",
-            post(move |body: Bytes| {
-                let sink = sink.clone();
-                async move {
-                    sink.lock()
-                        .unwrap()
-                        .push(ExportTraceServiceRequest::decode(body).unwrap());
-                    ""
-                }
-            }),
-        )
-        .route("/v1/metrics", post(|| async { "" }))
-        .route("/v1/logs", post(|| async { "" }));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (format!("http://{addr}"), received)
-}
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -62,7 +31,7 @@ async fn one_request_is_one_trace_from_the_a2a_span_to_the_tool_call() {
     ) else {
         return;
     };
-    let (otlp, received) = receiver().await;
+    let (otlp, received) = otlp_receiver().await;
     let llm = OpenAiFixture::start().await.unwrap();
     llm.push(FixtureReply::json(openai::tool_calls_completion(&[(
         "call-1",

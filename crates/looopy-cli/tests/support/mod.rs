@@ -67,3 +67,41 @@ pub fn stop(mut child: Child) -> ExitStatus {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// What an OTLP/HTTP receiver got, one export request after another.
+pub type Received = std::sync::Arc<
+    std::sync::Mutex<
+        Vec<opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest>,
+    >,
+>;
+
+/// An OTLP/HTTP receiver on a free port (traces kept, metrics and logs
+/// accepted and dropped); returns its base URL and what it receives.
+pub async fn otlp_receiver() -> (String, Received) {
+    use axum::body::Bytes;
+    use axum::routing::post;
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use prost::Message as _;
+
+    let received: Received = Received::default();
+    let sink = received.clone();
+    let app = axum::Router::new()
+        .route(
+            "/v1/traces",
+            post(move |body: Bytes| {
+                let sink = sink.clone();
+                async move {
+                    sink.lock()
+                        .unwrap()
+                        .push(ExportTraceServiceRequest::decode(body).unwrap());
+                    ""
+                }
+            }),
+        )
+        .route("/v1/metrics", post(|| async { "" }))
+        .route("/v1/logs", post(|| async { "" }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}"), received)
+}

@@ -8,7 +8,7 @@ use looopy_core::store::TaskRecord;
 use looopy_core::{AgentEvent, AuthContext, EventPayload, TaskState, TaskStatus};
 use serde_json::Map;
 
-use super::{Tasks, store_error};
+use super::{Tasks, reopen_waiting, store_error};
 use crate::RpcError;
 use crate::model::TaskSnapshot;
 
@@ -92,14 +92,9 @@ impl Tasks {
         let claimed = self
             .store
             .update(&task_id, &mut |r| {
-                if !matches!(
-                    r.status.state,
-                    TaskState::InputRequired | TaskState::AuthRequired
-                ) {
+                if !reopen_waiting(r) {
                     return false;
                 }
-                r.turn_start_event_id.clone_from(&r.last_event_id);
-                r.final_event_id = None;
                 r.status = status.clone();
                 r.updated_at = Utc::now();
                 true

@@ -87,6 +87,22 @@ fn turn_span(task_id: &str, context_id: &str, recovered: bool) -> tracing::Span 
     )
 }
 
+/// Starts a new turn's events on a record whose task waits for input (the
+/// turn's events come after the last one logged; no final event yet).
+/// False, changing nothing, when the task no longer waits: another process
+/// continued or cancelled it first.
+fn reopen_waiting(r: &mut TaskRecord) -> bool {
+    if !matches!(
+        r.status.state,
+        TaskState::InputRequired | TaskState::AuthRequired
+    ) {
+        return false;
+    }
+    r.turn_start_event_id.clone_from(&r.last_event_id);
+    r.final_event_id = None;
+    true
+}
+
 fn store_error(e: impl std::fmt::Display) -> RpcError {
     RpcError::internal(format!("task store: {e}"))
 }
@@ -266,14 +282,9 @@ impl Tasks {
         let claimed = if continues {
             self.store
                 .update(&task_id, &mut |r| {
-                    if !matches!(
-                        r.status.state,
-                        TaskState::InputRequired | TaskState::AuthRequired
-                    ) {
+                    if !reopen_waiting(r) {
                         return false;
                     }
-                    r.turn_start_event_id.clone_from(&r.last_event_id);
-                    r.final_event_id = None;
                     r.turns += 1;
                     r.turn_message_ids.push(message_id.clone());
                     r.status = TaskStatus::new(TaskState::Submitted);
