@@ -13,10 +13,18 @@ use looopy_core::{
 ///
 /// The defaults: at most 5 retries, delays drawn uniformly from
 /// `0..=min(max_delay, base_delay * 2^retry)` ("full jitter") with a base of
-/// 1 s and a cap of 60 s, retrying HTTP 429, 500, 502, 503 and 504 and
-/// connection failures. A `Retry-After` from the server, on a 429 or a 5xx
+/// 1 s and a cap of 60 s, retrying HTTP 429, 500, 502, 503 and 504,
+/// connection failures and malformed responses (a body that is not a
+/// completion, a completion without choices, a stream that ends or is cut
+/// before `[DONE]`): a chat request is idempotent, so an answer that cannot
+/// be read is worth another try like a 5xx, within the same budget and with
+/// the same backoff. A `Retry-After` from the server, on a 429 or a 5xx
 /// ([`LlmError::retry_after`]), replaces the drawn delay; when it asks for
 /// more than `max_delay` the error is returned at once instead.
+///
+/// Never retried: authentication, not found, bad request, other statuses,
+/// timeouts (unless [`retry_timeouts`](Self::retry_timeouts)), a call that
+/// is not configured, a cancelled turn.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetryPolicy {
     /// Retries after the first attempt (0 disables retrying).
@@ -31,6 +39,9 @@ pub struct RetryPolicy {
     pub retry_connection_errors: bool,
     /// Whether [`LlmError::Timeout`] is retried.
     pub retry_timeouts: bool,
+    /// Whether [`LlmError::MalformedResponse`] (an answer that cannot be
+    /// parsed, a stream cut before its end) is retried.
+    pub retry_malformed_responses: bool,
 }
 
 impl Default for RetryPolicy {
@@ -42,6 +53,7 @@ impl Default for RetryPolicy {
             retryable_statuses: vec![429, 500, 502, 503, 504],
             retry_connection_errors: true,
             retry_timeouts: false,
+            retry_malformed_responses: true,
         }
     }
 }
@@ -73,6 +85,7 @@ impl RetryPolicy {
         match error {
             LlmError::Connection { .. } => self.retry_connection_errors,
             LlmError::Timeout { .. } => self.retry_timeouts,
+            LlmError::MalformedResponse { .. } => self.retry_malformed_responses,
             LlmError::Cancelled | LlmError::NotConfigured { .. } => false,
             e => e
                 .status()
@@ -83,26 +96,134 @@ impl RetryPolicy {
     /// The wait before retry number `retry` (0-based) after `error`, or
     /// `None` when the error should be returned instead.
     pub fn delay_for(&self, retry: u32, error: &LlmError) -> Option<Duration> {
-        if retry >= self.max_retries || !self.is_retryable(error) {
-            return None;
+        self.decide(retry, error).ok()
+    }
+
+    /// The wait before retry number `retry` after `error`, or why not.
+    fn decide(&self, retry: u32, error: &LlmError) -> Result<Duration, GiveUp> {
+        if !self.is_retryable(error) {
+            return Err(GiveUp::NotRetryable);
+        }
+        if retry >= self.max_retries {
+            return Err(GiveUp::BudgetSpent);
         }
         if let Some(wait) = error.retry_after() {
-            return (wait <= self.max_delay).then_some(wait);
+            return if wait <= self.max_delay {
+                Ok(wait)
+            } else {
+                Err(GiveUp::WaitTooLong(wait))
+            };
         }
         let ceiling = self
             .base_delay
             .saturating_mul(2u32.saturating_pow(retry))
             .min(self.max_delay);
         let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
-        Some(Duration::from_nanos(rand::random_range(0..=nanos)))
+        Ok(Duration::from_nanos(rand::random_range(0..=nanos)))
+    }
+}
+
+/// Why a failed call is not tried again.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum GiveUp {
+    /// The error is not worth another try.
+    NotRetryable,
+    /// Every retry of the budget was used.
+    BudgetSpent,
+    /// The server asked to wait longer than `max_delay`.
+    WaitTooLong(Duration),
+    /// A stream failed after some of its chunks reached the caller.
+    ChunksForwarded,
+}
+
+impl GiveUp {
+    /// `error`, its message prefixed with the attempts made and why there is
+    /// no other; its variant (hence `error.type`) is kept. An error of the
+    /// first attempt that was simply not retryable, or that used a budget of
+    /// no retries, is returned as it is.
+    fn annotate(self, attempts: u32, policy: &RetryPolicy, error: LlmError) -> LlmError {
+        let why = match self {
+            GiveUp::NotRetryable | GiveUp::BudgetSpent if attempts <= 1 => return error,
+            GiveUp::WaitTooLong(_) if attempts <= 1 => return error,
+            GiveUp::NotRetryable => "this error is not retried".to_owned(),
+            GiveUp::BudgetSpent => format!("all {} retries used", policy.max_retries),
+            GiveUp::WaitTooLong(wait) => format!(
+                "the server asked to wait {wait:?}, more than the {:?} cap",
+                policy.max_delay
+            ),
+            GiveUp::ChunksForwarded => {
+                "not retried: the stream had already forwarded chunks".to_owned()
+            }
+        };
+        let plural = if attempts == 1 { "" } else { "s" };
+        let note = format!("gave up after {attempts} attempt{plural} ({why}); last: ");
+        prefix_message(error, &note)
+    }
+}
+
+/// `error` with `note` put before its message, in the same variant.
+fn prefix_message(error: LlmError, note: &str) -> LlmError {
+    let p = |message: String| format!("{note}{message}");
+    match error {
+        LlmError::Authentication { message } => LlmError::Authentication {
+            message: p(message),
+        },
+        LlmError::NotFound { message } => LlmError::NotFound {
+            message: p(message),
+        },
+        LlmError::BadRequest { message } => LlmError::BadRequest {
+            message: p(message),
+        },
+        LlmError::RateLimited {
+            message,
+            retry_after,
+        } => LlmError::RateLimited {
+            message: p(message),
+            retry_after,
+        },
+        LlmError::Server {
+            status,
+            message,
+            retry_after,
+        } => LlmError::Server {
+            status,
+            message: p(message),
+            retry_after,
+        },
+        LlmError::Timeout { message } => LlmError::Timeout {
+            message: p(message),
+        },
+        LlmError::Connection { message } => LlmError::Connection {
+            message: p(message),
+        },
+        LlmError::MalformedResponse { message } => LlmError::MalformedResponse {
+            message: p(message),
+        },
+        LlmError::NotConfigured { message } => LlmError::NotConfigured {
+            message: p(message),
+        },
+        LlmError::Other { message } => LlmError::Other {
+            message: p(message),
+        },
+        // Cancelled carries no message, and a cancelled call is no failure
+        // to explain.
+        other => other,
     }
 }
 
 /// Retries the calls of an inner provider according to a [`RetryPolicy`].
 ///
-/// A stream is retried only while it has delivered nothing: once a chunk has
-/// reached the caller, an error ends the stream. Waits stop early, with
+/// A stream is retried only while it has delivered nothing (an error status,
+/// a refused connection, a stream that ends or is cut before its first
+/// chunk): once a chunk has reached the caller, the caller holds half an
+/// answer that a new attempt would not continue, so an error ends the stream,
+/// its message saying that it was not retried. Waits stop early, with
 /// [`LlmError::Cancelled`], when the turn is cancelled.
+///
+/// The error returned after more than one attempt is the last attempt's, in
+/// its own variant (so `error.type` names the last cause), with a message
+/// that begins with the attempts made and why there was no other: `gave up
+/// after 6 attempts (all 5 retries used); last: invalid completion JSON …`.
 ///
 /// ```
 /// use looopy_core::LlmProvider;
@@ -136,8 +257,9 @@ impl<P: LlmProvider> RetryingLlm<P> {
 
     /// Waits before retry `retry`, or gives the error back.
     async fn wait(&self, retry: u32, error: LlmError, cx: &TurnContext) -> Result<(), LlmError> {
-        let Some(delay) = self.policy.delay_for(retry, &error) else {
-            return Err(error);
+        let delay = match self.policy.decide(retry, &error) {
+            Ok(delay) => delay,
+            Err(why) => return Err(why.annotate(retry + 1, &self.policy, error)),
         };
         tracing::warn!(
             retry = retry + 1,
@@ -235,7 +357,11 @@ async fn next_chunk<P: LlmProvider>(
             }
             Some(Err(e)) => {
                 s.done = true;
-                return Some(Err(e));
+                let why = match llm.policy.decide(s.retry, &e) {
+                    Ok(_) => GiveUp::ChunksForwarded,
+                    Err(why) => why,
+                };
+                return Some(Err(why.annotate(s.retry + 1, &llm.policy, e)));
             }
         }
     }
@@ -276,5 +402,54 @@ mod tests {
             message: String::new()
         }));
         assert!(!p.is_retryable(&LlmError::Cancelled));
+        assert!(p.is_retryable(&LlmError::MalformedResponse {
+            message: String::new()
+        }));
+    }
+
+    #[test]
+    fn give_up_notes_keep_the_variant_and_name_the_attempts() {
+        let p = RetryPolicy::default();
+        let limited = LlmError::RateLimited {
+            message: "later".into(),
+            retry_after: Some(Duration::from_secs(3600)),
+        };
+        let why = p.decide(2, &limited).unwrap_err();
+        assert_eq!(why, GiveUp::WaitTooLong(Duration::from_secs(3600)));
+        assert_eq!(
+            why.annotate(3, &p, limited.clone()),
+            LlmError::RateLimited {
+                message: "gave up after 3 attempts (the server asked to wait 3600s, \
+                          more than the 60s cap); last: later"
+                    .into(),
+                retry_after: Some(Duration::from_secs(3600)),
+            }
+        );
+        // A first attempt that was not retried stays as it was.
+        assert_eq!(why.annotate(1, &p, limited.clone()), limited);
+        let timeout = LlmError::Timeout {
+            message: "idle".into(),
+        };
+        assert_eq!(
+            GiveUp::NotRetryable.annotate(1, &p, timeout.clone()),
+            timeout
+        );
+        assert_eq!(
+            GiveUp::BudgetSpent.annotate(4, &p, LlmError::Cancelled),
+            LlmError::Cancelled
+        );
+        let e = GiveUp::BudgetSpent.annotate(
+            6,
+            &p,
+            LlmError::MalformedResponse {
+                message: "the stream ended before [DONE]".into(),
+            },
+        );
+        assert_eq!(e.kind(), "malformed_response");
+        assert_eq!(
+            e.to_string(),
+            "malformed response: gave up after 6 attempts (all 5 retries used); \
+             last: the stream ended before [DONE]"
+        );
     }
 }

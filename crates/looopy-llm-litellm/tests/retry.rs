@@ -9,7 +9,9 @@ use common::{ask, assemble, cx, drain, provider};
 use looopy_core::{LlmChunk, LlmError, LlmProvider, LlmResponse};
 use looopy_llm_litellm::{RetryPolicy, RetryingLlm};
 use looopy_testkit::openai_fixture::openai;
-use looopy_testkit::{FixtureReply, OpenAiFixture, ScriptStep, ScriptedLlm};
+use looopy_testkit::{
+    FixtureReply, OpenAiFixture, ScriptStep, ScriptedLlm, SseEnd, SseEvent, SseReply,
+};
 use serde_json::json;
 
 /// A policy whose own backoff is far longer than any test: a test that
@@ -105,7 +107,7 @@ async fn gives_up_after_max_retries_and_never_retries_client_errors() {
         LlmError::Server {
             retry_after: None,
             status: 500,
-            message: "down".into()
+            message: "gave up after 3 attempts (all 2 retries used); last: down".into()
         }
     );
     assert_eq!(f.requests().len(), 3, "one attempt and two retries");
@@ -153,10 +155,200 @@ async fn stream_is_not_retried_after_its_first_chunk() {
         Some(LlmError::Server {
             retry_after: None,
             status: 503,
-            message: "overloaded".into()
+            message: "gave up after 1 attempt (not retried: the stream had already \
+                      forwarded chunks); last: overloaded"
+                .into()
         })
     );
     assert_eq!(f.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_client_error_after_retries_names_the_attempts() {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(FixtureReply::error(503, "busy"))
+        .push(FixtureReply::error(400, "bad"))
+        .push(FixtureReply::json(openai::completion("unused")));
+    let llm = RetryingLlm::new(provider(&f), fast_backoff());
+    let e = llm.call(ask("a"), &cx()).await.unwrap_err();
+    assert_eq!(
+        e,
+        LlmError::BadRequest {
+            message: "gave up after 2 attempts (this error is not retried); last: bad".into()
+        }
+    );
+    assert_eq!(e.kind(), "bad_request");
+    assert_eq!(f.requests().len(), 2);
+}
+
+// ------------------------------------------------ malformed responses
+
+#[tokio::test]
+async fn a_malformed_body_is_retried() {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(FixtureReply::raw(200, "garbage"))
+        .push(FixtureReply::json(openai::completion("fine")));
+    let llm = RetryingLlm::new(provider(&f), fast_backoff());
+    let r = llm.call(ask("a"), &cx()).await.unwrap();
+    assert_eq!(r.message.text(), "fine");
+    assert_eq!(f.requests().len(), 2);
+    assert_eq!(f.served(), 2);
+}
+
+#[tokio::test]
+async fn a_completion_without_choices_is_retried() {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(FixtureReply::json(
+        json!({"id": "x", "object": "chat.completion", "model": "test-model", "choices": []}),
+    ))
+    .push(FixtureReply::json(openai::completion("fine")));
+    let llm = RetryingLlm::new(provider(&f), fast_backoff());
+    let r = llm.call(ask("a"), &cx()).await.unwrap();
+    assert_eq!(r.message.text(), "fine");
+    assert_eq!(f.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn always_malformed_gives_up_naming_the_attempts_and_the_cause() {
+    let f = OpenAiFixture::start().await.unwrap();
+    for _ in 0..3 {
+        f.push(FixtureReply::raw(200, "garbage"));
+    }
+    f.push(FixtureReply::json(openai::completion("never reached")));
+    let llm = RetryingLlm::new(provider(&f), fast_backoff().with_max_retries(2));
+    let e = llm.call(ask("a"), &cx()).await.unwrap_err();
+    assert_eq!(e.kind(), "malformed_response", "{e:?}");
+    let LlmError::MalformedResponse { message } = &e else {
+        panic!("{e:?}");
+    };
+    assert!(
+        message.starts_with("gave up after 3 attempts (all 2 retries used); last: "),
+        "{message}"
+    );
+    assert!(message.contains("invalid completion JSON"), "{message}");
+    assert!(message.contains("garbage"), "{message}");
+    assert!(
+        e.to_string()
+            .starts_with("malformed response: gave up after 3 attempts"),
+        "{e}"
+    );
+    assert_eq!(f.requests().len(), 3, "max_retries + 1 attempts");
+}
+
+#[tokio::test]
+async fn the_last_cause_is_the_last_attempts() {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(FixtureReply::raw(200, "garbage"))
+        .push(FixtureReply::raw(200, "{\"choices\": \"no\"}"))
+        .push(FixtureReply::error(502, "bad gateway"));
+    let llm = RetryingLlm::new(provider(&f), fast_backoff().with_max_retries(2));
+    let e = llm.call(ask("a"), &cx()).await.unwrap_err();
+    assert_eq!(
+        e,
+        LlmError::Server {
+            status: 502,
+            retry_after: None,
+            message: "gave up after 3 attempts (all 2 retries used); last: bad gateway".into()
+        }
+    );
+    assert_eq!(f.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn malformed_responses_can_be_left_unretried() {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(FixtureReply::raw(200, "garbage"))
+        .push(FixtureReply::json(openai::completion("unused")));
+    let policy = RetryPolicy {
+        retry_malformed_responses: false,
+        ..fast_backoff()
+    };
+    let llm = RetryingLlm::new(provider(&f), policy);
+    let e = llm.call(ask("a"), &cx()).await.unwrap_err();
+    let LlmError::MalformedResponse { message } = &e else {
+        panic!("{e:?}");
+    };
+    assert!(message.starts_with("invalid completion JSON"), "{message}");
+    assert_eq!(f.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_or_is_cut_before_its_first_chunk_is_retried() {
+    let f = OpenAiFixture::start().await.unwrap();
+    // Closed before [DONE], with nothing but a role delta (no chunk for
+    // the caller); then cut with nothing at all; then a malformed event.
+    f.push(FixtureReply::Sse(
+        SseReply::new(vec![openai::chunk(
+            json!({"role": "assistant", "content": ""}),
+            None,
+        )])
+        .end(SseEnd::Close),
+    ))
+    .push(FixtureReply::Sse(SseReply::new(vec![]).end(SseEnd::Abort)))
+    .push(FixtureReply::Sse(SseReply::from_events(vec![
+        SseEvent::Data("{not json".into()),
+    ])))
+    .push(FixtureReply::sse(vec![
+        openai::text_chunk("whole"),
+        openai::finish_chunk("stop"),
+    ]));
+    let llm = RetryingLlm::new(provider(&f), fast_backoff());
+    let cx = cx();
+    let (chunks, err) = drain(llm.stream(ask("a"), &cx)).await;
+    assert_eq!(err, None);
+    assert_eq!(assemble(&chunks).message.text(), "whole");
+    assert_eq!(f.requests().len(), 4);
+}
+
+#[tokio::test]
+async fn a_streamed_malformed_body_uses_the_same_budget() {
+    let f = OpenAiFixture::start().await.unwrap();
+    for _ in 0..2 {
+        f.push(FixtureReply::Sse(SseReply::new(vec![]).end(SseEnd::Close)));
+    }
+    f.push(FixtureReply::sse(vec![openai::text_chunk("never")]));
+    let llm = RetryingLlm::new(provider(&f), fast_backoff().with_max_retries(1));
+    let cx = cx();
+    let (chunks, err) = drain(llm.stream(ask("a"), &cx)).await;
+    assert!(chunks.is_empty());
+    let Some(LlmError::MalformedResponse { message }) = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(
+        message,
+        "gave up after 2 attempts (all 1 retries used); last: the stream ended before [DONE]"
+    );
+    assert_eq!(f.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_stream_cut_after_chunks_were_forwarded_is_not_retried() {
+    for end in [SseEnd::Abort, SseEnd::Close] {
+        let f = OpenAiFixture::start().await.unwrap();
+        f.push(FixtureReply::Sse(
+            SseReply::new(vec![openai::text_chunk("half")]).end(end),
+        ))
+        .push(FixtureReply::sse(vec![openai::text_chunk("never")]));
+        let llm = RetryingLlm::new(provider(&f), fast_backoff());
+        let cx = cx();
+        let (chunks, err) = drain(llm.stream(ask("a"), &cx)).await;
+        assert_eq!(chunks, vec![LlmChunk::TextDelta("half".into())]);
+        let err = err.expect("the cut stream ends with an error");
+        assert!(
+            err.to_string().contains(
+                "gave up after 1 attempt (not retried: the stream had already forwarded chunks); last: "
+            ),
+            "{end:?}: {err}"
+        );
+        assert!(
+            matches!(
+                err,
+                LlmError::MalformedResponse { .. } | LlmError::Connection { .. }
+            ),
+            "{end:?}: {err:?}"
+        );
+        assert_eq!(f.requests().len(), 1, "{end:?}");
+    }
 }
 
 #[tokio::test]
@@ -214,7 +406,16 @@ async fn scripted_stream_failing_midway_is_not_retried() {
     let cx = cx();
     let (chunks, err) = drain(llm.stream(ask("a"), &cx)).await;
     assert_eq!(chunks, vec![LlmChunk::TextDelta("x".into())]);
-    assert_eq!(err, Some(server_error()));
+    assert_eq!(
+        err,
+        Some(LlmError::Server {
+            retry_after: None,
+            status: 503,
+            message: "gave up after 2 attempts (not retried: the stream had already \
+                      forwarded chunks); last: busy"
+                .into()
+        })
+    );
     assert_eq!(inner.request_count(), 2);
 }
 
