@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 
 use crate::llm::{FinishReason, Usage};
 use crate::task::{Artifact, TaskState, TaskStatus};
-use crate::tool::{ToolCall, ToolResult};
+use crate::tool::{ToolCall, ToolFailure, ToolResult};
 
 /// One event of a turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,10 +86,24 @@ impl AgentEvent {
 pub enum ToolOutcome {
     /// It returned a result.
     Success,
-    /// It returned an error result (failure, panic, unknown tool, denied).
+    /// It returned an error result (any [`ToolFailure`] but a timeout).
     Error,
-    /// It ran past its timeout.
+    /// It ran past its timeout ([`ToolFailure::Timeout`]).
     Timeout,
+}
+
+impl ToolOutcome {
+    /// The outcome a result stands for: [`ToolOutcome::Timeout`] for a
+    /// [`ToolFailure::Timeout`], [`ToolOutcome::Error`] for any other
+    /// failure (or `is_error` without a kind), else success.
+    pub fn of(result: &ToolResult) -> Self {
+        match result.failure {
+            Some(ToolFailure::Timeout) => ToolOutcome::Timeout,
+            Some(_) => ToolOutcome::Error,
+            None if result.is_error => ToolOutcome::Error,
+            None => ToolOutcome::Success,
+        }
+    }
 }
 
 /// The payload of an [`AgentEvent`], tagged by `kind`.
@@ -180,9 +194,10 @@ pub enum EventPayload {
     ToolComplete {
         /// The tool's name.
         name: String,
-        /// The result the model will see.
+        /// The result the model will see; a failed call's kind is its
+        /// `failure`.
         result: ToolResult,
-        /// How it ended.
+        /// How it ended ([`ToolOutcome::of`] the result).
         outcome: ToolOutcome,
         /// Wall time in milliseconds.
         duration_ms: u64,

@@ -23,7 +23,7 @@ pub use llm::{
 pub use message::{FileContent, Message, Part, Role};
 pub use store::StoreError;
 pub use task::{Artifact, TaskState, TaskStatus};
-pub use tool::{ToolCall, ToolDefinition, ToolResult, ToolSignal};
+pub use tool::{TOOL_FAILURE_KEY, ToolCall, ToolDefinition, ToolFailure, ToolResult, ToolSignal};
 pub use tool_provider::{ToolError, ToolProvider};
 
 /// Re-exported so that users name the same token type as the loop.

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::tool::ToolCall;
+use crate::tool::{ToolCall, ToolFailure};
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -165,6 +165,28 @@ impl Message {
             .get("isError")
             .and_then(Value::as_bool)
             .unwrap_or(false)
+    }
+
+    /// How the tool call this message answers failed: the kind stored
+    /// under `"failure"`, else [`ToolFailure::Interrupted`] for a message
+    /// stored with `"interrupted": true` before kinds existed, else
+    /// [`ToolFailure::Failed`] for any other error. `None` when
+    /// [`is_error`](Self::is_error) is false.
+    pub fn tool_failure(&self) -> Option<ToolFailure> {
+        if !self.is_error() {
+            return None;
+        }
+        let stored = self
+            .metadata
+            .get(crate::tool::TOOL_FAILURE_KEY)
+            .and_then(Value::as_str)
+            .and_then(ToolFailure::parse);
+        let interrupted = self.metadata.get("interrupted").and_then(Value::as_bool) == Some(true);
+        Some(stored.unwrap_or(if interrupted {
+            ToolFailure::Interrupted
+        } else {
+            ToolFailure::Failed
+        }))
     }
 }
 

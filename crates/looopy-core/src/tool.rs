@@ -114,9 +114,75 @@ pub enum ToolSignal {
     InputRequired,
 }
 
+/// How a tool call failed. Every failed result carries one (see
+/// [`ToolResult::failure`]); the model reads the result's text, while
+/// events, metrics, traces (`error.type`) and user interfaces read this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolFailure {
+    /// The call ran past its time limit and was stopped.
+    Timeout,
+    /// A permission check refused the call; it did not run.
+    Denied,
+    /// The turn was cancelled while the call ran.
+    Cancelled,
+    /// The model called a tool that is not offered.
+    UnknownTool,
+    /// The arguments were not JSON, or not what the tool takes; it did not run.
+    BadArguments,
+    /// The tool panicked.
+    Panicked,
+    /// The call was in flight when the process running the turn stopped and
+    /// was not run again (see [`ToolResult::interrupted()`]).
+    Interrupted,
+    /// The tool ran and reported a failure (any other error).
+    Failed,
+}
+
+impl ToolFailure {
+    /// The kind as a short lowercase name, the same as its JSON form
+    /// (`timeout`, `denied`, `cancelled`, `unknown_tool`, `bad_arguments`,
+    /// `panicked`, `interrupted`, `failed`): the `error.type` of a failed
+    /// `execute_tool` span.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolFailure::Timeout => "timeout",
+            ToolFailure::Denied => "denied",
+            ToolFailure::Cancelled => "cancelled",
+            ToolFailure::UnknownTool => "unknown_tool",
+            ToolFailure::BadArguments => "bad_arguments",
+            ToolFailure::Panicked => "panicked",
+            ToolFailure::Interrupted => "interrupted",
+            ToolFailure::Failed => "failed",
+        }
+    }
+
+    /// The kind read back from [`as_str`](Self::as_str); `None` for
+    /// anything else.
+    pub fn parse(name: &str) -> Option<Self> {
+        serde_json::from_value(Value::String(name.to_owned())).ok()
+    }
+}
+
+impl std::fmt::Display for ToolFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Metadata key of a tool message that holds its [`ToolFailure`] (as
+/// [`ToolFailure::as_str`]), beside `"isError": true`.
+pub const TOOL_FAILURE_KEY: &str = "failure";
+
 /// The result of one tool call.
+///
+/// `is_error` (what the model is told) and `failure` (why, for everything
+/// else) go together: the constructors set both, and a result read from
+/// JSON with only one of them gets the other (`isError` alone reads as
+/// [`ToolFailure::Failed`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", from = "ToolResultWire")]
 pub struct ToolResult {
     /// The call this answers.
     pub tool_call_id: String,
@@ -131,12 +197,45 @@ pub struct ToolResult {
     /// Free-form metadata.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
-    /// The call did not finish: it was in flight when the process running
-    /// the turn stopped, and the resumed turn did not run it again (its tool
-    /// is not idempotent). Such a result is an error made by the loop, not
-    /// by the tool (see [`ToolResult::interrupted()`]).
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub interrupted: bool,
+    /// How the call failed; `None` for a success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<ToolFailure>,
+}
+
+/// The JSON form, read leniently: results saved before `failure` existed
+/// carry `interrupted: true` instead.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolResultWire {
+    tool_call_id: String,
+    content: Vec<Part>,
+    #[serde(default)]
+    is_error: bool,
+    #[serde(default)]
+    signal: Option<ToolSignal>,
+    #[serde(default)]
+    metadata: Map<String, Value>,
+    #[serde(default)]
+    failure: Option<ToolFailure>,
+    #[serde(default)]
+    interrupted: bool,
+}
+
+impl From<ToolResultWire> for ToolResult {
+    fn from(w: ToolResultWire) -> Self {
+        let failure = w
+            .failure
+            .or(w.interrupted.then_some(ToolFailure::Interrupted));
+        ToolResult {
+            tool_call_id: w.tool_call_id,
+            content: w.content,
+            is_error: w.is_error,
+            signal: w.signal,
+            metadata: w.metadata,
+            failure,
+        }
+        .settled()
+    }
 }
 
 impl ToolResult {
@@ -148,7 +247,7 @@ impl ToolResult {
             is_error: false,
             signal: None,
             metadata: Map::new(),
-            interrupted: false,
+            failure: None,
         }
     }
 
@@ -157,8 +256,13 @@ impl ToolResult {
         Self::text(tool_call_id, value.to_string())
     }
 
-    /// A failed call. The text is prefixed with `Error: ` unless it already is.
-    pub fn error(tool_call_id: impl Into<String>, message: impl AsRef<str>) -> Self {
+    /// A failed call of the given kind. The text the model reads is
+    /// prefixed with `Error: ` unless it already is.
+    pub fn failed(
+        tool_call_id: impl Into<String>,
+        kind: ToolFailure,
+        message: impl AsRef<str>,
+    ) -> Self {
         let message = message.as_ref();
         let text = if message.starts_with("Error:") {
             message.to_owned()
@@ -167,26 +271,48 @@ impl ToolResult {
         };
         ToolResult {
             is_error: true,
+            failure: Some(kind),
             ..Self::text(tool_call_id, text)
         }
     }
 
+    /// A failed call ([`ToolFailure::Failed`]). The text is prefixed with
+    /// `Error: ` unless it already is.
+    pub fn error(tool_call_id: impl Into<String>, message: impl AsRef<str>) -> Self {
+        Self::failed(tool_call_id, ToolFailure::Failed, message)
+    }
+
     /// The result of a call that was in flight when the process running the
     /// turn stopped, and that the resumed turn does not run again because
-    /// its tool `tool` is not idempotent: an error result, marked
-    /// [`interrupted`](#structfield.interrupted), telling the model that the
-    /// call may or may not have taken effect.
+    /// its tool `tool` is not idempotent: a [`ToolFailure::Interrupted`]
+    /// result telling the model that the call may or may not have taken
+    /// effect.
     pub fn interrupted(tool_call_id: impl Into<String>, tool: &str) -> Self {
-        ToolResult {
-            interrupted: true,
-            ..Self::error(
-                tool_call_id,
-                format!(
-                    "the call was interrupted by a restart and not retried: tool '{tool}' \
-                     is not declared idempotent, so running it again could repeat its effects. \
-                     It may or may not have taken effect; check before calling it again."
-                ),
-            )
+        Self::failed(
+            tool_call_id,
+            ToolFailure::Interrupted,
+            format!(
+                "the call was interrupted by a restart and not retried: tool '{tool}' \
+                 is not declared idempotent, so running it again could repeat its effects. \
+                 It may or may not have taken effect; check before calling it again."
+            ),
+        )
+    }
+
+    /// Makes `is_error` and `failure` agree: an error without a kind
+    /// becomes [`ToolFailure::Failed`], a kind without the flag sets it.
+    /// The loop does this to every result a provider or hook returns.
+    pub fn settled(mut self) -> Self {
+        self.settle();
+        self
+    }
+
+    /// [`settled`](Self::settled) in place.
+    pub fn settle(&mut self) {
+        if self.is_error && self.failure.is_none() {
+            self.failure = Some(ToolFailure::Failed);
+        } else if self.failure.is_some() {
+            self.is_error = true;
         }
     }
 
@@ -219,13 +345,12 @@ impl ToolResult {
         let mut message = Message::with_parts(Role::Tool, self.content);
         message.tool_call_id = Some(self.tool_call_id);
         message.metadata = self.metadata;
-        if self.is_error {
+        if self.is_error || self.failure.is_some() {
             message.metadata.insert("isError".into(), Value::Bool(true));
-        }
-        if self.interrupted {
+            let kind = self.failure.unwrap_or(ToolFailure::Failed);
             message
                 .metadata
-                .insert("interrupted".into(), Value::Bool(true));
+                .insert(TOOL_FAILURE_KEY.into(), Value::from(kind.as_str()));
         }
         message
     }
@@ -287,7 +412,8 @@ mod tests {
     #[test]
     fn an_interrupted_result_is_an_error_marked_interrupted() {
         let r = ToolResult::interrupted("c1", "send_mail");
-        assert!(r.is_error && r.interrupted);
+        assert!(r.is_error);
+        assert_eq!(r.failure, Some(ToolFailure::Interrupted));
         let text = r.text_content();
         assert!(
             text.starts_with("Error: the call was interrupted by a restart and not retried"),
@@ -295,15 +421,69 @@ mod tests {
         );
         assert!(text.contains("'send_mail'"), "{text}");
         let v = serde_json::to_value(&r).unwrap();
-        assert_eq!(v["interrupted"], true);
+        assert_eq!(v["failure"], "interrupted");
         assert!(
             serde_json::to_value(ToolResult::text("c", "x"))
                 .unwrap()
-                .get("interrupted")
+                .get("failure")
                 .is_none()
         );
         let m = r.into_message();
         assert!(m.is_error());
-        assert_eq!(m.metadata["interrupted"], true);
+        assert_eq!(m.metadata["failure"], "interrupted");
+        assert_eq!(m.tool_failure(), Some(ToolFailure::Interrupted));
+    }
+
+    #[test]
+    fn failure_kinds_round_trip_and_agree_with_is_error() {
+        for kind in [
+            ToolFailure::Timeout,
+            ToolFailure::Denied,
+            ToolFailure::Cancelled,
+            ToolFailure::UnknownTool,
+            ToolFailure::BadArguments,
+            ToolFailure::Panicked,
+            ToolFailure::Interrupted,
+            ToolFailure::Failed,
+        ] {
+            let r = ToolResult::failed("c", kind, "no");
+            assert!(r.is_error);
+            let v = serde_json::to_value(&r).unwrap();
+            assert_eq!(v["failure"], kind.as_str());
+            assert_eq!(serde_json::from_value::<ToolResult>(v).unwrap(), r);
+            assert_eq!(ToolFailure::parse(kind.as_str()), Some(kind));
+            assert_eq!(r.into_message().tool_failure(), Some(kind));
+        }
+        assert_eq!(ToolFailure::UnknownTool.as_str(), "unknown_tool");
+        assert_eq!(ToolFailure::parse("nope"), None);
+        assert_eq!(
+            ToolResult::error("c", "x").failure,
+            Some(ToolFailure::Failed)
+        );
+        assert_eq!(ToolResult::text("c", "x").failure, None);
+    }
+
+    #[test]
+    fn older_json_reads_with_a_kind() {
+        let old_interrupted: ToolResult = serde_json::from_value(serde_json::json!({
+            "toolCallId": "c", "content": [], "isError": true, "interrupted": true
+        }))
+        .unwrap();
+        assert_eq!(old_interrupted.failure, Some(ToolFailure::Interrupted));
+        let old_error: ToolResult = serde_json::from_value(serde_json::json!({
+            "toolCallId": "c", "content": [], "isError": true
+        }))
+        .unwrap();
+        assert_eq!(old_error.failure, Some(ToolFailure::Failed));
+        let ok: ToolResult =
+            serde_json::from_value(serde_json::json!({"toolCallId": "c", "content": []})).unwrap();
+        assert!(!ok.is_error && ok.failure.is_none());
+        // A stored tool message of before.
+        let mut m = Message::with_parts(Role::Tool, vec![]);
+        m.metadata.insert("isError".into(), Value::Bool(true));
+        m.metadata.insert("interrupted".into(), Value::Bool(true));
+        assert_eq!(m.tool_failure(), Some(ToolFailure::Interrupted));
+        m.metadata.remove("interrupted");
+        assert_eq!(m.tool_failure(), Some(ToolFailure::Failed));
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::context::ToolContext;
-use crate::tool::{ToolCall, ToolDefinition, ToolResult};
+use crate::tool::{ToolCall, ToolDefinition, ToolFailure, ToolResult};
 
 /// Why a provider could not list or run its tools.
 #[derive(Debug, Clone, thiserror::Error, PartialEq)]
@@ -55,6 +55,30 @@ pub enum ToolError {
     /// The call was cancelled.
     #[error("cancelled")]
     Cancelled,
+}
+
+impl ToolError {
+    /// The kind of failed result this error makes when a call fails with it
+    /// (see [`ToolResult::from_error`]).
+    pub fn failure(&self) -> ToolFailure {
+        match self {
+            ToolError::UnknownTool { .. } => ToolFailure::UnknownTool,
+            ToolError::InvalidArguments { .. } => ToolFailure::BadArguments,
+            ToolError::Timeout { .. } => ToolFailure::Timeout,
+            ToolError::Cancelled => ToolFailure::Cancelled,
+            ToolError::Execution { .. }
+            | ToolError::Unavailable { .. }
+            | ToolError::DuplicateName { .. } => ToolFailure::Failed,
+        }
+    }
+}
+
+impl ToolResult {
+    /// The failed result of a call that ended with `error`: its message for
+    /// the model, its [`ToolError::failure`] kind.
+    pub fn from_error(tool_call_id: impl Into<String>, error: &ToolError) -> Self {
+        ToolResult::failed(tool_call_id, error.failure(), error.to_string())
+    }
 }
 
 /// Providers print as a placeholder, so that the structs holding one

@@ -7,7 +7,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use looopy_core::store::{AgentState, LastTurn, LifecycleState, TaskCheckpoint};
 use looopy_core::{
     AgentEvent, Artifact, EventPayload, FileContent, FinishReason, History, Message, Part, Role,
-    TaskState, TaskStatus, ToolCall, ToolOutcome, ToolResult, ToolSignal, Usage,
+    TaskState, TaskStatus, ToolCall, ToolFailure, ToolOutcome, ToolResult, ToolSignal, Usage,
 };
 use serde_json::{Map, Value, json};
 
@@ -153,7 +153,7 @@ pub(crate) fn full_checkpoint(
                     message: Some("done".into()),
                 }),
                 metadata: metadata("completed"),
-                interrupted: false,
+                failure: Some(ToolFailure::Interrupted),
             },
             ToolResult::text("call-2", "plain"),
         ],
@@ -259,7 +259,7 @@ pub(crate) fn every_event(task_id: &str, context_id: &str) -> Vec<AgentEvent> {
                     message: Some("final words".into()),
                 }),
                 metadata: metadata("result"),
-                interrupted: false,
+                failure: Some(ToolFailure::Timeout),
             },
             outcome: ToolOutcome::Timeout,
             duration_ms: 99,
