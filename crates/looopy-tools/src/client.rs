@@ -129,7 +129,7 @@ impl ToolProvider for ClientTools {
             let error = ToolError::UnknownTool {
                 name: call.name.clone(),
             };
-            return ToolResult::error(call.id.clone(), error.to_string());
+            return ToolResult::from_error(call.id.clone(), &error);
         }
         let pending = PendingClientCall {
             tool_call_id: call.id.clone(),

@@ -83,7 +83,7 @@ impl ToolProvider for DoneTool {
             let error = ToolError::UnknownTool {
                 name: call.name.clone(),
             };
-            return ToolResult::error(call.id.clone(), error.to_string());
+            return ToolResult::from_error(call.id.clone(), &error);
         }
         let message = match call.parsed_arguments().get("message") {
             Some(Value::String(text)) => Some(text.clone()),

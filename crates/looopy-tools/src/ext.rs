@@ -2,22 +2,17 @@
 
 use looopy_core::ToolProvider;
 
-use crate::permission::{PermissionHook, PermissionTools};
 use crate::timeout::TimeoutTools;
 
 /// Wrapping methods for every [`ToolProvider`], tower style:
-/// `tools.with_permissions(hook).with_timeouts()`. The wrapper added last
-/// runs first.
+/// `tools.with_timeouts()`. The wrapper added last runs first. (Which calls
+/// may run is decided once for every provider by the loop's
+/// `Hook::approve_tool`, not by a wrapper.)
 pub trait ToolProviderExt: ToolProvider + Sized {
     /// Bounds each call in time (30 s by default; configure the returned
     /// [`TimeoutTools`]) and honours the turn's cancellation.
     fn with_timeouts(self) -> TimeoutTools<Self> {
         TimeoutTools::new(self)
-    }
-
-    /// Asks `hook` before each call.
-    fn with_permissions<H: PermissionHook>(self, hook: H) -> PermissionTools<Self, H> {
-        PermissionTools::new(self, hook)
     }
 }
 

@@ -12,7 +12,6 @@ mod ext;
 mod local;
 #[cfg(feature = "mcp")]
 pub mod mcp;
-mod permission;
 mod timeout;
 
 pub use client::{
@@ -25,5 +24,4 @@ pub use ext::ToolProviderExt;
 pub use local::{LocalTools, NoArgs, parse_arguments, schema_for};
 #[cfg(feature = "mcp")]
 pub use mcp::{HttpServer, IDEMPOTENCY_KEY_META, McpToolProvider, McpTransport, StdioServer};
-pub use permission::{Permission, PermissionHook, PermissionTools, SyncHook};
 pub use timeout::{DEFAULT_TOOL_TIMEOUT, TimeoutTools};

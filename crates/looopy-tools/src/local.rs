@@ -9,7 +9,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use looopy_core::{ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider, ToolResult};
+use looopy_core::{
+    ToolCall, ToolContext, ToolDefinition, ToolError, ToolFailure, ToolProvider, ToolResult,
+};
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde::Serialize;
@@ -113,7 +115,7 @@ impl LocalTools {
             let run = async move {
                 let args = match parse_arguments::<A>(&call) {
                     Ok(args) => args,
-                    Err(error) => return ToolResult::error(call.id, error.to_string()),
+                    Err(error) => return ToolResult::from_error(call.id, &error),
                 };
                 finish(call.id, f(args, cx).await)
             };
@@ -227,7 +229,7 @@ impl ToolProvider for LocalTools {
             let error = ToolError::UnknownTool {
                 name: call.name.clone(),
             };
-            return ToolResult::error(call.id.clone(), error.to_string());
+            return ToolResult::from_error(call.id.clone(), &error);
         };
         (tool.handler)(call.clone(), cx.clone()).await
     }
@@ -300,7 +302,11 @@ fn guard_panics(
             Err(payload) => {
                 let message = panic_message(payload.as_ref());
                 tracing::error!(tool = %tool, "tool panicked: {message}");
-                ToolResult::error(id, format!("tool '{tool}' panicked: {message}"))
+                ToolResult::failed(
+                    id,
+                    ToolFailure::Panicked,
+                    format!("tool '{tool}' panicked: {message}"),
+                )
             }
         })
         .boxed()

@@ -13,10 +13,11 @@ pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Wraps a provider so that every call ends within its time limit (30 s
 /// unless configured, per tool if need be) or when the turn is cancelled.
 ///
-/// A call past its limit becomes an error result carrying the
-/// [`ToolError::Timeout`] message, and the tool's future is dropped, which
-/// stops whatever it was awaiting. A cancelled turn gives an error result
-/// with the [`ToolError::Cancelled`] message. Listing is not bounded.
+/// A call past its limit becomes a `ToolFailure::Timeout` result carrying
+/// the [`ToolError::Timeout`] message, and the tool's future is dropped,
+/// which stops whatever it was awaiting. A cancelled turn gives a
+/// `ToolFailure::Cancelled` result with the [`ToolError::Cancelled`]
+/// message. Listing is not bounded.
 #[derive(Debug, Clone)]
 pub struct TimeoutTools<P> {
     inner: P,
@@ -89,7 +90,7 @@ impl<P: ToolProvider> ToolProvider for TimeoutTools<P> {
         tokio::select! {
             biased;
             () = cx.cancel.cancelled() => {
-                ToolResult::error(call.id.clone(), ToolError::Cancelled.to_string())
+                ToolResult::from_error(call.id.clone(), &ToolError::Cancelled)
             }
             outcome = timed => match outcome {
                 Ok(result) => result,
@@ -99,7 +100,7 @@ impl<P: ToolProvider> ToolProvider for TimeoutTools<P> {
                         tool: call.name.clone(),
                         after_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
                     };
-                    ToolResult::error(call.id.clone(), error.to_string())
+                    ToolResult::from_error(call.id.clone(), &error)
                 }
             },
         }

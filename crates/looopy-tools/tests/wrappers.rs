@@ -1,16 +1,14 @@
-//! The wrapper providers: timeouts (with cancellation) and permissions.
+//! The wrapper provider for timeouts (with cancellation), and the kinds of
+//! failed results local tools give. Permissions are a loop hook
+//! (`looopy_loop::hooks::Hook::approve_tool`), tested there.
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use looopy_core::{ToolCall, ToolContext, ToolError, ToolProvider};
-use looopy_tools::{
-    LocalTools, NoArgs, Permission, PermissionTools, SyncHook, TimeoutTools, ToolFnError,
-    ToolProviderExt,
-};
-use serde_json::json;
+use looopy_core::{ToolCall, ToolContext, ToolError, ToolFailure, ToolProvider};
+use looopy_tools::{LocalTools, NoArgs, TimeoutTools, ToolFnError, ToolProviderExt};
 
 /// Sets its flag when dropped: shows that a tool's future was dropped.
 struct DropFlag(Arc<AtomicBool>);
@@ -58,6 +56,7 @@ async fn a_call_past_the_default_limit_is_an_error_and_its_future_is_dropped() {
         .execute(&ToolCall::new("1", "sleep", r#"{"seconds": 3600}"#), &cx())
         .await;
     assert!(r.is_error);
+    assert_eq!(r.failure, Some(ToolFailure::Timeout));
     let expected = ToolError::Timeout {
         tool: "sleep".into(),
         after_ms: 30_000,
@@ -79,6 +78,7 @@ async fn a_call_within_its_limit_returns_its_result() {
         .execute(&ToolCall::new("1", "sleep", r#"{"seconds": 5}"#), &cx())
         .await;
     assert!(!r.is_error, "{}", r.text_content());
+    assert_eq!(r.failure, None);
     assert_eq!(r.text_content(), "slept");
     assert!(finished.load(Ordering::SeqCst));
 }
@@ -100,7 +100,7 @@ async fn per_tool_limits_override_the_default() {
     let r = short
         .execute(&ToolCall::new("2", "sleep", r#"{"seconds": 60}"#), &cx())
         .await;
-    assert!(r.is_error);
+    assert_eq!(r.failure, Some(ToolFailure::Timeout));
     assert!(r.text_content().contains("timed out after 1500 ms"));
     assert!(dropped.load(Ordering::SeqCst));
 
@@ -124,114 +124,52 @@ async fn cancelling_the_turn_ends_the_call() {
         .execute(&ToolCall::new("1", "sleep", r#"{"seconds": 20}"#), &cx)
         .await;
     assert!(r.is_error);
+    assert_eq!(r.failure, Some(ToolFailure::Cancelled));
     assert_eq!(r.text_content(), format!("Error: {}", ToolError::Cancelled));
     assert!(dropped.load(Ordering::SeqCst));
     assert!(!finished.load(Ordering::SeqCst));
 }
 
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct PathArgs {
-    path: String,
-}
-
-fn files(runs: Arc<AtomicUsize>) -> LocalTools {
-    LocalTools::new()
-        .sync_tool(
-            "read",
-            "Reads a file",
-            move |args: PathArgs, _: &ToolContext| {
-                runs.fetch_add(1, Ordering::SeqCst);
-                Ok::<_, ToolFnError>(format!("contents of {}", args.path))
-            },
-        )
-        .sync_tool("list", "Lists", |_: NoArgs, _: &ToolContext| {
-            Ok::<_, ToolFnError>("a b c")
+/// Arguments a local tool cannot read, and a tool that panics: kinds the
+/// loop and events report.
+#[tokio::test]
+async fn local_tools_give_typed_failures() {
+    let tools = LocalTools::new()
+        .sync_tool("need", "Needs seconds", |a: SleepArgs, _: &ToolContext| {
+            Ok::<_, ToolFnError>(a.seconds)
         })
-}
-
-#[tokio::test]
-async fn the_hook_allows_denies_and_rewrites() {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let tools = PermissionTools::new(
-        files(runs.clone()),
-        |call: ToolCall, _cx: ToolContext| async move {
-            let args = call.parsed_arguments();
-            match args["path"].as_str() {
-                Some(p) if p.starts_with("/etc") => Permission::deny("reading /etc is not allowed"),
-                Some(p) if p.starts_with('~') => {
-                    Permission::Rewrite(json!({ "path": p.replacen('~', "/home/alice", 1) }))
-                }
-                _ => Permission::Allow,
-            }
-        },
-    );
-
-    // Listing passes through.
-    assert_eq!(tools.tools(&cx()).await.unwrap().len(), 2);
-
-    let allowed = tools
-        .execute(&ToolCall::new("1", "read", r#"{"path": "/tmp/x"}"#), &cx())
+        .sync_tool("fail", "Fails", |_: NoArgs, _: &ToolContext| {
+            Err::<u8, _>(ToolFnError::new("no luck"))
+        })
+        .sync_tool(
+            "boom",
+            "Panics",
+            |_: NoArgs, _: &ToolContext| -> Result<u8, ToolFnError> { panic!("kaboom") },
+        );
+    let kind = |r: &looopy_core::ToolResult| (r.is_error, r.failure);
+    let r = tools
+        .execute(&ToolCall::new("1", "need", "{not json"), &cx())
         .await;
-    assert!(!allowed.is_error);
-    assert_eq!(allowed.text_content(), "contents of /tmp/x");
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
-
-    let denied = tools
-        .execute(
-            &ToolCall::new("2", "read", r#"{"path": "/etc/shadow"}"#),
-            &cx(),
-        )
+    assert_eq!(kind(&r), (true, Some(ToolFailure::BadArguments)));
+    let r = tools
+        .execute(&ToolCall::new("2", "need", r#"{"seconds": "x"}"#), &cx())
         .await;
-    assert!(denied.is_error);
-    assert_eq!(denied.tool_call_id, "2");
-    assert_eq!(denied.text_content(), "Error: reading /etc is not allowed");
-    assert_eq!(denied.metadata["permission"], "denied");
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "a denied call must not run");
-
-    let rewritten = tools
-        .execute(&ToolCall::new("3", "read", r#"{"path": "~/notes"}"#), &cx())
+    assert_eq!(kind(&r), (true, Some(ToolFailure::BadArguments)));
+    let r = tools
+        .execute(&ToolCall::new("3", "fail", "{}"), &cx())
         .await;
-    assert!(!rewritten.is_error);
-    assert_eq!(rewritten.tool_call_id, "3");
-    assert_eq!(rewritten.text_content(), "contents of /home/alice/notes");
-    assert_eq!(runs.load(Ordering::SeqCst), 2);
-}
-
-#[tokio::test]
-async fn sync_hooks_see_the_context_and_wrappers_chain() {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let tools = files(runs.clone())
-        .with_permissions(SyncHook(|call: &ToolCall, cx: &ToolContext| {
-            let admin = cx
-                .auth
-                .as_ref()
-                .is_some_and(|a| a.scopes.iter().any(|s| s == "admin"));
-            if call.name == "read" && !admin {
-                Permission::Deny(String::new())
-            } else {
-                Permission::Allow
-            }
-        }))
-        .with_timeouts();
-
-    let denied = tools
-        .execute(&ToolCall::new("1", "read", r#"{"path": "/x"}"#), &cx())
+    assert_eq!(kind(&r), (true, Some(ToolFailure::Failed)));
+    assert_eq!(r.text_content(), "Error: no luck");
+    let r = tools
+        .execute(&ToolCall::new("4", "boom", "{}"), &cx())
         .await;
-    assert!(denied.is_error);
-    assert_eq!(
-        denied.text_content(),
-        "Error: permission denied for tool 'read'"
-    );
-
-    let mut auth = looopy_core::AuthContext::new("root");
-    auth.scopes.push("admin".into());
-    let admin = cx().with_auth(auth);
-    let allowed = tools
-        .execute(&ToolCall::new("2", "read", r#"{"path": "/x"}"#), &admin)
+    assert_eq!(kind(&r), (true, Some(ToolFailure::Panicked)));
+    let r = tools
+        .execute(&ToolCall::new("5", "nope", "{}"), &cx())
         .await;
-    assert!(!allowed.is_error);
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
-
-    let list = tools.execute(&ToolCall::new("3", "list", ""), &cx()).await;
-    assert_eq!(list.text_content(), "a b c");
+    assert_eq!(kind(&r), (true, Some(ToolFailure::UnknownTool)));
+    let r = tools
+        .execute(&ToolCall::new("6", "need", r#"{"seconds": 1}"#), &cx())
+        .await;
+    assert_eq!(kind(&r), (false, None));
 }

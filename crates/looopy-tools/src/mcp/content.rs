@@ -1,6 +1,6 @@
 //! Mapping MCP tool results to [`ToolResult`]s.
 
-use looopy_core::{FileContent, Part, ToolResult};
+use looopy_core::{FileContent, Part, ToolFailure, ToolResult};
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::{Map, Value};
 
@@ -68,8 +68,8 @@ fn inline_file(name: Option<String>, mime_type: String, data: String) -> Part {
 /// repeat it as JSON (which servers send for older clients) are dropped so
 /// that the model does not read it twice. A structured result that only
 /// wraps a scalar (`{"result": x}`) whose text is already there adds
-/// nothing and is dropped instead. `isError` gives an error result whose
-/// first text starts with `Error: `.
+/// nothing and is dropped instead. `isError` gives a `ToolFailure::Failed`
+/// result whose first text starts with `Error: `.
 pub(crate) fn to_tool_result(tool_call_id: String, result: CallToolResult) -> ToolResult {
     let mut content: Vec<Part> = result.content.into_iter().filter_map(to_part).collect();
     if let Some(data) = result.structured_content {
@@ -101,7 +101,7 @@ pub(crate) fn to_tool_result(tool_call_id: String, result: CallToolResult) -> To
         is_error,
         signal: None,
         metadata,
-        interrupted: false,
+        failure: is_error.then_some(ToolFailure::Failed),
     }
 }
 

@@ -350,7 +350,7 @@ impl McpToolProvider {
                         let error = ToolError::UnknownTool {
                             name: call.name.clone(),
                         };
-                        return ToolResult::error(call.id.clone(), error.to_string());
+                        return ToolResult::from_error(call.id.clone(), &error);
                     }
                 }
             }
@@ -362,7 +362,7 @@ impl McpToolProvider {
                     tool: call.name.clone(),
                     message,
                 };
-                return ToolResult::error(call.id.clone(), error.to_string());
+                return ToolResult::from_error(call.id.clone(), &error);
             }
         };
         let (peer, generation) = match self.peer().await {
@@ -412,7 +412,7 @@ impl ToolProvider for McpToolProvider {
         tokio::select! {
             // Dropping the call sends the server a cancellation.
             () = cx.cancel.cancelled() => {
-                ToolResult::error(call.id.clone(), ToolError::Cancelled.to_string())
+                ToolResult::from_error(call.id.clone(), &ToolError::Cancelled)
             }
             result = self.call(call, cx.idempotency_key().unwrap_or(&call.id)) => result,
         }
