@@ -33,7 +33,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use looopy_core::{
-    History, LlmRequest, LlmResponse, TaskState, ToolCall, ToolResult, TurnContext, Usage,
+    History, LlmRequest, LlmResponse, TaskState, ToolCall, ToolFailure, ToolResult, TurnContext,
+    Usage,
 };
 
 use crate::events::Emitter;
@@ -94,13 +95,73 @@ pub enum BeforeTool {
     Skip(ToolResult),
 }
 
-/// `approve_tool`: the approval gate.
+/// `approve_tool`: the approval gate, the one permission mechanism for tool
+/// calls (it sees the calls of every provider, per-turn and client tools
+/// included).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Approval {
     /// Run it.
     Allow,
-    /// Do not run it; the model reads the reason as the call's error result.
+    /// Do not run it; the model reads `Error: Tool call denied: <reason>`
+    /// (an empty reason reads `permission denied for tool '<name>'`) and the
+    /// result's `failure` is [`ToolFailure::Denied`].
     Deny(String),
+}
+
+impl Approval {
+    /// A denial with this reason.
+    pub fn deny(reason: impl Into<String>) -> Self {
+        Approval::Deny(reason.into())
+    }
+}
+
+/// A hook that only approves: `approve_tool` is the function, which sees
+/// the call and the turn's context (principal, scopes). For a check that
+/// needs to await, implement [`Hook::approve_tool`] instead.
+///
+/// ```
+/// use looopy_loop::hooks::{Approval, ApproveFn};
+///
+/// let admins_only = ApproveFn::new("admins-only", |call, cx| {
+///     let admin = cx.turn.auth.as_ref().is_some_and(|a| a.scopes.iter().any(|s| s == "admin"));
+///     if call.name == "delete_file" && !admin {
+///         Approval::deny("only admins may delete files")
+///     } else {
+///         Approval::Allow
+///     }
+/// });
+/// # let _ = admins_only;
+/// ```
+pub struct ApproveFn<F> {
+    name: String,
+    check: F,
+}
+
+impl<F> ApproveFn<F>
+where
+    F: Fn(&ToolCall, &HookContext) -> Approval + Send + Sync,
+{
+    /// A hook named `name` that asks `check` about every call.
+    pub fn new(name: impl Into<String>, check: F) -> Self {
+        ApproveFn {
+            name: name.into(),
+            check,
+        }
+    }
+}
+
+#[async_trait]
+impl<F> Hook for ApproveFn<F>
+where
+    F: Fn(&ToolCall, &HookContext) -> Approval + Send + Sync,
+{
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn approve_tool(&self, cx: &HookContext, call: &ToolCall) -> Result<Approval, HookError> {
+        Ok((self.check)(call, cx))
+    }
 }
 
 /// A summary of how a turn is about to end, for `incomplete_work` and `after_turn`.
@@ -298,12 +359,17 @@ impl Hooks {
             match h.approve_tool(cx, call).await {
                 Ok(Approval::Allow) => {}
                 Ok(Approval::Deny(reason)) => {
-                    let mut denied =
-                        ToolResult::error(&call.id, format!("Tool call denied: {reason}"));
-                    denied
-                        .metadata
-                        .insert("denied".into(), serde_json::Value::Bool(true));
-                    return Ok(Some(denied));
+                    tracing::info!(tool = %call.name, hook = h.name(), %reason, "tool call denied");
+                    let reason = if reason.trim().is_empty() {
+                        format!("permission denied for tool '{}'", call.name)
+                    } else {
+                        reason
+                    };
+                    return Ok(Some(ToolResult::failed(
+                        &call.id,
+                        ToolFailure::Denied,
+                        format!("Tool call denied: {reason}"),
+                    )));
                 }
                 Err(e) => self.failed(emit, h.as_ref(), "approve_tool", e)?,
             }

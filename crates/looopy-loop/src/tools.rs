@@ -9,7 +9,8 @@ use std::time::Instant;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use looopy_core::{
-    ToolCall, ToolContext, ToolDefinition, ToolError, ToolOutcome, ToolProvider, ToolResult,
+    ToolCall, ToolContext, ToolDefinition, ToolError, ToolFailure, ToolOutcome, ToolProvider,
+    ToolResult,
 };
 use tracing::Instrument;
 
@@ -72,15 +73,17 @@ impl ToolRegistry {
         self.definition(name).is_some_and(|d| d.idempotent)
     }
 
-    /// Runs one call. An unknown tool or a panicking tool becomes an error
-    /// result (seed 003 §4.1, §4.3); nothing here fails the turn.
+    /// Runs one call. An unknown tool becomes a
+    /// [`ToolFailure::UnknownTool`] result and a panicking tool a
+    /// [`ToolFailure::Panicked`] one; nothing here fails the turn. The
+    /// result's `is_error` and `failure` agree ([`ToolResult::settle`]).
     pub async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> (ToolResult, ToolOutcome) {
         let Some(&index) = self.routes.get(&call.name) else {
             let e = ToolError::UnknownTool {
                 name: call.name.clone(),
             };
             return (
-                ToolResult::error(&call.id, e.to_string()),
+                ToolResult::failed(&call.id, ToolFailure::UnknownTool, e.to_string()),
                 ToolOutcome::Error,
             );
         };
@@ -94,7 +97,8 @@ impl ToolRegistry {
                 if result.tool_call_id != call.id {
                     result.tool_call_id.clone_from(&call.id);
                 }
-                let outcome = outcome_of(&result);
+                result.settle();
+                let outcome = ToolOutcome::of(&result);
                 (result, outcome)
             }
             Err(panic) => {
@@ -104,19 +108,12 @@ impl ToolRegistry {
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "unknown panic".to_owned());
                 let message = format!("tool '{}' panicked: {what}", call.name);
-                (ToolResult::error(&call.id, message), ToolOutcome::Error)
+                (
+                    ToolResult::failed(&call.id, ToolFailure::Panicked, message),
+                    ToolOutcome::Error,
+                )
             }
         }
-    }
-}
-
-fn outcome_of(result: &ToolResult) -> ToolOutcome {
-    if result.metadata.get("timedOut").and_then(|v| v.as_bool()) == Some(true) {
-        ToolOutcome::Timeout
-    } else if result.is_error {
-        ToolOutcome::Error
-    } else {
-        ToolOutcome::Success
     }
 }
 
@@ -130,8 +127,65 @@ pub(crate) struct Finished {
     pub(crate) fatal: Option<FatalHook>,
 }
 
+/// A call that started (its `internal:tool-start` was sent) and has not
+/// finished.
+pub(crate) struct InFlight {
+    call: ToolCall,
+    started: Instant,
+    span: tracing::Span,
+}
+
+/// The calls of a batch that are running, in the order they started.
+#[derive(Default)]
+pub(crate) struct Running(std::sync::Mutex<Vec<InFlight>>);
+
+impl Running {
+    fn start(&self, call: &ToolCall, started: Instant) {
+        if let Ok(mut list) = self.0.lock() {
+            list.push(InFlight {
+                call: call.clone(),
+                started,
+                span: tracing::Span::current(),
+            });
+        }
+    }
+
+    /// The call finished (its `internal:tool-complete` is sent by the batch).
+    pub(crate) fn finish(&self, call_id: &str) {
+        if let Ok(mut list) = self.0.lock() {
+            list.retain(|f| f.call.id != call_id);
+        }
+    }
+
+    /// The turn was cancelled: every call still running ends with a
+    /// [`ToolFailure::Cancelled`] result, reported by its own
+    /// `internal:tool-complete` and its span's `error.type`. The results are
+    /// not recorded (a resumed turn treats those calls as interrupted).
+    pub(crate) fn cancel_all(&self, emit: &Emitter) {
+        let list = match self.0.lock() {
+            Ok(mut list) => std::mem::take(&mut *list),
+            Err(_) => return,
+        };
+        for f in list {
+            let result = ToolResult::failed(
+                &f.call.id,
+                ToolFailure::Cancelled,
+                "the turn was cancelled while the call ran",
+            );
+            f.span.record("error.type", ToolFailure::Cancelled.as_str());
+            emit.tool_complete(
+                &f.call.name,
+                &result,
+                ToolOutcome::of(&result),
+                f.started.elapsed().as_millis() as u64,
+            );
+        }
+    }
+}
+
 /// What every call of a batch shares.
 pub(crate) struct CallEnv<'a> {
+    pub(crate) running: &'a Running,
     pub(crate) registry: &'a ToolRegistry,
     pub(crate) cx: &'a ToolContext,
     pub(crate) emit: &'a Emitter,
@@ -162,12 +216,10 @@ impl CallEnv<'_> {
         };
         self.emit.tool_start(&call);
         let started = Instant::now();
-        let (mut result, outcome) = match gate {
+        self.running.start(&call, started);
+        let (mut result, _) = match gate {
             Ok(None) => self.registry.execute(&call, &cx).await,
-            Ok(Some(result)) => {
-                let outcome = outcome_of(&result);
-                (result, outcome)
-            }
+            Ok(Some(result)) => (result, ToolOutcome::Success),
             Err(fatal) => {
                 let result = ToolResult::error(&call.id, &fatal.message);
                 return Finished {
@@ -187,8 +239,12 @@ impl CallEnv<'_> {
                 .await
                 .err();
         }
-        if outcome != ToolOutcome::Success {
-            tracing::Span::current().record("error.type", "tool_error");
+        // An `after_tool` hook may have changed the result: what it leaves
+        // is what is reported.
+        result.settle();
+        let outcome = ToolOutcome::of(&result);
+        if let Some(kind) = result.failure {
+            tracing::Span::current().record("error.type", kind.as_str());
         }
         Finished {
             call,

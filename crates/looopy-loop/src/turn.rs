@@ -279,7 +279,7 @@ impl Turn {
             );
             let result = ToolResult::interrupted(&call.id, &call.name);
             self.emit
-                .tool_complete(&call.name, &result, ToolOutcome::Error, 0);
+                .tool_complete(&call.name, &result, ToolOutcome::of(&result), 0);
             self.completed.push(result);
             given_up = true;
         }
@@ -416,7 +416,9 @@ impl Turn {
         let emit = self.emit.clone();
         let hooks = self.agent.hooks.clone();
         let shared = self.shared.clone();
+        let running_calls = tools::Running::default();
         let env = CallEnv {
+            running: &running_calls,
             registry,
             cx: &cx,
             emit: &emit,
@@ -441,6 +443,7 @@ impl Turn {
                 next = running.next().instrument(span.clone()) => next,
             };
             let Some(f) = next else { break false };
+            running_calls.finish(&f.call.id);
             emit.tool_complete(&f.call.name, &f.result, f.outcome, f.duration_ms);
             if fatal.is_none() {
                 fatal = f.fatal;
@@ -450,6 +453,7 @@ impl Turn {
         };
         drop(running);
         if cancelled {
+            running_calls.cancel_all(&emit);
             // `completed` stays in the checkpoint: a resume does not run those again.
             return Step::End(Ending::new(TurnEnd::Cancelled, None));
         }

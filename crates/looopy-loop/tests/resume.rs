@@ -406,7 +406,11 @@ async fn after_a_crash_completed_calls_stay_done_idempotent_calls_rerun_and_othe
             _ => None,
         })
         .expect("a tool-complete event for the call not retried");
-    assert!(charge_result.interrupted && charge_result.is_error);
+    assert!(charge_result.is_error);
+    assert_eq!(
+        charge_result.failure,
+        Some(looopy_core::ToolFailure::Interrupted)
+    );
     let k = kinds(&events);
     let charge_decision = k
         .iter()
