@@ -11,11 +11,12 @@ use common::*;
 use futures::StreamExt;
 use looopy_core::{
     EventPayload, History, LlmError, LlmRequest, LlmResponse, Message, Role, TaskState, ToolCall,
-    ToolResult, TurnContext,
+    ToolFailure, ToolOutcome, ToolResult, TurnContext,
 };
 use looopy_loop::AgentLoop;
 use looopy_loop::hooks::{
-    Approval, BeforeLlm, BeforeTool, Hook, HookContext, HookError, HookFailureMode, TurnSummary,
+    Approval, ApproveFn, BeforeLlm, BeforeTool, Hook, HookContext, HookError, HookFailureMode,
+    TurnSummary,
 };
 use looopy_testkit::ScriptedLlm;
 
@@ -220,6 +221,74 @@ async fn approval_can_deny_with_a_reason_the_model_reads() {
         tool_text(&history),
         "Error: Tool call denied: not allowed here"
     );
+    // The kind, on the stored message and on the event.
+    let stored = history.iter().find(|m| m.role == Role::Tool).unwrap();
+    assert_eq!(stored.tool_failure(), Some(ToolFailure::Denied));
+    let (result, outcome) = events
+        .iter()
+        .find_map(|e| match &*e.payload {
+            EventPayload::ToolComplete {
+                result, outcome, ..
+            } => Some((result.clone(), *outcome)),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(result.failure, Some(ToolFailure::Denied));
+    assert_eq!(outcome, ToolOutcome::Error);
+}
+
+#[tokio::test]
+async fn an_approve_fn_sees_the_principal_and_denies_without_running() {
+    let ran = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = ran.clone();
+    let tools = FnTools::new().tool("rm", move |call, _| {
+        counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        async move { ToolResult::text(&call.id, "removed") }
+    });
+    let call = || LlmResponse::tool_calls("", vec![ToolCall::new("r", "rm", "{}")]);
+    let agent = AgentLoop::builder(
+        ScriptedLlm::new()
+            .respond(call())
+            .respond(LlmResponse::text("ok"))
+            .respond(call())
+            .respond(LlmResponse::text("ok")),
+    )
+    .tools(tools)
+    .hook(ApproveFn::new(
+        "admins-only",
+        |call: &ToolCall, cx: &HookContext| {
+            let admin = cx
+                .turn
+                .auth
+                .as_ref()
+                .is_some_and(|a| a.scopes.iter().any(|s| s == "admin"));
+            if call.name == "rm" && !admin {
+                Approval::deny("")
+            } else {
+                Approval::Allow
+            }
+        },
+    ))
+    .build();
+    let stream = agent.start_turn(user("rm"), cx());
+    let handle = stream.handle();
+    drain(stream).await;
+    let history = handle.history();
+    assert_eq!(
+        tool_text(&history),
+        "Error: Tool call denied: permission denied for tool 'rm'"
+    );
+    let stored = history.iter().find(|m| m.role == Role::Tool).unwrap();
+    assert_eq!(stored.tool_failure(), Some(ToolFailure::Denied));
+    assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 0);
+
+    let mut auth = looopy_core::AuthContext::new("root");
+    auth.scopes.push("admin".into());
+    let stream = agent.start_turn(user("rm"), cx().with_auth(auth));
+    let handle = stream.handle();
+    drain(stream).await;
+    assert_eq!(tool_text(&handle.history()), "removed");
+    assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
 
 #[tokio::test]

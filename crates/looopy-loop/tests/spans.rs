@@ -6,7 +6,10 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use looopy_core::{History, LlmError, LlmResponse, Message, ToolCall, TurnContext, Usage};
+use looopy_core::{
+    EventPayload, History, LlmError, LlmResponse, Message, ToolCall, ToolFailure, ToolOutcome,
+    ToolResult, TurnContext, Usage,
+};
 use looopy_loop::AgentLoop;
 use looopy_testkit::ScriptedLlm;
 use opentelemetry::trace::{SpanId, Status, TracerProvider as _};
@@ -205,7 +208,14 @@ async fn a_cancelled_turn_closes_every_span() {
             tokio::time::sleep(Duration::from_millis(30)).await;
             token.cancel();
         });
-        drain(stream).await;
+        let events = drain(stream).await;
+        let cancelled = events.iter().find_map(|e| match &*e.payload {
+            EventPayload::ToolComplete { name, result, .. } if name == "slow" => {
+                Some(result.failure)
+            }
+            _ => None,
+        });
+        assert_eq!(cancelled, Some(Some(ToolFailure::Cancelled)));
     })
     .await;
     // Exported spans are ended spans: each level of the tree is there.
@@ -214,5 +224,71 @@ async fn a_cancelled_turn_closes_every_span() {
     assert_eq!(attr(root, "a2a.task.state").as_deref(), Some("canceled"));
     one(&spans, "iteration 1");
     one(&spans, "execute_tools");
-    one(&spans, "execute_tool slow");
+    let slow = one(&spans, "execute_tool slow");
+    assert_eq!(attr(slow, "error.type").as_deref(), Some("cancelled"));
+}
+
+/// Each failed call's span names its kind; a successful one has none.
+#[tokio::test]
+async fn a_failed_tool_call_records_its_kind_as_error_type() {
+    let mut events = Vec::new();
+    let spans = traced(async {
+        let tools = FnTools::new()
+            .tool("slow", |call, _| async move {
+                ToolResult::failed(
+                    &call.id,
+                    ToolFailure::Timeout,
+                    "tool 'slow' timed out after 5 ms",
+                )
+            })
+            .tool("boom", |_call, _| async move { panic!("kaboom") })
+            .echo("fine", Duration::ZERO);
+        let llm = ScriptedLlm::new()
+            .respond(LlmResponse::tool_calls(
+                "",
+                vec![
+                    ToolCall::new("a", "slow", "{}"),
+                    ToolCall::new("b", "boom", "{}"),
+                    ToolCall::new("c", "nope", "{}"),
+                    ToolCall::new("d", "fine", "{}"),
+                ],
+            ))
+            .respond(LlmResponse::text("done"));
+        let stream = AgentLoop::builder(llm)
+            .tools(tools)
+            .build()
+            .start_turn(History::from(vec![Message::user("?")]), cx());
+        events = drain(stream).await;
+    })
+    .await;
+    let kind = |name: &str| attr(one(&spans, &format!("execute_tool {name}")), "error.type");
+    assert_eq!(kind("slow").as_deref(), Some("timeout"));
+    assert_eq!(kind("boom").as_deref(), Some("panicked"));
+    assert_eq!(kind("nope").as_deref(), Some("unknown_tool"));
+    assert_eq!(kind("fine"), None);
+    let complete: Vec<(String, Option<ToolFailure>, ToolOutcome)> = events
+        .iter()
+        .filter_map(|e| match &*e.payload {
+            EventPayload::ToolComplete {
+                name,
+                result,
+                outcome,
+                ..
+            } => Some((name.clone(), result.failure, *outcome)),
+            _ => None,
+        })
+        .collect();
+    for expected in [
+        ("slow", Some(ToolFailure::Timeout), ToolOutcome::Timeout),
+        ("boom", Some(ToolFailure::Panicked), ToolOutcome::Error),
+        ("nope", Some(ToolFailure::UnknownTool), ToolOutcome::Error),
+        ("fine", None, ToolOutcome::Success),
+    ] {
+        assert!(
+            complete
+                .iter()
+                .any(|(n, f, o)| (n.as_str(), *f, *o) == expected),
+            "{expected:?} in {complete:?}"
+        );
+    }
 }
