@@ -14,7 +14,7 @@ use looopy_core::{
     ToolResult, Usage,
 };
 use looopy_testkit::ScriptedLlm;
-use looopy_tools::LocalTools;
+use looopy_tools::{LocalTools, TimeoutTools};
 use serde_json::{Value, json};
 use support::*;
 use tokio::sync::Semaphore;
@@ -416,7 +416,15 @@ async fn agent_turns_report_their_real_tool_calls() {
         .raw_tool(
             ToolDefinition::new("broken", "Fails", json!({"type": "object"})),
             |call: ToolCall, _cx| async move { ToolResult::error(call.id, "disk on fire") },
+        )
+        .raw_tool(
+            ToolDefinition::new("stuck", "Never ends", json!({"type": "object"})),
+            |call: ToolCall, _cx| async move {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                ToolResult::text(call.id, "unstuck")
+            },
         );
+    let tools = TimeoutTools::new(tools).with_timeout("stuck", Duration::from_millis(20));
     let llm = ScriptedLlm::new()
         .respond(
             LlmResponse::tool_calls(
@@ -424,6 +432,7 @@ async fn agent_turns_report_their_real_tool_calls() {
                 vec![
                     ToolCall::new("a", "nap", r#"{"minutes":1}"#),
                     ToolCall::new("b", "broken", "{}"),
+                    ToolCall::new("c", "stuck", "{}"),
                 ],
             )
             .with_usage(usage(20, 5)),
@@ -449,16 +458,29 @@ async fn agent_turns_report_their_real_tool_calls() {
         .iter()
         .filter(|d| d["event"] == "tool-complete")
         .collect();
-    assert_eq!(started.len(), 2, "{progress:?}");
-    assert_eq!(done.len(), 2, "{progress:?}");
+    assert_eq!(started.len(), 3, "{progress:?}");
+    assert_eq!(done.len(), 3, "{progress:?}");
     let nap = started.iter().find(|d| d["name"] == "nap").unwrap();
     assert_eq!(nap["arguments"], json!({"minutes": 1}));
     let nap_done = done.iter().find(|d| d["callId"] == "a").unwrap();
     assert_eq!(nap_done["result"], "rested");
     assert_eq!(nap_done["isError"], false);
+    assert_eq!(nap_done["failure"], Value::Null);
+    assert_eq!(nap_done["outcome"], "success");
     assert!(nap_done["durationMs"].as_u64().unwrap() >= 30);
     let broken = done.iter().find(|d| d["callId"] == "b").unwrap();
     assert_eq!(broken["isError"], true);
+    assert_eq!(broken["failure"], "failed");
+    assert_eq!(broken["outcome"], "error");
+    // A call past its limit: the kind says so, not only the text.
+    let stuck = done.iter().find(|d| d["callId"] == "c").unwrap();
+    assert_eq!(stuck["isError"], true);
+    assert_eq!(stuck["failure"], "timeout");
+    assert_eq!(stuck["outcome"], "timeout");
+    assert!(
+        stuck["result"].as_str().unwrap().contains("timed out"),
+        "{stuck}"
+    );
     assert!(broken["result"].as_str().unwrap().contains("disk on fire"));
     let totals: Vec<u64> = progress
         .iter()

@@ -16,7 +16,8 @@ use std::sync::Arc;
 
 use axum::http::HeaderMap;
 use looopy_core::{
-    AgentEvent, EventPayload, Message, Part, Role, TaskState, TaskStatus, ToolOutcome, ToolResult,
+    AgentEvent, EventPayload, Message, Part, Role, TaskState, TaskStatus, ToolFailure, ToolOutcome,
+    ToolResult,
 };
 use serde_json::{Map, Value, json};
 
@@ -33,7 +34,7 @@ pub(crate) const LEGACY_EXTENSIONS_HEADER: &str = "X-A2A-Extensions";
 
 /// What the agent card says about the extension.
 pub(crate) const DESCRIPTION: &str = "Streams tool calls (start: id, name, arguments; end: \
-     result, isError, durationMs), token usage and the turn's trace id as working status \
+     result, isError, outcome, failure, durationMs), token usage and the turn's trace id as working status \
      updates with a data part.";
 
 /// Longest tool result or argument text sent, in characters.
@@ -95,6 +96,8 @@ pub(crate) fn from_internal(event: &AgentEvent) -> Option<AgentEvent> {
                 "truncated": truncated,
                 "isError": result.is_error || *outcome != ToolOutcome::Success,
                 "outcome": outcome,
+                // How it failed (`timeout`, `denied`, ...), `null` for a success.
+                "failure": result.failure.map(ToolFailure::as_str),
                 "durationMs": duration_ms,
             })
         }
@@ -253,6 +256,7 @@ mod tests {
             panic!()
         };
         assert_eq!(data["isError"], true);
+        assert_eq!(data["failure"], "failed");
         assert_eq!(data["truncated"], true);
         assert_eq!(data["durationMs"], 7);
         assert_eq!(
