@@ -178,7 +178,7 @@
         const failed = !!data.isError;
         item.li.classList.remove('running');
         item.li.classList.add(failed ? 'failed' : 'done');
-        item.status.textContent = failed ? (data.outcome === 'timeout' ? 'timed out' : 'error') : 'done';
+        item.status.textContent = failed ? failureLabel(data) : 'done';
         item.time.textContent = duration(data.durationMs);
         item.resultLabel.textContent = failed ? 'Error' : 'Result';
         item.result.textContent = (data.result || '') + (data.truncated ? '\n[shortened]' : '');
@@ -191,6 +191,19 @@
       default:
         break;
     }
+  }
+
+  /** Words for how a tool call failed (from its kind; shown as text only). */
+  const FAILURE_LABELS = {
+    timeout: 'timed out', denied: 'denied', cancelled: 'cancelled',
+    unknown_tool: 'unknown tool', bad_arguments: 'bad arguments', panicked: 'crashed',
+    interrupted: 'interrupted', failed: 'error',
+  };
+
+  function failureLabel(data) {
+    const kind = typeof data.failure === 'string' ? data.failure
+      : (data.outcome === 'timeout' ? 'timeout' : 'failed');
+    return Object.prototype.hasOwnProperty.call(FAILURE_LABELS, kind) ? FAILURE_LABELS[kind] : 'error';
   }
 
   /** Marks the tool calls still running when the turn ended. */
