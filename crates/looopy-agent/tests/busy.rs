@@ -207,6 +207,9 @@ impl TurnLock for LosingLock {
     async fn stranded(&self, _: usize) -> Result<Vec<TurnLease>, StoreError> {
         Ok(Vec::new())
     }
+    async fn lease(&self, _: &str) -> Result<Option<TurnLease>, StoreError> {
+        Ok(None)
+    }
 }
 
 #[tokio::test(start_paused = true)]

@@ -607,6 +607,9 @@ impl TurnLock for NotingLock {
     async fn stranded(&self, limit: usize) -> Result<Vec<TurnLease>, StoreError> {
         self.inner.stranded(limit).await
     }
+    async fn lease(&self, context_id: &str) -> Result<Option<TurnLease>, StoreError> {
+        self.inner.lease(context_id).await
+    }
 }
 
 /// The survivor: scans the registry every `KILL_SCAN` and resumes each

@@ -386,6 +386,10 @@ pub trait TurnLock: Send + Sync {
     ) -> Result<bool, StoreError>;
     /// Turn leases that have run out, oldest expiry first, at most `limit`.
     async fn stranded(&self, limit: usize) -> Result<Vec<TurnLease>, StoreError>;
+    /// The lease of a context as it stands (held, or stranded), `None` when
+    /// free: for instance to tell whether a turn was handed over to another
+    /// process.
+    async fn lease(&self, context_id: &str) -> Result<Option<TurnLease>, StoreError>;
 }
 
 /// What the A2A layer knows of a task: who owns it, where it stands, and

@@ -152,27 +152,49 @@ impl TurnLock for MemoryTurnLock {
 
     async fn stranded(&self, limit: usize) -> Result<Vec<TurnLease>, StoreError> {
         let now = Instant::now();
-        let wall = Utc::now();
         let leases = lock(&self.leases);
         let mut out: Vec<(Instant, TurnLease)> = leases
             .iter()
             .filter(|(_, lease)| lease.expired(now))
             .filter_map(|(context_id, lease)| {
                 let task_id = lease.task_id.clone()?;
-                let ago = chrono::Duration::from_std(now - lease.expires).unwrap_or_default();
                 Some((
                     lease.expires,
                     TurnLease {
                         context_id: context_id.clone(),
                         task_id: Some(task_id),
                         owner: lease.owner.clone(),
-                        expires_at: wall - ago,
+                        expires_at: wall_clock(lease.expires, now),
                     },
                 ))
             })
             .collect();
         out.sort_by_key(|(expires, _)| *expires);
         Ok(out.into_iter().take(limit).map(|(_, l)| l).collect())
+    }
+
+    async fn lease(&self, context_id: &str) -> Result<Option<TurnLease>, StoreError> {
+        let now = Instant::now();
+        let leases = lock(&self.leases);
+        Ok(leases
+            .get(context_id)
+            .filter(|lease| lease.task_id.is_some() || !lease.expired(now))
+            .map(|lease| TurnLease {
+                context_id: context_id.to_owned(),
+                task_id: lease.task_id.clone(),
+                owner: lease.owner.clone(),
+                expires_at: wall_clock(lease.expires, now),
+            }))
+    }
+}
+
+/// The wall-clock time of a tokio instant.
+fn wall_clock(at: Instant, now: Instant) -> chrono::DateTime<Utc> {
+    let wall = Utc::now();
+    if at >= now {
+        wall + chrono::Duration::from_std(at - now).unwrap_or(chrono::Duration::MAX)
+    } else {
+        wall - chrono::Duration::from_std(now - at).unwrap_or_default()
     }
 }
 

@@ -45,6 +45,19 @@ impl RedisTurnLock {
         (keys.lock(context_id), keys.turn_registry_of(context_id))
     }
 
+    /// A lease hash as read by `HMGET owner task exp`.
+    fn lease_of(
+        context_id: String,
+        (owner, task, exp): (Option<String>, Option<String>, Option<i64>),
+    ) -> Option<TurnLease> {
+        Some(TurnLease {
+            context_id,
+            task_id: task.filter(|t| !t.is_empty()),
+            owner: owner?,
+            expires_at: DateTime::<Utc>::from_timestamp_millis(exp?).unwrap_or_default(),
+        })
+    }
+
     /// The stranded leases of one registry shard.
     async fn stranded_in(&self, shard: u32, limit: usize) -> Result<Vec<TurnLease>, StoreError> {
         let keys = self.backend.keys();
@@ -65,16 +78,9 @@ impl RedisTurnLock {
         Ok(found
             .into_iter()
             .zip(leases)
-            .filter_map(|((context_id, _), lease)| match lease {
-                (Some(owner), Some(task), Some(exp)) if !task.is_empty() => Some(TurnLease {
-                    context_id,
-                    task_id: Some(task),
-                    owner,
-                    expires_at: DateTime::<Utc>::from_timestamp_millis(exp).unwrap_or_default(),
-                }),
-                // Released or renewed between the two reads.
-                _ => None,
-            })
+            .filter_map(|((context_id, _), lease)| Self::lease_of(context_id, lease))
+            // Released or renewed between the two reads.
+            .filter(|l| l.task_id.is_some())
             .collect())
     }
 }
@@ -168,5 +174,13 @@ impl TurnLock for RedisTurnLock {
         out.sort_by_key(|l| l.expires_at);
         out.truncate(limit);
         Ok(out)
+    }
+
+    async fn lease(&self, context_id: &str) -> Result<Option<TurnLease>, StoreError> {
+        let mut get = redis::cmd("HMGET");
+        get.arg(self.backend.keys().lock(context_id))
+            .arg(&["owner", "task", "exp"]);
+        let fields = self.backend.query(&get, Retry::Safe).await?;
+        Ok(Self::lease_of(context_id.to_owned(), fields))
     }
 }

@@ -72,6 +72,10 @@ async fn stranding(lock: &dyn TurnLock, ids: &UniqueIds) {
         "a live turn lease cannot be taken over"
     );
     tokio::time::sleep(PAST_SHORT).await;
+    assert!(
+        ok(lock.lease(&ctx).await, "lease").is_some(),
+        "a stranded lease is still readable"
+    );
     let stranded = ok(lock.stranded(10_000).await, "stranded");
     let lease = stranded
         .iter()
@@ -132,8 +136,18 @@ async fn stranding(lock: &dyn TurnLock, ids: &UniqueIds) {
         ),
         Acquire::Held
     );
+    let taken = ok(lock.lease(&ctx).await, "lease").expect("a lease taken over is readable");
+    assert_eq!(
+        (taken.owner.as_str(), taken.task_id.as_deref()),
+        (rescuer.as_str(), Some(task.as_str()))
+    );
     assert!(ok(lock.release(&ctx, &rescuer).await, "release"));
     assert!(!listed(lock, &task).await, "a released lease is not listed");
+    assert_eq!(
+        ok(lock.lease(&ctx).await, "lease"),
+        None,
+        "a released lease is gone"
+    );
     assert!(ok(acquire(lock, &ctx, &next, LONG).await, "try_acquire"));
     assert!(ok(lock.release(&ctx, &next).await, "cleanup release"));
 }

@@ -375,12 +375,34 @@ impl Tasks {
             Err(e) => self.fail(turn, &e.message).await,
             Ok(events) => self.drain(turn, events, cancel).await,
         }
-        if !turn.ended {
+        if !turn.ended && !self.handed_over(turn).await {
             self.fail(turn, "the turn ended without a final status")
                 .await;
         }
         self.running().remove(&*turn.task_id);
         let _ = done.send(true);
+    }
+
+    /// Whether a turn whose events stopped before its end was handed over
+    /// to another process: its lease, still the turn's, now has another
+    /// owner (this process stalled past the lease and the turn was
+    /// recovered elsewhere). The new owner writes its end; writing one here
+    /// would end every reader's stream early.
+    async fn handed_over(&self, turn: &TurnState) -> bool {
+        let Some(lock) = &self.recovery else {
+            return false;
+        };
+        match lock.lease(&turn.context_id).await {
+            Ok(Some(lease)) if lease.task_id.as_deref() == Some(&*turn.task_id) => {
+                tracing::warn!(task_id = %turn.task_id, "the turn was handed over to another process; it writes the end");
+                true
+            }
+            Ok(_) => false,
+            Err(error) => {
+                tracing::warn!(task_id = %turn.task_id, %error, "could not read the turn lease");
+                false
+            }
+        }
     }
 
     async fn drain(
