@@ -168,6 +168,10 @@ impl App {
             .turn_lock(self.stores.locks.clone())
             .lock_ttl(self.config.durability.lease_ttl())
             .owner(owner);
+        builder = self
+            .config
+            .history
+            .apply(builder, self.stores.artifacts.clone());
         for tool in &self.tools {
             builder = builder.tools_shared(tool.clone());
         }

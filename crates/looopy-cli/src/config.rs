@@ -34,6 +34,15 @@
 //! [server]
 //! bind = "127.0.0.1:8080"
 //!
+//! [history]                   # what the model is sent of a conversation (0: no limit)
+//! window_messages = 50        # the last 50 messages; a tool call travels with its results
+//! window_tokens = 0           # most estimated prompt tokens
+//! compact_after_messages = 0  # summarise older messages past this many (0: never)
+//! compact_after_tokens = 0
+//! compact_keep_recent = 10
+//! tool_output_max_chars = 20000  # longer tool results become artifacts, paged by the model
+//! tool_output_preview_chars = 2000
+//!
 //! [durability]                # turns whose process died are resumed elsewhere
 //! lease_ttl_secs = 30         # a turn's lease runs out this long after its last renewal
 //! scan_interval_secs = 10     # how often each replica looks for stranded turns
@@ -78,6 +87,9 @@ pub struct Config {
     /// Turn ownership and recovery.
     #[serde(default)]
     pub durability: DurabilitySection,
+    /// What the model is sent of a conversation, compaction, long tool results.
+    #[serde(default)]
+    pub history: crate::history::HistorySection,
 }
 
 /// `[durability]`: how fast a turn whose process died is found and resumed

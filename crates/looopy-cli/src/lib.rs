@@ -6,6 +6,7 @@
 pub mod app;
 pub mod chat;
 pub mod config;
+pub mod history;
 pub mod render;
 pub mod run;
 pub mod serve;

@@ -140,3 +140,44 @@ fn a_bad_config_file_is_refused_with_the_mistake_named() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("max_iteratons"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_history_window_of_looopy_toml_limits_what_the_model_is_sent() {
+    let llm = OpenAiFixture::start().await.unwrap();
+    for answer in ["first answer", "second answer", "third answer"] {
+        llm.push(FixtureReply::Text(answer.into()));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        &dir,
+        &format!(
+            "[llm]\nbase_url = \"{}\"\nmodel = \"m\"\n[history]\nwindow_messages = 3\n",
+            llm.base_url()
+        ),
+    );
+    let (server, url) = serve(&config, &[]);
+    tokio::task::spawn_blocking(move || chat(&url, "one\ntwo\nthree\n"))
+        .await
+        .unwrap();
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 3);
+    let sent = |i: usize| -> Vec<String> {
+        requests[i].body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["content"].to_string())
+            .collect()
+    };
+    // The third turn's history is five messages; the window sends the last three.
+    let third = sent(2);
+    assert_eq!(third.len(), 3, "{third:?}");
+    assert!(
+        third[0].contains("two") && third[2].contains("three"),
+        "{third:?}"
+    );
+    assert!(!third.iter().any(|m| m.contains("one")), "{third:?}");
+    tokio::task::spawn_blocking(move || stop(server))
+        .await
+        .unwrap();
+}

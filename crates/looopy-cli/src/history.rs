@@ -1,0 +1,123 @@
+//! `[history]` in `looopy.toml`: how much of a conversation the model is
+//! sent, when older messages are summarised, and what happens to long tool
+//! results. The defaults: the last 50 messages (a tool call always travels
+//! with its results), no automatic compaction (the Agent never compacts on
+//! its own unless told), and tool results over 20,000 characters stored as
+//! artifacts that the model pages through with `read_tool_output`.
+
+use std::sync::Arc;
+
+use looopy_agent::{AgentBuilder, CompactionConfig, WindowConfig};
+use looopy_core::store::ArtifactStore;
+use looopy_loop::tool_output::ToolOutputCache;
+use serde::Deserialize;
+
+/// `[history]`. Every limit of 0 means "none".
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HistorySection {
+    /// Most history messages sent to the model.
+    pub window_messages: usize,
+    /// Most estimated prompt tokens sent to the model.
+    pub window_tokens: usize,
+    /// Summarise the older messages once the history holds more than this.
+    pub compact_after_messages: usize,
+    /// Summarise the older messages once the history passes about this many tokens.
+    pub compact_after_tokens: usize,
+    /// Newest messages a compaction keeps verbatim.
+    pub compact_keep_recent: usize,
+    /// Tool results longer than this (characters) are stored as artifacts.
+    pub tool_output_max_chars: usize,
+    /// How much of such a result the model sees at once.
+    pub tool_output_preview_chars: usize,
+}
+
+impl Default for HistorySection {
+    fn default() -> Self {
+        HistorySection {
+            window_messages: 50,
+            window_tokens: 0,
+            compact_after_messages: 0,
+            compact_after_tokens: 0,
+            compact_keep_recent: 10,
+            tool_output_max_chars: 20_000,
+            tool_output_preview_chars: 2_000,
+        }
+    }
+}
+
+impl HistorySection {
+    /// The window these settings ask for.
+    pub fn window(&self) -> WindowConfig {
+        let mut window = WindowConfig::unbounded();
+        if self.window_messages > 0 {
+            window = window.with_max_messages(self.window_messages);
+        }
+        if self.window_tokens > 0 {
+            window = window.with_max_tokens(self.window_tokens);
+        }
+        window
+    }
+
+    /// The compaction these settings ask for (`None`: never automatic).
+    pub fn compaction(&self) -> Option<CompactionConfig> {
+        let config = match (self.compact_after_messages, self.compact_after_tokens) {
+            (0, 0) => return None,
+            (0, tokens) => CompactionConfig::after_tokens(tokens),
+            (messages, 0) => CompactionConfig::after_messages(messages),
+            (messages, tokens) => CompactionConfig {
+                max_tokens: Some(tokens),
+                ..CompactionConfig::after_messages(messages)
+            },
+        };
+        Some(config.keep_recent(self.compact_keep_recent))
+    }
+
+    /// Applies the window, the compaction and the tool-output cache to an
+    /// Agent being built (`artifacts`: where long tool results go).
+    pub fn apply(&self, builder: AgentBuilder, artifacts: Arc<dyn ArtifactStore>) -> AgentBuilder {
+        let mut builder = builder.window(self.window());
+        if let Some(compaction) = self.compaction() {
+            builder = builder.compaction(compaction);
+        }
+        if self.tool_output_max_chars > 0 {
+            let cache = ToolOutputCache::new(
+                artifacts,
+                self.tool_output_max_chars,
+                self.tool_output_preview_chars,
+            );
+            builder = builder.configure_loop(move |b| b.tool_output_cache(cache));
+        }
+        builder
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_keep_fifty_messages_and_never_compact() {
+        let h = HistorySection::default();
+        assert_eq!(h.window().max_messages, Some(50));
+        assert_eq!(h.window().max_tokens, None);
+        assert!(h.compaction().is_none());
+    }
+
+    #[test]
+    fn zero_means_no_limit_and_both_compaction_limits_combine() {
+        let h: HistorySection = toml::from_str(
+            "window_messages = 0\nwindow_tokens = 8000\ncompact_after_messages = 100\ncompact_after_tokens = 50000\ncompact_keep_recent = 4",
+        )
+        .unwrap();
+        assert_eq!(h.window().max_messages, None);
+        assert_eq!(h.window().max_tokens, Some(8000));
+        let c = h.compaction().unwrap();
+        assert!(c.auto);
+        assert_eq!(
+            (c.max_messages, c.max_tokens, c.keep_recent),
+            (Some(100), Some(50000), 4)
+        );
+        assert!(toml::from_str::<HistorySection>("window = 3").is_err());
+    }
+}
