@@ -11,6 +11,7 @@ use crate::agent::Agent;
 use crate::compaction::CompactionConfig;
 use crate::config::Settings;
 use crate::error::AgentError;
+use crate::tokens::{SharedCounter, TokenCounter};
 use crate::window::{WindowConfig, WindowedLlm};
 
 /// Builds an [`Agent`] for one conversation (`contextId`).
@@ -30,6 +31,7 @@ pub struct AgentBuilder {
     states: Option<Arc<dyn AgentStateStore>>,
     turn_lock: Option<Arc<dyn TurnLock>>,
     settings: Settings,
+    token_counter: Option<Arc<dyn TokenCounter>>,
     customize: Vec<LoopCustomizer>,
 }
 
@@ -49,6 +51,7 @@ impl AgentBuilder {
             states: None,
             turn_lock: None,
             settings: Settings::default(),
+            token_counter: None,
             customize: Vec::new(),
         }
     }
@@ -170,6 +173,17 @@ impl AgentBuilder {
         self
     }
 
+    /// How tokens are estimated, by the window and by compaction (default
+    /// [`HeuristicCounter`](crate::tokens::HeuristicCounter)). Overrides the
+    /// counter of [`window`](Self::window) and
+    /// [`compaction`](Self::compaction), whatever the order of the calls. A
+    /// [`CalibratedCounter`](crate::tokens::CalibratedCounter) learns from
+    /// the usage of the calls the window passes on.
+    pub fn token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.token_counter = Some(counter);
+        self
+    }
+
     /// Compaction settings (default: no automatic compaction).
     pub fn compaction(mut self, compaction: CompactionConfig) -> Self {
         self.settings.compaction = compaction;
@@ -183,7 +197,12 @@ impl AgentBuilder {
     }
 
     /// The agent.
-    pub fn build(self) -> Result<Agent, AgentError> {
+    pub fn build(mut self) -> Result<Agent, AgentError> {
+        if let Some(counter) = self.token_counter.take() {
+            let shared = SharedCounter::new(counter);
+            self.settings.window.counter = shared.clone();
+            self.settings.compaction.counter = shared;
+        }
         let messages = self
             .messages
             .ok_or_else(|| AgentError::Config("a message store is required".into()))?;
@@ -216,7 +235,7 @@ impl AgentBuilder {
                 let model: Arc<dyn LlmProvider> = if self.settings.window.is_unbounded() {
                     llm.clone()
                 } else {
-                    Arc::new(WindowedLlm::new(llm.clone(), self.settings.window))
+                    Arc::new(WindowedLlm::new(llm.clone(), self.settings.window.clone()))
                 };
                 let mut builder =
                     AgentLoopBuilder::new(model).config(self.loop_config.unwrap_or_default());
@@ -232,6 +251,16 @@ impl AgentBuilder {
                 (builder.build(), llm)
             }
         };
+        // The window applied to the history at the start of a turn sees no
+        // request yet: the loop's system prompt is held back from its token
+        // budget here. (A `WindowedLlm` measures it, and the tools, on each
+        // request instead.)
+        if self.settings.window.max_tokens.is_some()
+            && let Some(prompt) = &agent_loop.config().system_prompt
+        {
+            let window = &mut self.settings.window;
+            window.reserve_tokens += window.counter().system_prompt(prompt);
+        }
         Ok(Agent::from_parts(crate::agent::Parts {
             context_id: self.context_id,
             agent_loop,

@@ -23,7 +23,8 @@ use looopy_core::{LlmError, LlmProvider, LlmRequest, Message, Part, Role, TurnCo
 use serde_json::{Value, json};
 
 use crate::error::AgentError;
-use crate::window::{estimate_tokens, safe_cut_points};
+use crate::tokens::{SharedCounter, TokenCounter};
+use crate::window::safe_cut_points;
 
 /// Metadata key of a summary message (and of compaction records).
 pub const COMPACTION_KEY: &str = "compaction";
@@ -40,7 +41,9 @@ pub struct CompactionConfig {
     pub auto: bool,
     /// Compact when the history holds more messages than this.
     pub max_messages: Option<usize>,
-    /// Compact when the history's estimated tokens pass this.
+    /// Compact when the history's estimated tokens (by
+    /// [`counter`](Self::counter), the stored messages only: not the system
+    /// prompt nor the tool definitions) pass this.
     pub max_tokens: Option<usize>,
     /// Newest messages always kept verbatim. Default 10.
     pub keep_recent: usize,
@@ -51,6 +54,9 @@ pub struct CompactionConfig {
     /// Longest text of one message in the transcript the model summarises;
     /// longer content is cut. Default 4000 characters.
     pub max_chars_per_message: usize,
+    /// How tokens are estimated, for `max_tokens` and the report (default
+    /// the [`HeuristicCounter`](crate::tokens::HeuristicCounter)).
+    pub counter: SharedCounter,
 }
 
 impl Default for CompactionConfig {
@@ -69,6 +75,7 @@ impl Default for CompactionConfig {
             ),
             max_summary_tokens: None,
             max_chars_per_message: 4000,
+            counter: SharedCounter::default(),
         }
     }
 }
@@ -104,12 +111,24 @@ impl CompactionConfig {
         self
     }
 
+    /// Estimates tokens with `counter`.
+    pub fn with_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = SharedCounter::new(counter);
+        self
+    }
+
+    /// Estimated tokens of `messages`.
+    pub fn tokens(&self, messages: &[Message]) -> usize {
+        let counter = self.counter.get();
+        messages.iter().map(|m| counter.message(m)).sum()
+    }
+
     /// Whether `messages` pass a limit.
     pub fn is_exceeded_by(&self, messages: &[Message]) -> bool {
         self.max_messages.is_some_and(|max| messages.len() > max)
             || self
                 .max_tokens
-                .is_some_and(|max| messages.iter().map(estimate_tokens).sum::<usize>() > max)
+                .is_some_and(|max| self.tokens(messages) > max)
     }
 }
 
@@ -294,7 +313,7 @@ pub(crate) async fn compact(
         }
     }
     let old = &history[..cut];
-    let tokens_before: usize = history.iter().map(estimate_tokens).sum();
+    let tokens_before = config.tokens(history);
     let response = llm
         .call(summary_request(old, config), cx)
         .await
@@ -320,8 +339,7 @@ pub(crate) async fn compact(
         at: Utc::now(),
     };
     let rest = &history[cut..];
-    report.tokens_after =
-        estimate_tokens(&summary) + rest.iter().map(estimate_tokens).sum::<usize>();
+    report.tokens_after = config.counter.get().message(&summary) + config.tokens(rest);
     summary
         .metadata
         .insert(COMPACTION_KEY.into(), report.to_json());

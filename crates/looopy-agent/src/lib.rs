@@ -8,6 +8,7 @@
 //! - `turn` / `driver`: [`Agent::execute_turn`], [`AgentTurn`], the turn task;
 //! - [`window`]: the sliding context window (pure functions);
 //! - [`compaction`]: summarising old history;
+//! - [`tokens`]: token counting for both ([`TokenCounter`]);
 //! - `artifacts`: saving streamed and tool-made artifacts;
 //! - `client`: client tool results and tool calls left open;
 //! - `lease`: the cross-process turn lease;
@@ -23,6 +24,7 @@ mod driver;
 mod error;
 mod lease;
 mod pause;
+pub mod tokens;
 mod turn;
 pub mod window;
 
@@ -33,6 +35,7 @@ pub use client::{CLIENT_TOOL_MARK, ClientToolResult, SYNTHETIC_RESULT_KEY, open_
 pub use compaction::{CompactionConfig, CompactionReport};
 pub use config::{DEFAULT_LOCK_TTL, MAX_COMPACTION_RECORDS, keys};
 pub use error::{AgentBusy, AgentError, BusyHolder};
+pub use tokens::{CalibratedCounter, HeuristicCounter, SharedCounter, TokenCounter};
 pub use turn::{AgentTurn, TurnOptions, TurnSummary};
 pub use window::{WindowConfig, WindowedLlm};
 

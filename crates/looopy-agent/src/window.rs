@@ -1,8 +1,10 @@
-//! The sliding context window (seed 002, "Tool Boundary Safety"): which
-//! history messages are sent to the model.
+//! The sliding context window: which history messages are sent to the
+//! model, without separating tool calls from their results.
 //!
 //! The system prompt never is in the history (the loop sends it beside the
-//! messages), so it is always kept. In the history, leading *pinned*
+//! messages), so it is always kept; its tokens, and those of the tool
+//! definitions, are taken from the token budget before the history
+//! (see [`WindowConfig::max_tokens`]). In the history, leading *pinned*
 //! messages are always kept too: `system` messages and the summary left by a
 //! compaction. From the rest the window keeps the most recent messages that
 //! fit the limits, and moves its start forward to the next *safe* cut when
@@ -10,28 +12,42 @@
 //! result, and never holds a tool result without the assistant message that
 //! asked for it.
 //!
+//! Tokens are estimated by the configuration's [`TokenCounter`]
+//! ([`HeuristicCounter`](crate::tokens::HeuristicCounter) by default).
 //! Everything here is pure; [`WindowedLlm`] applies the window to every
-//! request of a provider.
+//! request of a provider and feeds the counter the usage it reports.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use futures::StreamExt;
 use looopy_core::{
-    History, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream, Message, Part, Role,
+    History, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream, Message, Role,
     TurnContext,
 };
 
 use crate::compaction::is_summary;
+use crate::tokens::{HeuristicCounter, SharedCounter, TokenCounter};
 
 /// Limits of the window. `None` means "no limit"; the default has none.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WindowConfig {
     /// Most history messages sent, pinned ones included (they are kept even
     /// when they alone exceed it).
     pub max_messages: Option<usize>,
-    /// Most estimated tokens sent (see [`estimate_tokens`]), pinned messages
-    /// included.
+    /// Most estimated prompt tokens of a request: the history (pinned
+    /// messages included), plus [`reserve_tokens`](Self::reserve_tokens),
+    /// plus what the window can measure outside the history (the system
+    /// prompt and tool definitions of the request, in [`WindowedLlm`]).
     pub max_tokens: Option<usize>,
+    /// Tokens held back from `max_tokens` before the history is fitted, for
+    /// what the window does not measure itself. The Agent adds its loop's
+    /// system prompt here for the window it applies at the start of a turn
+    /// (where the request is not built yet); set more to leave room for the
+    /// answer. Default 0. Ignored without `max_tokens`.
+    pub reserve_tokens: usize,
+    /// How tokens are estimated (default [`HeuristicCounter`]).
+    pub counter: SharedCounter,
 }
 
 impl WindowConfig {
@@ -44,15 +60,15 @@ impl WindowConfig {
     pub fn max_messages(n: usize) -> Self {
         WindowConfig {
             max_messages: Some(n),
-            max_tokens: None,
+            ..Self::default()
         }
     }
 
     /// At most about `n` tokens.
     pub fn max_tokens(n: usize) -> Self {
         WindowConfig {
-            max_messages: None,
             max_tokens: Some(n),
+            ..Self::default()
         }
     }
 
@@ -68,34 +84,36 @@ impl WindowConfig {
         self
     }
 
+    /// Holds `n` tokens back from the token limit (see
+    /// [`reserve_tokens`](Self::reserve_tokens)).
+    pub fn with_reserve_tokens(mut self, n: usize) -> Self {
+        self.reserve_tokens = n;
+        self
+    }
+
+    /// Estimates tokens with `counter`.
+    pub fn with_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = SharedCounter::new(counter);
+        self
+    }
+
+    /// The token counter.
+    pub fn counter(&self) -> &dyn TokenCounter {
+        self.counter.get()
+    }
+
     /// Whether no limit is set.
     pub fn is_unbounded(&self) -> bool {
         self.max_messages.is_none() && self.max_tokens.is_none()
     }
 }
 
-/// A rough token count of a message: about four characters per token, plus
-/// a small overhead per message and per tool call. Good enough for budgets;
-/// not a tokenizer.
+/// A rough token count of a message with the default
+/// [`HeuristicCounter`]: about four characters of text per token, a fixed
+/// cost per image or file, a small overhead per message and per tool call.
+/// Good enough for budgets; not a tokenizer.
 pub fn estimate_tokens(message: &Message) -> usize {
-    let mut chars = 0usize;
-    for part in &message.parts {
-        chars += match part {
-            Part::Text { text } => text.len(),
-            Part::Data { data } => data.to_string().len(),
-            Part::File { file } => {
-                file.name.as_ref().map_or(0, String::len)
-                    + file.uri.as_ref().map_or(0, String::len)
-                    + file.bytes.as_ref().map_or(0, String::len)
-            }
-        };
-    }
-    let mut overhead = 4;
-    for call in &message.tool_calls {
-        chars += call.id.len() + call.name.len() + call.arguments.len();
-        overhead += 4;
-    }
-    chars.div_ceil(4) + overhead
+    HeuristicCounter.message(message)
 }
 
 /// Which cut points are safe: `safe[s]` says whether `messages[s..]` can
@@ -166,7 +184,9 @@ impl WindowPlan {
     }
 }
 
-/// Plans the window over `messages` (oldest first).
+/// Plans the window over `messages` (oldest first), with
+/// [`reserve_tokens`](WindowConfig::reserve_tokens) as the only overhead
+/// outside the history.
 ///
 /// The suffix starts at the first safe cut at or after the point the limits
 /// ask for. A window never ends up empty when there are unpinned messages:
@@ -174,10 +194,21 @@ impl WindowPlan {
 /// smallest safe suffix instead, even over the limits, because a model call
 /// without the latest message makes no sense.
 pub fn plan(messages: &[Message], config: &WindowConfig) -> WindowPlan {
-    plan_refs(&messages.iter().collect::<Vec<_>>(), config)
+    plan_with_overhead(messages, config, 0)
 }
 
-fn plan_refs(messages: &[&Message], config: &WindowConfig) -> WindowPlan {
+/// Like [`plan`], with `overhead` more tokens (beside
+/// [`reserve_tokens`](WindowConfig::reserve_tokens)) spent outside the
+/// history: the system prompt and the tool definitions of the request.
+pub fn plan_with_overhead(
+    messages: &[Message],
+    config: &WindowConfig,
+    overhead: usize,
+) -> WindowPlan {
+    plan_refs(&messages.iter().collect::<Vec<_>>(), config, overhead)
+}
+
+fn plan_refs(messages: &[&Message], config: &WindowConfig, overhead: usize) -> WindowPlan {
     let n = messages.len();
     let pinned = messages.iter().take_while(|m| is_pinned(m)).count();
     if config.is_unbounded() || pinned == n {
@@ -192,11 +223,15 @@ fn plan_refs(messages: &[&Message], config: &WindowConfig) -> WindowPlan {
         target = target.max(n.saturating_sub(room));
     }
     if let Some(budget) = config.max_tokens {
-        let pinned_tokens: usize = messages[..pinned].iter().map(|m| estimate_tokens(m)).sum();
-        let mut room = budget.saturating_sub(pinned_tokens);
+        let counter = config.counter();
+        let pinned_tokens: usize = messages[..pinned].iter().map(|m| counter.message(m)).sum();
+        let mut room = budget
+            .saturating_sub(config.reserve_tokens)
+            .saturating_sub(overhead)
+            .saturating_sub(pinned_tokens);
         let mut start = n;
         while start > pinned {
-            let cost = estimate_tokens(messages[start - 1]);
+            let cost = counter.message(messages[start - 1]);
             if cost > room {
                 break;
             }
@@ -219,14 +254,20 @@ fn plan_refs(messages: &[&Message], config: &WindowConfig) -> WindowPlan {
     WindowPlan { pinned, start }
 }
 
-/// The messages of `history` that the window keeps, in order. Cheap when
-/// nothing is dropped (the history is shared, not copied).
+/// The messages of `history` that the window keeps, in order, with
+/// [`reserve_tokens`](WindowConfig::reserve_tokens) as the only overhead.
+/// Cheap when nothing is dropped (the history is shared, not copied).
 pub fn apply(history: &History, config: &WindowConfig) -> History {
+    apply_with_overhead(history, config, 0)
+}
+
+/// Like [`apply`], with `overhead` more tokens spent outside the history.
+pub fn apply_with_overhead(history: &History, config: &WindowConfig, overhead: usize) -> History {
     if config.is_unbounded() {
         return history.clone();
     }
     let refs: Vec<&Message> = history.iter().collect();
-    let plan = plan_refs(&refs, config);
+    let plan = plan_refs(&refs, config, overhead);
     if plan.keeps_all() {
         return history.clone();
     }
@@ -240,8 +281,30 @@ pub fn apply(history: &History, config: &WindowConfig) -> History {
     kept
 }
 
+/// Windows a request: its history is cut to what fits beside its system
+/// prompt and tool definitions (measured by the configuration's counter)
+/// and [`reserve_tokens`](WindowConfig::reserve_tokens).
+pub fn apply_to_request(mut request: LlmRequest, config: &WindowConfig) -> LlmRequest {
+    if config.is_unbounded() {
+        return request;
+    }
+    let overhead = if config.max_tokens.is_some() {
+        config.counter().request_overhead(&request)
+    } else {
+        0
+    };
+    request.messages = apply_with_overhead(&request.messages, config, overhead);
+    request
+}
+
 /// A provider that applies a [`WindowConfig`] to the messages of every
-/// request before passing it on.
+/// request before passing it on, counting the request's system prompt and
+/// tool definitions against the token limit.
+///
+/// It also reports to the configuration's counter, through
+/// [`TokenCounter::observe`], the prompt tokens the provider reports for
+/// each windowed request beside the counter's estimate of it, so that a
+/// [`CalibratedCounter`](crate::tokens::CalibratedCounter) learns.
 ///
 /// The Agent wraps its model in one when it builds its own loop, so that
 /// the window also holds between the iterations of a long turn. Wrap your
@@ -264,22 +327,46 @@ impl WindowedLlm {
         &self.config
     }
 
-    fn windowed(&self, mut request: LlmRequest) -> LlmRequest {
-        request.messages = apply(&request.messages, &self.config);
-        request
+    /// The windowed request and the counter's estimate of it.
+    fn windowed(&self, request: LlmRequest) -> (LlmRequest, usize) {
+        let request = apply_to_request(request, &self.config);
+        let estimate = self.config.counter().request(&request);
+        (request, estimate)
     }
 }
 
 #[async_trait]
 impl LlmProvider for WindowedLlm {
     async fn call(&self, request: LlmRequest, cx: &TurnContext) -> Result<LlmResponse, LlmError> {
-        let request = self.windowed(request);
-        self.inner.call(request, cx).await
+        let (request, estimate) = self.windowed(request);
+        let response = self.inner.call(request, cx).await?;
+        if let Some(usage) = &response.usage {
+            self.config
+                .counter()
+                .observe(estimate, usage.input_tokens as usize);
+        }
+        Ok(response)
     }
 
     fn stream<'a>(&'a self, request: LlmRequest, cx: &'a TurnContext) -> LlmStream<'a> {
-        let request = self.windowed(request);
-        self.inner.stream(request, cx)
+        let (request, estimate) = self.windowed(request);
+        let mut observed = false;
+        self.inner
+            .stream(request, cx)
+            .inspect(move |chunk| {
+                // Some providers report usage in several chunks; the first
+                // with prompt tokens is the one to learn from.
+                if let Ok(LlmChunk::Usage(usage)) = chunk
+                    && usage.input_tokens > 0
+                    && !observed
+                {
+                    observed = true;
+                    self.config
+                        .counter()
+                        .observe(estimate, usage.input_tokens as usize);
+                }
+            })
+            .boxed()
     }
 
     fn provider_name(&self) -> &str {
@@ -294,7 +381,7 @@ impl LlmProvider for WindowedLlm {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use looopy_core::{LlmResponse, ToolCall, ToolResult};
+    use looopy_core::{LlmResponse, Part, ToolCall, ToolResult};
     use serde_json::json;
 
     fn user(t: &str) -> Message {
@@ -525,6 +612,113 @@ mod tests {
             vec![Part::data(json!({"k": "v".repeat(100)}))],
         ));
         assert!(d > 25);
+    }
+
+    fn image_message(base64_len: usize) -> Message {
+        Message::with_parts(
+            Role::User,
+            vec![Part::File {
+                file: looopy_core::FileContent {
+                    name: Some("photo.png".into()),
+                    mime_type: Some("image/png".into()),
+                    uri: None,
+                    bytes: Some("A".repeat(base64_len)),
+                },
+            }],
+        )
+    }
+
+    #[test]
+    fn a_one_megabyte_image_costs_the_fixed_image_cost_and_evicts_nothing() {
+        // 1 MB of image bytes is about 1.4 million base64 characters.
+        let img = image_message(1_398_104);
+        let cost = estimate_tokens(&img);
+        assert!(
+            (crate::tokens::IMAGE_TOKENS..crate::tokens::IMAGE_TOKENS + 20).contains(&cost),
+            "{cost}"
+        );
+        let h = vec![
+            user("first question"),
+            asst("first answer"),
+            img,
+            asst("a cat"),
+        ];
+        let k = kept(&h, WindowConfig::max_tokens(2000));
+        assert_eq!(k, h, "the image fits beside the rest");
+    }
+
+    #[test]
+    fn overhead_and_reserve_reduce_what_history_fits() {
+        let h: Vec<Message> = (0..10).map(|i| user(&"x".repeat(33 + i % 2))).collect();
+        let per = estimate_tokens(&h[0]); // 9 + overhead for both lengths
+        assert_eq!(per, estimate_tokens(&h[1]));
+        let config = WindowConfig::max_tokens(per * 6);
+        assert_eq!(kept(&h, config.clone()).len(), 6);
+        // A system prompt worth two messages leaves room for four.
+        let request = LlmRequest {
+            system_prompt: Some("s".repeat((per * 2 - 4 - 3) * 4).into()),
+            messages: History::from(h.clone()),
+            ..LlmRequest::default()
+        };
+        let overhead = config.counter().request_overhead(&request);
+        assert_eq!(overhead, per * 2);
+        assert_eq!(apply_to_request(request, &config).messages.len(), 4);
+        // The same through the reserve.
+        let reserved = config.clone().with_reserve_tokens(per * 3);
+        assert_eq!(kept(&h, reserved).len(), 3);
+        // Tool definitions count too.
+        let tools: Arc<[looopy_core::ToolDefinition]> = vec![looopy_core::ToolDefinition::new(
+            "lookup",
+            "d".repeat(per * 4 * 4),
+            json!({"type": "object"}),
+        )]
+        .into();
+        let request = LlmRequest {
+            messages: History::from(h.clone()),
+            tools,
+            ..LlmRequest::default()
+        };
+        // They take 70 of the 78 tokens: only the last message is left.
+        assert_eq!(apply_to_request(request, &config).messages.len(), 1);
+    }
+
+    /// Counts every message as 10 tokens, except tool results (100).
+    struct Flat;
+    impl TokenCounter for Flat {
+        fn text(&self, _: &str) -> usize {
+            1
+        }
+        fn message(&self, m: &Message) -> usize {
+            if m.role == Role::Tool { 100 } else { 10 }
+        }
+    }
+
+    #[test]
+    fn a_custom_counter_keeps_tool_pairs_together() {
+        let h = vec![
+            user("q"),
+            calls(&["a"]),
+            result("a"),
+            asst("ok"),
+            user("more"),
+            calls(&["b"]),
+            result("b"),
+        ];
+        let config = WindowConfig::max_tokens(115).with_counter(Arc::new(Flat));
+        // 115 fits result b (100) and its call (10) but nothing before.
+        let k = kept(&h, config.clone());
+        assert_eq!(k, h[5..].to_vec());
+        assert_tool_safe(&k);
+        // 105 fits only the result: the window keeps its call anyway.
+        let k = kept(&h, config.with_max_tokens(105));
+        assert_eq!(k, h[5..].to_vec());
+        assert_tool_safe(&k);
+        for budget in 0..400 {
+            let config = WindowConfig::max_tokens(budget).with_counter(Arc::new(Flat));
+            let k = kept(&h, config);
+            assert_tool_safe(&k);
+            assert!(!k.is_empty());
+        }
     }
 
     #[test]
