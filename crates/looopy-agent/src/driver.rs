@@ -63,6 +63,8 @@ pub(crate) struct TurnRun {
     pub(crate) summary: Arc<Mutex<Option<Box<TurnSummary>>>>,
     /// Pause requests from the `AgentTurn`.
     pub(crate) pause: Arc<PauseRelay>,
+    /// The turn's settings, handed to the loop.
+    pub(crate) settings: looopy_loop::TurnSettings,
 }
 
 /// What the loop left once its stream ended.
@@ -93,11 +95,18 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
                     maybe_compact(agent, &mut prepared.history, prepared.stored_len, cx).await;
                 let sent = window::apply(&prepared.history, &agent.inner.settings.window);
                 let base = sent.len();
-                let stream = agent.inner.agent_loop.start_turn(sent, cx.clone());
+                let stream =
+                    agent
+                        .inner
+                        .agent_loop
+                        .start_turn_with(sent, cx.clone(), turn.settings.clone());
                 (stream, base, compaction, compaction_error, false)
             }
             Start::Resume { saved } => {
-                let stream = agent.inner.agent_loop.resume(cx.clone());
+                let stream = agent
+                    .inner
+                    .agent_loop
+                    .resume_with(cx.clone(), turn.settings.clone());
                 (stream, 0, None, None, *saved)
             }
         };
@@ -247,7 +256,9 @@ async fn pump(
 fn why_open(end: TurnEnd) -> &'static str {
     match end {
         TurnEnd::Cancelled => "the turn was cancelled before this tool call finished",
-        TurnEnd::Error => "the turn failed before this tool call finished",
+        TurnEnd::Error | TurnEnd::MaxDuration | TurnEnd::ToolFailed => {
+            "the turn failed before this tool call finished"
+        }
         _ => "the turn ended before this tool call finished",
     }
 }

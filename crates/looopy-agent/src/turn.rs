@@ -24,7 +24,7 @@ use looopy_core::{
     AgentEvent, AuthContext, CancellationToken, History, Message, TaskState, ToolCall,
     ToolProvider, TurnContext, Usage,
 };
-use looopy_loop::TurnEnd;
+use looopy_loop::{TurnEnd, TurnSettings};
 use serde_json::{Map, Value};
 use tokio::sync::OwnedMutexGuard;
 use tracing::Instrument;
@@ -59,6 +59,11 @@ pub struct TurnOptions {
     /// Tools offered in this turn only, beside the agent's own: the client
     /// tools a message declared (`looopy_tools::ClientTools`), for instance.
     pub tools: Option<Arc<dyn ToolProvider>>,
+    /// Settings of this turn only (system prompt, iteration and tool-call
+    /// limits, wall-time limit, tool failure mode); each field set replaces
+    /// the loop's value. Not kept in the checkpoint: a turn carried on with
+    /// [`Agent::resume_turn`] uses the settings given to that call.
+    pub settings: TurnSettings,
 }
 
 impl TurnOptions {
@@ -94,6 +99,24 @@ impl TurnOptions {
     /// Offers `tools` in this turn only (see [`TurnOptions::tools`]).
     pub fn with_tools(mut self, tools: Arc<dyn ToolProvider>) -> Self {
         self.tools = Some(tools);
+        self
+    }
+
+    /// Sets the turn's settings (see [`TurnOptions::settings`]).
+    pub fn with_settings(mut self, settings: TurnSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Sets the turn's system prompt, in place of the loop's.
+    pub fn with_system_prompt(mut self, prompt: impl Into<Arc<str>>) -> Self {
+        self.settings.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// Sets the turn's iteration limit, in place of the loop's.
+    pub fn with_max_iterations(mut self, n: u32) -> Self {
+        self.settings.max_iterations = Some(n);
         self
     }
 
@@ -416,6 +439,7 @@ impl Agent {
             tx,
             summary: summary.clone(),
             pause: pause.clone(),
+            settings: options.settings,
         };
         tokio::spawn(driver::drive(run).in_current_span());
         AgentTurn {

@@ -1,8 +1,11 @@
 //! [`AgentLoopConfig`]: the settings of a loop, with the seeds' defaults.
 
 use std::sync::{Arc, LazyLock};
+use std::time::Duration;
 
 use looopy_core::ToolChoice;
+
+use crate::limits::ToolFailureMode;
 
 /// Settings of an [`AgentLoop`](crate::AgentLoop). Build one through
 /// [`AgentLoopBuilder`](crate::AgentLoopBuilder).
@@ -34,6 +37,18 @@ pub struct AgentLoopConfig {
     pub fallback_final_text: Arc<str>,
     /// Extra prompts that incomplete-work hooks may send in one turn. Default 2.
     pub max_incomplete_prompts: u32,
+    /// Tool calls one turn may run; `None` (the default) is no limit. When
+    /// the limit is reached the turn is wrapped up like at `max_iterations`
+    /// (finish reason `max_tool_calls`); calls the model asks for beyond it
+    /// are not run.
+    pub max_tool_calls: Option<u32>,
+    /// Wall time one turn may take, from its start; `None` (the default) is
+    /// no limit. A turn past it is stopped like a cancelled one and ends
+    /// `failed` (finish reason `max_duration`, error type `limit_exceeded`).
+    pub max_duration: Option<Duration>,
+    /// What a failed tool call does (default: the model sees the error and
+    /// goes on).
+    pub tool_failure_mode: ToolFailureMode,
 }
 
 /// The defaults' texts, allocated once and shared by every loop (a server
@@ -64,6 +79,9 @@ impl Default for AgentLoopConfig {
             final_summary_prompt: DEFAULT_SUMMARY_PROMPT.clone(),
             fallback_final_text: DEFAULT_FALLBACK_TEXT.clone(),
             max_incomplete_prompts: 2,
+            max_tool_calls: None,
+            max_duration: None,
+            tool_failure_mode: ToolFailureMode::Continue,
         }
     }
 }

@@ -19,6 +19,13 @@ pub enum TurnEnd {
     DoneTool,
     /// `max_iterations` was reached; one last call without tools wrote the answer.
     MaxIterations,
+    /// The turn's tool-call limit was reached; one last call without tools
+    /// wrote the answer.
+    MaxToolCalls,
+    /// The turn ran past its wall-time limit and was stopped (`failed`).
+    MaxDuration,
+    /// A tool call failed under [`ToolFailureMode::Fail`](crate::ToolFailureMode::Fail) (`failed`).
+    ToolFailed,
     /// A client tool was called: the client must answer.
     InputRequired,
     /// Cancelled.
@@ -34,6 +41,9 @@ impl TurnEnd {
             TurnEnd::Finished => "finished",
             TurnEnd::DoneTool => "done_tool",
             TurnEnd::MaxIterations => "max_iterations",
+            TurnEnd::MaxToolCalls => "max_tool_calls",
+            TurnEnd::MaxDuration => "max_duration",
+            TurnEnd::ToolFailed => "tool_failed",
             TurnEnd::InputRequired => "input_required",
             TurnEnd::Cancelled => "cancelled",
             TurnEnd::Error => "error",
@@ -43,10 +53,13 @@ impl TurnEnd {
     /// The task state a turn ending this way reports.
     pub fn state(self) -> TaskState {
         match self {
-            TurnEnd::Finished | TurnEnd::DoneTool | TurnEnd::MaxIterations => TaskState::Completed,
+            TurnEnd::Finished
+            | TurnEnd::DoneTool
+            | TurnEnd::MaxIterations
+            | TurnEnd::MaxToolCalls => TaskState::Completed,
             TurnEnd::InputRequired => TaskState::InputRequired,
             TurnEnd::Cancelled => TaskState::Canceled,
-            TurnEnd::Error => TaskState::Failed,
+            TurnEnd::Error | TurnEnd::MaxDuration | TurnEnd::ToolFailed => TaskState::Failed,
         }
     }
 }

@@ -33,11 +33,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use looopy_core::{
-    History, LlmRequest, LlmResponse, TaskState, ToolCall, ToolFailure, ToolResult, TurnContext,
-    Usage,
+    History, LlmRequest, LlmResponse, Message, TaskState, ToolCall, ToolFailure, ToolResult,
+    TurnContext, Usage,
 };
 
 use crate::events::Emitter;
+use crate::limits::TurnSettings;
 
 /// Why a hook failed.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -75,6 +76,57 @@ pub struct HookContext {
     pub turn: TurnContext,
     /// The current iteration (0 before the first).
     pub iteration: u32,
+}
+
+/// `before_turn`: what a hook changes before the first iteration. The
+/// default changes nothing.
+///
+/// - `history` replaces the messages the turn starts from (what the model is
+///   sent). The turn's own messages are those it adds after it: an Agent
+///   stores those, not the rewritten history. Ignored when the turn is
+///   resumed from a checkpoint (its history is the checkpoint's).
+/// - `settings` are overlaid on the turn's settings (each field set replaces
+///   the turn's or the loop's value), before the turn reads them.
+///
+/// The next hook sees the history as this one left it.
+#[derive(Debug, Clone, Default)]
+pub struct BeforeTurn {
+    /// The history the turn starts from instead, if any.
+    pub history: Option<History>,
+    /// Settings to overlay on the turn's, if any.
+    pub settings: Option<TurnSettings>,
+}
+
+impl BeforeTurn {
+    /// Changes nothing.
+    pub fn unchanged() -> Self {
+        Self::default()
+    }
+
+    /// Starts the turn from `history` instead.
+    pub fn with_history(mut self, history: History) -> Self {
+        self.history = Some(history);
+        self
+    }
+
+    /// Overlays `settings` on the turn's.
+    pub fn with_settings(mut self, settings: TurnSettings) -> Self {
+        self.settings = Some(settings);
+        self
+    }
+}
+
+/// `after_turn`: keep the final message, or replace it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AfterTurn {
+    /// Keep the final message as it is.
+    Keep,
+    /// The final event and the outcome carry this message instead. When the
+    /// final message is the turn's last history message (an answer, a
+    /// done-tool or wrap-up answer) it is replaced there too, so that what is
+    /// stored is what the caller was shown. The pending tool calls of an
+    /// `input_required` end are kept. The end and its state do not change.
+    ReplaceMessage(Message),
 }
 
 /// `before_llm`: go on, or answer in the model's place.
@@ -189,9 +241,14 @@ pub trait Hook: Send + Sync {
         "hook"
     }
 
-    /// Before the first iteration.
-    async fn before_turn(&self, _cx: &HookContext, _history: &History) -> Result<(), HookError> {
-        Ok(())
+    /// Before the first iteration: change the history the turn starts from
+    /// or the turn's settings (see [`BeforeTurn`]).
+    async fn before_turn(
+        &self,
+        _cx: &HookContext,
+        _history: &History,
+    ) -> Result<BeforeTurn, HookError> {
+        Ok(BeforeTurn::unchanged())
     }
 
     /// Before each model call: modify the request, or skip the call.
@@ -257,9 +314,14 @@ pub trait Hook: Send + Sync {
         Ok(None)
     }
 
-    /// After the turn ended, before its final event.
-    async fn after_turn(&self, _cx: &HookContext, _summary: &TurnSummary) -> Result<(), HookError> {
-        Ok(())
+    /// After the turn ended, before its final event: keep or replace the
+    /// final message (see [`AfterTurn`]).
+    async fn after_turn(
+        &self,
+        _cx: &HookContext,
+        _summary: &TurnSummary,
+    ) -> Result<AfterTurn, HookError> {
+        Ok(AfterTurn::Keep)
     }
 }
 
@@ -303,18 +365,33 @@ impl Hooks {
 
 /// Each point runs every hook in order; the first fatal failure stops it.
 impl Hooks {
+    /// The history a hook replaced the turn's with, if any; settings the
+    /// hooks give are merged into `settings`.
     pub(crate) async fn before_turn(
         &self,
         cx: &HookContext,
         emit: &Emitter,
         history: &History,
-    ) -> Result<(), FatalHook> {
+        settings: &mut TurnSettings,
+    ) -> Result<Option<History>, FatalHook> {
+        let mut replaced: Option<History> = None;
         for h in self.list.iter() {
-            if let Err(e) = h.before_turn(cx, history).await {
-                self.failed(emit, h.as_ref(), "before_turn", e)?;
+            match h
+                .before_turn(cx, replaced.as_ref().unwrap_or(history))
+                .await
+            {
+                Ok(change) => {
+                    if let Some(new) = change.history {
+                        replaced = Some(new);
+                    }
+                    if let Some(s) = change.settings {
+                        settings.merge(s);
+                    }
+                }
+                Err(e) => self.failed(emit, h.as_ref(), "before_turn", e)?,
             }
         }
-        Ok(())
+        Ok(replaced)
     }
 
     /// `Some(response)` when a hook answered in the model's place.
@@ -435,17 +512,25 @@ impl Hooks {
         Ok(None)
     }
 
+    /// The replacement of the final message, when a hook gave one (the
+    /// last one given wins; each hook sees the text the previous left).
     pub(crate) async fn after_turn(
         &self,
         cx: &HookContext,
         emit: &Emitter,
-        summary: &TurnSummary,
-    ) -> Result<(), FatalHook> {
+        summary: &mut TurnSummary,
+    ) -> Result<Option<Message>, FatalHook> {
+        let mut replaced = None;
         for h in self.list.iter() {
-            if let Err(e) = h.after_turn(cx, summary).await {
-                self.failed(emit, h.as_ref(), "after_turn", e)?;
+            match h.after_turn(cx, summary).await {
+                Ok(AfterTurn::Keep) => {}
+                Ok(AfterTurn::ReplaceMessage(message)) => {
+                    summary.final_text = Some(message.text());
+                    replaced = Some(message);
+                }
+                Err(e) => self.failed(emit, h.as_ref(), "after_turn", e)?,
             }
         }
-        Ok(())
+        Ok(replaced)
     }
 }

@@ -12,6 +12,7 @@ mod error;
 mod events;
 pub mod hooks;
 mod iteration;
+mod limits;
 mod pause;
 mod queue;
 mod stream;
@@ -28,6 +29,7 @@ use looopy_core::{History, LlmProvider, TaskState, ToolProvider, TurnContext};
 pub use config::AgentLoopConfig;
 pub use error::LoopError;
 pub use events::TurnEnd;
+pub use limits::{ToolFailureMode, TurnSettings};
 pub use stream::{TurnHandle, TurnOutcome, TurnStream};
 pub use tools::ToolRegistry;
 
@@ -78,17 +80,46 @@ impl AgentLoop {
     /// with the new user message). The turn's task id, context, principal and
     /// cancellation come from `cx`; its agent id is this loop's.
     pub fn start_turn(&self, messages: History, cx: TurnContext) -> TurnStream {
+        self.start_turn_with(messages, cx, TurnSettings::default())
+    }
+
+    /// [`start_turn`](Self::start_turn) with settings for this turn only
+    /// (system prompt, limits, tool failure mode): each field set replaces
+    /// the loop's value for this turn.
+    pub fn start_turn_with(
+        &self,
+        messages: History,
+        cx: TurnContext,
+        settings: TurnSettings,
+    ) -> TurnStream {
         let cx = cx.with_agent_id(self.config.agent_id.clone());
         let (emit, rx) = self.channel(&cx);
         let shared = Arc::new(TurnShared::default());
-        let turn = Turn::start(self.clone(), cx, emit, shared.clone(), messages.clone());
+        let turn = Turn::start(
+            self.clone(),
+            cx,
+            emit,
+            shared.clone(),
+            messages.clone(),
+            settings,
+        );
         TurnStream::new(Box::pin(turn.run(false)), rx, shared, messages)
     }
 
     /// Continues the turn of `cx.task_id` from its last checkpoint: tool calls
     /// whose results were recorded are not run again. A turn that had already
     /// ended just reports its final state again.
+    ///
+    /// Per-turn settings are not stored in the checkpoint: the resumed turn
+    /// runs with the loop's settings (see [`resume_with`](Self::resume_with)).
     pub fn resume(&self, cx: TurnContext) -> TurnStream {
+        self.resume_with(cx, TurnSettings::default())
+    }
+
+    /// [`resume`](Self::resume) with settings for the rest of the turn (the
+    /// checkpoint does not keep the ones it started with). A wall-time
+    /// limit counts from the resume.
+    pub fn resume_with(&self, cx: TurnContext, settings: TurnSettings) -> TurnStream {
         let cx = cx.with_agent_id(self.config.agent_id.clone());
         let (emit, rx) = self.channel(&cx);
         let shared = Arc::new(TurnShared::default());
@@ -131,7 +162,7 @@ impl AgentLoop {
                 }
                 Ok(c) => {
                     shared2.set_history(c.messages.clone());
-                    Turn::from_checkpoint(this, cx, emit, shared2, c)
+                    Turn::from_checkpoint(this, cx, emit, shared2, c, settings)
                         .run(true)
                         .await;
                 }
@@ -215,6 +246,24 @@ impl AgentLoopBuilder {
     /// Only the done tool ends the turn.
     pub fn require_done_tool(mut self, yes: bool) -> Self {
         self.config.require_done_tool = yes;
+        self
+    }
+
+    /// Limits the tool calls one turn may run (default: no limit).
+    pub fn max_tool_calls(mut self, n: u32) -> Self {
+        self.config.max_tool_calls = Some(n);
+        self
+    }
+
+    /// Limits the wall time one turn may take (default: no limit).
+    pub fn max_duration(mut self, limit: std::time::Duration) -> Self {
+        self.config.max_duration = Some(limit);
+        self
+    }
+
+    /// Sets what a failed tool call does (default: the model goes on).
+    pub fn tool_failure_mode(mut self, mode: ToolFailureMode) -> Self {
+        self.config.tool_failure_mode = mode;
         self
     }
 

@@ -9,7 +9,7 @@ use futures::StreamExt;
 use looopy_core::store::TaskCheckpoint;
 use looopy_core::{
     History, LlmError, LlmResponse, Message, Part, Role, TaskState, ToolCall, ToolChoice,
-    ToolOutcome, ToolResult, ToolSignal, TurnContext, Usage,
+    ToolFailure, ToolOutcome, ToolResult, ToolSignal, TurnContext, Usage,
 };
 use serde_json::{Map, Value, json};
 use tracing::Instrument;
@@ -18,6 +18,7 @@ use crate::checkpoint::{self, CheckpointWriter, Snapshot};
 use crate::events::{Emitter, TurnEnd};
 use crate::hooks::{FatalHook, HookContext, TurnSummary};
 use crate::iteration;
+use crate::limits::{ToolFailureMode, TurnSettings};
 use crate::stream::{TurnOutcome, TurnShared};
 use crate::tools::{self, CallEnv, ToolRegistry};
 use crate::{AgentLoop, LoopError};
@@ -37,6 +38,11 @@ pub(crate) struct Turn {
     pub(crate) completed: Vec<ToolResult>,
     /// Extra prompts sent by incomplete-work hooks so far.
     incomplete_prompts: u32,
+    /// Tool calls dispatched so far (for `max_tool_calls`).
+    tool_calls: u32,
+    /// The turn's settings, until the turn starts and merges them into the
+    /// loop's configuration (`agent.config` is the merged one after that).
+    settings: TurnSettings,
     /// Saves checkpoints in the background.
     writer: CheckpointWriter,
 }
@@ -60,8 +66,13 @@ impl Ending {
     }
 
     fn failed(message: impl Into<String>, kind: &str) -> Self {
+        Ending::failed_as(TurnEnd::Error, message, kind)
+    }
+
+    /// A failed end of this kind, with an error of type `kind`.
+    fn failed_as(end: TurnEnd, message: impl Into<String>, kind: &str) -> Self {
         let text = message.into();
-        let mut ending = Ending::new(TurnEnd::Error, Some(Message::assistant(text.clone())));
+        let mut ending = Ending::new(end, Some(Message::assistant(text.clone())));
         ending
             .metadata
             .insert("error".into(), json!({ "type": kind, "message": text }));
@@ -87,6 +98,7 @@ impl Turn {
         emit: Emitter,
         shared: Arc<TurnShared>,
         history: History,
+        settings: TurnSettings,
     ) -> Self {
         let writer = CheckpointWriter::new(agent.task_store.clone(), emit.clone());
         Turn {
@@ -102,6 +114,8 @@ impl Turn {
             created_at: Utc::now(),
             completed: Vec::new(),
             incomplete_prompts: 0,
+            tool_calls: 0,
+            settings,
         }
     }
 
@@ -112,8 +126,9 @@ impl Turn {
         emit: Emitter,
         shared: Arc<TurnShared>,
         history: History,
+        settings: TurnSettings,
     ) -> Self {
-        Self::new(agent, cx, emit, shared, history)
+        Self::new(agent, cx, emit, shared, history, settings)
     }
 
     /// A turn continuing from a checkpoint.
@@ -123,8 +138,9 @@ impl Turn {
         emit: Emitter,
         shared: Arc<TurnShared>,
         c: TaskCheckpoint,
+        settings: TurnSettings,
     ) -> Self {
-        let mut turn = Self::new(agent, cx, emit, shared, c.messages);
+        let mut turn = Self::new(agent, cx, emit, shared, c.messages, settings);
         turn.turn_start = c.turn_start;
         turn.iteration = c.iteration;
         turn.usage = c.usage;
@@ -175,7 +191,7 @@ impl Turn {
         }
         self.emit.status(TaskState::Working);
         self.emit.execution_start(resumed);
-        let ending = self.body(resumed).await;
+        let ending = self.body(resumed, started).await;
         let span = tracing::Span::current();
         span.record("looopy.turn.end", ending.end.as_str());
         span.record("a2a.task.state", ending.end.state().as_str());
@@ -194,7 +210,9 @@ impl Turn {
         self.finish(ending, started).await;
     }
 
-    async fn body(&mut self, resumed: bool) -> Ending {
+    /// Builds the registry, runs the `before_turn` hooks, merges the turn's
+    /// settings, then iterates under the wall-time limit, if any.
+    async fn body(&mut self, resumed: bool, started: Instant) -> Ending {
         let providers = match &self.cx.turn_tools {
             None => self.agent.tools.clone(),
             Some(extra) => self
@@ -209,20 +227,70 @@ impl Turn {
             Ok(r) => r,
             Err(e) => return Ending::failed(LoopError::from(e).to_string(), "configuration"),
         };
-        if let Err(f) = self
+        let mut settings = std::mem::take(&mut self.settings);
+        match self
             .agent
             .hooks
-            .before_turn(&self.hook_cx(), &self.emit, &self.history)
+            .before_turn(&self.hook_cx(), &self.emit, &self.history, &mut settings)
             .await
         {
-            return Ending::hook(f);
+            Ok(Some(history)) if !resumed => {
+                // The turn's own messages are those added after the rewrite.
+                self.turn_start = history.len();
+                self.history = history;
+                self.shared.set_history(self.history.clone());
+            }
+            Ok(_) => {}
+            Err(f) => return Ending::hook(f),
         }
+        if !settings.is_empty() {
+            // From here on the turn reads the merged values only.
+            self.agent.config = Arc::new(settings.apply(&self.agent.config));
+        }
+        let Some(limit) = self.agent.config.max_duration else {
+            return self.iterations(&registry, resumed).await;
+        };
+        // The limit counts from the turn's start. At the deadline the turn is
+        // cancelled through a child of its token (a running model call or
+        // tool stops as at a cancel), then its end is rewritten.
+        let deadline = tokio::time::Instant::from_std(started) + limit;
+        let outer = self.cx.cancel.clone();
+        let inner = outer.child_token();
+        self.cx.cancel = inner.clone();
+        let ending = {
+            let run = self.iterations(&registry, resumed);
+            tokio::pin!(run);
+            tokio::select! {
+                ending = &mut run => ending,
+                () = tokio::time::sleep_until(deadline) => {
+                    inner.cancel();
+                    run.await
+                }
+            }
+        };
+        self.cx.cancel = outer.clone();
+        if ending.end == TurnEnd::Cancelled && inner.is_cancelled() && !outer.is_cancelled() {
+            let mut ending = Ending::failed_as(
+                TurnEnd::MaxDuration,
+                format!("The turn ran past its time limit of {limit:?} and was stopped."),
+                "limit_exceeded",
+            );
+            ending
+                .metadata
+                .insert("maxDurationReached".into(), Value::Bool(true));
+            return ending;
+        }
+        ending
+    }
+
+    /// Runs the calls a resume left pending, then iterates until an end.
+    async fn iterations(&mut self, registry: &ToolRegistry, resumed: bool) -> Ending {
         if resumed {
             let pending =
                 checkpoint::pending_calls(&self.history, self.turn_start, &self.completed);
-            let pending = self.interrupted_calls(&registry, pending);
+            let pending = self.interrupted_calls(registry, pending);
             if (!pending.is_empty() || !self.completed.is_empty())
-                && let Step::End(ending) = self.run_tools(&registry, pending).await
+                && let Step::End(ending) = self.run_tools(registry, pending).await
             {
                 return ending;
             }
@@ -232,7 +300,12 @@ impl Turn {
                 return Ending::new(TurnEnd::Cancelled, None);
             }
             if self.iteration >= self.agent.config.max_iterations {
-                return self.wrap_up().await;
+                return self.wrap_up(TurnEnd::MaxIterations).await;
+            }
+            if let Some(max) = self.agent.config.max_tool_calls
+                && self.tool_calls >= max
+            {
+                return self.wrap_up(TurnEnd::MaxToolCalls).await;
             }
             self.iteration += 1;
             let iteration = self.iteration;
@@ -244,7 +317,7 @@ impl Turn {
             );
             let started = Instant::now();
             self.emit.iteration_start(iteration);
-            let step = self.iterate(&registry).instrument(span).await;
+            let step = self.iterate(registry).instrument(span).await;
             self.emit
                 .iteration_complete(iteration, started.elapsed().as_millis() as u64);
             if let Step::End(ending) = step {
@@ -410,8 +483,34 @@ impl Turn {
 
     /// Runs the pending calls of the last assistant message, appends every
     /// result of that message in the model's order, and reads their signals.
-    async fn run_tools(&mut self, registry: &ToolRegistry, calls: Vec<(usize, ToolCall)>) -> Step {
+    async fn run_tools(
+        &mut self,
+        registry: &ToolRegistry,
+        mut calls: Vec<(usize, ToolCall)>,
+    ) -> Step {
         let limit = self.agent.config.max_parallel_tools.max(1);
+        if let Some(max) = self.agent.config.max_tool_calls {
+            // Calls past the turn's limit are not run; each gets a denied
+            // result, and the next iteration wraps the turn up.
+            let left = max.saturating_sub(self.tool_calls) as usize;
+            if calls.len() > left {
+                for (_, call) in calls.split_off(left) {
+                    let result = ToolResult::failed(
+                        &call.id,
+                        ToolFailure::Denied,
+                        format!("Not run: this turn's limit of {max} tool calls was reached."),
+                    );
+                    self.emit
+                        .tool_complete(&call.name, &result, ToolOutcome::of(&result), 0);
+                    self.completed.push(result);
+                }
+            }
+        }
+        self.tool_calls = self
+            .tool_calls
+            .saturating_add(u32::try_from(calls.len()).unwrap_or(u32::MAX));
+        let fail_fast = self.agent.config.tool_failure_mode == ToolFailureMode::Fail;
+        let mut tool_failed: Option<Ending> = None;
         let cx = self.cx.clone();
         let emit = self.emit.clone();
         let hooks = self.agent.hooks.clone();
@@ -448,10 +547,23 @@ impl Turn {
             if fatal.is_none() {
                 fatal = f.fatal;
             }
+            let failed = fail_fast
+                && f.outcome != ToolOutcome::Success
+                && f.result.failure != Some(ToolFailure::Cancelled);
+            if failed {
+                tool_failed = Some(tool_failure(&f.call, &f.result));
+            }
             self.completed.push(f.result);
             self.checkpoint(TaskState::Working);
+            if failed {
+                break false;
+            }
         };
         drop(running);
+        if tool_failed.is_some() {
+            // The batch's other calls stop as at a cancel; the Agent closes them.
+            running_calls.cancel_all(&emit);
+        }
         if cancelled {
             running_calls.cancel_all(&emit);
             // `completed` stays in the checkpoint: a resume does not run those again.
@@ -487,6 +599,9 @@ impl Turn {
         }
         if let Some(f) = fatal {
             return Step::End(Ending::hook(f));
+        }
+        if let Some(ending) = tool_failed {
+            return Step::End(ending);
         }
         if !waiting.is_empty() {
             return Step::End(self.input_required(waiting));
@@ -528,9 +643,10 @@ impl Turn {
             .find(|m| m.role == Role::Assistant)
     }
 
-    /// Seed 003 §6: one last call without tools on a temporary copy of the
-    /// history plus a summary prompt; a fixed text if that fails.
-    async fn wrap_up(&mut self) -> Ending {
+    /// One last call without tools on a temporary copy of the history plus
+    /// a summary prompt; a fixed text if that fails. `end` is the limit that
+    /// was reached (`MaxIterations` or `MaxToolCalls`).
+    async fn wrap_up(&mut self, end: TurnEnd) -> Ending {
         let config = self.agent.config.clone();
         let mut messages = self.history.clone();
         messages.push(Message::user(config.final_summary_prompt.to_string()));
@@ -563,10 +679,12 @@ impl Turn {
             }
         };
         self.push(answer.clone());
-        let mut ending = Ending::new(TurnEnd::MaxIterations, Some(answer));
-        ending
-            .metadata
-            .insert("maxIterationsReached".into(), Value::Bool(true));
+        let flag = match end {
+            TurnEnd::MaxToolCalls => "maxToolCallsReached",
+            _ => "maxIterationsReached",
+        };
+        let mut ending = Ending::new(end, Some(answer));
+        ending.metadata.insert(flag.into(), Value::Bool(true));
         ending
     }
 
@@ -607,16 +725,37 @@ impl Turn {
         self.writer.submit(&self.cx, snapshot);
     }
 
+    /// An `after_turn` hook's final message: it replaces the ending's, and
+    /// the turn's last message when that is the same one.
+    fn replace_final(&mut self, ending: &mut Ending, mut message: Message) {
+        if let Some(old) = &ending.message {
+            if ending.end == TurnEnd::InputRequired {
+                message.tool_calls.clone_from(&old.tool_calls);
+            }
+            if self.history.len() > self.turn_start && self.history.last() == Some(old) {
+                let mut history = History::new();
+                for m in self.history.iter_from(0).take(self.history.len() - 1) {
+                    history.push_shared(m.clone());
+                }
+                self.history = history;
+                self.push(message.clone());
+            }
+        }
+        ending.message = Some(message);
+    }
+
     async fn finish(&mut self, mut ending: Ending, started: Instant) {
         if !self.agent.hooks.is_empty() {
-            let summary = self.summary(ending.end, ending.message.as_ref());
-            if let Err(f) = self
+            let mut summary = self.summary(ending.end, ending.message.as_ref());
+            match self
                 .agent
                 .hooks
-                .after_turn(&self.hook_cx(), &self.emit, &summary)
+                .after_turn(&self.hook_cx(), &self.emit, &mut summary)
                 .await
             {
-                ending = Ending::hook(f);
+                Ok(Some(message)) => self.replace_final(&mut ending, message),
+                Ok(None) => {}
+                Err(f) => ending = Ending::hook(f),
             }
         }
         let state = ending.end.state();
@@ -660,6 +799,26 @@ fn ensure_call_ids(calls: &mut [ToolCall]) {
         }
         seen.insert(call.id.clone());
     }
+}
+
+/// The end of a turn whose tool call failed under [`ToolFailureMode::Fail`].
+fn tool_failure(call: &ToolCall, result: &ToolResult) -> Ending {
+    let kind = result.failure.unwrap_or(ToolFailure::Failed);
+    let mut ending = Ending::failed_as(
+        TurnEnd::ToolFailed,
+        format!(
+            "Tool '{}' failed ({}): {}",
+            call.name,
+            kind.as_str(),
+            result.text_content()
+        ),
+        "tool_failed",
+    );
+    ending.metadata.insert(
+        "failedToolCall".into(),
+        json!({ "name": call.name, "callId": call.id, "failure": kind.as_str() }),
+    );
+    ending
 }
 
 /// The wrap-up answer: the model's text without tool calls (a model that

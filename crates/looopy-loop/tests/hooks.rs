@@ -15,8 +15,8 @@ use looopy_core::{
 };
 use looopy_loop::AgentLoop;
 use looopy_loop::hooks::{
-    Approval, ApproveFn, BeforeLlm, BeforeTool, Hook, HookContext, HookError, HookFailureMode,
-    TurnSummary,
+    AfterTurn, Approval, ApproveFn, BeforeLlm, BeforeTool, BeforeTurn, Hook, HookContext,
+    HookError, HookFailureMode, TurnSummary,
 };
 use looopy_testkit::ScriptedLlm;
 
@@ -42,12 +42,12 @@ impl Hook for Recorder {
     fn name(&self) -> &str {
         &self.name
     }
-    async fn before_turn(&self, _cx: &HookContext, _h: &History) -> Result<(), HookError> {
+    async fn before_turn(&self, _cx: &HookContext, _h: &History) -> Result<BeforeTurn, HookError> {
         self.log
             .lock()
             .unwrap()
             .push(format!("{}:before_turn", self.name));
-        Ok(())
+        Ok(BeforeTurn::unchanged())
     }
     async fn before_llm(
         &self,
@@ -68,12 +68,12 @@ impl Hook for Recorder {
             .push(format!("{}:after_llm", self.name));
         Ok(())
     }
-    async fn after_turn(&self, _cx: &HookContext, s: &TurnSummary) -> Result<(), HookError> {
+    async fn after_turn(&self, _cx: &HookContext, s: &TurnSummary) -> Result<AfterTurn, HookError> {
         self.log
             .lock()
             .unwrap()
             .push(format!("{}:after_turn {}", self.name, s.reason));
-        Ok(())
+        Ok(AfterTurn::Keep)
     }
 }
 

@@ -1,0 +1,81 @@
+//! Per-turn settings given through `TurnOptions`.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use looopy_agent::{TurnEnd, TurnOptions};
+use looopy_core::store::MessageStore;
+use looopy_core::{LlmResponse, Message, TaskState};
+use looopy_loop::TurnSettings;
+use looopy_stores_memory::MemoryStores;
+use looopy_testkit::ScriptedLlm;
+
+#[tokio::test]
+async fn a_turns_system_prompt_and_iteration_limit_reach_the_loop() {
+    let stores = MemoryStores::new();
+    let llm = ScriptedLlm::new()
+        .respond(call("lookup", &["a"]))
+        .respond(LlmResponse::text("Partial result."))
+        .respond(LlmResponse::text("Plain."));
+    let agent = builder("c-settings", &llm, &stores)
+        .system_prompt("Agent prompt.")
+        .tools(TestTools::default())
+        .max_iterations(10)
+        .build()
+        .unwrap();
+    let t = agent
+        .execute_turn_with(
+            Some(Message::user("go")),
+            TurnOptions::new()
+                .with_system_prompt("Turn prompt.")
+                .with_max_iterations(1),
+        )
+        .await
+        .unwrap();
+    let (events, s) = t.collect_all().await;
+    let s = s.unwrap();
+    assert_eq!(s.end, TurnEnd::MaxIterations);
+    assert_eq!(final_metadata(&events)["finishReason"], "max_iterations");
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 2, "one iteration, then the wrap-up call");
+    assert_eq!(reqs[0].system_prompt.as_deref(), Some("Turn prompt."));
+    // The next turn has no settings: the agent's prompt again.
+    let (_, s) = turn(&agent, "again").await;
+    assert_eq!(s.end, TurnEnd::Finished);
+    assert_eq!(
+        llm.requests()[2].system_prompt.as_deref(),
+        Some("Agent prompt.")
+    );
+}
+
+#[tokio::test]
+async fn a_wall_time_limit_fails_the_turn_and_the_stored_history_stays_whole() {
+    let stores = MemoryStores::new();
+    let llm = ScriptedLlm::new().respond(call("slow", &["s1"]));
+    let agent = builder("c-wall", &llm, &stores)
+        .tools(TestTools::default())
+        .build()
+        .unwrap();
+    let t = agent
+        .execute_turn_with(
+            Some(Message::user("go")),
+            TurnOptions::new()
+                .with_settings(TurnSettings::new().with_max_duration(Duration::from_millis(200))),
+        )
+        .await
+        .unwrap();
+    let (events, s) = tokio::time::timeout(Duration::from_secs(60), t.collect_all())
+        .await
+        .expect("the limit did not stop the turn");
+    let s = s.unwrap();
+    assert_eq!(s.end, TurnEnd::MaxDuration);
+    assert_eq!(s.state, TaskState::Failed);
+    let meta = final_metadata(&events);
+    assert_eq!(meta["finishReason"], "max_duration");
+    assert_eq!(meta["error"]["type"], "limit_exceeded");
+    let stored = stores.messages.load("c-wall").await.unwrap();
+    assert_tool_pairs_intact(&stored);
+}
