@@ -27,8 +27,10 @@ async fn an_llm_error_mid_turn_keeps_the_tool_results_and_the_next_turn_runs() {
             message: "overloaded".into(),
         })
         .respond(LlmResponse::text("recovered"));
+    // Without the loop's default retry, which would try the 503 again.
     let agent = builder("c-err", &llm, &stores)
         .tools(TestTools::default())
+        .configure_loop(|l| l.retry(looopy_loop::layers::RetryPolicy::none()))
         .build()
         .unwrap();
     let (events, s) = turn(&agent, "look it up").await;

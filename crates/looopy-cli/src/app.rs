@@ -9,10 +9,11 @@ use async_trait::async_trait;
 use looopy_a2a::{A2aClient, RemoteAgentTools};
 use looopy_agent::{Agent, AgentError};
 use looopy_core::{LlmError, LlmProvider, LlmRequest, LlmResponse, ToolProvider, TurnContext};
-use looopy_llm_litellm::{LiteLlmConfig, LiteLlmProvider, RetryPolicy, RetryingLlm};
+use looopy_llm_litellm::{LiteLlmConfig, LiteLlmProvider};
 use looopy_loop::AgentLoopConfig;
+use looopy_loop::layers::RetryPolicy;
 use looopy_stores_redis::Stores;
-use looopy_tools::{HttpServer, McpToolProvider, StdioServer, TimeoutTools};
+use looopy_tools::{HttpServer, McpToolProvider, StdioServer};
 
 use crate::config::{Config, LlmSection, McpServerConfig};
 
@@ -21,9 +22,13 @@ use crate::config::{Config, LlmSection, McpServerConfig};
 pub struct App {
     /// The configuration it was built from.
     pub config: Arc<Config>,
-    /// The model (or one that explains how to configure it).
+    /// The model (or one that explains how to configure it), unwrapped:
+    /// each Agent's loop puts [`retry`](Self::retry) around it.
     pub llm: Arc<dyn LlmProvider>,
-    /// Tool providers (MCP servers, remote agents), with timeouts.
+    /// How the loop retries failed model calls (`[llm] max_retries`).
+    pub retry: RetryPolicy,
+    /// Tool providers (MCP servers, remote agents), unwrapped: each Agent's
+    /// loop bounds their calls by `[agent] tool_timeout_secs`.
     pub tools: Vec<Arc<dyn ToolProvider>>,
     /// The stores.
     pub stores: Stores,
@@ -49,6 +54,15 @@ impl LlmProvider for UnconfiguredLlm {
     }
     fn model_name(&self) -> &str {
         "none"
+    }
+}
+
+/// The retry policy of `[llm] max_retries` (the loop's default when unset).
+fn retry_policy(section: Option<&LlmSection>) -> RetryPolicy {
+    match section.and_then(|s| s.max_retries) {
+        Some(0) => RetryPolicy::none(),
+        Some(n) => RetryPolicy::default().with_max_retries(n),
+        None => RetryPolicy::default(),
     }
 }
 
@@ -78,12 +92,7 @@ fn llm(
         config = config.with_max_tokens(m);
     }
     let provider = LiteLlmProvider::new(config).context("building the LLM provider")?;
-    let policy = match section.max_retries {
-        Some(0) => RetryPolicy::none(),
-        Some(n) => RetryPolicy::default().with_max_retries(n),
-        None => RetryPolicy::default(),
-    };
-    Ok(Arc::new(RetryingLlm::new(provider, policy)))
+    Ok(Arc::new(provider))
 }
 
 fn mcp(server: &McpServerConfig) -> McpToolProvider {
@@ -109,12 +118,9 @@ fn mcp(server: &McpServerConfig) -> McpToolProvider {
 impl App {
     /// Builds everything; connects to the stores (a wrong Redis URL fails here).
     pub async fn build(config: Config, env: &dyn Fn(&str) -> Option<String>) -> Result<App> {
-        let timeout = Duration::from_secs(config.agent.tool_timeout_secs);
         let mut tools: Vec<Arc<dyn ToolProvider>> = Vec::new();
         for server in &config.tools.mcp {
-            tools.push(Arc::new(
-                TimeoutTools::new(mcp(server)).with_default(timeout),
-            ));
+            tools.push(Arc::new(mcp(server)));
         }
         for remote in &config.tools.a2a {
             let mut client = A2aClient::builder(&remote.url);
@@ -129,7 +135,7 @@ impl App {
                 .clone()
                 .unwrap_or_else(|| format!("Asks the remote agent '{}'", remote.name));
             let tool = RemoteAgentTools::new(client.build(), &remote.name, &description);
-            tools.push(Arc::new(TimeoutTools::new(tool).with_default(timeout)));
+            tools.push(Arc::new(tool));
         }
         let stores = config
             .store
@@ -138,6 +144,7 @@ impl App {
             .context("connecting to the stores")?;
         Ok(App {
             llm: llm(config.llm.as_ref(), env)?,
+            retry: retry_policy(config.llm.as_ref()),
             tools,
             stores,
             config: Arc::new(config),
@@ -158,8 +165,13 @@ impl App {
 
     /// The Agent of one conversation, owned by `owner`.
     pub fn agent(&self, context_id: &str, owner: &str) -> Result<Agent, AgentError> {
+        let retry = self.retry.clone();
+        let tool_timeout = Duration::from_secs(self.config.agent.tool_timeout_secs);
         let mut builder = Agent::builder(context_id)
             .llm_shared(self.llm.clone())
+            // The loop's default layers, with the configured values: the
+            // model and the tools are wrapped there, once.
+            .configure_loop(move |l| l.retry(retry).tool_timeout(Some(tool_timeout)))
             .loop_config(self.loop_config())
             .task_store(self.stores.tasks.clone())
             .message_store(self.stores.messages.clone())

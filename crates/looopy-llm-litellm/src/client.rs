@@ -22,8 +22,9 @@ use crate::wire::{ChatCompletion, ChatRequest};
 /// `chat {model}` span with the GenAI semantic-convention fields, and (with
 /// the default `otel` feature) sends the span's W3C `traceparent`.
 ///
-/// Errors are never retried here: wrap the provider in
-/// [`RetryingLlm`](crate::RetryingLlm) for that.
+/// Errors are never retried here: an `AgentLoop` wraps its model in
+/// [`RetryingLlm`](crate::RetryingLlm) by default; wrap the provider
+/// yourself only to call it outside a loop.
 #[derive(Clone, Debug)]
 pub struct LiteLlmProvider {
     pub(crate) config: Arc<LiteLlmConfig>,

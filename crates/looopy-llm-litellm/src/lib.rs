@@ -7,10 +7,12 @@ mod decode;
 mod error;
 #[cfg(feature = "otel")]
 mod otel;
-mod retry;
 mod stream;
 mod wire;
 
 pub use client::LiteLlmProvider;
 pub use config::{ApiKey, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, LiteLlmConfig};
-pub use retry::{RetryPolicy, RetryingLlm};
+/// The retry layer, provider-independent: it lives in
+/// [`looopy_loop::layers::retry`] and is re-exported here so that existing
+/// imports keep working. An `AgentLoop` puts it around its model by default.
+pub use looopy_loop::layers::retry::{RetryPolicy, RetryingLlm};

@@ -4,7 +4,8 @@
 //! `iteration` makes one model call, `tools` routes and runs tool calls,
 //! `checkpoint` persists and derives what resume must do, `events` builds
 //! every event and `queue` holds them until the stream hands them out,
-//! `hooks` and `pause` are the extension points.
+//! `hooks` and `pause` are the extension points, `layers` wraps the model
+//! and the tool providers (retry, timeouts, custom layers).
 
 mod checkpoint;
 mod config;
@@ -12,6 +13,7 @@ mod error;
 mod events;
 pub mod hooks;
 mod iteration;
+pub mod layers;
 mod limits;
 mod pause;
 mod queue;
@@ -22,6 +24,7 @@ mod tools;
 mod turn;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use looopy_core::store::TaskStateStore;
 use looopy_core::{History, LlmProvider, TaskState, ToolProvider, TurnContext};
@@ -35,6 +38,7 @@ pub use tools::ToolRegistry;
 
 use crate::events::Emitter;
 use crate::hooks::{Hook, HookFailureMode, Hooks};
+use crate::layers::{LlmLayer, LlmStack, RetryPolicy, TimeoutLayer, ToolLayer, ToolStack};
 use crate::queue::EventQueue;
 use crate::stream::TurnShared;
 use crate::telemetry::LoopMetrics;
@@ -50,6 +54,7 @@ pub struct AgentLoop {
     config: Arc<AgentLoopConfig>,
     hooks: Hooks,
     metrics: LoopMetrics,
+    llm_stack: LlmStack,
 }
 
 impl AgentLoop {
@@ -63,9 +68,17 @@ impl AgentLoop {
         &self.config
     }
 
-    /// The model.
+    /// The model, wrapped in the loop's model layers (see [`layers`]).
     pub fn llm(&self) -> &Arc<dyn LlmProvider> {
         &self.llm
+    }
+
+    /// `model` wrapped in the same model layers as the loop's own (the
+    /// retry policy and the custom [`llm_layer`](AgentLoopBuilder::llm_layer)s),
+    /// for other calls that should behave alike, such as compaction
+    /// summaries made with another model.
+    pub fn layer_llm(&self, model: Arc<dyn LlmProvider>) -> Arc<dyn LlmProvider> {
+        self.llm_stack.apply(model)
     }
 
     fn channel(&self, cx: &TurnContext) -> (Emitter, Arc<EventQueue>) {
@@ -173,6 +186,17 @@ impl AgentLoop {
 }
 
 /// Builds an [`AgentLoop`].
+///
+/// A loop built from just a model and tools gets the default layers (see
+/// [`layers`]): [`RetryPolicy::default()`] around the model (5 retries with
+/// backoff, honouring `Retry-After`, malformed responses retried) and a 30 s
+/// [`TimeoutLayer`] around every tool provider. Change them with
+/// [`retry`](Self::retry) and [`tool_timeout`](Self::tool_timeout) /
+/// [`tool_timeouts`](Self::tool_timeouts), or drop both with
+/// [`without_default_layers`](Self::without_default_layers). Custom layers
+/// ([`llm_layer`](Self::llm_layer), [`tool_layer`](Self::tool_layer)) wrap
+/// the defaults, the first added outermost. Every provider is wrapped once,
+/// in [`build`](Self::build): give the builder unwrapped providers.
 pub struct AgentLoopBuilder {
     llm: Arc<dyn LlmProvider>,
     tools: Vec<Arc<dyn ToolProvider>>,
@@ -180,6 +204,10 @@ pub struct AgentLoopBuilder {
     config: AgentLoopConfig,
     hooks: Vec<Arc<dyn Hook>>,
     hook_failure_mode: HookFailureMode,
+    retry: Option<RetryPolicy>,
+    tool_timeout: Option<TimeoutLayer>,
+    llm_layers: Vec<Arc<dyn LlmLayer>>,
+    tool_layers: Vec<Arc<dyn ToolLayer>>,
 }
 
 impl AgentLoopBuilder {
@@ -192,7 +220,55 @@ impl AgentLoopBuilder {
             config: AgentLoopConfig::default(),
             hooks: Vec::new(),
             hook_failure_mode: HookFailureMode::default(),
+            retry: Some(RetryPolicy::default()),
+            tool_timeout: Some(TimeoutLayer::default()),
+            llm_layers: Vec::new(),
+            tool_layers: Vec::new(),
         }
+    }
+
+    /// How failed model calls are retried (default
+    /// [`RetryPolicy::default()`]); [`RetryPolicy::none()`] turns retrying
+    /// off.
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
+        self
+    }
+
+    /// The time limit of every tool call (default 30 s); `None` lets calls
+    /// run until they end or the turn is cancelled.
+    pub fn tool_timeout(mut self, limit: Option<Duration>) -> Self {
+        self.tool_timeout = limit.map(TimeoutLayer::new);
+        self
+    }
+
+    /// The time limits of tool calls, per tool if need be.
+    pub fn tool_timeouts(mut self, limits: TimeoutLayer) -> Self {
+        self.tool_timeout = Some(limits);
+        self
+    }
+
+    /// Neither the default retry around the model nor the default timeout
+    /// around the tools (for providers that already have their own). Custom
+    /// layers, and defaults set again afterwards, still apply.
+    pub fn without_default_layers(mut self) -> Self {
+        self.retry = None;
+        self.tool_timeout = None;
+        self
+    }
+
+    /// Adds a layer around the model, outside the retry and the layers
+    /// added before it.
+    pub fn llm_layer(mut self, layer: impl LlmLayer + 'static) -> Self {
+        self.llm_layers.push(Arc::new(layer));
+        self
+    }
+
+    /// Adds a layer around every tool provider, outside the timeout and the
+    /// layers added before it.
+    pub fn tool_layer(mut self, layer: impl ToolLayer + 'static) -> Self {
+        self.tool_layers.push(Arc::new(layer));
+        self
     }
 
     /// Adds a tool provider. Tool names must be unique across providers.
@@ -300,11 +376,17 @@ impl AgentLoopBuilder {
         self
     }
 
-    /// The loop.
+    /// The loop, its model and tool providers wrapped in the layers.
     pub fn build(self) -> AgentLoop {
+        let llm_stack = LlmStack::new(self.retry, &self.llm_layers);
+        let tool_stack = ToolStack::new(self.tool_timeout, &self.tool_layers);
         AgentLoop {
-            llm: self.llm,
-            tools: self.tools.into(),
+            llm: llm_stack.apply(self.llm),
+            tools: self
+                .tools
+                .into_iter()
+                .map(|p| tool_stack.apply(p))
+                .collect(),
             task_store: self.task_store,
             config: Arc::new(self.config),
             hooks: Hooks {
@@ -312,6 +394,7 @@ impl AgentLoopBuilder {
                 mode: self.hook_failure_mode,
             },
             metrics: LoopMetrics::new(),
+            llm_stack,
         }
     }
 }

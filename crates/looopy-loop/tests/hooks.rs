@@ -544,7 +544,9 @@ async fn the_catalogue_reports_llm_errors_and_the_execution_end() {
         message: "slow down".into(),
         retry_after: None,
     });
-    let events = drain(AgentLoop::builder(llm).build().start_turn(user("x"), cx())).await;
+    // Without the default retry, which would try the rate-limited call again.
+    let agent = AgentLoop::builder(llm).without_default_layers().build();
+    let events = drain(agent.start_turn(user("x"), cx())).await;
     let llm_error = events.iter().find_map(|e| match &*e.payload {
         EventPayload::LlmError {
             error_type,

@@ -166,6 +166,7 @@ async fn an_llm_error_is_recorded_on_the_span_that_failed() {
         });
         drain(
             AgentLoop::builder(llm)
+                .without_default_layers()
                 .build()
                 .start_turn(History::from(vec![Message::user("?")]), cx()),
         )

@@ -305,7 +305,8 @@ async fn llm_error_fails_the_turn_with_the_error_in_the_event() {
         status: 503,
         message: "upstream down".into(),
     });
-    let events = drain(AgentLoop::builder(llm).build().start_turn(user("x"), cx())).await;
+    let agent = AgentLoop::builder(llm).without_default_layers().build();
+    let events = drain(agent.start_turn(user("x"), cx())).await;
     let last = final_event(&events);
     assert_eq!(last.state(), Some(TaskState::Failed));
     let meta = final_meta(&events);

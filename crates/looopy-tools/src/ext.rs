@@ -2,7 +2,7 @@
 
 use looopy_core::ToolProvider;
 
-use crate::timeout::TimeoutTools;
+use crate::TimeoutTools;
 
 /// Wrapping methods for every [`ToolProvider`], tower style:
 /// `tools.with_timeouts()`. The wrapper added last runs first. (Which calls

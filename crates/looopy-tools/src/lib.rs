@@ -12,7 +12,6 @@ mod ext;
 mod local;
 #[cfg(feature = "mcp")]
 pub mod mcp;
-mod timeout;
 
 pub use client::{
     CLIENT_TOOL_MARK, CLIENT_TOOLS_KEY, ClientToolResult, ClientTools, PendingClientCall,
@@ -22,6 +21,10 @@ pub use done::{DONE_TOOL_NAME, DoneTool};
 pub use error::{ToolFnError, ToolsError};
 pub use ext::ToolProviderExt;
 pub use local::{LocalTools, NoArgs, parse_arguments, schema_for};
+/// The timeout layer, provider-independent: it lives in
+/// [`looopy_loop::layers::timeout`] and is re-exported here so that existing
+/// imports keep working. An `AgentLoop` puts it around every tool provider
+/// by default.
+pub use looopy_loop::layers::timeout::{DEFAULT_TOOL_TIMEOUT, TimeoutLayer, TimeoutTools};
 #[cfg(feature = "mcp")]
 pub use mcp::{HttpServer, IDEMPOTENCY_KEY_META, McpToolProvider, McpTransport, StdioServer};
-pub use timeout::{DEFAULT_TOOL_TIMEOUT, TimeoutTools};

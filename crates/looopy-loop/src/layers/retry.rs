@@ -1,6 +1,11 @@
 //! [`RetryingLlm`]: retries with exponential backoff and full jitter around
-//! any [`LlmProvider`].
+//! any [`LlmProvider`]; [`RetryPolicy`] is also the [`LlmLayer`] that puts
+//! it there.
+//!
+//! Nothing here knows a wire protocol: a provider reports the server's
+//! `Retry-After` through [`LlmError::retry_after`], and the policy reads it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -8,6 +13,8 @@ use futures::stream::{self, StreamExt};
 use looopy_core::{
     LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream, TurnContext,
 };
+
+use super::LlmLayer;
 
 /// When and how long to wait before trying a failed call again.
 ///
@@ -123,6 +130,17 @@ impl RetryPolicy {
     }
 }
 
+/// Wraps a model in a [`RetryingLlm`] with this policy; a policy of no
+/// retries leaves the model as it is.
+impl LlmLayer for RetryPolicy {
+    fn layer(&self, inner: Arc<dyn LlmProvider>) -> Arc<dyn LlmProvider> {
+        if self.max_retries == 0 {
+            return inner;
+        }
+        Arc::new(RetryingLlm::new(inner, self.clone()))
+    }
+}
+
 /// Why a failed call is not tried again.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum GiveUp {
@@ -227,7 +245,7 @@ fn prefix_message(error: LlmError, note: &str) -> LlmError {
 ///
 /// ```
 /// use looopy_core::LlmProvider;
-/// use looopy_llm_litellm::{RetryPolicy, RetryingLlm};
+/// use looopy_loop::layers::retry::{RetryPolicy, RetryingLlm};
 /// use looopy_testkit::ScriptedLlm;
 ///
 /// let llm = RetryingLlm::new(ScriptedLlm::new(), RetryPolicy::default());
