@@ -248,7 +248,11 @@ impl AgentBuilder {
                 for f in self.customize {
                     builder = f(builder);
                 }
-                (builder.build(), llm)
+                let agent_loop = builder.build();
+                // The summary calls of compaction get the loop's model layers
+                // (retry) too, but not the window: they send the transcript.
+                let summarizer = agent_loop.layer_llm(llm);
+                (agent_loop, summarizer)
             }
         };
         // The window applied to the history at the start of a turn sees no
