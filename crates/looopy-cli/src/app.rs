@@ -10,12 +10,13 @@ use looopy_a2a::{A2aClient, RemoteAgentTools};
 use looopy_agent::{Agent, AgentError};
 use looopy_core::{LlmError, LlmProvider, LlmRequest, LlmResponse, ToolProvider, TurnContext};
 use looopy_llm_litellm::{LiteLlmConfig, LiteLlmProvider};
-use looopy_loop::AgentLoopConfig;
 use looopy_loop::layers::RetryPolicy;
+use looopy_loop::layers::timeout::TimeoutLayer;
+use looopy_loop::{AgentLoopConfig, ToolFailureMode};
 use looopy_stores_redis::Stores;
 use looopy_tools::{HttpServer, McpToolProvider, StdioServer};
 
-use crate::config::{Config, LlmSection, McpServerConfig};
+use crate::config::{Config, FailureMode, LlmSection, McpServerConfig};
 
 /// What every turn of `looopy serve` / `looopy run` shares.
 #[derive(Clone)]
@@ -151,6 +152,21 @@ impl App {
         })
     }
 
+    /// The tool time limits from `[agent]`: `tool_timeout_secs` for every
+    /// tool, `[agent.tool_timeouts]` for some (0: none).
+    pub fn tool_timeouts(&self) -> TimeoutLayer {
+        let a = &self.config.agent;
+        let mut layer = TimeoutLayer::new(Duration::from_secs(a.tool_timeout_secs));
+        for (tool, &secs) in &a.tool_timeouts {
+            layer = if secs > 0.0 {
+                layer.with_timeout(tool, Duration::from_secs_f64(secs))
+            } else {
+                layer.without_timeout(tool)
+            };
+        }
+        layer
+    }
+
     /// The loop settings from `[agent]`.
     pub fn loop_config(&self) -> AgentLoopConfig {
         let a = &self.config.agent;
@@ -159,6 +175,12 @@ impl App {
             system_prompt: a.system_prompt.as_deref().map(Arc::from),
             max_iterations: a.max_iterations,
             max_parallel_tools: a.max_parallel_tools,
+            max_tool_calls: a.max_tool_calls,
+            max_duration: a.max_turn_secs.map(Duration::from_secs_f64),
+            tool_failure_mode: match a.tool_failure_mode {
+                FailureMode::Continue => ToolFailureMode::Continue,
+                FailureMode::Fail => ToolFailureMode::Fail,
+            },
             ..AgentLoopConfig::default()
         }
     }
@@ -166,12 +188,12 @@ impl App {
     /// The Agent of one conversation, owned by `owner`.
     pub fn agent(&self, context_id: &str, owner: &str) -> Result<Agent, AgentError> {
         let retry = self.retry.clone();
-        let tool_timeout = Duration::from_secs(self.config.agent.tool_timeout_secs);
+        let timeouts = self.tool_timeouts();
         let mut builder = Agent::builder(context_id)
             .llm_shared(self.llm.clone())
             // The loop's default layers, with the configured values: the
             // model and the tools are wrapped there, once.
-            .configure_loop(move |l| l.retry(retry).tool_timeout(Some(tool_timeout)))
+            .configure_loop(move |l| l.retry(retry).tool_timeouts(timeouts))
             .loop_config(self.loop_config())
             .task_store(self.stores.tasks.clone())
             .message_store(self.stores.messages.clone())
@@ -188,5 +210,43 @@ impl App {
             builder = builder.tools_shared(tool.clone());
         }
         builder.build()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[tokio::test]
+    async fn agent_limits_and_tool_timeouts_of_looopy_toml_reach_the_loop() {
+        let config = Config::parse(
+            "[agent]\ntool_timeout_secs = 7\nmax_tool_calls = 3\nmax_turn_secs = 90.5\n\
+             tool_failure_mode = \"fail\"\n[agent.tool_timeouts]\nslow = 120\nendless = 0\n",
+        )
+        .unwrap();
+        let app = App::build(config, &|_| None).await.unwrap();
+        let l = app.loop_config();
+        assert_eq!(l.max_tool_calls, Some(3));
+        assert_eq!(l.max_duration, Some(Duration::from_secs_f64(90.5)));
+        assert_eq!(l.tool_failure_mode, ToolFailureMode::Fail);
+        let t = app.tool_timeouts();
+        assert_eq!(t.limit_for("any"), Some(Duration::from_secs(7)));
+        assert_eq!(t.limit_for("slow"), Some(Duration::from_secs(120)));
+        assert_eq!(t.limit_for("endless"), None);
+
+        let defaults = App::build(Config::parse("").unwrap(), &|_| None)
+            .await
+            .unwrap();
+        let l = defaults.loop_config();
+        assert_eq!((l.max_tool_calls, l.max_duration), (None, None));
+        assert_eq!(l.tool_failure_mode, ToolFailureMode::Continue);
+        assert_eq!(
+            defaults.tool_timeouts().limit_for("any"),
+            Some(Duration::from_secs(30))
+        );
+        assert!(Config::parse("[agent]\ntool_failure_mode = \"explode\"").is_err());
+        assert!(Config::parse("[agent]\nmax_turn_secs = 0").is_err());
     }
 }

@@ -9,6 +9,13 @@
 //! description = "Answers questions"
 //! system_prompt = "You are helpful."
 //! max_iterations = 10
+//! tool_timeout_secs = 30      # every tool call; per tool: [agent.tool_timeouts]
+//! max_tool_calls = 40         # per turn, then the turn wraps up (default: none)
+//! max_turn_secs = 300         # per turn, then it ends failed (default: none)
+//! tool_failure_mode = "continue"  # or "fail": the first failed tool call ends the turn
+//!
+//! [agent.tool_timeouts]       # seconds, by tool name (0: no limit)
+//! slow_report = 120
 //!
 //! [llm]                       # LOOOPY_LLM_BASE_URL / _MODEL / _API_KEY override these
 //! base_url = "http://localhost:4000/v1"
@@ -158,6 +165,31 @@ pub struct AgentSection {
     /// Tool timeout in seconds.
     #[serde(default = "default_tool_timeout")]
     pub tool_timeout_secs: u64,
+    /// Per-tool timeouts in seconds, by tool name (0: no limit for that tool).
+    #[serde(default)]
+    pub tool_timeouts: BTreeMap<String, f64>,
+    /// Most tool calls in one turn; past it the turn wraps up (none by default).
+    #[serde(default)]
+    pub max_tool_calls: Option<u32>,
+    /// Longest wall time of one turn in seconds; past it the turn ends
+    /// `failed` (none by default).
+    #[serde(default)]
+    pub max_turn_secs: Option<f64>,
+    /// What a failed tool call does: `"continue"` (the model reads the error;
+    /// the default) or `"fail"` (the turn ends `failed`).
+    #[serde(default)]
+    pub tool_failure_mode: FailureMode,
+}
+
+/// `[agent] tool_failure_mode`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FailureMode {
+    /// The model reads the error and goes on.
+    #[default]
+    Continue,
+    /// The first failed call ends the turn.
+    Fail,
 }
 
 fn default_name() -> String {
@@ -185,6 +217,10 @@ impl Default for AgentSection {
             max_iterations: default_max_iterations(),
             max_parallel_tools: default_parallel(),
             tool_timeout_secs: default_tool_timeout(),
+            tool_timeouts: BTreeMap::new(),
+            max_tool_calls: None,
+            max_turn_secs: None,
+            tool_failure_mode: FailureMode::Continue,
         }
     }
 }
@@ -374,6 +410,18 @@ impl Config {
         }
         if self.agent.max_iterations == 0 {
             bail!("[agent] max_iterations must be at least 1");
+        }
+        if let Some(secs) = self.agent.max_turn_secs
+            && !(0.01..=86_400.0).contains(&secs)
+        {
+            bail!("[agent] max_turn_secs must be between 0.01 and 86400 seconds, not {secs}");
+        }
+        for (tool, secs) in &self.agent.tool_timeouts {
+            if !(0.0..=86_400.0).contains(secs) {
+                bail!(
+                    "[agent.tool_timeouts] {tool} must be between 0 and 86400 seconds, not {secs}"
+                );
+            }
         }
         let d = &self.durability;
         for (name, value) in [
