@@ -168,3 +168,90 @@ token = "{TOKEN}"
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_agent_used_as_a_tool_joins_the_callers_trace() {
+    let (otlp, received) = otlp_receiver().await;
+    let otel = [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", otlp.as_str()),
+        ("OTEL_SERVICE_NAME", "looopy-trace-test"),
+    ];
+    // The callee: a second `looopy serve` with a model of its own.
+    let callee_llm = OpenAiFixture::start().await.unwrap();
+    callee_llm.push(FixtureReply::Text("the callee's answer".into()));
+    let callee_dir = tempfile::tempdir().unwrap();
+    let callee_config = write_config(
+        &callee_dir,
+        &format!(
+            "[agent]\nname = \"callee\"\n[llm]\nbase_url = \"{}\"\nmodel = \"m\"\n",
+            callee_llm.base_url()
+        ),
+    );
+    let (callee, callee_url) = serve(&callee_config, &otel);
+    // The caller: its model asks the callee through the remote-agent tool.
+    let llm = OpenAiFixture::start().await.unwrap();
+    llm.push(FixtureReply::json(openai::tool_calls_completion(&[(
+        "call-r",
+        "helper",
+        r#"{"message":"please help"}"#,
+    )])));
+    llm.push(FixtureReply::Text("done with help".into()));
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        &dir,
+        &format!(
+            "[agent]\nname = \"caller\"\n[llm]\nbase_url = \"{}\"\nmodel = \"m\"\n\
+             [[tools.a2a]]\nname = \"helper\"\nurl = \"{callee_url}\"\n",
+            llm.base_url()
+        ),
+    );
+    let (caller, url) = serve(&config, &otel);
+    let answer = A2aClient::new(&url)
+        .send(&SendRequest::text("ask the helper"))
+        .await
+        .unwrap();
+    let SendResponse::Task(task) = answer else {
+        panic!("expected a task: {answer:?}");
+    };
+    assert_eq!(task.status.state, TaskState::Completed, "{task:?}");
+    assert_eq!(callee_llm.requests().len(), 1, "the callee was asked");
+    for process in [caller, callee] {
+        let status = tokio::task::spawn_blocking(move || stop(process))
+            .await
+            .unwrap();
+        assert!(status.success(), "{status:?}");
+    }
+
+    let requests = received.lock().unwrap();
+    let spans: Vec<&Span> = requests
+        .iter()
+        .flat_map(|r| &r.resource_spans)
+        .flat_map(|rs| &rs.scope_spans)
+        .flat_map(|ss| &ss.spans)
+        .collect();
+    let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+    let by_id: HashMap<&[u8], &Span> = spans.iter().map(|s| (s.span_id.as_slice(), *s)).collect();
+    let caller_agent = spans
+        .iter()
+        .find(|s| s.name == "invoke_agent caller")
+        .unwrap_or_else(|| panic!("{names:?}"));
+    let callee_agent = spans
+        .iter()
+        .find(|s| s.name == "invoke_agent callee")
+        .unwrap_or_else(|| panic!("{names:?}"));
+    assert_eq!(
+        callee_agent.trace_id, caller_agent.trace_id,
+        "the callee's turn is in the caller's trace: {names:?}"
+    );
+    // The callee's spans hang under the caller's tool call.
+    let tool = spans
+        .iter()
+        .find(|s| s.name == "execute_tool helper")
+        .unwrap_or_else(|| panic!("{names:?}"));
+    let mut up = callee_agent;
+    while up.span_id != tool.span_id {
+        up = by_id
+            .get(up.parent_span_id.as_slice())
+            .unwrap_or_else(|| panic!("'{}' has no exported parent: {names:?}", up.name));
+    }
+}
