@@ -235,6 +235,7 @@ impl AgentBuilder {
                 let model: Arc<dyn LlmProvider> = if self.settings.window.is_unbounded() {
                     llm.clone()
                 } else {
+                    self.settings.window_in_model = true;
                     Arc::new(WindowedLlm::new(llm.clone(), self.settings.window.clone()))
                 };
                 let mut builder =

@@ -27,6 +27,10 @@ pub(crate) struct Settings {
     pub(crate) auto_save: bool,
     pub(crate) lock_ttl: Duration,
     pub(crate) window: WindowConfig,
+    /// The window is a layer around the loop's model (`WindowedLlm`), which
+    /// applies it to every request: the turn then starts on the whole
+    /// history, so that the window is applied once, not twice.
+    pub(crate) window_in_model: bool,
     pub(crate) compaction: CompactionConfig,
     pub(crate) owner: Option<String>,
 }
@@ -37,6 +41,7 @@ impl Default for Settings {
             auto_save: true,
             lock_ttl: DEFAULT_LOCK_TTL,
             window: WindowConfig::default(),
+            window_in_model: false,
             compaction: CompactionConfig::default(),
             owner: None,
         }

@@ -93,7 +93,12 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
             Start::New(prepared) => {
                 let (compaction, compaction_error) =
                     maybe_compact(agent, &mut prepared.history, prepared.stored_len, cx).await;
-                let sent = window::apply(&prepared.history, &agent.inner.settings.window);
+                let settings = &agent.inner.settings;
+                let sent = if settings.window_in_model {
+                    prepared.history.clone()
+                } else {
+                    window::apply(&prepared.history, &settings.window)
+                };
                 let base = sent.len();
                 let stream =
                     agent

@@ -58,6 +58,36 @@ async fn the_model_sees_a_tool_safe_window_and_the_store_keeps_everything() {
 }
 
 #[tokio::test]
+async fn the_window_is_applied_once_by_the_model_layer_and_the_turn_keeps_the_whole_history() {
+    use looopy_core::store::TaskStateStore;
+    let stores = MemoryStores::new();
+    let llm = ScriptedLlm::new()
+        .respond(LlmResponse::text("a1"))
+        .respond(LlmResponse::text("a2"))
+        .respond(LlmResponse::text("a3"));
+    let agent = builder("c-once", &llm, &stores)
+        .task_store(stores.tasks.clone())
+        .window(WindowConfig::max_messages(2))
+        .build()
+        .unwrap();
+    turn(&agent, "u1").await;
+    turn(&agent, "u2").await;
+    let (_, summary) = turn(&agent, "u3").await;
+    // The model saw the window...
+    assert_eq!(texts(&llm.requests()[2].messages), vec!["a2", "u3"]);
+    // ...while the turn worked on the whole history: it was not cut before
+    // the turn and again by the model layer.
+    let checkpoint = stores.tasks.load(&summary.task_id).await.unwrap().unwrap();
+    assert_eq!(
+        checkpoint.messages.len(),
+        6,
+        "{:?}",
+        texts(&checkpoint.messages)
+    );
+    assert_eq!(checkpoint.turn_start, 5);
+}
+
+#[tokio::test]
 async fn a_token_window_applies_too() {
     let stores = MemoryStores::new();
     let big = "x".repeat(4000);
