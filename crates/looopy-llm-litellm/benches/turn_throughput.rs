@@ -212,7 +212,11 @@ fn main() {
             .collect::<Vec<_>>());
         let client = reqwest::Client::new();
         let provider = LiteLlmProvider::with_http_client(LiteLlmConfig::new(base.clone(), "bench-model"), client.clone()).unwrap();
+        // The same loop with its default layers (retry around the model, a
+        // 30 s timeout around the tools) and without them: what the layers cost.
         let agent = AgentLoop::builder(provider).system_prompt("bench").tools(NoopTools).stream(false).build();
+        let unlayered_provider = LiteLlmProvider::with_http_client(LiteLlmConfig::new(base.clone(), "bench-model"), client.clone()).unwrap();
+        let unlayered = AgentLoop::builder(unlayered_provider).system_prompt("bench").tools(NoopTools).stream(false).without_default_layers().build();
         // Warm up both paths.
         for _ in 0..50 {
             bare_turn(&client, &url, &tools_json).await;
@@ -233,6 +237,21 @@ fn main() {
                 }
             })
             .await;
+            let b = unlayered.clone();
+            let (plain_wall, plain_lat, plain_cpu) = drive(concurrency, move |i| {
+                let b = b.clone();
+                async move {
+                    let mut s = b.start_turn(History::from(vec![Message::user("go")]), TurnContext::new(format!("u{i}"), format!("c{i}")));
+                    while s.next().await.is_some() {}
+                }
+            })
+            .await;
+            let plain_tps = TURNS as f64 / plain_wall.as_secs_f64();
+            let plain_cpu_ms = plain_cpu * 1e3 / TURNS as f64;
+            println!(
+                "{{\"bench\":\"turn_throughput\",\"case\":\"AgentLoop without its default layers, concurrency {concurrency}\",\"unit\":\"ms\",\"median\":{:.3},\"p99\":{:.3},\"turns_per_s\":{plain_tps:.1},\"cpu_ms_per_turn\":{plain_cpu_ms:.3},\"notes\":\"{plain_tps:.0} turns/s, {plain_cpu_ms:.3} ms CPU/turn: the same loop with retry and tool timeout layers is the next row (the layers cost the difference, same run)\"}}",
+                pct(&plain_lat, 0.5), pct(&plain_lat, 0.99)
+            );
             let tps = TURNS as f64 / wall.as_secs_f64();
             let bare_tps = TURNS as f64 / bare_wall.as_secs_f64();
             let ratio = tps / bare_tps;
