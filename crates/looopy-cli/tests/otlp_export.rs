@@ -34,13 +34,7 @@ async fn a_turn_is_exported_over_otlp_http_with_one_trace_id() {
         .await
         .unwrap();
 
-    let requests = received.lock().unwrap();
-    let spans: Vec<_> = requests
-        .iter()
-        .flat_map(|r| &r.resource_spans)
-        .flat_map(|rs| &rs.scope_spans)
-        .flat_map(|ss| &ss.spans)
-        .collect();
+    let spans = support::exported_spans(&received);
     let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
     assert!(names.contains(&"invoke_agent otlp-test"), "{names:?}");
     assert!(names.contains(&"iteration 1"), "{names:?}");

@@ -14,7 +14,7 @@ use looopy_testkit::external::{repo_root, require};
 use looopy_testkit::openai_fixture::openai;
 use looopy_testkit::{FixtureReply, OpenAiFixture};
 use opentelemetry_proto::tonic::trace::v1::Span;
-use support::{otlp_receiver, serve, stop, write_config};
+use support::{exported_spans, otlp_receiver, serve, stop, write_config};
 
 const TOKEN: &str = "secret-token-never-in-spans";
 
@@ -82,13 +82,8 @@ token = "{TOKEN}"
         .unwrap();
     assert!(status.success(), "{status:?}");
 
-    let requests = received.lock().unwrap();
-    let spans: Vec<&Span> = requests
-        .iter()
-        .flat_map(|r| &r.resource_spans)
-        .flat_map(|rs| &rs.scope_spans)
-        .flat_map(|ss| &ss.spans)
-        .collect();
+    let exported = exported_spans(&received);
+    let spans: Vec<&Span> = exported.iter().collect();
     let by_id: HashMap<&[u8], &Span> = spans.iter().map(|s| (s.span_id.as_slice(), *s)).collect();
     let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
 
@@ -222,13 +217,8 @@ async fn a_remote_agent_used_as_a_tool_joins_the_callers_trace() {
         assert!(status.success(), "{status:?}");
     }
 
-    let requests = received.lock().unwrap();
-    let spans: Vec<&Span> = requests
-        .iter()
-        .flat_map(|r| &r.resource_spans)
-        .flat_map(|rs| &rs.scope_spans)
-        .flat_map(|ss| &ss.spans)
-        .collect();
+    let exported = exported_spans(&received);
+    let spans: Vec<&Span> = exported.iter().collect();
     let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
     let by_id: HashMap<&[u8], &Span> = spans.iter().map(|s| (s.span_id.as_slice(), *s)).collect();
     let caller_agent = spans

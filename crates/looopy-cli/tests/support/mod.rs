@@ -105,3 +105,15 @@ pub async fn otlp_receiver() -> (String, Received) {
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (format!("http://{addr}"), received)
 }
+
+/// Every span the receiver got so far, in arrival order.
+pub fn exported_spans(received: &Received) -> Vec<opentelemetry_proto::tonic::trace::v1::Span> {
+    received
+        .lock()
+        .unwrap()
+        .iter()
+        .flat_map(|r| &r.resource_spans)
+        .flat_map(|rs| &rs.scope_spans)
+        .flat_map(|ss| ss.spans.iter().cloned())
+        .collect()
+}
