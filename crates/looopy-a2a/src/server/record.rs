@@ -7,7 +7,7 @@
 //! `messages` and `artifacts`).
 
 use looopy_core::store::{StoredEvent, TaskRecord};
-use looopy_core::{Artifact, EventPayload, Message, Part, Role, TaskStatus};
+use looopy_core::{Artifact, EventPayload, Message, Part, Role};
 use serde_json::{Map, Value};
 
 use crate::model::TaskSnapshot;
@@ -15,16 +15,6 @@ use crate::model::TaskSnapshot;
 /// The metadata key under which earlier versions kept their notes in the
 /// record (JSON); never shown to clients.
 pub(crate) const LEGACY_KEY: &str = "looopy";
-
-/// A new record for a task owned by `owner`.
-pub(crate) fn new_record(
-    task_id: &str,
-    context_id: &str,
-    owner: &str,
-    status: TaskStatus,
-) -> TaskRecord {
-    TaskRecord::new(task_id, context_id, Some(owner.into()), status)
-}
 
 /// A task's share of its conversation: the messages from each message that
 /// started one of its turns (`turn_message_ids`) up to the next user
@@ -129,13 +119,18 @@ pub(crate) fn snapshot(
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use looopy_core::TaskState;
+    use looopy_core::{TaskState, TaskStatus};
 
     use super::*;
 
     #[test]
     fn the_snapshot_limits_history_and_hides_legacy_notes() {
-        let mut r = new_record("t", "c", "alice", TaskStatus::new(TaskState::Working));
+        let mut r = TaskRecord::new(
+            "t",
+            "c",
+            Some("alice".into()),
+            TaskStatus::new(TaskState::Working),
+        );
         r.metadata.insert("user".into(), Value::from(1));
         r.metadata
             .insert(LEGACY_KEY.into(), Value::from("old notes"));

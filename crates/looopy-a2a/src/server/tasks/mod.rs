@@ -29,7 +29,6 @@ use tracing::Instrument;
 use crate::RpcError;
 use crate::runner::{RunnerError, TurnEvents, TurnRequest, TurnRunner};
 use crate::server::progress;
-use crate::server::record;
 use crate::wire::SendParams;
 
 mod cancel;
@@ -213,7 +212,7 @@ impl Tasks {
                 let task_id = uuid::Uuid::now_v7().to_string();
                 let status = TaskStatus::new(TaskState::Submitted);
                 (
-                    record::new_record(&task_id, &context_id, principal, status),
+                    TaskRecord::new(&task_id, &context_id, Some(principal.to_owned()), status),
                     false,
                 )
             }
@@ -265,10 +264,11 @@ impl Tasks {
         Some(done_tx)
     }
 
-    /// Claims the record for a new turn (creates it, or moves a task that
-    /// waits for input to `submitted`, atomically: of two processes given
-    /// the next message of one task, one wins), then logs the turn's `task`
-    /// event. Returns where the turn's events start and its number.
+    /// Logs the turn's `task` event and records the turn. A new task's
+    /// record is written once, after its event, with the event's id (its id
+    /// is fresh: nobody else can write it). A task that waits for input is
+    /// claimed first, atomically, so that of two processes given its next
+    /// message one wins. Returns where the turn's events start and its number.
     async fn log_submission(
         &self,
         record: TaskRecord,
@@ -276,10 +276,10 @@ impl Tasks {
         message: &Message,
     ) -> Result<(Started, u32), RpcError> {
         let task_id = record.task_id.clone();
-        // A request left over from an earlier turn must not cancel this one.
-        let _ = self.store.take_cancel(&task_id).await;
         let message_id = message.message_id.clone();
-        let claimed = if continues {
+        let mut claimed = if continues {
+            // A request left over from an earlier turn must not cancel this one.
+            let _ = self.store.take_cancel(&task_id).await;
             self.store
                 .update(&task_id, &mut |r| {
                     if !reopen_waiting(r) {
@@ -298,10 +298,6 @@ impl Tasks {
             let mut r = record;
             r.turns = 1;
             r.turn_message_ids = vec![message_id];
-            if !self.store.compare_and_put(&r).await.map_err(store_error)? {
-                return Err(RpcError::internal("task store: the new task id is taken"));
-            }
-            r.version += 1;
             r
         };
         let turn = claimed.turns;
@@ -322,14 +318,24 @@ impl Tasks {
                         .with_message(Message::assistant(why.clone()));
                     self.update(&task_id, turn, move |r| r.status = status.clone())
                         .await;
-                } else if let Err(error) = self.store.delete(&task_id).await {
-                    tracing::warn!(%task_id, %error, "could not remove a task that never started");
                 }
                 return Err(RpcError::internal(why));
             }
         };
-        self.update(&task_id, turn, move |r| r.last_event_id = Some(id.clone()))
-            .await;
+        if continues {
+            self.update(&task_id, turn, move |r| r.last_event_id = Some(id.clone()))
+                .await;
+        } else {
+            claimed.last_event_id = Some(id);
+            if !self
+                .store
+                .compare_and_put(&claimed)
+                .await
+                .map_err(store_error)?
+            {
+                return Err(RpcError::internal("task store: the new task id is taken"));
+            }
+        }
         let started = Started {
             task_id,
             after: claimed.turn_start_event_id,
