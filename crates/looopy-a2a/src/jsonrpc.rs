@@ -212,12 +212,10 @@ pub(crate) fn parse_request(body: &[u8]) -> Result<RpcRequest, (Value, RpcError)
                 RpcError::invalid_request("`id` must be a string, an integer or null"),
             ));
         }
-        None => {
-            return Err((
-                Value::Null,
-                RpcError::invalid_request("`id` is required (notifications are not supported)"),
-            ));
-        }
+        // A2A defines no notifications: a request without an id is
+        // answered like one with a null id (as the official SDKs do), so
+        // that its caller learns what was wrong with it.
+        None => Value::Null,
     };
     if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Err((id, RpcError::invalid_request("`jsonrpc` must be \"2.0\"")));
@@ -311,7 +309,7 @@ mod tests {
         assert_eq!(code("{not json"), -32700);
         assert_eq!(code("[]"), -32600);
         assert_eq!(code("3"), -32600);
-        assert_eq!(code(r#"{"jsonrpc":"2.0","method":"x"}"#), -32600);
+        assert_eq!(code(r#"{"jsonrpc":"2.0"}"#), -32600);
         assert_eq!(code(r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#), -32600);
         assert_eq!(code(r#"{"jsonrpc":"2.0","id":true,"method":"x"}"#), -32600);
         assert_eq!(code(r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#), -32600);
@@ -323,6 +321,9 @@ mod tests {
         let ok = parse_request(br#"{"jsonrpc":"2.0","id":"a","method":"GetTask"}"#).unwrap();
         assert_eq!(ok.id, json!("a"));
         assert_eq!(ok.params, json!({}));
+        // No id: answered with a null one.
+        let no_id = parse_request(br#"{"jsonrpc":"2.0","method":"x"}"#).unwrap();
+        assert_eq!(no_id.id, Value::Null);
     }
 
     #[test]

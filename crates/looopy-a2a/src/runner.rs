@@ -100,6 +100,21 @@ pub trait TurnRunner: Send + Sync + 'static {
     /// Starts a turn and returns its events.
     async fn run_turn(&self, request: TurnRequest) -> Result<TurnEvents, RunnerError>;
 
+    /// Answers a message with a message of its own instead of a task (A2A's
+    /// direct `Message` reply: no task is created and nothing is logged).
+    /// Asked for each message that names no task, before a task is created;
+    /// `context_id` is the message's conversation (a new one when it named
+    /// none). `Ok(None)`, the default: run a turn.
+    async fn reply(
+        &self,
+        context_id: &str,
+        message: &Message,
+        auth: &AuthContext,
+    ) -> Result<Option<Message>, RunnerError> {
+        let _ = (context_id, message, auth);
+        Ok(None)
+    }
+
     /// Carries on a turn whose process died, from its last checkpoint, and
     /// returns the rest of its events. `Ok(None)` when this runner cannot
     /// resume turns (the default) or another process took the turn over
@@ -143,6 +158,15 @@ pub trait TurnRunner: Send + Sync + 'static {
 impl<R: TurnRunner + ?Sized> TurnRunner for Arc<R> {
     async fn run_turn(&self, request: TurnRequest) -> Result<TurnEvents, RunnerError> {
         (**self).run_turn(request).await
+    }
+
+    async fn reply(
+        &self,
+        context_id: &str,
+        message: &Message,
+        auth: &AuthContext,
+    ) -> Result<Option<Message>, RunnerError> {
+        (**self).reply(context_id, message, auth).await
     }
 
     async fn resume_turn(&self, request: ResumeRequest) -> Result<Option<TurnEvents>, RunnerError> {

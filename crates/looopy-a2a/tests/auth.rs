@@ -127,18 +127,16 @@ async fn another_principal_gets_task_not_found() {
         cancel["error"]["code"], -32001,
         "not -32002: Bob must not learn that it exists"
     );
-    let events = sse(
+    // A 1.0 stream that never opens answers with a plain JSON-RPC error.
+    let sub = rpc_with(
         url,
         Some("1.0"),
         BOB,
         "SubscribeToTask",
         json!({"id": task_id}),
     )
-    .await
-    .rest()
     .await;
-    assert_eq!(events.len(), 1);
-    assert_eq!(events[0].data["error"]["code"], -32001);
+    assert_eq!(sub["error"]["code"], -32001);
     let events = sse(
         url,
         None,

@@ -30,7 +30,18 @@ async fn envelope_errors() {
             r#"[{"jsonrpc":"2.0","id":1,"method":"tasks/get"}]"#,
             -32600,
         ),
-        (None, r#"{"jsonrpc":"2.0","method":"tasks/get"}"#, -32600),
+        (None, r#"{"jsonrpc":"2.0","id":1}"#, -32600),
+        // No id: answered all the same (A2A has no notifications).
+        (
+            None,
+            r#"{"jsonrpc":"2.0","method":"message/ssend"}"#,
+            -32601,
+        ),
+        (
+            None,
+            r#"{"jsonrpc":"2.0","method":"message/send","params":{"":"x"}}"#,
+            -32602,
+        ),
         (
             None,
             r#"{"jsonrpc":"1.0","id":1,"method":"tasks/get"}"#,

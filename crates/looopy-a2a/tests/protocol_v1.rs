@@ -31,15 +31,26 @@ async fn card_is_negotiated_by_version() {
     assert_eq!(interfaces[0]["protocolVersion"], "1.0");
     assert_eq!(interfaces[0]["protocolBinding"], "JSONRPC");
     assert_eq!(interfaces[0]["url"], format!("{}/", server.url));
-    assert_eq!(interfaces[1]["protocolVersion"], "0.3");
+    assert_eq!(interfaces[1]["protocolBinding"], "HTTP+JSON");
+    assert_eq!(interfaces[1]["url"], format!("{}/rest", server.url));
+    assert_eq!(interfaces[2]["protocolVersion"], "0.3");
     assert!(v1.get("protocolVersion").is_none());
     assert_eq!(
         v1["defaultInputModes"],
         json!(["text/plain", "application/json"])
     );
 
-    // No header: the 0.3 card, which also lists the interfaces.
-    let v03: serde_json::Value = get("/.well-known/agent-card.json", None)
+    // No header: the 1.0 card too (the document the 1.0 spec defines for
+    // this URI), without any 0.3 field.
+    let plain: serde_json::Value = get("/.well-known/agent-card.json", None)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(plain, v1);
+    // A 0.3 client names its version (header or query parameter).
+    let v03: serde_json::Value = get("/.well-known/agent-card.json", Some("0.3"))
         .await
         .unwrap()
         .json()
@@ -49,6 +60,13 @@ async fn card_is_negotiated_by_version() {
     assert_eq!(v03["url"], format!("{}/", server.url));
     assert_eq!(v03["preferredTransport"], "JSONRPC");
     assert_eq!(v03["supportedInterfaces"][0]["protocolVersion"], "1.0");
+    let by_query: serde_json::Value = get("/.well-known/agent-card.json?A2A-Version=0.3", None)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(by_query, v03);
     let legacy: serde_json::Value = get("/.well-known/agent.json", V1)
         .await
         .unwrap()

@@ -140,6 +140,8 @@ pub(crate) struct CardInputs<'a> {
     pub(crate) auth: &'a AuthConfig,
     /// The URL of the JSON-RPC endpoint.
     pub(crate) rpc_url: String,
+    /// The URL of the HTTP+JSON binding.
+    pub(crate) rest_url: String,
     /// Whether the tool-progress extension is offered.
     pub(crate) tool_progress: bool,
 }
@@ -173,15 +175,31 @@ fn skills_v1(config: &AgentCardConfig) -> Vec<a2a::AgentSkill> {
         .collect()
 }
 
-fn interfaces(rpc_url: &str) -> Vec<a2a::AgentInterface> {
-    ProtocolVersion::ALL
-        .iter()
-        .map(|v| {
-            let mut i = a2a::AgentInterface::new(rpc_url, a2a::TRANSPORT_PROTOCOL_JSONRPC);
-            i.protocol_version = v.as_str().into();
-            i
-        })
-        .collect()
+/// The interfaces, preferred first: JSON-RPC 1.0, HTTP+JSON 1.0, JSON-RPC
+/// 0.3 (the same endpoint, chosen by `A2A-Version`).
+fn interfaces(inputs: &CardInputs<'_>) -> Vec<a2a::AgentInterface> {
+    let interface = |url: &str, binding: &str, version: ProtocolVersion| {
+        let mut i = a2a::AgentInterface::new(url, binding);
+        i.protocol_version = version.as_str().into();
+        i
+    };
+    vec![
+        interface(
+            &inputs.rpc_url,
+            a2a::TRANSPORT_PROTOCOL_JSONRPC,
+            ProtocolVersion::V1_0,
+        ),
+        interface(
+            &inputs.rest_url,
+            a2a::TRANSPORT_PROTOCOL_HTTP_JSON,
+            ProtocolVersion::V1_0,
+        ),
+        interface(
+            &inputs.rpc_url,
+            a2a::TRANSPORT_PROTOCOL_JSONRPC,
+            ProtocolVersion::V0_3,
+        ),
+    ]
 }
 
 /// The 1.0 card.
@@ -215,7 +233,7 @@ pub(crate) fn card_v1(inputs: &CardInputs<'_>) -> Value {
         name: config.name.clone(),
         description: config.description.clone(),
         version: config.version.clone(),
-        supported_interfaces: interfaces(&inputs.rpc_url),
+        supported_interfaces: interfaces(inputs),
         capabilities: a2a::AgentCapabilities {
             streaming: Some(true),
             push_notifications: Some(false),
@@ -286,7 +304,7 @@ pub(crate) fn card_v03(inputs: &CardInputs<'_>) -> Value {
         "defaultOutputModes": config.output_modes,
         "skills": skills,
         "supportsAuthenticatedExtendedCard": false,
-        "supportedInterfaces": serde_json::to_value(interfaces(&inputs.rpc_url)).unwrap_or(Value::Null),
+        "supportedInterfaces": serde_json::to_value(interfaces(inputs)).unwrap_or(Value::Null),
     });
     if let Some(extensions) = extensions_v1(inputs) {
         card["capabilities"]["extensions"] = serde_json::to_value(extensions).unwrap_or_default();
@@ -319,12 +337,15 @@ mod tests {
             config: &config,
             auth: &auth,
             rpc_url: "http://h/".into(),
+            rest_url: "http://h/rest".into(),
             tool_progress: true,
         };
 
         let v1 = card_v1(&inputs);
         assert_eq!(v1["supportedInterfaces"][0]["protocolVersion"], "1.0");
-        assert_eq!(v1["supportedInterfaces"][1]["protocolVersion"], "0.3");
+        assert_eq!(v1["supportedInterfaces"][1]["protocolBinding"], "HTTP+JSON");
+        assert_eq!(v1["supportedInterfaces"][1]["url"], "http://h/rest");
+        assert_eq!(v1["supportedInterfaces"][2]["protocolVersion"], "0.3");
         assert_eq!(v1["capabilities"]["streaming"], true);
         assert_eq!(
             v1["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
@@ -356,6 +377,7 @@ mod tests {
             config: &config,
             auth: &open,
             rpc_url: "http://h/".into(),
+            rest_url: "http://h/rest".into(),
             tool_progress: false,
         };
         assert!(card_v1(&inputs).get("securitySchemes").is_none());

@@ -4,12 +4,12 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::response::{IntoResponse, Response};
-use looopy_core::{AuthContext, Part};
+use looopy_core::{AuthContext, Part, Role};
 use serde_json::Value;
 
 use crate::RpcError;
 use crate::jsonrpc::{self, RpcRequest};
-use crate::model::SendResponse;
+use crate::model::{SendResponse, StreamEvent, WireMessage};
 use crate::server::ServerState;
 use crate::server::sse::{self, StreamSpec};
 use crate::trace;
@@ -133,7 +133,17 @@ pub(crate) struct StreamOptions {
     pub(crate) progress: bool,
 }
 
-/// Runs one request. Errors of streaming methods come as a one-item stream.
+/// What an operation answers.
+pub(crate) enum Answer {
+    /// A result object.
+    Value(Value),
+    /// An SSE stream, already open.
+    Stream(Response),
+}
+
+/// A JSON-RPC request: runs it and answers with the envelope. Errors of
+/// streaming methods come as a plain response for 1.0 (the stream never
+/// opened), as a one-item stream for 0.3 (whose clients read only SSE).
 pub(crate) async fn dispatch(
     state: Arc<ServerState>,
     auth: AuthContext,
@@ -142,27 +152,96 @@ pub(crate) async fn dispatch(
     request: RpcRequest,
     options: StreamOptions,
 ) -> Response {
-    let id = request.id.clone();
-    let result = match method {
-        Method::Stream | Method::Subscribe => {
-            return match stream(&state, &auth, version, method, request, options).await {
-                Ok(response) => response,
-                Err(e) => sse::error(&id, &e),
-            };
+    let RpcRequest {
+        id,
+        method: name,
+        params,
+    } = request;
+    let envelope = Some(id.clone());
+    match call(
+        &state, &auth, version, method, &name, params, envelope, options,
+    )
+    .await
+    {
+        Ok(Answer::Value(value)) => json_ok(&id, value),
+        Ok(Answer::Stream(response)) => response,
+        Err(e)
+            if version == ProtocolVersion::V0_3
+                && matches!(method, Method::Stream | Method::Subscribe) =>
+        {
+            sse::error(Some(&id), &e)
         }
-        Method::Send => send(&state, &auth, version, request.params).await,
-        Method::GetTask => get_task(&state, &auth, version, request.params).await,
-        Method::ListTasks => list_tasks(&state, &auth, request.params).await,
-        Method::Cancel => cancel(&state, &auth, version, request.params).await,
-        Method::PushConfig => Err(RpcError::push_not_supported()),
+        Err(e) => Json(jsonrpc::failure(&id, &e)).into_response(),
+    }
+}
+
+/// Runs one operation, whichever binding it came through. `name`: the
+/// method's name as the request spelled it; `envelope`: the JSON-RPC id
+/// that stream items are wrapped with (`None`: bare items, HTTP+JSON).
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn call(
+    state: &Arc<ServerState>,
+    auth: &AuthContext,
+    version: ProtocolVersion,
+    method: Method,
+    name: &str,
+    params: Value,
+    envelope: Option<Value>,
+    options: StreamOptions,
+) -> Result<Answer, RpcError> {
+    let value = match method {
+        Method::Stream | Method::Subscribe => {
+            return stream(state, auth, version, method, params, envelope, options)
+                .await
+                .map(Answer::Stream);
+        }
+        Method::Send => send(state, auth, version, params).await,
+        Method::GetTask => get_task(state, auth, version, params).await,
+        Method::ListTasks => list_tasks(state, auth, params).await,
+        Method::Cancel => cancel(state, auth, version, params).await,
+        Method::PushConfig => {
+            let _ = name;
+            Err(RpcError::push_not_supported())
+        }
         Method::ExtendedCard => Err(RpcError::unsupported(
             "this agent has no extended agent card (capabilities.extendedAgentCard is false)",
         )),
     };
-    match result {
-        Ok(value) => json_ok(&id, value),
-        Err(e) => Json(jsonrpc::failure(&id, &e)).into_response(),
+    value.map(Answer::Value)
+}
+
+/// The runner's direct reply to a message that names no task, when it
+/// gives one: the message to answer with instead of a task.
+async fn direct_reply(
+    state: &ServerState,
+    auth: &AuthContext,
+    params: &SendParams,
+) -> Result<Option<WireMessage>, RpcError> {
+    if params.message.task_id.is_some() {
+        return Ok(None);
     }
+    let context_id = params
+        .message
+        .context_id
+        .clone()
+        .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+    let reply = state
+        .runner
+        .reply(&context_id, &params.message.message, auth)
+        .await
+        .map_err(|e| RpcError::internal(format!("turn runner: {e}")))?;
+    Ok(reply.map(|mut message| {
+        message.role = Role::Assistant;
+        if message.message_id.is_empty() {
+            message.message_id = uuid::Uuid::now_v7().to_string();
+        }
+        WireMessage {
+            message,
+            task_id: None,
+            context_id: Some(context_id),
+            reference_task_ids: Vec::new(),
+        }
+    }))
 }
 
 async fn send(
@@ -173,6 +252,9 @@ async fn send(
 ) -> Result<Value, RpcError> {
     let params = wire::decode_send_params(v, params)?;
     check_message(state, &params)?;
+    if let Some(reply) = direct_reply(state, auth, &params).await? {
+        return Ok(wire::encode_send_response(v, &SendResponse::Message(reply)));
+    }
     let (blocking, history_length) = (params.blocking, params.history_length);
     let started = state.tasks.start(auth, params).await?;
     trace::record_task(&started.task_id, None);
@@ -230,7 +312,8 @@ async fn stream(
     auth: &AuthContext,
     v: ProtocolVersion,
     method: Method,
-    request: RpcRequest,
+    params: Value,
+    envelope: Option<Value>,
     options: StreamOptions,
 ) -> Result<Response, RpcError> {
     let StreamOptions {
@@ -238,20 +321,28 @@ async fn stream(
         progress,
     } = options;
     let spec = if method == Method::Stream {
-        let params = wire::decode_send_params(v, request.params)?;
+        let params = wire::decode_send_params(v, params)?;
         check_message(state, &params)?;
+        if let Some(reply) = direct_reply(state, auth, &params).await? {
+            return Ok(sse::single(
+                v,
+                envelope.as_ref(),
+                &StreamEvent::Message(reply),
+            ));
+        }
         let started = state.tasks.start(auth, params).await?;
         trace::record_task(&started.task_id, None);
         StreamSpec {
             version: v,
-            rpc_id: request.id,
+            envelope,
             task_id: started.task_id,
             after: started.after,
             first: None,
             progress,
+            next_turn: false,
         }
     } else {
-        let q = wire::decode_task_query(v, request.params)?;
+        let q = wire::decode_task_query(v, params)?;
         trace::record_task(&q.id, None);
         let record = state.tasks.owned(&q.id, &auth.principal).await?;
         trace::record_task(&q.id, Some(record.status.state));
@@ -263,7 +354,14 @@ async fn stream(
                 record.status.state.as_str()
             )));
         }
-        let after = last_event_id.or_else(|| record.turn_start_event_id.clone());
+        // A task waiting for input ended its last turn: the stream shows
+        // what happens next (its next turn, to the end).
+        let next_turn = last_event_id.is_none() && record.status.state.ends_turn();
+        let after = match last_event_id {
+            Some(id) => Some(id),
+            None if next_turn => record.last_event_id.clone(),
+            None => record.turn_start_event_id.clone(),
+        };
         // 1.0 streams start with the task as it is now.
         let first = match v {
             ProtocolVersion::V1_0 => Some(state.tasks.snapshot(&record, None).await?),
@@ -271,11 +369,12 @@ async fn stream(
         };
         StreamSpec {
             version: v,
-            rpc_id: request.id,
+            envelope,
             task_id: q.id,
             after,
             first,
             progress,
+            next_turn,
         }
     };
     Ok(sse::follow(

@@ -7,6 +7,7 @@ mod card;
 mod dispatch;
 mod progress;
 pub(crate) mod record;
+mod rest;
 mod router;
 mod sse;
 mod tasks;
@@ -23,8 +24,10 @@ use tokio::net::TcpListener;
 pub use auth::{ANONYMOUS, API_KEY_HEADER, AuthConfig};
 pub use card::{AgentCardConfig, AgentSkill};
 pub use progress::{EXTENSIONS_HEADER, TOOL_PROGRESS_EXTENSION};
+pub use rest::REST_PATH;
 
 use crate::runner::TurnRunner;
+use crate::version::ProtocolVersion;
 use tasks::Tasks;
 
 /// Default limit of a request body: 1 MiB.
@@ -33,6 +36,8 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 1 << 20;
 /// What every request handler shares.
 pub(crate) struct ServerState {
     tasks: Arc<Tasks>,
+    /// The runner the tasks run turns with (asked for direct replies too).
+    runner: Arc<dyn TurnRunner>,
     card: AgentCardConfig,
     auth: AuthConfig,
     rpc_path: String,
@@ -42,6 +47,8 @@ pub(crate) struct ServerState {
     tool_progress: bool,
     web_ui: bool,
     recovery_scan: Duration,
+    /// The card a request without `A2A-Version` gets.
+    card_default: ProtocolVersion,
 }
 
 /// Default time between two scans for stranded turns: 10 s. With the
@@ -107,6 +114,7 @@ impl A2aServer {
             web_ui: false,
             recovery: None,
             recovery_scan: DEFAULT_RECOVERY_SCAN,
+            card_default: ProtocolVersion::V1_0,
         }
     }
 
@@ -194,9 +202,21 @@ pub struct A2aServerBuilder {
     web_ui: bool,
     recovery: Option<Arc<dyn TurnLock>>,
     recovery_scan: Duration,
+    card_default: ProtocolVersion,
 }
 
 impl A2aServerBuilder {
+    /// The agent card that a card request naming no version (no
+    /// `A2A-Version` header or query parameter) gets at
+    /// `/.well-known/agent-card.json` (default [`ProtocolVersion::V1_0`]:
+    /// the card the 1.0 specification defines for that URI). Set
+    /// [`ProtocolVersion::V0_3`] for 0.3 clients that fetch the card without
+    /// a version and cannot be pointed at `/.well-known/agent.json`.
+    pub fn card_default_version(mut self, version: ProtocolVersion) -> Self {
+        self.card_default = version;
+        self
+    }
+
     /// Recovers turns whose process died: `lock` is the turn registry the
     /// runner's Agents take their leases in (share it, and every other
     /// store, between the server processes). [`A2aServer::serve`] then
@@ -286,6 +306,7 @@ impl A2aServerBuilder {
     pub fn build(self) -> A2aServer {
         A2aServer {
             state: Arc::new(ServerState {
+                runner: self.runner.clone(),
                 tasks: Arc::new(Tasks::new(
                     self.runner,
                     self.events,
@@ -304,6 +325,7 @@ impl A2aServerBuilder {
                 tool_progress: self.tool_progress,
                 web_ui: self.web_ui,
                 recovery_scan: self.recovery_scan,
+                card_default: self.card_default,
             }),
         }
     }

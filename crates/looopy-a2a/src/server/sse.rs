@@ -20,8 +20,8 @@ use tokio::sync::mpsc;
 use crate::RpcError;
 use crate::jsonrpc;
 use crate::model::{StreamEvent, TaskSnapshot};
-use crate::server::progress;
 use crate::server::tasks::Tasks;
+use crate::server::{progress, rest};
 use crate::version::ProtocolVersion;
 use crate::wire;
 
@@ -31,7 +31,9 @@ const BUFFER: usize = 64;
 /// What to stream.
 pub(crate) struct StreamSpec {
     pub(crate) version: ProtocolVersion,
-    pub(crate) rpc_id: Value,
+    /// The JSON-RPC id items are wrapped with (`None`: bare items, as the
+    /// HTTP+JSON binding sends them).
+    pub(crate) envelope: Option<Value>,
     pub(crate) task_id: String,
     /// Follow the log after this id (`None`: from the start).
     pub(crate) after: Option<String>,
@@ -40,7 +42,14 @@ pub(crate) struct StreamSpec {
     /// Whether the request activated the tool-progress extension (otherwise
     /// its updates are left out).
     pub(crate) progress: bool,
+    /// The task waits for input and `after` is its last event: the stream
+    /// shows its next turn, once the client's answer starts it.
+    pub(crate) next_turn: bool,
 }
+
+/// How often a subscription to a task that waits for input looks for its
+/// next turn (a log follow ends at once after a final event).
+const NEXT_TURN_POLL: Duration = Duration::from_millis(200);
 
 fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
     Sse::new(events)
@@ -52,10 +61,38 @@ fn data(value: &Value) -> Event {
     Event::default().data(value.to_string())
 }
 
-/// A stream with one item: the error (how streaming methods report errors,
-/// which both 0.3 and 1.0 clients read).
-pub(crate) fn error(rpc_id: &Value, e: &RpcError) -> Response {
-    let event = data(&jsonrpc::failure(rpc_id, e));
+/// A stream item: the result in a JSON-RPC response, or bare.
+fn item(envelope: Option<&Value>, result: Value) -> Event {
+    match envelope {
+        Some(id) => data(&jsonrpc::success(id, result)),
+        None => data(&result),
+    }
+}
+
+/// An error as a stream item: a JSON-RPC error response, or the HTTP+JSON
+/// error object.
+fn error_item(envelope: Option<&Value>, e: &RpcError) -> Event {
+    match envelope {
+        Some(id) => data(&jsonrpc::failure(id, e)),
+        None => data(&rest::error_body(e)),
+    }
+}
+
+/// A stream with one item: the error (how 0.3 streaming methods report
+/// errors: 0.3 clients read only SSE).
+pub(crate) fn error(envelope: Option<&Value>, e: &RpcError) -> Response {
+    let event = error_item(envelope, e);
+    sse(stream::once(async move { Ok(event) }))
+}
+
+/// A stream with one item (a direct message reply).
+pub(crate) fn single(
+    version: ProtocolVersion,
+    envelope: Option<&Value>,
+    message: &StreamEvent,
+) -> Response {
+    let result = wire::encode_stream_event(version, message).unwrap_or(Value::Null);
+    let event = item(envelope, result);
     sse(stream::once(async move { Ok(event) }))
 }
 
@@ -75,33 +112,61 @@ pub(crate) fn follow(tasks: Arc<Tasks>, spec: StreamSpec, shutdown: Cancellation
     sse(events)
 }
 
+/// Waits until the log holds an event after `after` (the next turn of a
+/// task that waits for input began). False when the client went away or
+/// the log failed.
+async fn next_turn_started(
+    tasks: &Tasks,
+    task_id: &str,
+    after: Option<&str>,
+    tx: &mpsc::Sender<Event>,
+) -> bool {
+    let mut poll = tokio::time::interval(NEXT_TURN_POLL);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = poll.tick() => {}
+            () = tx.closed() => return false,
+        }
+        match tasks.log.read(task_id, after, 1).await {
+            Ok(events) if !events.is_empty() => return true,
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(%error, task_id, "could not read the event log");
+                return false;
+            }
+        }
+    }
+}
+
 /// Sends the log's events of the current turn (and of the turns that follow
 /// it while the client listens) to `tx`. Returns when a turn ends, the
 /// client goes away or the log fails.
 async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Event>) {
     let StreamSpec {
         version,
-        rpc_id,
+        envelope,
         task_id,
         mut after,
         first,
         progress,
+        next_turn,
     } = spec;
     if let Some(task) = first
         && let Some(result) = wire::encode_stream_event(version, &StreamEvent::Task(task))
-        && tx
-            .send(data(&jsonrpc::success(&rpc_id, result)))
-            .await
-            .is_err()
+        && tx.send(item(envelope.as_ref(), result)).await.is_err()
     {
+        return;
+    }
+    if next_turn && !next_turn_started(tasks, &task_id, after.as_deref(), tx).await {
         return;
     }
     loop {
         let mut final_id = None;
         {
             let mut events = tasks.log.follow(&task_id, after.clone());
-            while let Some(item) = events.next().await {
-                let stored = match item {
+            while let Some(next) = events.next().await {
+                let stored = match next {
                     Ok(stored) => stored,
                     Err(e) => {
                         let e = match e {
@@ -110,7 +175,7 @@ async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Event>) {
                             )),
                             e => RpcError::internal(format!("event log: {e}")),
                         };
-                        let _ = tx.send(data(&jsonrpc::failure(&rpc_id, &e))).await;
+                        let _ = tx.send(error_item(envelope.as_ref(), &e)).await;
                         return;
                     }
                 };
@@ -123,7 +188,7 @@ async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Event>) {
                 else {
                     continue; // internal events never leave
                 };
-                let event = data(&jsonrpc::success(&rpc_id, result)).id(stored.id.clone());
+                let event = item(envelope.as_ref(), result).id(stored.id.clone());
                 if tx.send(event).await.is_err() {
                     return; // the client went away; the task goes on
                 }

@@ -97,6 +97,26 @@ pub(crate) struct ListQuery {
     pub(crate) updated_after: Option<DateTime<Utc>>,
 }
 
+/// A requested history length: absent (no limit), 0 (none) or at most N;
+/// a negative one is refused (-32602).
+pub(crate) fn history_length(n: Option<i64>) -> Result<Option<usize>, RpcError> {
+    match n {
+        None => Ok(None),
+        Some(n) => usize::try_from(n).map(Some).map_err(|_| {
+            RpcError::invalid_params(format!("historyLength: must not be negative, got {n}"))
+                .with_meta("field", "historyLength")
+        }),
+    }
+}
+
+/// Makes 1.0 params readable whichever ProtoJSON field names they use
+/// (`history_length` or `historyLength`); 0.3 params are left as they are.
+pub(crate) fn normalize_params(v: ProtocolVersion, params: &mut Value) {
+    if v == ProtocolVersion::V1_0 {
+        v1::camel_case_names(params);
+    }
+}
+
 pub(crate) fn decode_send_params(
     v: ProtocolVersion,
     params: Value,

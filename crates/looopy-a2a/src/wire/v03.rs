@@ -472,7 +472,7 @@ pub(super) fn decode_send_params(params: Value) -> Result<SendParams, crate::Rpc
         message,
         // 0.3 sends block unless `blocking` is false (as the Python SDK does).
         blocking: config.blocking.unwrap_or(true),
-        history_length: config.history_length.map(|n| n.max(0) as usize),
+        history_length: super::history_length(config.history_length)?,
         metadata: p.metadata.unwrap_or_default(),
     })
 }
@@ -483,7 +483,7 @@ pub(super) fn decode_task_query(params: Value) -> Result<TaskQuery, crate::RpcEr
     let q: TaskQuery03 = crate::jsonrpc::params(params)?;
     Ok(TaskQuery {
         id: q.id,
-        history_length: q.history_length.map(|n| n.max(0) as usize),
+        history_length: super::history_length(q.history_length)?,
     })
 }
 

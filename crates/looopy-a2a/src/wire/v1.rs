@@ -324,7 +324,7 @@ pub(super) fn decode_send_params(params: Value) -> Result<SendParams, RpcError> 
         message: core_message(p.message),
         // 1.0 sends block unless `returnImmediately` (spec §3.2.2).
         blocking: !return_immediately,
-        history_length: history_length.map(|n| n.max(0) as usize),
+        history_length: super::history_length(history_length.map(i64::from))?,
         metadata: unmeta(p.metadata),
     })
 }
@@ -334,7 +334,7 @@ pub(super) fn decode_task_query(params: Value) -> Result<TaskQuery, RpcError> {
     let q: a2a::GetTaskRequest = crate::jsonrpc::params(params)?;
     Ok(TaskQuery {
         id: q.id,
-        history_length: q.history_length.map(|n| n.max(0) as usize),
+        history_length: super::history_length(q.history_length.map(i64::from))?,
     })
 }
 
@@ -366,7 +366,7 @@ pub(super) fn decode_list_query(params: Value) -> Result<ListQuery, RpcError> {
             .map(|s| core_state(&s)),
         page_size,
         offset,
-        history_length: q.history_length.map(|n| n.max(0) as usize),
+        history_length: super::history_length(q.history_length.map(i64::from))?,
         include_artifacts: q.include_artifacts.unwrap_or(false),
         updated_after: q.status_timestamp_after,
     })
@@ -444,6 +444,48 @@ pub(super) fn decode_stream_event(v: Value) -> Result<StreamEvent, String> {
     })
 }
 
+/// Rewrites the field names of 1.0 params from the proto's `snake_case` to
+/// ProtoJSON's `lowerCamelCase` (ProtoJSON readers accept both, spec
+/// §5.5; the official types read only the latter). Values of `metadata`
+/// and `data` are free-form `Struct`s and keep their keys.
+pub(super) fn camel_case_names(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let renamed: Map<String, Value> = std::mem::take(map)
+                .into_iter()
+                .map(|(key, mut v)| {
+                    if key != "metadata" && key != "data" {
+                        camel_case_names(&mut v);
+                    }
+                    (lower_camel(&key), v)
+                })
+                .collect();
+            *map = renamed;
+        }
+        Value::Array(items) => items.iter_mut().for_each(camel_case_names),
+        _ => {}
+    }
+}
+
+fn lower_camel(key: &str) -> String {
+    if !key.contains('_') {
+        return key.to_owned();
+    }
+    let mut out = String::with_capacity(key.len());
+    let mut upper = false;
+    for c in key.chars() {
+        if c == '_' {
+            upper = !out.is_empty();
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -494,6 +536,18 @@ mod tests {
         );
         let back: a2a::Part = serde_json::from_value(v).unwrap();
         assert_eq!(core_part(back), f);
+    }
+
+    #[test]
+    fn proto_field_names_are_read_too() {
+        let mut v = json!({"history_length": 2, "id": "t", "metadata": {"a_b": 1},
+            "message": {"message_id": "m", "parts": [{"data": {"x_y": 1}, "media_type": "a/b"}]}});
+        camel_case_names(&mut v);
+        assert_eq!(
+            v,
+            json!({"historyLength": 2, "id": "t", "metadata": {"a_b": 1},
+                "message": {"messageId": "m", "parts": [{"data": {"x_y": 1}, "mediaType": "a/b"}]}})
+        );
     }
 
     #[test]

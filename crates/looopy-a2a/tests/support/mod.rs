@@ -369,6 +369,20 @@ pub struct SseReader {
 }
 
 impl SseReader {
+    /// Reads an SSE response.
+    pub fn new(response: reqwest::Response) -> Self {
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        SseReader {
+            response,
+            buffer: String::new(),
+            content_type,
+        }
+    }
+
     /// The next event, `None` when the server closed the stream.
     pub async fn next(&mut self) -> Option<SseEvent> {
         loop {
