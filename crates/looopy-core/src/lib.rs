@@ -18,7 +18,7 @@ pub use event::{AgentEvent, EventPayload, ToolOutcome};
 pub use history::History;
 pub use llm::{
     FinishReason, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream,
-    ResponseAssembler, ToolChoice, Usage,
+    ResponseAssembler, ResponseFormat, ToolChoice, Usage,
 };
 pub use message::{FileContent, Message, Part, Role};
 pub use store::StoreError;

@@ -47,8 +47,60 @@ pub struct LlmRequest {
     pub temperature: Option<f32>,
     /// Upper bound on generated tokens.
     pub max_tokens: Option<u32>,
+    /// Upper bound on generated tokens, reasoning included (OpenAI's
+    /// `max_completion_tokens`, which reasoning models require in place of
+    /// `max_tokens`).
+    pub max_completion_tokens: Option<u32>,
+    /// Whether the model may ask for several tool calls in one answer;
+    /// `None` leaves the provider's default.
+    pub parallel_tool_calls: Option<bool>,
+    /// The shape the answer must have; `None` for free text.
+    pub response_format: Option<ResponseFormat>,
     /// Provider-specific extras.
     pub metadata: Map<String, Value>,
+}
+
+/// A JSON schema the model's answer text must follow (structured output).
+///
+/// A provider whose endpoint enforces schemas sends it natively (OpenAI's
+/// `response_format: {type: json_schema}`); one that cannot should put
+/// [`instruction`](Self::instruction) into the prompt instead, so that the
+/// model still learns the shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResponseFormat {
+    /// A name for the schema (letters, digits, `_` and `-`).
+    pub name: String,
+    /// The JSON schema of the answer.
+    pub schema: Value,
+    /// Whether the endpoint should enforce the schema exactly (OpenAI's
+    /// strict mode, which needs every property required and no extra ones).
+    pub strict: bool,
+}
+
+impl ResponseFormat {
+    /// A strict format named `name` with `schema`.
+    pub fn new(name: impl Into<String>, schema: Value) -> Self {
+        ResponseFormat {
+            name: name.into(),
+            schema,
+            strict: true,
+        }
+    }
+
+    /// Sets strict mode.
+    pub fn with_strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// The request in words, for models reached without native support.
+    pub fn instruction(&self) -> String {
+        format!(
+            "Answer with a single JSON value and nothing else (no prose, no code fence). \
+             It must match this JSON schema:\n{}",
+            self.schema
+        )
+    }
 }
 
 /// Token counts of one call or of a whole turn.

@@ -1,5 +1,6 @@
 //! [`LiteLlmProvider`]: the HTTP client and the non-streaming call.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -112,14 +113,27 @@ impl LiteLlmProvider {
     /// merged into the top level (as the OpenAI SDKs' `extra_body`).
     pub(crate) fn body(&self, request: &LlmRequest, stream: bool) -> Result<Vec<u8>, LlmError> {
         let c = &self.config;
+        let format = request.response_format.as_ref();
+        let native = c.native_structured_output;
+        let system_prompt = match (format, request.system_prompt.as_deref()) {
+            // Without native support the model learns the shape from the prompt.
+            (Some(f), Some(prompt)) if !native => {
+                Some(Cow::Owned(format!("{prompt}\n\n{}", f.instruction())))
+            }
+            (Some(f), None) if !native => Some(Cow::Owned(f.instruction())),
+            (_, prompt) => prompt.map(Cow::Borrowed),
+        };
         let body = ChatRequest {
             model: self.model_for(request),
-            system_prompt: request.system_prompt.as_deref(),
+            system_prompt,
             messages: &request.messages,
             tools: &request.tools,
             tool_choice: request.tool_choice.as_ref().or(c.tool_choice.as_ref()),
             temperature: request.temperature.or(c.temperature),
             max_tokens: request.max_tokens.or(c.max_tokens),
+            max_completion_tokens: request.max_completion_tokens.or(c.max_completion_tokens),
+            parallel_tool_calls: request.parallel_tool_calls.or(c.parallel_tool_calls),
+            response_format: format.filter(|_| native),
             stream,
             extra_body: request
                 .metadata

@@ -77,6 +77,18 @@ pub struct LiteLlmConfig {
     pub temperature: Option<f32>,
     /// Default upper bound on generated tokens.
     pub max_tokens: Option<u32>,
+    /// Default upper bound on generated tokens, reasoning included
+    /// (`max_completion_tokens`; reasoning models take it in place of
+    /// `max_tokens`).
+    pub max_completion_tokens: Option<u32>,
+    /// Default for `parallel_tool_calls` (only sent when tools are offered).
+    pub parallel_tool_calls: Option<bool>,
+    /// Whether the endpoint takes `response_format: {type: json_schema}`
+    /// (default true). When false, a request's
+    /// [`ResponseFormat`](looopy_core::ResponseFormat) is not sent: its
+    /// [`instruction`](looopy_core::ResponseFormat::instruction) is added to
+    /// the system prompt instead, and the caller validates the answer.
+    pub native_structured_output: bool,
     /// Default tool choice (only sent when tools are offered).
     pub tool_choice: Option<ToolChoice>,
     /// Headers added to every request (for instance LiteLLM tags or an
@@ -102,6 +114,9 @@ impl fmt::Debug for LiteLlmConfig {
             .field("provider_name", &self.provider_name)
             .field("temperature", &self.temperature)
             .field("max_tokens", &self.max_tokens)
+            .field("max_completion_tokens", &self.max_completion_tokens)
+            .field("parallel_tool_calls", &self.parallel_tool_calls)
+            .field("native_structured_output", &self.native_structured_output)
             .field("tool_choice", &self.tool_choice)
             .field("extra_headers", &header_names)
             .field("connect_timeout", &self.connect_timeout)
@@ -122,6 +137,9 @@ impl LiteLlmConfig {
             provider_name: "openai".to_owned(),
             temperature: None,
             max_tokens: None,
+            max_completion_tokens: None,
+            parallel_tool_calls: None,
+            native_structured_output: true,
             tool_choice: None,
             extra_headers: Vec::new(),
             connect_timeout: Duration::from_secs(10),
@@ -176,6 +194,25 @@ impl LiteLlmConfig {
     /// Sets the default token limit.
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Sets the default `max_completion_tokens`.
+    pub fn with_max_completion_tokens(mut self, max_completion_tokens: u32) -> Self {
+        self.max_completion_tokens = Some(max_completion_tokens);
+        self
+    }
+
+    /// Sets the default `parallel_tool_calls`.
+    pub fn with_parallel_tool_calls(mut self, parallel: bool) -> Self {
+        self.parallel_tool_calls = Some(parallel);
+        self
+    }
+
+    /// Says whether the endpoint enforces JSON schemas natively (see
+    /// [`native_structured_output`](Self::native_structured_output)).
+    pub fn with_native_structured_output(mut self, native: bool) -> Self {
+        self.native_structured_output = native;
         self
     }
 

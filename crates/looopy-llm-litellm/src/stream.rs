@@ -23,7 +23,7 @@ type Events = BoxStream<'static, Result<Event, EventStreamError<reqwest::Error>>
 
 enum Phase {
     /// Not sent yet.
-    Start(LlmRequest),
+    Start(Box<LlmRequest>),
     /// Reading events.
     Reading(Events),
     /// Over (after `[DONE]` or an error).
@@ -59,7 +59,7 @@ pub(crate) fn chat_stream<'a>(
             deadline: provider.deadline(),
         },
         span: provider.call_span(provider.model_for(&request)),
-        phase: Phase::Start(request),
+        phase: Phase::Start(Box::new(request)),
         decoder: ChunkDecoder::default(),
         pending: VecDeque::new(),
     };
@@ -79,7 +79,7 @@ async fn next(state: &mut State<'_>) -> Option<Result<LlmChunk, LlmError>> {
         }
         let step = match std::mem::replace(&mut state.phase, Phase::Done) {
             Phase::Done => return None,
-            Phase::Start(request) => start(state, request).await,
+            Phase::Start(request) => start(state, *request).await,
             Phase::Reading(mut events) => match read(state, &mut events).await {
                 Ok(true) => {
                     state.phase = Phase::Reading(events);

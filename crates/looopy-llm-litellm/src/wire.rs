@@ -4,10 +4,12 @@
 //! is never copied into a `serde_json::Value` tree); answers are read into
 //! lenient structs that tolerate the variations of OpenAI-compatible servers.
 
+use std::borrow::Cow;
 use std::fmt::{self, Write as _};
 
 use looopy_core::{
-    FileContent, History, Message, Part, Role, ToolCall, ToolChoice, ToolDefinition, Usage,
+    FileContent, History, Message, Part, ResponseFormat, Role, ToolCall, ToolChoice,
+    ToolDefinition, Usage,
 };
 use serde::de::{Deserializer, IgnoredAny};
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
@@ -15,13 +17,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// Keys of the request body that `extra_body` may not override.
-const RESERVED: [&str; 9] = [
+const RESERVED: [&str; 12] = [
     "model",
     "messages",
     "tools",
     "tool_choice",
     "temperature",
     "max_tokens",
+    "max_completion_tokens",
+    "parallel_tool_calls",
+    "response_format",
     "stream",
     "stream_options",
     "n",
@@ -30,12 +35,18 @@ const RESERVED: [&str; 9] = [
 /// A chat completions request, borrowing everything it sends.
 pub(crate) struct ChatRequest<'a> {
     pub(crate) model: &'a str,
-    pub(crate) system_prompt: Option<&'a str>,
+    /// The system prompt (owned when an instruction was added to it).
+    pub(crate) system_prompt: Option<Cow<'a, str>>,
     pub(crate) messages: &'a History,
     pub(crate) tools: &'a [ToolDefinition],
     pub(crate) tool_choice: Option<&'a ToolChoice>,
     pub(crate) temperature: Option<f32>,
     pub(crate) max_tokens: Option<u32>,
+    pub(crate) max_completion_tokens: Option<u32>,
+    pub(crate) parallel_tool_calls: Option<bool>,
+    /// Sent as `response_format` (the provider leaves it out when the
+    /// endpoint has no native support).
+    pub(crate) response_format: Option<&'a ResponseFormat>,
     pub(crate) stream: bool,
     /// Extra top-level fields (`LlmRequest.metadata["extra_body"]`).
     pub(crate) extra_body: Option<&'a Map<String, Value>>,
@@ -48,7 +59,7 @@ impl Serialize for ChatRequest<'_> {
         map.serialize_entry(
             "messages",
             &Messages {
-                system: self.system_prompt,
+                system: self.system_prompt.as_deref(),
                 history: self.messages,
             },
         )?;
@@ -57,12 +68,22 @@ impl Serialize for ChatRequest<'_> {
             if let Some(choice) = self.tool_choice {
                 map.serialize_entry("tool_choice", &WireToolChoice(choice))?;
             }
+            // OpenAI rejects `parallel_tool_calls` on a request without tools.
+            if let Some(parallel) = self.parallel_tool_calls {
+                map.serialize_entry("parallel_tool_calls", &parallel)?;
+            }
         }
         if let Some(t) = self.temperature {
             map.serialize_entry("temperature", &t)?;
         }
         if let Some(m) = self.max_tokens {
             map.serialize_entry("max_tokens", &m)?;
+        }
+        if let Some(m) = self.max_completion_tokens {
+            map.serialize_entry("max_completion_tokens", &m)?;
+        }
+        if let Some(format) = self.response_format {
+            map.serialize_entry("response_format", &WireResponseFormat(format))?;
         }
         map.serialize_entry("stream", &self.stream)?;
         if self.stream {
@@ -78,6 +99,32 @@ impl Serialize for ChatRequest<'_> {
                 map.serialize_entry(k, v)?;
             }
         }
+        map.end()
+    }
+}
+
+/// `{"type": "json_schema", "json_schema": {name, schema, strict}}`.
+struct WireResponseFormat<'a>(&'a ResponseFormat);
+
+#[derive(Serialize)]
+struct JsonSchemaFormat<'a> {
+    name: &'a str,
+    schema: &'a Value,
+    strict: bool,
+}
+
+impl Serialize for WireResponseFormat<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(2))?;
+        map.serialize_entry("type", "json_schema")?;
+        map.serialize_entry(
+            "json_schema",
+            &JsonSchemaFormat {
+                name: &self.0.name,
+                schema: &self.0.schema,
+                strict: self.0.strict,
+            },
+        )?;
         map.end()
     }
 }
@@ -568,12 +615,15 @@ mod tests {
     fn request<'a>(history: &'a History, tools: &'a [ToolDefinition]) -> ChatRequest<'a> {
         ChatRequest {
             model: "m",
-            system_prompt: Some("be brief"),
+            system_prompt: Some("be brief".into()),
             messages: history,
             tools,
             tool_choice: Some(&ToolChoice::Auto),
             temperature: None,
             max_tokens: Some(5),
+            max_completion_tokens: None,
+            parallel_tool_calls: None,
+            response_format: None,
             stream: true,
             extra_body: None,
         }

@@ -31,7 +31,7 @@ pub(crate) fn request(
         model: None,
         temperature: config.temperature,
         max_tokens: config.max_tokens,
-        metadata: Default::default(),
+        ..LlmRequest::default()
     }
 }
 
