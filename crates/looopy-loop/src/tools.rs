@@ -17,6 +17,7 @@ use tracing::Instrument;
 use crate::events::Emitter;
 use crate::hooks::{FatalHook, HookContext, Hooks};
 use crate::pause::PauseGate;
+use crate::telemetry::LoopMetrics;
 
 /// The tools of one turn, merged from every provider and routed by name.
 #[derive(Clone)]
@@ -192,6 +193,7 @@ pub(crate) struct CallEnv<'a> {
     pub(crate) hooks: &'a Hooks,
     pub(crate) pause: &'a PauseGate,
     pub(crate) iteration: u32,
+    pub(crate) metrics: &'a LoopMetrics,
 }
 
 impl CallEnv<'_> {
@@ -246,11 +248,14 @@ impl CallEnv<'_> {
         if let Some(kind) = result.failure {
             tracing::Span::current().record("error.type", kind.as_str());
         }
+        let elapsed = started.elapsed();
+        self.metrics
+            .record_tool(&call.name, elapsed, result.failure);
         Finished {
             call,
             result,
             outcome,
-            duration_ms: started.elapsed().as_millis() as u64,
+            duration_ms: elapsed.as_millis() as u64,
             fatal,
         }
     }

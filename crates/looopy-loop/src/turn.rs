@@ -524,6 +524,7 @@ impl Turn {
             hooks: &hooks,
             pause: &shared.pause,
             iteration: self.iteration,
+            metrics: &self.agent.metrics,
         };
         let span = tracing::info_span!(
             "tools",
