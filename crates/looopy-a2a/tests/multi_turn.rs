@@ -313,12 +313,14 @@ async fn client_tools_declared_in_a_message_are_offered_for_that_turn() {
         task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
         "{first}"
     );
-    let offered: Vec<_> = llm.requests()[0]
+    let mut offered: Vec<_> = llm.requests()[0]
         .tools
         .iter()
         .map(|t| t.name.clone())
         .collect();
-    assert_eq!(offered, ["get_location"]);
+    offered.sort();
+    // The client's tool beside the Agent's own tool-output reader.
+    assert_eq!(offered, ["get_location", "read_tool_output"]);
 
     let mut answer = v1_message("");
     answer["message"]["taskId"] = task["id"].clone();
@@ -336,8 +338,10 @@ async fn client_tools_declared_in_a_message_are_offered_for_that_turn() {
         .unwrap();
     assert_eq!(result.tool_call_id.as_deref(), Some("call-7"));
     assert!(result.text().contains("Oslo"));
-    // Declared per message: the answer declared none, so none were offered.
-    assert!(second.tools.is_empty());
+    // Declared per message: the answer declared none, so only the Agent's
+    // own tool was offered.
+    let offered: Vec<_> = second.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(offered, ["read_tool_output"]);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use looopy_core::store::{AgentStateStore, ArtifactStore, MessageStore, TaskStateStore, TurnLock};
 use looopy_core::{LlmProvider, ToolProvider};
+use looopy_loop::tool_output::ToolOutputCache;
 use looopy_loop::{AgentLoop, AgentLoopBuilder, AgentLoopConfig};
 
 use crate::agent::Agent;
@@ -167,7 +168,10 @@ impl AgentBuilder {
         self
     }
 
-    /// Limits what the model is sent (default: no limit).
+    /// Limits what the model is sent (default: the newest
+    /// [`DEFAULT_WINDOW_MESSAGES`](crate::DEFAULT_WINDOW_MESSAGES) messages,
+    /// tool calls kept with their results; [`WindowConfig::unbounded`] sends
+    /// the whole history).
     pub fn window(mut self, window: WindowConfig) -> Self {
         self.settings.window = window;
         self
@@ -181,6 +185,23 @@ impl AgentBuilder {
     /// the usage of the calls the window passes on.
     pub fn token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
         self.token_counter = Some(counter);
+        self
+    }
+
+    /// Tool results longer than `max_chars` characters are stored as
+    /// artifacts in the artifact store; the model sees the first
+    /// `preview_chars` and pages through the rest with `read_tool_output`
+    /// (default: on, [`DEFAULT_TOOL_OUTPUT_MAX_CHARS`](crate::DEFAULT_TOOL_OUTPUT_MAX_CHARS)
+    /// and [`DEFAULT_TOOL_OUTPUT_PREVIEW_CHARS`](crate::DEFAULT_TOOL_OUTPUT_PREVIEW_CHARS)).
+    /// Applies to the loop the Agent builds, not to a prebuilt one.
+    pub fn tool_output_cache(mut self, max_chars: usize, preview_chars: usize) -> Self {
+        self.settings.tool_output = Some((max_chars, preview_chars));
+        self
+    }
+
+    /// Tool results go to the model whole, however long.
+    pub fn without_tool_output_cache(mut self) -> Self {
+        self.settings.tool_output = None;
         self
     }
 
@@ -245,6 +266,10 @@ impl AgentBuilder {
                 }
                 if let Some(store) = self.task_store {
                     builder = builder.task_store(store);
+                }
+                if let Some((max_chars, preview_chars)) = self.settings.tool_output {
+                    let cache = ToolOutputCache::new(artifacts.clone(), max_chars, preview_chars);
+                    builder = builder.tool_output_cache(cache);
                 }
                 for f in self.customize {
                     builder = f(builder);

@@ -9,6 +9,18 @@ use crate::window::WindowConfig;
 /// while a turn runs.
 pub const DEFAULT_LOCK_TTL: Duration = Duration::from_secs(30);
 
+/// Messages the default sliding window sends (the newest ones; a tool
+/// result is never separated from the call that asked for it).
+pub const DEFAULT_WINDOW_MESSAGES: usize = 50;
+
+/// Tool results longer than this many characters are stored as artifacts by
+/// the default tool-output cache; the model pages through them with
+/// `read_tool_output`.
+pub const DEFAULT_TOOL_OUTPUT_MAX_CHARS: usize = 20_000;
+
+/// Characters of a cached tool result the model sees at once.
+pub const DEFAULT_TOOL_OUTPUT_PREVIEW_CHARS: usize = 2_000;
+
 /// Compaction records kept in the agent state's metadata (the newest ones).
 pub const MAX_COMPACTION_RECORDS: usize = 20;
 
@@ -33,6 +45,9 @@ pub(crate) struct Settings {
     pub(crate) window_in_model: bool,
     pub(crate) compaction: CompactionConfig,
     pub(crate) owner: Option<String>,
+    /// `(max_chars, preview_chars)` of the tool-output cache the Agent gives
+    /// the loop it builds; `None`: no cache.
+    pub(crate) tool_output: Option<(usize, usize)>,
 }
 
 impl Default for Settings {
@@ -40,10 +55,14 @@ impl Default for Settings {
         Settings {
             auto_save: true,
             lock_ttl: DEFAULT_LOCK_TTL,
-            window: WindowConfig::default(),
+            window: WindowConfig::max_messages(DEFAULT_WINDOW_MESSAGES),
             window_in_model: false,
             compaction: CompactionConfig::default(),
             owner: None,
+            tool_output: Some((
+                DEFAULT_TOOL_OUTPUT_MAX_CHARS,
+                DEFAULT_TOOL_OUTPUT_PREVIEW_CHARS,
+            )),
         }
     }
 }

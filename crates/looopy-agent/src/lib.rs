@@ -33,7 +33,10 @@ pub use artifacts::{FLUSH_EVERY, TOOL_ARTIFACT_IDS_KEY, TOOL_ARTIFACTS_KEY, atta
 pub use builder::AgentBuilder;
 pub use client::{CLIENT_TOOL_MARK, ClientToolResult, SYNTHETIC_RESULT_KEY, open_tool_calls};
 pub use compaction::{CompactionConfig, CompactionReport};
-pub use config::{DEFAULT_LOCK_TTL, MAX_COMPACTION_RECORDS, keys};
+pub use config::{
+    DEFAULT_LOCK_TTL, DEFAULT_TOOL_OUTPUT_MAX_CHARS, DEFAULT_TOOL_OUTPUT_PREVIEW_CHARS,
+    DEFAULT_WINDOW_MESSAGES, MAX_COMPACTION_RECORDS, keys,
+};
 pub use error::{AgentBusy, AgentError, BusyHolder};
 pub use tokens::{CalibratedCounter, HeuristicCounter, SharedCounter, TokenCounter};
 pub use turn::{AgentTurn, TurnOptions, TurnSummary};

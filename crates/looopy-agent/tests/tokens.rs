@@ -110,6 +110,9 @@ async fn the_system_prompt_reduces_what_history_fits() {
                 ..AgentLoopConfig::default()
             })
             .window(WindowConfig::max_tokens(60))
+            // No `read_tool_output` definition in the request: only the
+            // prompt and the history count here.
+            .without_tool_output_cache()
             .build()
             .unwrap();
         turn(&agent, &msg("u")).await;

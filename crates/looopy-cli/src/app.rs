@@ -202,10 +202,7 @@ impl App {
             .turn_lock(self.stores.locks.clone())
             .lock_ttl(self.config.durability.lease_ttl())
             .owner(owner);
-        builder = self
-            .config
-            .history
-            .apply(builder, self.stores.artifacts.clone());
+        builder = self.config.history.apply(builder);
         for tool in &self.tools {
             builder = builder.tools_shared(tool.clone());
         }

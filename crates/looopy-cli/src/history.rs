@@ -5,11 +5,10 @@
 //! its own unless told), and tool results over 20,000 characters stored as
 //! artifacts that the model pages through with `read_tool_output`.
 
-use std::sync::Arc;
-
-use looopy_agent::{AgentBuilder, CompactionConfig, WindowConfig};
-use looopy_core::store::ArtifactStore;
-use looopy_loop::tool_output::ToolOutputCache;
+use looopy_agent::{
+    AgentBuilder, CompactionConfig, DEFAULT_TOOL_OUTPUT_MAX_CHARS,
+    DEFAULT_TOOL_OUTPUT_PREVIEW_CHARS, DEFAULT_WINDOW_MESSAGES, WindowConfig,
+};
 use serde::Deserialize;
 
 /// `[history]`. Every limit of 0 means "none".
@@ -35,13 +34,13 @@ pub struct HistorySection {
 impl Default for HistorySection {
     fn default() -> Self {
         HistorySection {
-            window_messages: 50,
+            window_messages: DEFAULT_WINDOW_MESSAGES,
             window_tokens: 0,
             compact_after_messages: 0,
             compact_after_tokens: 0,
             compact_keep_recent: 10,
-            tool_output_max_chars: 20_000,
-            tool_output_preview_chars: 2_000,
+            tool_output_max_chars: DEFAULT_TOOL_OUTPUT_MAX_CHARS,
+            tool_output_preview_chars: DEFAULT_TOOL_OUTPUT_PREVIEW_CHARS,
         }
     }
 }
@@ -74,19 +73,17 @@ impl HistorySection {
     }
 
     /// Applies the window, the compaction and the tool-output cache to an
-    /// Agent being built (`artifacts`: where long tool results go).
-    pub fn apply(&self, builder: AgentBuilder, artifacts: Arc<dyn ArtifactStore>) -> AgentBuilder {
+    /// Agent being built (long tool results go to its artifact store).
+    pub fn apply(&self, builder: AgentBuilder) -> AgentBuilder {
         let mut builder = builder.window(self.window());
         if let Some(compaction) = self.compaction() {
             builder = builder.compaction(compaction);
         }
         if self.tool_output_max_chars > 0 {
-            let cache = ToolOutputCache::new(
-                artifacts,
-                self.tool_output_max_chars,
-                self.tool_output_preview_chars,
-            );
-            builder = builder.configure_loop(move |b| b.tool_output_cache(cache));
+            builder = builder
+                .tool_output_cache(self.tool_output_max_chars, self.tool_output_preview_chars);
+        } else {
+            builder = builder.without_tool_output_cache();
         }
         builder
     }

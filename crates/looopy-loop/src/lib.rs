@@ -208,6 +208,7 @@ pub struct AgentLoopBuilder {
     tool_timeout: Option<TimeoutLayer>,
     llm_layers: Vec<Arc<dyn LlmLayer>>,
     tool_layers: Vec<Arc<dyn ToolLayer>>,
+    tool_output: Option<Arc<tool_output::ToolOutputCache>>,
 }
 
 impl AgentLoopBuilder {
@@ -224,6 +225,7 @@ impl AgentLoopBuilder {
             tool_timeout: Some(TimeoutLayer::default()),
             llm_layers: Vec::new(),
             tool_layers: Vec::new(),
+            tool_output: None,
         }
     }
 
@@ -363,10 +365,17 @@ impl AgentLoopBuilder {
 
     /// Stores tool results longer than the cache's limit as artifacts and
     /// offers the model the `read_tool_output` tool to page through them.
+    /// A loop has one cache: a second call replaces the first. Its hook runs
+    /// before the hooks added with [`hook`](Self::hook), so they see the
+    /// result the model will see.
     pub fn tool_output_cache(mut self, cache: tool_output::ToolOutputCache) -> Self {
-        let cache = Arc::new(cache);
-        self.tools.push(cache.clone());
-        self.hooks.push(cache);
+        self.tool_output = Some(Arc::new(cache));
+        self
+    }
+
+    /// No tool-output cache (undoes [`tool_output_cache`](Self::tool_output_cache)).
+    pub fn without_tool_output_cache(mut self) -> Self {
+        self.tool_output = None;
         self
     }
 
@@ -377,7 +386,11 @@ impl AgentLoopBuilder {
     }
 
     /// The loop, its model and tool providers wrapped in the layers.
-    pub fn build(self) -> AgentLoop {
+    pub fn build(mut self) -> AgentLoop {
+        if let Some(cache) = self.tool_output.take() {
+            self.tools.push(cache.clone());
+            self.hooks.insert(0, cache);
+        }
         let llm_stack = LlmStack::new(self.retry, &self.llm_layers);
         let tool_stack = ToolStack::new(self.tool_timeout, &self.tool_layers);
         AgentLoop {

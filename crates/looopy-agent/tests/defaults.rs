@@ -1,0 +1,168 @@
+//! What an Agent built from just a model, tools and stores does without
+//! being told: it sends the newest 50 messages (tool pairs kept together),
+//! and stores long tool results as artifacts that the model pages through.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::*;
+use looopy_agent::{
+    Agent, DEFAULT_TOOL_OUTPUT_MAX_CHARS, DEFAULT_TOOL_OUTPUT_PREVIEW_CHARS,
+    DEFAULT_WINDOW_MESSAGES, WindowConfig,
+};
+use looopy_core::store::{ArtifactStore, MessageStore};
+use looopy_core::{LlmResponse, Message, Part, ToolCall};
+use looopy_loop::tool_output::{READ_TOOL_OUTPUT, ToolOutputCache};
+use looopy_stores_memory::MemoryStores;
+use looopy_testkit::ScriptedLlm;
+use looopy_tools::LocalTools;
+
+/// Seeds a conversation with `n` alternating user / assistant messages.
+async fn seed_history(stores: &MemoryStores, context: &str, n: usize) {
+    let messages: Vec<Message> = (0..n)
+        .map(|i| {
+            if i % 2 == 0 {
+                Message::user(format!("u{i}"))
+            } else {
+                Message::assistant(format!("a{i}"))
+            }
+        })
+        .collect();
+    stores.messages.append(context, &messages).await.unwrap();
+}
+
+#[tokio::test]
+async fn the_model_gets_the_newest_fifty_messages_by_default() {
+    let stores = MemoryStores::new();
+    seed_history(&stores, "c-default-window", 80).await;
+    let llm = ScriptedLlm::new().respond(LlmResponse::text("ok"));
+    let agent = builder("c-default-window", &llm, &stores).build().unwrap();
+    turn(&agent, "latest").await;
+
+    let sent = &llm.requests()[0].messages;
+    assert_eq!(sent.len(), DEFAULT_WINDOW_MESSAGES);
+    assert_eq!(sent.to_vec().last().unwrap().text(), "latest");
+    // Nothing is lost: the store keeps the whole conversation.
+    assert_eq!(stores.messages.count("c-default-window").await.unwrap(), 82);
+}
+
+#[tokio::test]
+async fn an_unbounded_window_sends_everything() {
+    let stores = MemoryStores::new();
+    seed_history(&stores, "c-unbounded", 80).await;
+    let llm = ScriptedLlm::new().respond(LlmResponse::text("ok"));
+    let agent = builder("c-unbounded", &llm, &stores)
+        .window(WindowConfig::unbounded())
+        .build()
+        .unwrap();
+    turn(&agent, "latest").await;
+    assert_eq!(llm.requests()[0].messages.len(), 81);
+}
+
+fn big_tool() -> LocalTools {
+    LocalTools::new().raw_tool(
+        looopy_core::ToolDefinition::without_parameters("dump", "a long report"),
+        |call: ToolCall, _cx| async move {
+            looopy_core::ToolResult::text(&call.id, "x".repeat(DEFAULT_TOOL_OUTPUT_MAX_CHARS + 1))
+        },
+    )
+}
+
+#[tokio::test]
+async fn long_tool_results_become_artifacts_by_default() {
+    let stores = MemoryStores::new();
+    let llm = ScriptedLlm::new()
+        .respond(LlmResponse::tool_calls(
+            "",
+            vec![ToolCall::new("call-1", "dump", "{}")],
+        ))
+        .respond(LlmResponse::text("done"));
+    let agent = builder("c-default-cache", &llm, &stores)
+        .tools(big_tool())
+        .build()
+        .unwrap();
+    turn(&agent, "report please").await;
+
+    let requests = llm.requests();
+    let offered: Vec<_> = requests[0].tools.iter().map(|t| t.name.clone()).collect();
+    assert!(
+        offered.contains(&READ_TOOL_OUTPUT.to_string()),
+        "{offered:?}"
+    );
+    let result = requests[1].messages.to_vec().last().unwrap().text();
+    assert!(
+        result.len() < DEFAULT_TOOL_OUTPUT_PREVIEW_CHARS + 1_000,
+        "the model was sent {} characters",
+        result.len()
+    );
+    let stored = stores
+        .artifacts
+        .get("c-default-cache", &ToolOutputCache::artifact_id("call-1"))
+        .await
+        .unwrap()
+        .expect("the whole result is stored");
+    let text: usize = stored
+        .artifact
+        .parts
+        .iter()
+        .map(|p| match p {
+            Part::Text { text } => text.len(),
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(text, DEFAULT_TOOL_OUTPUT_MAX_CHARS + 1);
+}
+
+#[tokio::test]
+async fn the_cache_can_be_turned_off() {
+    let stores = MemoryStores::new();
+    let llm = ScriptedLlm::new()
+        .respond(LlmResponse::tool_calls(
+            "",
+            vec![ToolCall::new("call-1", "dump", "{}")],
+        ))
+        .respond(LlmResponse::text("done"));
+    let agent = Agent::builder("c-no-cache")
+        .llm(llm.clone())
+        .message_store(stores.messages.clone())
+        .artifact_store(stores.artifacts.clone())
+        .tools(big_tool())
+        .without_tool_output_cache()
+        .build()
+        .unwrap();
+    turn(&agent, "report please").await;
+    let requests = llm.requests();
+    assert!(requests[0].tools.iter().all(|t| t.name != READ_TOOL_OUTPUT));
+    let result = requests[1].messages.to_vec().last().unwrap().text();
+    assert_eq!(result.len(), DEFAULT_TOOL_OUTPUT_MAX_CHARS + 1);
+}
+
+#[tokio::test]
+async fn a_loop_customizer_replaces_the_default_cache_instead_of_adding_one() {
+    let stores = MemoryStores::new();
+    let llm = ScriptedLlm::new()
+        .respond(LlmResponse::tool_calls(
+            "",
+            vec![ToolCall::new("call-1", "dump", "{}")],
+        ))
+        .respond(LlmResponse::text("done"));
+    let artifacts = stores.artifacts.clone();
+    let agent = builder("c-custom-cache", &llm, &stores)
+        .tools(big_tool())
+        .configure_loop(move |b| b.tool_output_cache(ToolOutputCache::new(artifacts, 100, 10)))
+        .build()
+        .unwrap();
+    turn(&agent, "report please").await;
+    let requests = llm.requests();
+    let reads = requests[0]
+        .tools
+        .iter()
+        .filter(|t| t.name == READ_TOOL_OUTPUT)
+        .count();
+    assert_eq!(reads, 1, "one read_tool_output, not two");
+    let result = requests[1].messages.to_vec().last().unwrap().text();
+    assert!(
+        result.len() < 1_000,
+        "the customizer's 10-character preview"
+    );
+}
