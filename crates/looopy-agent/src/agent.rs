@@ -30,6 +30,7 @@ use crate::compaction::{self, CompactionReport};
 use crate::config::{MAX_COMPACTION_RECORDS, Settings, keys};
 use crate::error::{AgentBusy, AgentError, BusyHolder};
 use crate::lease::Lease;
+use crate::size_warning::SizeWarnings;
 
 /// A stateful, multi-turn agent for one conversation.
 ///
@@ -49,6 +50,8 @@ pub(crate) struct Inner {
     pub(crate) states: Option<Arc<dyn AgentStateStore>>,
     pub(crate) turn_lock: Option<Arc<dyn TurnLock>>,
     pub(crate) settings: Settings,
+    /// History size limits already warned about (compaction off).
+    pub(crate) size_warnings: SizeWarnings,
     exclusive: Arc<tokio::sync::Mutex<()>>,
     status: Mutex<Status>,
 }
@@ -120,6 +123,7 @@ impl Agent {
                 states: p.states,
                 turn_lock: p.turn_lock,
                 settings: p.settings,
+                size_warnings: SizeWarnings::default(),
                 exclusive: Arc::new(tokio::sync::Mutex::new(())),
                 status: Mutex::new(Status {
                     state: Arc::new(state),
@@ -353,10 +357,18 @@ impl Agent {
         self.stop(LifecycleState::Paused).await
     }
 
-    /// Saves everything and marks the agent `shutdown`: turns are refused
-    /// until [`start`](Self::start) is called again.
+    /// Saves everything, marks the agent `shutdown` (turns are refused
+    /// until [`start`](Self::start) is called again) and shuts its tool
+    /// providers down ([`AgentLoop::shutdown_tools`]: MCP servers' child
+    /// processes end; they start again on their next use). Fails with
+    /// [`AgentError::Busy`] while a turn runs, changing nothing.
     pub async fn shutdown(&self) -> Result<(), AgentError> {
-        self.stop(LifecycleState::Shutdown).await
+        self.stop(LifecycleState::Shutdown).await?;
+        self.inner
+            .agent_loop
+            .shutdown_tools()
+            .await
+            .map_err(AgentError::Tools)
     }
 
     async fn stop(&self, to: LifecycleState) -> Result<(), AgentError> {

@@ -89,11 +89,24 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
         // would hold them twice (it is alive for every running turn).
         let agent = &turn.agent;
         let cx = &turn.cx;
+        // Sent after the turn's first event (its task), which must come first.
+        let mut warnings = Vec::new();
         let (stream, base, compaction, compaction_error, saved_before) = match &mut turn.start {
             Start::New(prepared) => {
                 let (compaction, compaction_error) =
                     maybe_compact(agent, &mut prepared.history, prepared.stored_len, cx).await;
                 let settings = &agent.inner.settings;
+                warnings = agent
+                    .inner
+                    .size_warnings
+                    .check(
+                        &settings.compaction,
+                        &agent.inner.context_id,
+                        &prepared.history,
+                    )
+                    .into_iter()
+                    .map(|p| AgentEvent::new(cx.task_id.clone(), cx.context_id.clone(), p))
+                    .collect();
                 let sent = if settings.window_in_model {
                     prepared.history.clone()
                 } else {
@@ -127,8 +140,8 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
             finished: Vec::new(),
         };
         let lost = turn.lease.as_ref().map(Lease::lost).unwrap_or_default();
-        let run =
-            AssertUnwindSafe(pump(stream, &turn.tx, &mut recorder, &mut pumped)).catch_unwind();
+        let run = AssertUnwindSafe(pump(stream, &turn.tx, &mut recorder, &mut pumped, warnings))
+            .catch_unwind();
         let run = tokio::select! {
             run = run => run,
             () = lost.cancelled() => {
@@ -227,14 +240,17 @@ fn abandon(turn: TurnRun) {
     drop(turn);
 }
 
-/// Forwards the loop's events, writing artifacts on the way; keeps the
+/// Forwards the loop's events, writing artifacts on the way, and the
+/// Agent's own `after_first` events after the first of them; keeps the
 /// final event back.
 async fn pump(
     mut stream: TurnStream,
     tx: &UnboundedSender<AgentEvent>,
     recorder: &mut ArtifactRecorder,
     pumped: &mut Pumped,
+    after_first: Vec<AgentEvent>,
 ) {
+    let mut after_first = after_first.into_iter();
     while let Some(event) = stream.next().await {
         if event.is_final() {
             pumped.final_event = Some(event);
@@ -249,6 +265,9 @@ async fn pump(
             _ => None,
         };
         let _ = tx.unbounded_send(event);
+        for extra in after_first.by_ref() {
+            let _ = tx.unbounded_send(extra);
+        }
         if let Some(result) = result {
             for artifact_event in recorder.tool_artifacts(&result).await {
                 let _ = tx.unbounded_send(artifact_event);

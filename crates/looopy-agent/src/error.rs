@@ -80,6 +80,10 @@ pub enum AgentError {
         /// The id the client quoted.
         tool_call_id: String,
     },
+    /// A tool provider did not shut down cleanly (the Agent's state was
+    /// saved and it is shut down all the same).
+    #[error("a tool provider did not shut down cleanly: {0}")]
+    Tools(looopy_core::ToolError),
     /// There is nothing for the model to answer: no history, no message.
     #[error("nothing to run: the conversation is empty and no user message was given")]
     EmptyTurn,

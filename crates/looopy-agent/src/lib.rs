@@ -24,6 +24,7 @@ mod driver;
 mod error;
 mod lease;
 mod pause;
+mod size_warning;
 pub mod tokens;
 mod turn;
 pub mod window;

@@ -21,8 +21,8 @@ use futures::channel::mpsc;
 use futures::{Stream, StreamExt};
 use looopy_core::store::LifecycleState;
 use looopy_core::{
-    AgentEvent, AuthContext, CancellationToken, History, Message, TaskState, ToolCall,
-    ToolProvider, TurnContext, Usage,
+    AgentEvent, AuthContext, CancellationToken, ConversationArtifacts, History, Message, TaskState,
+    ToolCall, ToolProvider, TurnContext, Usage,
 };
 use looopy_loop::{TurnEnd, TurnSettings};
 use serde_json::{Map, Value};
@@ -426,6 +426,10 @@ impl Agent {
         if let Some(tools) = options.tools {
             cx = cx.with_turn_tools(tools);
         }
+        cx = cx.with_artifacts(ConversationArtifacts::new(
+            self.inner.artifacts.clone(),
+            self.inner.context_id.clone(),
+        ));
         let (tx, rx) = mpsc::unbounded();
         let summary = Arc::new(Mutex::new(None));
         let pause = Arc::new(PauseRelay::default());

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::artifact_view::ConversationArtifacts;
 use crate::tool_provider::ToolProvider;
 
 /// The authenticated principal of a turn, with fresh credentials.
@@ -82,6 +83,10 @@ pub struct TurnContext {
     /// [`ToolProvider::execute`]; it is `None` elsewhere. See
     /// [`TurnContext::idempotency_key`].
     pub call_id: Option<Arc<str>>,
+    /// The conversation's artifacts, read-only, for tools to see (an Agent
+    /// sets it on every turn; `None` for a bare loop unless the caller sets
+    /// it).
+    pub artifacts: Option<ConversationArtifacts>,
 }
 
 /// The agent id until one is set, shared rather than allocated per turn.
@@ -100,6 +105,7 @@ impl TurnContext {
             metadata: Arc::new(Map::new()),
             turn_tools: None,
             call_id: None,
+            artifacts: None,
         }
     }
 
@@ -130,6 +136,12 @@ impl TurnContext {
     /// Offers `tools` in this turn only, beside the loop's own.
     pub fn with_turn_tools(mut self, tools: Arc<dyn ToolProvider>) -> Self {
         self.turn_tools = Some(tools);
+        self
+    }
+
+    /// Lets tools read the conversation's artifacts.
+    pub fn with_artifacts(mut self, artifacts: ConversationArtifacts) -> Self {
+        self.artifacts = Some(artifacts);
         self
     }
 

@@ -106,6 +106,17 @@ impl ToolOutcome {
     }
 }
 
+/// Which size limit of a conversation's history was passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum HistoryLimit {
+    /// The number of messages.
+    Messages,
+    /// The estimated tokens.
+    Tokens,
+}
+
 /// The payload of an [`AgentEvent`], tagged by `kind`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind")]
@@ -180,6 +191,38 @@ pub enum EventPayload {
     Text {
         /// The text.
         text: String,
+    },
+    /// The model began a tool call in its streamed answer (its arguments
+    /// follow as `internal:tool-call-delta` events). Only when streaming;
+    /// the call runs later, announced by `internal:tool-start`.
+    #[serde(rename = "internal:tool-call-begin", rename_all = "camelCase")]
+    ToolCallBegin {
+        /// 1-based iteration.
+        iteration: u32,
+        /// Position of the call in the model's answer.
+        index: usize,
+        /// The call's id as the model sent it (may be empty when the
+        /// provider sends none; the loop then gives the call an id before it
+        /// runs).
+        call_id: String,
+        /// The tool's name.
+        name: String,
+    },
+    /// A piece of a tool call's raw JSON arguments, as the model streams
+    /// them. Only when streaming; the pieces of one call, joined in order,
+    /// are its arguments.
+    #[serde(rename = "internal:tool-call-delta", rename_all = "camelCase")]
+    ToolCallArgumentsDelta {
+        /// 1-based iteration.
+        iteration: u32,
+        /// Position of the call in the model's answer.
+        index: usize,
+        /// The call's id as the model sent it (see `ToolCallBegin`).
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The next piece of the arguments.
+        delta: String,
     },
     /// A tool call starts (seed 003 `StepStart` + `ToolCall`).
     #[serde(rename = "internal:tool-start", rename_all = "camelCase")]
@@ -299,6 +342,19 @@ pub enum EventPayload {
         /// Whether the failure ended the turn.
         fatal: bool,
     },
+    /// The conversation's history passed a configured size while automatic
+    /// compaction is off: it keeps growing, and every model call sends
+    /// more. Emitted once each time a limit is passed (again only after the
+    /// history fell back below it, e.g. after a manual compaction).
+    #[serde(rename = "internal:history-size", rename_all = "camelCase")]
+    HistorySize {
+        /// The limit passed.
+        limit: HistoryLimit,
+        /// Its configured value.
+        threshold: usize,
+        /// The history's size by that measure.
+        size: usize,
+    },
     /// Token usage of one model call, and the turn's running total.
     #[serde(rename = "internal:usage")]
     Usage {
@@ -320,11 +376,14 @@ impl EventPayload {
             EventPayload::LlmResponse { .. } => "internal:llm-response",
             EventPayload::Reasoning { .. } => "internal:reasoning",
             EventPayload::Text { .. } => "internal:text",
+            EventPayload::ToolCallBegin { .. } => "internal:tool-call-begin",
+            EventPayload::ToolCallArgumentsDelta { .. } => "internal:tool-call-delta",
             EventPayload::ToolStart { .. } => "internal:tool-start",
             EventPayload::ToolComplete { .. } => "internal:tool-complete",
             EventPayload::ToolInterrupted { .. } => "internal:tool-interrupted",
             EventPayload::Checkpoint { .. } => "internal:checkpoint",
             EventPayload::Usage { .. } => "internal:usage",
+            EventPayload::HistorySize { .. } => "internal:history-size",
             EventPayload::ExecutionStart { .. } => "internal:execution-start",
             EventPayload::ExecutionEnd { .. } => "internal:execution-end",
             EventPayload::ExecutionPaused { .. } => "internal:execution-paused",
@@ -397,6 +456,24 @@ mod tests {
                 point: "before_llm".into(),
                 message: "m".into(),
                 fatal: true,
+            },
+            EventPayload::ToolCallBegin {
+                iteration: 1,
+                index: 0,
+                call_id: "c1".into(),
+                name: "t".into(),
+            },
+            EventPayload::ToolCallArgumentsDelta {
+                iteration: 1,
+                index: 0,
+                call_id: "c1".into(),
+                name: "t".into(),
+                delta: "{\"a\":".into(),
+            },
+            EventPayload::HistorySize {
+                limit: HistoryLimit::Tokens,
+                threshold: 10,
+                size: 12,
             },
             EventPayload::ToolInterrupted {
                 name: "send_mail".into(),

@@ -1,6 +1,7 @@
 #![forbid(unsafe_code)]
 #![doc = include_str!("../README.md")]
 
+mod artifact_view;
 pub mod client_tool;
 mod context;
 mod event;
@@ -12,9 +13,10 @@ mod task;
 mod tool;
 mod tool_provider;
 
+pub use artifact_view::ConversationArtifacts;
 pub use client_tool::ClientToolResult;
 pub use context::{AuthContext, CallContext, ToolContext, TurnContext};
-pub use event::{AgentEvent, EventPayload, ToolOutcome};
+pub use event::{AgentEvent, EventPayload, HistoryLimit, ToolOutcome};
 pub use history::History;
 pub use llm::{
     FinishReason, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream,

@@ -101,6 +101,16 @@ pub trait ToolProvider: Send + Sync {
 
     /// Runs one call of one of this provider's tools.
     async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> ToolResult;
+
+    /// Releases what the provider holds (child processes, sessions,
+    /// connections), for a clean stop: `Agent::shutdown` and a server's
+    /// graceful stop call it. A provider shared by several agents may be
+    /// shut down more than once, and used again afterwards: it then starts
+    /// what it needs anew. The default holds nothing and does nothing;
+    /// providers that wrap another must pass it on.
+    async fn shutdown(&self) -> Result<(), ToolError> {
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -110,5 +120,8 @@ impl<P: ToolProvider + ?Sized> ToolProvider for Arc<P> {
     }
     async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> ToolResult {
         (**self).execute(call, cx).await
+    }
+    async fn shutdown(&self) -> Result<(), ToolError> {
+        (**self).shutdown().await
     }
 }

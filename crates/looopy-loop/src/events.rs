@@ -174,6 +174,32 @@ impl Emitter {
         self.emit(EventPayload::Text { text });
     }
 
+    pub(crate) fn tool_call_begin(&self, iteration: u32, index: usize, call_id: &str, name: &str) {
+        self.emit(EventPayload::ToolCallBegin {
+            iteration,
+            index,
+            call_id: call_id.to_owned(),
+            name: name.to_owned(),
+        });
+    }
+
+    pub(crate) fn tool_call_delta(
+        &self,
+        iteration: u32,
+        index: usize,
+        call: Option<&(String, String)>,
+        delta: &str,
+    ) {
+        let (call_id, name) = call.cloned().unwrap_or_default();
+        self.emit(EventPayload::ToolCallArgumentsDelta {
+            iteration,
+            index,
+            call_id,
+            name,
+            delta: delta.to_owned(),
+        });
+    }
+
     pub(crate) fn tool_start(&self, call: &ToolCall) {
         self.emit(EventPayload::ToolStart {
             call: call.clone(),

@@ -79,13 +79,38 @@ pub(crate) async fn call_model(
         let mut assembler = ResponseAssembler::new();
         let mut held: Option<String> = None;
         let mut first = true;
+        // (id, name) of each streamed tool call by index, so that every
+        // argument delta can say which call it belongs to.
+        let mut calls: Vec<(String, String)> = Vec::new();
         while let Some(chunk) = chunks.next().await {
             let chunk = chunk?;
-            if let LlmChunk::TextDelta(delta) = &chunk
-                && let Some(previous) = held.replace(delta.clone())
-            {
-                emit.text_chunk(artifact_id, previous, first, false);
-                first = false;
+            match &chunk {
+                LlmChunk::TextDelta(delta) => {
+                    if let Some(previous) = held.replace(delta.clone()) {
+                        emit.text_chunk(artifact_id, previous, first, false);
+                        first = false;
+                    }
+                }
+                LlmChunk::ToolCallStart { index, id, name } => {
+                    if calls.len() <= *index {
+                        calls.resize(*index + 1, Default::default());
+                    }
+                    // As the assembler does: a later start of the same call
+                    // may complete its id or the rest of its name.
+                    let known = &mut calls[*index];
+                    let begins = known.0.is_empty() && known.1.is_empty();
+                    if !id.is_empty() {
+                        known.0.clone_from(id);
+                    }
+                    known.1.push_str(name);
+                    if begins {
+                        emit.tool_call_begin(iteration, *index, id, name);
+                    }
+                }
+                LlmChunk::ToolCallDelta { index, arguments } if !arguments.is_empty() => {
+                    emit.tool_call_delta(iteration, *index, calls.get(*index), arguments);
+                }
+                _ => {}
             }
             assembler.push(&chunk);
         }

@@ -22,6 +22,7 @@ mod telemetry;
 pub mod tool_output;
 mod tools;
 mod turn;
+mod wrap_up;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,6 +80,21 @@ impl AgentLoop {
     /// summaries made with another model.
     pub fn layer_llm(&self, model: Arc<dyn LlmProvider>) -> Arc<dyn LlmProvider> {
         self.llm_stack.apply(model)
+    }
+
+    /// Shuts every tool provider of the loop down
+    /// ([`ToolProvider::shutdown`]: MCP servers' child processes end, for
+    /// instance). Each is asked even when another fails; the failures are
+    /// logged and the first is returned. Providers start again on their
+    /// next use.
+    pub async fn shutdown_tools(&self) -> Result<(), looopy_core::ToolError> {
+        let results = futures::future::join_all(self.tools.iter().map(|p| p.shutdown())).await;
+        let mut first = None;
+        for error in results.into_iter().filter_map(Result::err) {
+            tracing::warn!(%error, "a tool provider did not shut down cleanly");
+            first.get_or_insert(error);
+        }
+        first.map_or(Ok(()), Err)
     }
 
     fn channel(&self, cx: &TurnContext) -> (Emitter, Arc<EventQueue>) {

@@ -8,8 +8,8 @@ use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use looopy_core::store::TaskCheckpoint;
 use looopy_core::{
-    History, LlmError, LlmResponse, Message, Part, Role, TaskState, ToolCall, ToolChoice,
-    ToolFailure, ToolOutcome, ToolResult, ToolSignal, TurnContext, Usage,
+    History, LlmError, LlmResponse, Message, Part, Role, TaskState, ToolCall, ToolFailure,
+    ToolOutcome, ToolResult, ToolSignal, TurnContext, Usage,
 };
 use serde_json::{Map, Value, json};
 use tracing::Instrument;
@@ -21,6 +21,7 @@ use crate::iteration;
 use crate::limits::{ToolFailureMode, TurnSettings};
 use crate::stream::{TurnOutcome, TurnShared};
 use crate::tools::{self, CallEnv, ToolRegistry};
+use crate::wrap_up;
 use crate::{AgentLoop, LoopError};
 
 /// The state of a turn in progress.
@@ -644,19 +645,14 @@ impl Turn {
             .find(|m| m.role == Role::Assistant)
     }
 
-    /// One last call without tools on a temporary copy of the history plus
-    /// a summary prompt; a fixed text if that fails. `end` is the limit that
-    /// was reached (`MaxIterations` or `MaxToolCalls`).
+    /// One last call without tools on a plain-text copy of the history
+    /// (see `wrap_up`) plus a summary prompt; a fixed text if that fails.
+    /// `end` is the limit that was reached (`MaxIterations` or
+    /// `MaxToolCalls`).
     async fn wrap_up(&mut self, end: TurnEnd) -> Ending {
         let config = self.agent.config.clone();
-        let mut messages = self.history.clone();
-        messages.push(Message::user(config.final_summary_prompt.to_string()));
-        let request = iteration::request(
-            &config,
-            messages,
-            Arc::from(Vec::new()),
-            Some(ToolChoice::None),
-        );
+        let messages = wrap_up::plain_history(&self.history, &config.final_summary_prompt);
+        let request = iteration::request(&config, messages, Arc::from(Vec::new()), None);
         let artifact_id = format!("{}-response-final", self.cx.task_id);
         let result = iteration::call_model(
             &self.agent,

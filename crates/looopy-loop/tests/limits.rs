@@ -11,8 +11,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use common::*;
 use looopy_core::{
-    EventPayload, History, LlmResponse, Message, Role, TaskState, ToolCall, ToolChoice,
-    ToolFailure, ToolResult, TurnContext,
+    EventPayload, History, LlmResponse, Message, Role, TaskState, ToolCall, ToolFailure,
+    ToolResult, TurnContext,
 };
 use looopy_loop::hooks::{AfterTurn, BeforeTurn, Hook, HookContext, HookError, TurnSummary};
 use looopy_loop::{AgentLoop, ToolFailureMode, TurnEnd, TurnSettings};
@@ -80,7 +80,7 @@ async fn a_turns_max_iterations_wraps_up_after_one_iteration() {
     let reqs = llm.requests();
     assert_eq!(reqs.len(), 2, "one iteration, then the wrap-up call");
     assert!(reqs[1].tools.is_empty());
-    assert_eq!(reqs[1].tool_choice, Some(ToolChoice::None));
+    assert_eq!(reqs[1].tool_choice, None);
     assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
 

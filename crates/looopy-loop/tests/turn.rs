@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::*;
 use looopy_core::{
     EventPayload, History, LlmChunk, LlmError, LlmResponse, Message, Role, TaskState, ToolCall,
-    ToolChoice, ToolOutcome, ToolResult, ToolSignal, TurnContext, Usage,
+    ToolOutcome, ToolResult, ToolSignal, TurnContext, Usage,
 };
 use looopy_loop::AgentLoop;
 use looopy_testkit::ScriptedLlm;
@@ -342,7 +342,7 @@ async fn max_iterations_ends_with_one_call_without_tools() {
     let reqs = llm.requests();
     assert_eq!(reqs.len(), 3);
     assert!(reqs[2].tools.is_empty());
-    assert_eq!(reqs[2].tool_choice, Some(ToolChoice::None));
+    assert_eq!(reqs[2].tool_choice, None, "no tools, nothing to choose");
     assert_eq!(
         reqs[2].messages.last().unwrap().role,
         Role::User,

@@ -5,9 +5,11 @@
 //! usage after each model call. Clients that do not activate it never see
 //! them.
 //!
-//! The server turns the runner's `internal:tool-start`, `internal:tool-complete`
-//! and `internal:usage` events into such status updates and appends them to
-//! the event log with the turn's other events (so that `SubscribeToTask` with
+//! The server turns the runner's `internal:tool-call-begin`,
+//! `internal:tool-call-delta` (a streamed call's arguments as the model
+//! writes them), `internal:tool-start`, `internal:tool-complete` and
+//! `internal:usage` events into such status updates and appends them to the
+//! event log with the turn's other events (so that `SubscribeToTask` with
 //! or without `Last-Event-ID` replays them); each stream filters them out
 //! unless its request activated the extension. They are marked by the
 //! extension's URI as a key of the status update's `metadata`.
@@ -33,7 +35,8 @@ pub const EXTENSIONS_HEADER: &str = "A2A-Extensions";
 pub(crate) const LEGACY_EXTENSIONS_HEADER: &str = "X-A2A-Extensions";
 
 /// What the agent card says about the extension.
-pub(crate) const DESCRIPTION: &str = "Streams tool calls (start: id, name, arguments; end: \
+pub(crate) const DESCRIPTION: &str = "Streams tool calls (as the model writes them: id, name, \
+     argument pieces; start: id, name, arguments; end: \
      result, isError, outcome, failure, durationMs), token usage and the turn's trace id as working status \
      updates with a data part.";
 
@@ -101,6 +104,30 @@ pub(crate) fn from_internal(event: &AgentEvent) -> Option<AgentEvent> {
                 "durationMs": duration_ms,
             })
         }
+        EventPayload::ToolCallBegin {
+            index,
+            call_id,
+            name,
+            ..
+        } => json!({
+            "event": "tool-call-begin",
+            "callId": call_id,
+            "name": name,
+            "index": index,
+        }),
+        EventPayload::ToolCallArgumentsDelta {
+            index,
+            call_id,
+            name,
+            delta,
+            ..
+        } => json!({
+            "event": "tool-call-delta",
+            "callId": call_id,
+            "name": name,
+            "index": index,
+            "delta": delta,
+        }),
         EventPayload::Usage { call, total } => json!({
             "event": "usage",
             "call": call,
@@ -263,6 +290,30 @@ mod tests {
             data["result"].as_str().unwrap().chars().count(),
             MAX_TEXT + 1
         );
+
+        let delta = AgentEvent::new(
+            "t".into(),
+            "c".into(),
+            EventPayload::ToolCallArgumentsDelta {
+                iteration: 1,
+                index: 0,
+                call_id: "c1".into(),
+                name: "sleep".into(),
+                delta: "{\"ms\":".into(),
+            },
+        );
+        let p = from_internal(&delta).unwrap();
+        assert!(is_progress(&p));
+        let EventPayload::StatusUpdate { status, .. } = &*p.payload else {
+            panic!()
+        };
+        let Part::Data { data } = &status.message.as_ref().unwrap().parts[0] else {
+            panic!()
+        };
+        assert_eq!(data["event"], "tool-call-delta");
+        assert_eq!(data["callId"], "c1");
+        assert_eq!(data["name"], "sleep");
+        assert_eq!(data["delta"], "{\"ms\":");
 
         let other = AgentEvent::new(
             "t".into(),

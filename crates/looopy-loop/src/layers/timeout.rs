@@ -184,4 +184,8 @@ impl<P: ToolProvider> ToolProvider for TimeoutTools<P> {
             },
         }
     }
+
+    async fn shutdown(&self) -> Result<(), ToolError> {
+        self.inner.shutdown().await
+    }
 }

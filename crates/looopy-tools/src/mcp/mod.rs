@@ -186,9 +186,16 @@ impl McpToolProvider {
     /// Closes the session and ends the child; later calls get an error
     /// result. Waits up to 10 s for the session to close.
     pub async fn shutdown(&self) -> Result<(), ToolsError> {
+        self.close(true).await
+    }
+
+    /// Closes the session and ends the child; unless `for_good`, the next
+    /// use starts a new one (what [`ToolProvider::shutdown`] does, since
+    /// the provider may be shared by agents that go on).
+    async fn close(&self, for_good: bool) -> Result<(), ToolsError> {
         let live = {
             let mut state = self.shared.state.lock().await;
-            state.closed = true;
+            state.closed |= for_good;
             state.live.take()
         };
         let Some(mut live) = live else {
@@ -416,6 +423,14 @@ impl ToolProvider for McpToolProvider {
             }
             result = self.call(call, cx.idempotency_key().unwrap_or(&call.id)) => result,
         }
+    }
+
+    /// Ends the child process (or the HTTP session) now; a later call
+    /// starts a new one. [`McpToolProvider::shutdown`] ends it for good.
+    async fn shutdown(&self) -> Result<(), ToolError> {
+        self.close(false).await.map_err(|e| ToolError::Unavailable {
+            message: e.to_string(),
+        })
     }
 }
 

@@ -1,0 +1,94 @@
+//! `Agent::shutdown` releases what the agent holds: an MCP server's child
+//! process ends, and starts again when the agent is used again.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use looopy_core::store::AgentStateStore;
+use looopy_core::{LlmResponse, ToolCall};
+use looopy_stores_memory::MemoryStores;
+use looopy_testkit::ScriptedLlm;
+use looopy_testkit::external::{repo_root, require};
+use looopy_tools::{McpToolProvider, StdioServer};
+
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name.
+        Ok(stat) => {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        }
+        Err(_) => false,
+    }
+}
+
+async fn gone(pid: u32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while alive(pid) {
+        if Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    true
+}
+
+fn sum(id: &str) -> LlmResponse {
+    LlmResponse::tool_calls("", vec![ToolCall::new(id, "get-sum", r#"{"a":2,"b":3}"#)])
+}
+
+#[tokio::test]
+async fn shutdown_ends_the_mcp_server_process_and_a_restart_starts_it_again() {
+    let Some(bin) = require(
+        "LOOOPY_MCP_EVERYTHING",
+        repo_root().join(".tools/node/node_modules/.bin/mcp-server-everything"),
+        "@modelcontextprotocol/server-everything",
+    ) else {
+        return;
+    };
+    let mcp = McpToolProvider::new(StdioServer::new(bin).arg("stdio"));
+    let stores = MemoryStores::new();
+    let llm = ScriptedLlm::new()
+        .respond(sum("a"))
+        .respond(LlmResponse::text("5"))
+        .respond(sum("b"))
+        .respond(LlmResponse::text("5 again"));
+    let agent = builder("c-shutdown", &llm, &stores)
+        .tools(mcp.clone())
+        .build()
+        .unwrap();
+    let (_, first) = turn(&agent, "2+3?").await;
+    let result = first
+        .new_messages
+        .iter()
+        .find(|m| m.tool_call_id.as_deref() == Some("a"))
+        .unwrap()
+        .text();
+    assert!(result.contains('5'), "{result}");
+    let pid = mcp.server_pid().await.unwrap();
+    assert!(alive(pid));
+
+    agent.shutdown().await.unwrap();
+    assert!(gone(pid).await, "the MCP server outlived Agent::shutdown");
+    assert_eq!(mcp.server_pid().await, None);
+    let saved = stores.agents.load("c-shutdown").await.unwrap().unwrap();
+    assert_eq!(saved.lifecycle, looopy_agent::LifecycleState::Shutdown);
+
+    // Started again, the agent's tools work again, in a new process.
+    agent.start().await.unwrap();
+    let (_, second) = turn(&agent, "again?").await;
+    let again = second
+        .new_messages
+        .iter()
+        .find(|m| m.tool_call_id.as_deref() == Some("b"))
+        .unwrap()
+        .text();
+    assert!(again.contains('5'), "{again}");
+    let new_pid = mcp.server_pid().await.unwrap();
+    assert_ne!(new_pid, pid);
+    agent.shutdown().await.unwrap();
+    assert!(gone(new_pid).await);
+}
