@@ -11,6 +11,7 @@
 //! | [`EventLog`] | ordered events of a task, readable after an id | task id |
 //! | [`TurnLock`] | turn ownership: one turn at a time per context, across processes, and the registry of running turns | context id |
 //! | [`TaskStore`] | A2A task records (owner, status, event cursors, version; a cancel flag) | task id |
+//! | [`PushConfigStore`] | A2A push notification configs (webhooks) | task id + config id |
 
 use std::ops::Range;
 use std::time::Duration;
@@ -27,6 +28,10 @@ use crate::llm::Usage;
 use crate::message::{Message, Part};
 use crate::task::{Artifact, TaskState};
 use crate::tool::ToolResult;
+
+mod push;
+
+pub use push::{PushAuthentication, PushConfig, PushConfigStore};
 
 /// Why a store operation failed. No variant means "partly done": a failed
 /// write wrote nothing.

@@ -6,6 +6,7 @@ mod artifacts;
 mod events;
 mod locks;
 mod messages;
+mod push_configs;
 mod task_records;
 mod tasks;
 
@@ -16,6 +17,7 @@ pub use artifacts::MemoryArtifactStore;
 pub use events::MemoryEventLog;
 pub use locks::MemoryTurnLock;
 pub use messages::MemoryMessageStore;
+pub use push_configs::MemoryPushConfigStore;
 pub use task_records::MemoryTaskStore;
 pub use tasks::MemoryTaskStateStore;
 

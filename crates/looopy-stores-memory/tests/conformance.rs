@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use looopy_stores_memory::{MemoryStores, MemoryTaskStore};
+use looopy_stores_memory::{MemoryPushConfigStore, MemoryStores, MemoryTaskStore};
 use looopy_testkit::conformance::{self, StoreUnderTest, UniqueIds};
 
 fn under_test(stores: &MemoryStores, task_records: &Arc<MemoryTaskStore>) -> StoreUnderTest {
@@ -15,6 +15,7 @@ fn under_test(stores: &MemoryStores, task_records: &Arc<MemoryTaskStore>) -> Sto
         stores.locks.clone(),
     )
     .with_task_records(task_records.clone())
+    .with_push_configs(Arc::new(MemoryPushConfigStore::new()))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use looopy_core::StoreError;
 use looopy_core::store::{
-    AgentStateStore, ArtifactStore, EventLog, MessageStore, TaskStateStore, TaskStore, TurnLock,
+    AgentStateStore, ArtifactStore, EventLog, MessageStore, PushConfigStore, TaskStateStore,
+    TaskStore, TurnLock,
 };
 use serde::{Deserialize, Serialize};
 
@@ -51,6 +52,8 @@ pub struct Stores {
     pub locks: Arc<dyn TurnLock>,
     /// A2A task records.
     pub task_records: Arc<dyn TaskStore>,
+    /// A2A push notification configs.
+    pub push_configs: Arc<dyn PushConfigStore>,
 }
 
 impl std::fmt::Debug for Stores {
@@ -83,6 +86,7 @@ fn memory() -> Stores {
         agents: m.agents,
         events: m.events,
         locks: m.locks,
+        push_configs: Arc::new(looopy_stores_memory::MemoryPushConfigStore::new()),
         task_records: Arc::new(looopy_stores_memory::MemoryTaskStore::new()),
     }
 }
@@ -97,6 +101,7 @@ impl From<RedisStores> for Stores {
             events: r.events,
             locks: r.locks,
             task_records: r.task_records,
+            push_configs: Arc::new(crate::RedisPushConfigStore::new(r.backend)),
         }
     }
 }

@@ -59,6 +59,7 @@ pub(crate) fn turn_shard(context_id: &str) -> u32 {
 /// | `P:{task:T}:events` | stream | entries `{e: <event JSON>}`; ids are the event ids |
 /// | `P:{task:T}:record` | string | the A2A task record (JSON, its `version` included) |
 /// | `P:{task:T}:cancel` | string | the task's cancel flag (`1` while a cancel is requested) |
+/// | `P:{task:T}:push` | hash | the task's push notification configs: config id → config JSON |
 /// | `P:{owner:O}:agents` | sorted set | context ids, scored by `last_activity` (µs) |
 /// | `P:{owner:O}:tasks` | sorted set | task ids, scored by `updated_at` (µs) |
 /// | `P:{owner:O}:ctx:C:tasks` | sorted set | task ids of one context of the owner |
@@ -170,6 +171,11 @@ impl KeyLayout {
     /// A task's A2A record.
     pub fn task_record(&self, task_id: &str) -> String {
         self.task(task_id, "record")
+    }
+
+    /// A task's push notification configs.
+    pub fn push_configs(&self, task_id: &str) -> String {
+        self.task(task_id, "push")
     }
 
     /// A task's cancel flag.

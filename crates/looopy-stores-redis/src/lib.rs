@@ -13,6 +13,7 @@ mod index;
 mod keys;
 mod locks;
 mod messages;
+mod push_configs;
 mod scripts;
 mod task_records;
 mod tasks;
@@ -31,6 +32,7 @@ pub use factory::{StoreConfig, Stores};
 pub use keys::KeyLayout;
 pub use locks::RedisTurnLock;
 pub use messages::RedisMessageStore;
+pub use push_configs::RedisPushConfigStore;
 pub use task_records::RedisTaskStore;
 pub use tasks::RedisTaskStateStore;
 

@@ -3,7 +3,9 @@
 
 mod common;
 
-use looopy_stores_redis::RedisStores;
+use std::sync::Arc;
+
+use looopy_stores_redis::{RedisPushConfigStore, RedisStores};
 use looopy_testkit::conformance::{self, StoreUnderTest, UniqueIds};
 
 fn under_test(stores: &RedisStores) -> StoreUnderTest {
@@ -16,6 +18,7 @@ fn under_test(stores: &RedisStores) -> StoreUnderTest {
         stores.locks.clone(),
     )
     .with_task_records(stores.task_records.clone())
+    .with_push_configs(Arc::new(RedisPushConfigStore::new(stores.backend.clone())))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

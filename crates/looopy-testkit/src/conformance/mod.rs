@@ -25,7 +25,9 @@
 //! ```
 //!
 //! A backend that also keeps A2A task records adds its [`TaskStore`] with
-//! [`StoreUnderTest::with_task_records`], and `run_all` checks it too.
+//! [`StoreUnderTest::with_task_records`], and `run_all` checks it too; the
+//! same for push notification configs ([`PushConfigStore`],
+//! [`StoreUnderTest::with_push_configs`]).
 //!
 //! Or one trait at a time ([`message_store`], [`event_log`], [`task_store`], ...). Failures
 //! panic with a message naming the broken rule. Every key the suite writes
@@ -71,6 +73,7 @@ mod events;
 mod fixtures;
 mod locks;
 mod messages;
+mod push_configs;
 mod task_records;
 mod tasks;
 
@@ -81,7 +84,8 @@ use std::time::Duration;
 
 use looopy_core::StoreError;
 use looopy_core::store::{
-    AgentStateStore, ArtifactStore, EventLog, MessageStore, TaskStateStore, TaskStore, TurnLock,
+    AgentStateStore, ArtifactStore, EventLog, MessageStore, PushConfigStore, TaskStateStore,
+    TaskStore, TurnLock,
 };
 
 pub use agents::agent_state_store;
@@ -89,6 +93,7 @@ pub use artifacts::artifact_store;
 pub use events::event_log;
 pub use locks::turn_lock;
 pub use messages::message_store;
+pub use push_configs::push_config_store;
 pub use task_records::{task_store, task_store_across_handles};
 pub use tasks::task_state_store;
 
@@ -148,6 +153,9 @@ pub struct StoreUnderTest {
     /// A2A task records, when the backend keeps them (checked by `run_all`
     /// when set).
     pub task_records: Option<Arc<dyn TaskStore>>,
+    /// A2A push notification configs, when the backend keeps them (checked
+    /// by `run_all` when set).
+    pub push_configs: Option<Arc<dyn PushConfigStore>>,
     /// Where the suite takes its keys from.
     pub ids: UniqueIds,
 }
@@ -170,6 +178,7 @@ impl StoreUnderTest {
             events,
             locks,
             task_records: None,
+            push_configs: None,
             ids: UniqueIds::new(),
         }
     }
@@ -177,6 +186,12 @@ impl StoreUnderTest {
     /// Adds the backend's task record store to what `run_all` checks.
     pub fn with_task_records(mut self, task_records: Arc<dyn TaskStore>) -> Self {
         self.task_records = Some(task_records);
+        self
+    }
+
+    /// Adds the backend's push config store to what `run_all` checks.
+    pub fn with_push_configs(mut self, push_configs: Arc<dyn PushConfigStore>) -> Self {
+        self.push_configs = Some(push_configs);
         self
     }
 
@@ -206,6 +221,9 @@ pub async fn run_all(stores: &StoreUnderTest) {
     turn_lock(Arc::clone(&stores.locks), &stores.ids).await;
     if let Some(task_records) = &stores.task_records {
         task_store(Arc::clone(task_records), &stores.ids).await;
+    }
+    if let Some(push_configs) = &stores.push_configs {
+        push_config_store(Arc::clone(push_configs), &stores.ids).await;
     }
 }
 
