@@ -22,7 +22,7 @@ pub use looopy_llm_litellm::{LiteLlmConfig, LiteLlmProvider};
 pub use looopy_tools::{McpToolProvider, StdioServer};
 
 #[cfg(feature = "redis")]
-pub use looopy_stores_redis::{RedisConfig, Stores as RedisStores};
+pub use looopy_stores_redis::{RedisConfig, RedisStores};
 
 #[cfg(feature = "a2a-server")]
 pub use looopy_a2a::A2aServer;
