@@ -196,4 +196,19 @@ impl TurnRunner for AgentRunner {
                 .collect(),
         ))
     }
+
+    /// Shuts every cached Agent down ([`Agent::shutdown`]: its state is
+    /// saved and its tool providers stop, so MCP servers' child processes
+    /// end), and forgets them.
+    async fn shutdown(&self) {
+        let agents: Vec<Agent> = {
+            let mut agents = self.agents.lock().unwrap_or_else(PoisonError::into_inner);
+            agents.drain().map(|(_, agent)| agent).collect()
+        };
+        for agent in agents {
+            if let Err(error) = agent.shutdown().await {
+                tracing::warn!(context_id = %agent.context_id(), %error, "an agent did not shut down cleanly");
+            }
+        }
+    }
 }

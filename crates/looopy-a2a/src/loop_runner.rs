@@ -80,6 +80,14 @@ impl Running {
 
 #[async_trait]
 impl TurnRunner for LoopRunner {
+    /// Shuts the loop's tool providers down (MCP servers' child processes
+    /// end).
+    async fn shutdown(&self) {
+        if let Err(error) = self.agent_loop.shutdown_tools().await {
+            tracing::warn!(%error, "a tool provider did not shut down cleanly");
+        }
+    }
+
     async fn run_turn(&self, request: TurnRequest) -> Result<TurnEvents, RunnerError> {
         let guard = self.context_lock(&request.context_id).lock_owned().await;
         let mut history = self

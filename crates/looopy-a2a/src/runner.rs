@@ -115,6 +115,12 @@ pub trait TurnRunner: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// Releases what the runner holds (its agents' tool providers: MCP
+    /// servers' child processes, for instance). The server calls it once
+    /// its graceful stop is over: no new turns, running ones ended or
+    /// cancelled. The default does nothing.
+    async fn shutdown(&self) {}
+
     /// Carries on a turn whose process died, from its last checkpoint, and
     /// returns the rest of its events. `Ok(None)` when this runner cannot
     /// resume turns (the default) or another process took the turn over
@@ -171,6 +177,10 @@ impl<R: TurnRunner + ?Sized> TurnRunner for Arc<R> {
 
     async fn resume_turn(&self, request: ResumeRequest) -> Result<Option<TurnEvents>, RunnerError> {
         (**self).resume_turn(request).await
+    }
+
+    async fn shutdown(&self) {
+        (**self).shutdown().await
     }
 
     async fn messages(

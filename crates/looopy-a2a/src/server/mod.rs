@@ -157,7 +157,8 @@ impl A2aServer {
     /// Serves on `listener` until `shutdown` completes, then shuts down
     /// gracefully: no new connections, open streams end, running turns get
     /// the [`shutdown_grace`](A2aServerBuilder::shutdown_grace) to finish and
-    /// are cancelled after it (they record a `canceled` final status).
+    /// are cancelled after it (they record a `canceled` final status); then
+    /// the runner releases what it holds ([`TurnRunner::shutdown`]).
     pub async fn serve(
         self,
         listener: TcpListener,
@@ -182,6 +183,9 @@ impl A2aServer {
             .with_graceful_shutdown(signal)
             .await?;
         self.state.tasks.shutdown(self.state.shutdown_grace).await;
+        // The turns are over: what the runner holds (its agents' MCP
+        // servers, for instance) can go.
+        self.state.runner.shutdown().await;
         Ok(())
     }
 }
