@@ -25,8 +25,8 @@ pub use remote_tool::RemoteAgentTools;
 pub use runner::{ResumeRequest, RunnerError, TurnEvents, TurnRequest, TurnRunner};
 pub use server::{
     A2aServer, A2aServerBuilder, ANONYMOUS, API_KEY_HEADER, AgentCardConfig, AgentSkill,
-    AuthConfig, DEFAULT_MAX_BODY_BYTES, DEFAULT_RECOVERY_SCAN, EXTENSIONS_HEADER, REST_PATH,
-    TOOL_PROGRESS_EXTENSION,
+    AuthConfig, DEFAULT_MAX_BODY_BYTES, DEFAULT_RECOVERY_SCAN, EXTENSIONS_HEADER,
+    PUSH_TOKEN_HEADER, PushSettings, REST_PATH, TOOL_PROGRESS_EXTENSION,
 };
 pub use version::{ProtocolVersion, VERSION_HEADER};
 pub use wire::SendRequest;

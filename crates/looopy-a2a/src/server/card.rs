@@ -82,6 +82,9 @@ pub struct AgentCardConfig {
     pub provider: Option<(String, String)>,
     /// Where its documentation lives.
     pub documentation_url: Option<String>,
+    /// Whether the server sends push notifications (set by
+    /// [`A2aServerBuilder::push_notifications`](crate::A2aServerBuilder::push_notifications)).
+    pub(crate) push_notifications: bool,
 }
 
 impl AgentCardConfig {
@@ -97,6 +100,7 @@ impl AgentCardConfig {
             output_modes: vec!["text/plain".into(), "application/json".into()],
             provider: None,
             documentation_url: None,
+            push_notifications: false,
         }
     }
 
@@ -236,7 +240,7 @@ pub(crate) fn card_v1(inputs: &CardInputs<'_>) -> Value {
         supported_interfaces: interfaces(inputs),
         capabilities: a2a::AgentCapabilities {
             streaming: Some(true),
-            push_notifications: Some(false),
+            push_notifications: Some(config.push_notifications),
             extensions: extensions_v1(inputs),
             extended_agent_card: Some(false),
         },
@@ -299,7 +303,7 @@ pub(crate) fn card_v03(inputs: &CardInputs<'_>) -> Value {
         "url": inputs.rpc_url,
         "preferredTransport": "JSONRPC",
         "version": config.version,
-        "capabilities": {"streaming": true, "pushNotifications": false, "stateTransitionHistory": false},
+        "capabilities": {"streaming": true, "pushNotifications": config.push_notifications, "stateTransitionHistory": false},
         "defaultInputModes": config.input_modes,
         "defaultOutputModes": config.output_modes,
         "skills": skills,

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::RpcError;
 use crate::jsonrpc::{self, RpcRequest};
 use crate::model::{SendResponse, StreamEvent, WireMessage};
-use crate::server::ServerState;
+use crate::server::{ServerState, push};
 use crate::server::sse::{self, StreamSpec};
 use crate::trace;
 use crate::version::ProtocolVersion;
@@ -199,10 +199,7 @@ pub(crate) async fn call(
         Method::GetTask => get_task(state, auth, version, params).await,
         Method::ListTasks => list_tasks(state, auth, params).await,
         Method::Cancel => cancel(state, auth, version, params).await,
-        Method::PushConfig => {
-            let _ = name;
-            Err(RpcError::push_not_supported())
-        }
+        Method::PushConfig => push::rpc(state, auth, version, name, params).await,
         Method::ExtendedCard => Err(RpcError::unsupported(
             "this agent has no extended agent card (capabilities.extendedAgentCard is false)",
         )),
@@ -250,13 +247,15 @@ async fn send(
     v: ProtocolVersion,
     params: Value,
 ) -> Result<Value, RpcError> {
-    let params = wire::decode_send_params(v, params)?;
+    let mut params = wire::decode_send_params(v, params)?;
     check_message(state, &params)?;
     if let Some(reply) = direct_reply(state, auth, &params).await? {
         return Ok(wire::encode_send_response(v, &SendResponse::Message(reply)));
     }
     let (blocking, history_length) = (params.blocking, params.history_length);
+    let inline = push::inline(state, v, params.push.take()).await?;
     let started = state.tasks.start(auth, params).await?;
+    push::started(state, &started, inline).await?;
     trace::record_task(&started.task_id, None);
     if blocking {
         tokio::select! {
@@ -321,7 +320,7 @@ async fn stream(
         progress,
     } = options;
     let spec = if method == Method::Stream {
-        let params = wire::decode_send_params(v, params)?;
+        let mut params = wire::decode_send_params(v, params)?;
         check_message(state, &params)?;
         if let Some(reply) = direct_reply(state, auth, &params).await? {
             return Ok(sse::single(
@@ -330,7 +329,9 @@ async fn stream(
                 &StreamEvent::Message(reply),
             ));
         }
+        let inline = push::inline(state, v, params.push.take()).await?;
         let started = state.tasks.start(auth, params).await?;
+        push::started(state, &started, inline).await?;
         trace::record_task(&started.task_id, None);
         StreamSpec {
             version: v,

@@ -6,6 +6,7 @@ mod auth;
 mod card;
 mod dispatch;
 mod progress;
+mod push;
 pub(crate) mod record;
 mod rest;
 mod router;
@@ -18,12 +19,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use looopy_core::CancellationToken;
-use looopy_core::store::{EventLog, TaskStore, TurnLock};
+use looopy_core::store::{EventLog, PushConfigStore, TaskStore, TurnLock};
 use tokio::net::TcpListener;
 
 pub use auth::{ANONYMOUS, API_KEY_HEADER, AuthConfig};
 pub use card::{AgentCardConfig, AgentSkill};
 pub use progress::{EXTENSIONS_HEADER, TOOL_PROGRESS_EXTENSION};
+pub use push::{PUSH_TOKEN_HEADER, PushSettings};
 pub use rest::REST_PATH;
 
 use crate::runner::TurnRunner;
@@ -36,6 +38,8 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 1 << 20;
 /// What every request handler shares.
 pub(crate) struct ServerState {
     tasks: Arc<Tasks>,
+    /// Push notifications, when they are on.
+    push: Option<Arc<push::Push>>,
     /// The runner the tasks run turns with (asked for direct replies too).
     runner: Arc<dyn TurnRunner>,
     card: AgentCardConfig,
@@ -113,6 +117,7 @@ impl A2aServer {
             tool_progress: true,
             web_ui: false,
             recovery: None,
+            push: None,
             recovery_scan: DEFAULT_RECOVERY_SCAN,
             card_default: ProtocolVersion::V1_0,
         }
@@ -205,11 +210,28 @@ pub struct A2aServerBuilder {
     tool_progress: bool,
     web_ui: bool,
     recovery: Option<Arc<dyn TurnLock>>,
+    push: Option<(Arc<dyn PushConfigStore>, PushSettings)>,
     recovery_scan: Duration,
     card_default: ProtocolVersion,
 }
 
 impl A2aServerBuilder {
+    /// Turns push notifications on: the push config methods of both
+    /// versions work, a message may carry a config, the card says
+    /// `pushNotifications: true`, and each turn's updates are POSTed to
+    /// the task's webhooks in the background (see `docs/a2a.md`, "Push
+    /// notifications"). `store` keeps the configs: share it between server
+    /// processes as the task store is shared. Off by default (the methods
+    /// answer -32003).
+    pub fn push_notifications(
+        mut self,
+        store: Arc<dyn PushConfigStore>,
+        settings: PushSettings,
+    ) -> Self {
+        self.push = Some((store, settings));
+        self
+    }
+
     /// The agent card that a card request naming no version (no
     /// `A2A-Version` header or query parameter) gets at
     /// `/.well-known/agent-card.json` (default [`ProtocolVersion::V1_0`]:
@@ -307,9 +329,15 @@ impl A2aServerBuilder {
     }
 
     /// The server.
-    pub fn build(self) -> A2aServer {
+    pub fn build(mut self) -> A2aServer {
+        let shutdown = CancellationToken::new();
+        self.card.push_notifications = self.push.is_some();
+        let push = self
+            .push
+            .map(|(store, settings)| Arc::new(push::Push::new(store, settings, shutdown.clone())));
         A2aServer {
             state: Arc::new(ServerState {
+                push,
                 runner: self.runner.clone(),
                 tasks: Arc::new(Tasks::new(
                     self.runner,
@@ -324,7 +352,7 @@ impl A2aServerBuilder {
                 auth: self.auth,
                 rpc_path: self.rpc_path,
                 max_body_bytes: self.max_body_bytes,
-                shutdown: CancellationToken::new(),
+                shutdown,
                 shutdown_grace: self.shutdown_grace,
                 tool_progress: self.tool_progress,
                 web_ui: self.web_ui,

@@ -76,6 +76,9 @@ pub(crate) struct SendParams {
     pub(crate) blocking: bool,
     pub(crate) history_length: Option<usize>,
     pub(crate) metadata: Map<String, Value>,
+    /// The push notification config sent with the message, as sent (read
+    /// by `server::push`).
+    pub(crate) push: Option<Value>,
 }
 
 /// A task id with an optional history length.

@@ -474,6 +474,7 @@ pub(super) fn decode_send_params(params: Value) -> Result<SendParams, crate::Rpc
         blocking: config.blocking.unwrap_or(true),
         history_length: super::history_length(config.history_length)?,
         metadata: p.metadata.unwrap_or_default(),
+        push: config.push_notification_config,
     })
 }
 

@@ -320,12 +320,17 @@ pub(super) fn decode_send_params(params: Value) -> Result<SendParams, RpcError> 
         Some(c) => (c.return_immediately.unwrap_or(false), c.history_length),
         None => (false, None),
     };
+    let push = p
+        .configuration
+        .and_then(|c| c.task_push_notification_config)
+        .and_then(|c| serde_json::to_value(c).ok());
     Ok(SendParams {
         message: core_message(p.message),
         // 1.0 sends block unless `returnImmediately` (spec §3.2.2).
         blocking: !return_immediately,
         history_length: super::history_length(history_length.map(i64::from))?,
         metadata: unmeta(p.metadata),
+        push,
     })
 }
 

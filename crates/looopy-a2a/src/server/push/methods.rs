@@ -1,0 +1,188 @@
+//! The push config methods, and configs given with a message.
+
+use std::sync::Arc;
+
+use looopy_core::store::{PushConfig, StoreError};
+use looopy_core::{AuthContext, TaskState};
+use serde_json::Value;
+
+use super::config::{self, ConfigInput};
+use super::ssrf;
+use crate::RpcError;
+use crate::server::ServerState;
+use crate::server::tasks::Started;
+use crate::version::ProtocolVersion;
+
+fn store_error(e: StoreError) -> RpcError {
+    RpcError::internal(format!("push config store: {e}"))
+}
+
+fn config_not_found(task_id: &str, id: &str) -> RpcError {
+    // As the official SDKs answer: the task's config is not there.
+    RpcError::new(
+        a2a::error_code::TASK_NOT_FOUND,
+        "Push notification config not found",
+    )
+    .with_meta("taskId", task_id)
+    .with_meta("configId", id)
+}
+
+/// Checks a webhook URL (see `ssrf.rs`): -32602 when refused.
+async fn check_url(state: &ServerState, url: &str) -> Result<(), RpcError> {
+    let allow = state
+        .push
+        .as_ref()
+        .is_some_and(|p| p.settings.allow_private_webhooks);
+    ssrf::check_url(url, allow)
+        .await
+        .map(drop)
+        .map_err(|e| RpcError::invalid_params(format!("url: {e}")).with_meta("field", "url"))
+}
+
+/// One of the four methods (`method` as the request named it).
+pub(crate) async fn rpc(
+    state: &ServerState,
+    auth: &AuthContext,
+    v: ProtocolVersion,
+    method: &str,
+    params: Value,
+) -> Result<Value, RpcError> {
+    let Some(push) = &state.push else {
+        return Err(RpcError::push_not_supported());
+    };
+    match method {
+        "CreateTaskPushNotificationConfig" | "tasks/pushNotificationConfig/set" => {
+            let (task_id, input) = config::decode_create(v, params)?;
+            let record = state.tasks.owned(&task_id, &auth.principal).await?;
+            check_url(state, &input.url).await?;
+            let config = input.into_config(&task_id, v)?;
+            put_checked(state, &config).await?;
+            // A turn that runs now: its updates go to the new webhook too.
+            if matches!(
+                record.status.state,
+                TaskState::Submitted | TaskState::Working
+            ) {
+                push.watch(
+                    Arc::clone(&state.tasks),
+                    &task_id,
+                    record.turn_start_event_id.clone(),
+                );
+            }
+            push.touch(&task_id);
+            Ok(config::encode(v, &config))
+        }
+        "GetTaskPushNotificationConfig" | "tasks/pushNotificationConfig/get" => {
+            let q = config::decode_query(v, params)?;
+            state.tasks.owned(&q.task_id, &auth.principal).await?;
+            let id = q.id.clone().unwrap_or_else(|| q.task_id.clone());
+            let found = match push.store.get(&q.task_id, &id).await.map_err(store_error)? {
+                Some(c) => Some(c),
+                // 0.3 may leave the id out: the task's only (first) config.
+                None if q.id.is_none() => push
+                    .store
+                    .list(&q.task_id)
+                    .await
+                    .map_err(store_error)?
+                    .into_iter()
+                    .next(),
+                None => None,
+            };
+            match found {
+                Some(c) => Ok(config::encode(v, &c)),
+                None => Err(config_not_found(&q.task_id, &id)),
+            }
+        }
+        "ListTaskPushNotificationConfigs" | "tasks/pushNotificationConfig/list" => {
+            let q = config::decode_query(v, params)?;
+            state.tasks.owned(&q.task_id, &auth.principal).await?;
+            let configs = push.store.list(&q.task_id).await.map_err(store_error)?;
+            Ok(config::encode_list(v, &configs, &q))
+        }
+        _ => {
+            let q = config::decode_query(v, params)?;
+            state.tasks.owned(&q.task_id, &auth.principal).await?;
+            let Some(id) = q.id else {
+                let field = match v {
+                    ProtocolVersion::V1_0 => "id",
+                    ProtocolVersion::V0_3 => "pushNotificationConfigId",
+                };
+                return Err(RpcError::invalid_params(format!("{field}: required"))
+                    .with_meta("field", field));
+            };
+            // Deleting a config that is not there succeeds (idempotent).
+            push.store
+                .delete(&q.task_id, &id)
+                .await
+                .map_err(store_error)?;
+            push.touch(&q.task_id);
+            Ok(Value::Null)
+        }
+    }
+}
+
+/// Stores a config unless the task has too many already.
+async fn put_checked(state: &ServerState, config: &PushConfig) -> Result<(), RpcError> {
+    let Some(push) = &state.push else {
+        return Err(RpcError::push_not_supported());
+    };
+    let existing = push
+        .store
+        .list(&config.task_id)
+        .await
+        .map_err(store_error)?;
+    let max = push.settings.max_configs_per_task;
+    if existing.len() >= max && !existing.iter().any(|c| c.id == config.id) {
+        return Err(RpcError::invalid_params(format!(
+            "the task has {max} push notification configs already (the most this server keeps)"
+        )));
+    }
+    push.store.put(config).await.map_err(store_error)
+}
+
+/// A config given with a message, checked before the turn starts.
+pub(crate) struct Inline {
+    input: ConfigInput,
+    version: ProtocolVersion,
+}
+
+/// Reads and checks the config a message came with (none: `Ok(None)`).
+/// -32003 when this server sends no push notifications.
+pub(crate) async fn inline(
+    state: &ServerState,
+    v: ProtocolVersion,
+    value: Option<Value>,
+) -> Result<Option<Inline>, RpcError> {
+    let Some(value) = value.filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    if state.push.is_none() {
+        return Err(RpcError::push_not_supported());
+    }
+    let input = config::decode_inline(v, value)?;
+    // Checked in full before the turn starts (the task id comes later).
+    input.clone().into_config("task", v)?;
+    check_url(state, &input.url).await?;
+    Ok(Some(Inline { input, version: v }))
+}
+
+/// After a turn started: stores the config the message came with, and
+/// follows the turn for the task's webhooks.
+pub(crate) async fn started(
+    state: &ServerState,
+    started: &Started,
+    inline: Option<Inline>,
+) -> Result<(), RpcError> {
+    let Some(push) = &state.push else {
+        return Ok(());
+    };
+    if let Some(Inline { input, version }) = inline {
+        let config = input.into_config(&started.task_id, version)?;
+        put_checked(state, &config).await?;
+    }
+    push.watch(
+        Arc::clone(&state.tasks),
+        &started.task_id,
+        started.after.clone(),
+    );
+    Ok(())
+}

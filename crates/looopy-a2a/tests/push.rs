@@ -1,0 +1,555 @@
+//! Push notifications against a real webhook receiver (axum on
+//! 127.0.0.1, started by each test): the config methods of both versions,
+//! what is POSTed and with which headers, retries after a 500, the SSRF
+//! guard, and a turn that ends while its webhook hangs.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use looopy_a2a::{PUSH_TOKEN_HEADER, PushSettings};
+use looopy_stores_memory::MemoryPushConfigStore;
+use serde_json::{Value, json};
+use support::*;
+use tokio::sync::Semaphore;
+
+/// What the receiver does with a request.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// 200 at once.
+    Accept,
+    /// Never answers.
+    Hang,
+}
+
+/// One request the receiver got.
+#[derive(Debug, Clone)]
+struct Received {
+    headers: HeaderMap,
+    body: Value,
+    /// The status it was answered with (none: it hung).
+    status: Option<u16>,
+}
+
+#[derive(Clone)]
+struct Receiver {
+    url: String,
+    received: Arc<Mutex<Vec<Received>>>,
+}
+
+struct ReceiverState {
+    mode: Mode,
+    /// Requests answered 500 before the receiver accepts any.
+    fail_first: AtomicUsize,
+    received: Arc<Mutex<Vec<Received>>>,
+}
+
+async fn hook(State(s): State<Arc<ReceiverState>>, headers: HeaderMap, body: String) -> StatusCode {
+    let body: Value = serde_json::from_str(&body).unwrap_or(Value::String(body));
+    let fail = s
+        .fail_first
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok();
+    let status = match (s.mode, fail) {
+        (_, true) => Some(500),
+        (Mode::Accept, false) => Some(200),
+        (Mode::Hang, false) => None,
+    };
+    s.received.lock().unwrap().push(Received {
+        headers,
+        body,
+        status,
+    });
+    match status {
+        Some(code) => StatusCode::from_u16(code).unwrap(),
+        None => std::future::pending().await,
+    }
+}
+
+impl Receiver {
+    async fn start(mode: Mode, fail_first: usize) -> Receiver {
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let state = Arc::new(ReceiverState {
+            mode,
+            fail_first: AtomicUsize::new(fail_first),
+            received: received.clone(),
+        });
+        let app = axum::Router::new()
+            .route("/hook", axum::routing::post(hook))
+            .with_state(state);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Receiver { url, received }
+    }
+
+    fn all(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+
+    /// Bodies answered 200.
+    fn delivered(&self) -> Vec<Value> {
+        self.all()
+            .into_iter()
+            .filter(|r| r.status == Some(200))
+            .map(|r| r.body)
+            .collect()
+    }
+}
+
+/// Fast retries, and the receiver on 127.0.0.1 allowed.
+fn test_settings() -> PushSettings {
+    PushSettings::default()
+        .allow_private_webhooks(true)
+        .backoff(Duration::from_millis(20), Duration::from_millis(100))
+}
+
+async fn push_server(runner: ScriptedRunner, settings: PushSettings) -> TestServer {
+    let stores = SharedStores::default();
+    let server = builder(runner, &stores)
+        .push_notifications(Arc::new(MemoryPushConfigStore::new()), settings)
+        .build();
+    serve(server, &stores).await
+}
+
+fn result(response: &Value) -> &Value {
+    assert!(response.get("error").is_none(), "{response}");
+    &response["result"]
+}
+
+fn error_code(response: &Value) -> i64 {
+    response["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("expected an error: {response}"))
+}
+
+/// The single field a 1.0 `StreamResponse` holds.
+fn stream_kind(body: &Value) -> &str {
+    let object = body.as_object().unwrap();
+    let kinds: Vec<&String> = object
+        .keys()
+        .filter(|k| ["task", "message", "statusUpdate", "artifactUpdate"].contains(&k.as_str()))
+        .collect();
+    assert_eq!(
+        (kinds.len(), object.len()),
+        (1, 1),
+        "a StreamResponse holds exactly one of task, message, statusUpdate, artifactUpdate: {body}"
+    );
+    kinds[0]
+}
+
+async fn card_capability(url: &str, version: &str) -> Value {
+    let card: Value = http()
+        .get(format!("{url}/.well-known/agent-card.json"))
+        .header("A2A-Version", version)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    card["capabilities"]["pushNotifications"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn v1_configs_with_a_message_receive_stream_responses_with_token_and_auth() {
+    let receiver = Receiver::start(Mode::Accept, 0).await;
+    let server = push_server(ScriptedRunner::hello(), test_settings()).await;
+    assert_eq!(card_capability(&server.url, "1.0").await, true);
+    assert_eq!(card_capability(&server.url, "0.3").await, true);
+
+    let mut params = v1_message("hi");
+    params["configuration"] = json!({"taskPushNotificationConfig": {
+        "id": "hook-1", "url": receiver.url, "token": "tok-1",
+        "authentication": {"scheme": "Bearer", "credentials": "s3cret"}}});
+    let sent = rpc(&server.url, Some("1.0"), "SendMessage", params).await;
+    let task_id = result(&sent)["task"]["id"].as_str().unwrap().to_owned();
+
+    eventually(async || {
+        receiver
+            .delivered()
+            .iter()
+            .any(|b| b["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED")
+    })
+    .await;
+    let all = receiver.all();
+    for r in &all {
+        assert_eq!(r.headers[PUSH_TOKEN_HEADER], "tok-1");
+        assert_eq!(r.headers["authorization"], "Bearer s3cret");
+        assert_eq!(r.headers["content-type"], "application/json");
+    }
+    let kinds: Vec<&str> = all.iter().map(|r| stream_kind(&r.body)).collect();
+    // Every A2A event of the turn, in order: the task, working, the two
+    // streamed chunks, the final status (internal events never leave).
+    assert_eq!(
+        kinds,
+        [
+            "task",
+            "statusUpdate",
+            "artifactUpdate",
+            "artifactUpdate",
+            "statusUpdate"
+        ],
+        "{all:?}"
+    );
+    assert_eq!(all[0].body["task"]["id"], task_id.as_str());
+    assert_eq!(all[4].body["statusUpdate"]["taskId"], task_id.as_str());
+
+    // The config methods on the same task.
+    let got = rpc(
+        &server.url,
+        Some("1.0"),
+        "GetTaskPushNotificationConfig",
+        json!({"taskId": task_id, "id": "hook-1"}),
+    )
+    .await;
+    assert_eq!(
+        result(&got),
+        &json!({"taskId": task_id, "id": "hook-1", "url": receiver.url, "token": "tok-1",
+                "authentication": {"scheme": "Bearer", "credentials": "s3cret"}})
+    );
+    // A config created on a finished task (snake_case, as the TCK sends it).
+    let created = rpc(
+        &server.url,
+        Some("1.0"),
+        "CreateTaskPushNotificationConfig",
+        json!({"task_id": task_id, "id": "hook-2", "url": "https://example.com/hook"}),
+    )
+    .await;
+    assert_eq!(result(&created)["id"], "hook-2");
+    assert_eq!(result(&created)["taskId"], task_id.as_str());
+    let listed = rpc(
+        &server.url,
+        Some("1.0"),
+        "ListTaskPushNotificationConfigs",
+        json!({"taskId": task_id}),
+    )
+    .await;
+    let ids: Vec<&str> = result(&listed)["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["hook-1", "hook-2"]);
+
+    for _ in 0..2 {
+        // Deleting is idempotent.
+        let deleted = rpc(
+            &server.url,
+            Some("1.0"),
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": task_id, "id": "hook-2"}),
+        )
+        .await;
+        assert_eq!(result(&deleted), &Value::Null);
+    }
+    let gone = rpc(
+        &server.url,
+        Some("1.0"),
+        "GetTaskPushNotificationConfig",
+        json!({"taskId": task_id, "id": "hook-2"}),
+    )
+    .await;
+    assert_eq!(error_code(&gone), -32001);
+    let unknown = rpc(
+        &server.url,
+        Some("1.0"),
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": "no-such-task", "url": "https://example.com/hook"}),
+    )
+    .await;
+    assert_eq!(error_code(&unknown), -32001);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn v03_configs_receive_the_task() {
+    let receiver = Receiver::start(Mode::Accept, 0).await;
+    let server = push_server(ScriptedRunner::hello(), test_settings()).await;
+
+    let mut params = v03_message("hi");
+    params["configuration"] = json!({"pushNotificationConfig": {
+        "url": receiver.url, "token": "tok-03",
+        "authentication": {"schemes": ["Bearer"], "credentials": "abc"}}});
+    let sent = rpc(&server.url, None, "message/send", params).await;
+    let task_id = result(&sent)["id"].as_str().unwrap().to_owned();
+
+    eventually(async || {
+        receiver
+            .delivered()
+            .iter()
+            .any(|b| b["status"]["state"] == "completed")
+    })
+    .await;
+    let all = receiver.all();
+    for r in &all {
+        assert_eq!(r.headers[PUSH_TOKEN_HEADER], "tok-03");
+        assert_eq!(r.headers["authorization"], "Bearer abc");
+        // 0.3 webhooks get the Task itself.
+        assert_eq!(r.body["kind"], "task", "{}", r.body);
+        assert_eq!(r.body["id"], task_id.as_str());
+    }
+    let last = &all.last().unwrap().body;
+    assert_eq!(
+        last["status"]["message"]["parts"][0]["text"],
+        "Hello, world"
+    );
+
+    // set / get / list / delete in their 0.3 shapes. The config sent with
+    // the message has the task's id.
+    let got = rpc(
+        &server.url,
+        None,
+        "tasks/pushNotificationConfig/get",
+        json!({"id": task_id}),
+    )
+    .await;
+    assert_eq!(result(&got)["taskId"], task_id.as_str());
+    assert_eq!(
+        result(&got)["pushNotificationConfig"]["id"],
+        task_id.as_str()
+    );
+    assert_eq!(
+        result(&got)["pushNotificationConfig"]["authentication"],
+        json!({"schemes": ["Bearer"], "credentials": "abc"})
+    );
+    let set = rpc(
+        &server.url,
+        None,
+        "tasks/pushNotificationConfig/set",
+        json!({"taskId": task_id, "pushNotificationConfig": {"id": "second", "url": "https://example.com/h"}}),
+    )
+    .await;
+    assert_eq!(result(&set)["pushNotificationConfig"]["id"], "second");
+    let listed = rpc(
+        &server.url,
+        None,
+        "tasks/pushNotificationConfig/list",
+        json!({"id": task_id}),
+    )
+    .await;
+    assert_eq!(result(&listed).as_array().unwrap().len(), 2);
+    let deleted = rpc(
+        &server.url,
+        None,
+        "tasks/pushNotificationConfig/delete",
+        json!({"id": task_id, "pushNotificationConfigId": "second"}),
+    )
+    .await;
+    assert_eq!(result(&deleted), &Value::Null);
+    let listed = rpc(
+        &server.url,
+        None,
+        "tasks/pushNotificationConfig/list",
+        json!({"id": task_id}),
+    )
+    .await;
+    assert_eq!(result(&listed).as_array().unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_update_answered_500_is_sent_again() {
+    let receiver = Receiver::start(Mode::Accept, 2).await;
+    let server = push_server(ScriptedRunner::hello(), test_settings()).await;
+    let mut params = v1_message("hi");
+    params["configuration"] = json!({"taskPushNotificationConfig": {"url": receiver.url}});
+    let sent = rpc(&server.url, Some("1.0"), "SendMessage", params).await;
+    result(&sent);
+
+    eventually(async || receiver.delivered().len() == 5).await;
+    let all = receiver.all();
+    let statuses: Vec<Option<u16>> = all.iter().map(|r| r.status).collect();
+    assert_eq!(
+        statuses,
+        [
+            Some(500),
+            Some(500),
+            Some(200),
+            Some(200),
+            Some(200),
+            Some(200),
+            Some(200)
+        ]
+    );
+    // The first update was sent three times, then the others in order.
+    assert_eq!(all[0].body, all[2].body);
+    assert_eq!(all[1].body, all[2].body);
+    assert_eq!(stream_kind(&all[2].body), "task");
+    assert_eq!(
+        all[6].body["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn private_webhooks_are_refused_unless_allowed() {
+    let receiver = Receiver::start(Mode::Accept, 0).await;
+    let server = push_server(ScriptedRunner::hello(), PushSettings::default()).await;
+
+    // With a message: refused before any turn starts.
+    let mut params = v1_message("hi");
+    params["configuration"] = json!({"taskPushNotificationConfig": {"url": receiver.url}});
+    let refused = rpc(&server.url, Some("1.0"), "SendMessage", params).await;
+    assert_eq!(error_code(&refused), -32602, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("url:"),
+        "{refused}"
+    );
+    let listed = rpc(&server.url, Some("1.0"), "ListTasks", json!({})).await;
+    assert_eq!(result(&listed)["tasks"].as_array().map_or(0, Vec::len), 0);
+
+    // On a task: loopback by address and by name, private, link-local.
+    let sent = rpc(&server.url, Some("1.0"), "SendMessage", v1_message("hi")).await;
+    let task_id = result(&sent)["task"]["id"].as_str().unwrap().to_owned();
+    for url in [
+        receiver.url.clone(),
+        receiver.url.replace("127.0.0.1", "localhost"),
+        "http://10.0.0.1/hook".into(),
+        "http://169.254.169.254/latest/meta-data".into(),
+        "http://[::1]:8080/hook".into(),
+    ] {
+        let refused = rpc(
+            &server.url,
+            Some("1.0"),
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": task_id, "url": url}),
+        )
+        .await;
+        assert_eq!(error_code(&refused), -32602, "{url}: {refused}");
+    }
+    let listed = rpc(
+        &server.url,
+        Some("1.0"),
+        "ListTaskPushNotificationConfigs",
+        json!({"taskId": task_id}),
+    )
+    .await;
+    assert!(result(&listed)["configs"].as_array().unwrap().is_empty());
+    assert!(receiver.all().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_turn_ends_while_its_webhook_hangs() {
+    let receiver = Receiver::start(Mode::Hang, 0).await;
+    let gate = Arc::new(Semaphore::new(0));
+    let mut script = hello_script();
+    script.insert(2, Step::Gate(gate.clone()));
+    let runner = ScriptedRunner::new(vec![script]);
+    let settings = test_settings().request_timeout(Duration::from_secs(600));
+    let server = push_server(runner, settings).await;
+
+    let mut params = v1_message("hi");
+    params["configuration"] = json!({"returnImmediately": true,
+        "taskPushNotificationConfig": {"url": receiver.url}});
+    let sent = rpc(&server.url, Some("1.0"), "SendMessage", params).await;
+    let task_id = result(&sent)["task"]["id"].as_str().unwrap().to_owned();
+
+    // The first update reached the webhook, which holds it and never answers.
+    eventually(async || !receiver.all().is_empty()).await;
+    gate.add_permits(1);
+    eventually(async || {
+        let got = rpc(&server.url, Some("1.0"), "GetTask", json!({"id": task_id})).await;
+        result(&got)["status"]["state"] == "TASK_STATE_COMPLETED"
+    })
+    .await;
+    // Still hanging on the first update: nothing else was sent.
+    let all = receiver.all();
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].status, None);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_push_the_methods_and_configs_are_refused() {
+    let server = start(ScriptedRunner::hello()).await;
+    assert_eq!(card_capability(&server.url, "1.0").await, false);
+    let sent = rpc(&server.url, Some("1.0"), "SendMessage", v1_message("hi")).await;
+    let task_id = result(&sent)["task"]["id"].as_str().unwrap().to_owned();
+    let refused = rpc(
+        &server.url,
+        Some("1.0"),
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": task_id, "url": "https://example.com/hook"}),
+    )
+    .await;
+    assert_eq!(error_code(&refused), -32003);
+    let mut params = v1_message("hi");
+    params["configuration"] =
+        json!({"taskPushNotificationConfig": {"url": "https://example.com/hook"}});
+    let refused = rpc(&server.url, Some("1.0"), "SendMessage", params).await;
+    assert_eq!(error_code(&refused), -32003);
+}
+
+/// The official Python SDK (a2a-sdk 1.x, `.tools/venv`, provisioned by
+/// `scripts/provision.sh python`) sends a config with a message and
+/// creates, gets, lists and deletes configs.
+#[tokio::test(flavor = "multi_thread")]
+async fn python_sdk_1_x_push_configs() {
+    let Some(python) = require(
+        "LOOOPY_A2A_PYTHON",
+        repo_root().join(".tools/venv/bin/python"),
+        "the Python venv with a2a-sdk 1.x",
+    ) else {
+        return;
+    };
+    let receiver = Receiver::start(Mode::Accept, 0).await;
+    let stores = SharedStores::default();
+    let server = builder(ScriptedRunner::hello(), &stores)
+        .auth(looopy_a2a::AuthConfig::none().bearer("py-token", "python"))
+        .push_notifications(Arc::new(MemoryPushConfigStore::new()), test_settings())
+        .build();
+    let server = serve(server, &stores).await;
+
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new(&python)
+            .arg(fixture("a2a_push_v1.py"))
+            .arg(&server.url)
+            .arg("py-token")
+            .arg(&receiver.url)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the Python client hung")
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}\n{stdout}");
+    let out: Value = serde_json::from_str(stdout.lines().last().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+
+    let task_id = out["task_id"].as_str().unwrap();
+    assert_eq!(out["create"]["id"], "py-2");
+    assert_eq!(out["create"]["taskId"], task_id);
+    assert_eq!(out["get"]["url"], receiver.url.as_str());
+    assert_eq!(out["get"]["token"], "py-token-1");
+    assert_eq!(out["get"]["authentication"]["scheme"], "Bearer");
+    let ids: Vec<&str> = out["list"]["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["py-1", "py-2"]);
+    assert_eq!(out["list_after_delete"]["configs"].as_array().unwrap().len(), 1);
+    assert_ne!(out["get_deleted"], "no error", "{out}");
+
+    // The config sent with the message got the turn's updates.
+    eventually(async || {
+        receiver.delivered().iter().any(|b| {
+            b["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        })
+    })
+    .await;
+    let first = &receiver.all()[0];
+    assert_eq!(first.headers[PUSH_TOKEN_HEADER], "py-token-1");
+    assert_eq!(first.headers["authorization"], "Bearer py-cred");
+}
