@@ -1,6 +1,6 @@
-//! `cargo xtask ci`, `release --dry-run`, `deny-advisories`.
+//! `cargo xtask ci`, `deny-advisories` (`release --dry-run` is in `release.rs`).
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
 use crate::redis::{RedisCluster, RedisServer};
 use crate::util::run as sh;
@@ -36,6 +36,28 @@ pub(crate) fn run(args: &[&str]) -> Result<()> {
         ],
     ))?;
 
+    // Each optional part builds on its own, and no dependency is unused.
+    crate::features::each_alone()?;
+    crate::features::unused_dependencies()?;
+
+    // The gRPC binding of looopy-a2a is behind a feature that the
+    // workspace run leaves off: lint it, and run its tests below.
+    sh(cmd(
+        "cargo",
+        &[
+            "clippy",
+            "-p",
+            "looopy-a2a",
+            "--all-targets",
+            "--features",
+            "grpc",
+            "--locked",
+            "--",
+            "-D",
+            "warnings",
+        ],
+    ))?;
+
     // One Redis for the whole run unless the caller brought one; tests use
     // unique key prefixes, so they share it safely.
     let _redis = match std::env::var("LOOOPY_TEST_REDIS_URL") {
@@ -59,6 +81,19 @@ pub(crate) fn run(args: &[&str]) -> Result<()> {
         test.env(CLUSTER_URLS_ENV, &cluster.urls);
     }
     sh(test)?;
+    sh(cmd(
+        "cargo",
+        &[
+            "test",
+            "-p",
+            "looopy-a2a",
+            "--features",
+            "grpc",
+            "--locked",
+            "--test",
+            "protocol_grpc",
+        ],
+    ))?;
 
     if skip_deny {
         eprintln!("[xtask] --no-deny: skipping cargo deny");
@@ -78,14 +113,4 @@ pub(crate) fn deny(checks: &[&str]) -> Result<()> {
     let mut args = vec!["deny", "--all-features", "check"];
     args.extend_from_slice(checks);
     sh(cmd("cargo", &args))
-}
-
-/// `cargo xtask release --dry-run`: packages every publishable crate.
-pub(crate) fn release(args: &[&str]) -> Result<()> {
-    if !args.contains(&"--dry-run") {
-        bail!("only `cargo xtask release --dry-run` is supported: publishing is done by a person");
-    }
-    sh(cmd("cargo", &["package", "--workspace", "--allow-dirty"]))?;
-    eprintln!("[xtask] every publishable crate packaged (target/package)");
-    Ok(())
 }

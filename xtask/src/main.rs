@@ -1,16 +1,21 @@
 //! Project tasks, run as `cargo xtask <task>`:
 //!
-//! - `ci`: provisioning, format check, clippy (`-D warnings`), every test and
+//! - `ci`: provisioning, format check, clippy (`-D warnings`), each optional
+//!   feature built alone, unused dependencies (cargo-machete), every test and
 //!   doc test, and `cargo deny check licenses bans sources`. The README's test
 //!   command; `.ci/run` calls it.
 //! - `bench`: the benchmark suite; writes `docs/benchmarks.md` and `docs/benchmarks.json`.
-//! - `release --dry-run`: packages every publishable crate.
+//! - `release --dry-run`: `cargo publish --dry-run` of every publishable
+//!   crate in dependency order, and a semver check against the last release
+//!   tag when cargo-semver-checks is installed.
 //! - `deny-advisories`: `cargo deny check advisories` (needs the advisory database online).
 //! - `provision`: only the provisioning step of `ci`.
 
 mod bench;
 mod ci;
+mod features;
 mod redis;
+mod release;
 mod util;
 
 use anyhow::{Result, bail};
@@ -21,7 +26,7 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("ci") => ci::run(&rest),
         Some("bench") => bench::run(&rest),
-        Some("release") => ci::release(&rest),
+        Some("release") => release::run(&rest),
         Some("deny-advisories") => ci::deny(&["advisories"]),
         Some("provision") => ci::provision(),
         Some("help") | Some("--help") | None => {
