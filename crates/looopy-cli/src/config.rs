@@ -451,6 +451,34 @@ impl Config {
             llm.model = model;
         }
     }
+    /// Refuses a half-filled `[llm]` section (after [`apply_env`](Self::apply_env)):
+    /// a model needs both `base_url` and `model`, and settings without them
+    /// would be silently ignored. No section at all is fine (no model).
+    pub fn check_llm(&self) -> Result<()> {
+        let Some(llm) = &self.llm else {
+            return Ok(());
+        };
+        let missing: Vec<&str> = [
+            ("base_url", llm.base_url.is_none()),
+            ("model", llm.model.is_none()),
+        ]
+        .into_iter()
+        .filter_map(|(key, absent)| absent.then_some(key))
+        .collect();
+        let (key, var) = match missing.as_slice() {
+            [] => return Ok(()),
+            ["base_url"] => ("`base_url`", "LOOOPY_LLM_BASE_URL"),
+            ["model"] => ("`model`", "LOOOPY_LLM_MODEL"),
+            _ => (
+                "`base_url` and `model`",
+                "LOOOPY_LLM_BASE_URL and LOOOPY_LLM_MODEL",
+            ),
+        };
+        bail!(
+            "the [llm] section lacks {key}: give both `base_url` and `model` (or {var}), \
+             or remove the section to run without a model"
+        )
+    }
 }
 
 #[cfg(test)]
@@ -541,6 +569,22 @@ mod tests {
         assert!(format!("{e:#}").contains("nmae"), "{e:#}");
         let e = Config::parse("[[tools.mcp]]\nname = \"x\"").unwrap_err();
         assert!(e.to_string().contains("exactly one of `command` and `url`"));
+    }
+
+    #[test]
+    fn a_half_filled_llm_section_is_refused_after_the_environment_is_applied() {
+        let mut c = Config::parse("[llm]\nbase_url = \"http://a\"").unwrap();
+        let err = c.check_llm().unwrap_err().to_string();
+        assert!(
+            err.contains("lacks `model`") && err.contains("LOOOPY_LLM_MODEL"),
+            "{err}"
+        );
+        c.apply_env(&|k| (k == "LOOOPY_LLM_MODEL").then(|| "m".to_owned()));
+        c.check_llm().unwrap();
+        let only_temperature = Config::parse("[llm]\ntemperature = 0.2").unwrap();
+        let err = only_temperature.check_llm().unwrap_err().to_string();
+        assert!(err.contains("lacks `base_url` and `model`"), "{err}");
+        Config::parse("").unwrap().check_llm().unwrap();
     }
 
     #[test]

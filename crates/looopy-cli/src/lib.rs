@@ -4,6 +4,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod app;
+pub mod banner;
 pub mod chat;
 pub mod config;
 pub mod history;

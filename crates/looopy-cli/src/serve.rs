@@ -59,8 +59,10 @@ pub async fn serve(
         .unwrap_or_else(|| format!("http://{addr}"));
     let server = server(&app, env, &public_url)?;
     tracing::info!(%addr, agent = %app.config.agent.name, "looopy serving A2A at {public_url}");
-    // A line on stdout that scripts (and tests) can wait for.
+    // A line on stdout that scripts (and tests) can wait for; the banner
+    // for people goes to stderr, with the logs.
     println!("looopy listening on http://{addr}");
+    eprint!("{}", crate::banner::banner(&app.config, &public_url));
     server.serve(listener, shutdown).await.context("serving")?;
     tracing::info!("looopy stopped");
     Ok(())

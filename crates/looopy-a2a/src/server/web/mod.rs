@@ -21,6 +21,7 @@ const INDEX_HTML: &str = include_str!("index.html");
 const APP_CSS: &str = include_str!("app.css");
 const CLIENT_JS: &str = include_str!("client.js");
 const VIEW_JS: &str = include_str!("view.js");
+const MARKDOWN_JS: &str = include_str!("markdown.js");
 const APP_JS: &str = include_str!("app.js");
 
 /// Everything the page loads comes from this origin; nothing is inlined.
@@ -46,6 +47,10 @@ pub(crate) fn routes(router: Router<Arc<ServerState>>) -> Router<Arc<ServerState
         .route(
             "/web/view.js",
             get(|| async { asset(VIEW_JS, "text/javascript; charset=utf-8") }),
+        )
+        .route(
+            "/web/markdown.js",
+            get(|| async { asset(MARKDOWN_JS, "text/javascript; charset=utf-8") }),
         )
         .route(
             "/web/app.js",

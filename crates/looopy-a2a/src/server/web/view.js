@@ -1,6 +1,7 @@
 // The chat page's turn views: the user's message, the agent's answer as it
 // streams, its tool calls, state, problems, token usage and trace id. All
-// text goes in through textContent. Exposes `window.ChatView`.
+// text goes in through textContent; answers are Markdown, built as DOM nodes
+// by markdown.js (never as HTML). Exposes `window.ChatView`.
 'use strict';
 
 (function () {
@@ -88,28 +89,34 @@
   function setState(view, state) {
     view.state.textContent = STATE_LABELS[state] || state;
     view.state.dataset.state = state;
-    const stoppedEarly = state === 'canceled' && !view.answer.textContent.trim();
+    const stoppedEarly = state === 'canceled' && !answerText(view).trim();
     view.note.textContent = stoppedEarly ? 'Stopped before the agent answered.' : '';
     view.note.hidden = !stoppedEarly;
   }
 
-  function answerText(view) { return view.answer.textContent; }
+  /** The answer's Markdown source: its artifacts' text in arrival order
+   * (or the text `setAnswer` gave). */
+  function answerText(view) { return [...view.artifacts.values()].join(''); }
+
+  /** Shows the answer's source as Markdown (built as DOM nodes, never as
+   * HTML: see markdown.js). Re-rendered whole at each chunk, so that a list
+   * or a code block still streaming is shown as one. */
+  function renderAnswer(view) {
+    view.answer.replaceChildren(Markdown.render(answerText(view)));
+  }
 
   function setAnswer(view, text) {
     view.artifacts.clear();
-    view.answer.textContent = text;
+    if (text) view.artifacts.set('', text);
+    renderAnswer(view);
   }
 
   /** An artifact (or a chunk of one, `append`) joins the streamed answer. */
   function setArtifact(view, artifact, append) {
     const text = A2A.partsText(artifact.parts);
-    let span = view.artifacts.get(artifact.artifactId);
-    if (!span) {
-      span = el('span', { class: 'artifact' });
-      view.artifacts.set(artifact.artifactId, span);
-      view.answer.append(span);
-    }
-    if (append) span.append(text); else span.textContent = text;
+    const before = append ? view.artifacts.get(artifact.artifactId) || '' : '';
+    view.artifacts.set(artifact.artifactId, before + text);
+    renderAnswer(view);
     scrollToEnd();
   }
 

@@ -1,0 +1,108 @@
+//! The chat page of `looopy serve` renders the model's answer as Markdown
+//! in headless Chromium (`tests/fixtures/web_markdown.cjs`): headings,
+//! emphasis, nested lists, a table, a code block with a working copy
+//! button, and no HTML, script or `javascript:` link from the model's text.
+//!
+//! Chromium and playwright-core come from `scripts/provision.sh chromium`;
+//! without them this test fails, unless `LOOOPY_SKIP_EXTERNAL=1`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use looopy_testkit::external::{repo_root, require};
+use looopy_testkit::{FixtureReply, OpenAiFixture};
+use support::{serve, stop, write_config};
+
+/// What the model answers: Markdown with every block kind the page renders,
+/// and attempts to inject markup through it.
+const ANSWER: &str = r#"# Report
+
+Some **bold** and *italic* text, `x < y`, and [the docs](https://example.com/docs).
+
+- one
+- two
+  - nested
+- three
+
+1. first
+2. second
+
+| name | value |
+|------|------:|
+| answer | 42 |
+| other | 7 |
+
+```rust
+fn main() {
+    println!("<b>hi</b>");
+}
+```
+
+Attempts: <img src=x onerror=pwned("img")> and <script>pwned("script")</script>.
+A [click me](javascript:pwned("link")) and a [data link](data:text/html,<script>pwned(1)</script>)."#;
+
+fn which(program: &str) -> PathBuf {
+    std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join(program))
+                .find(|p| p.is_file())
+        })
+        .unwrap_or_else(|| PathBuf::from(format!("/usr/bin/{program}")))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chat_page_renders_markdown_answers_without_injecting_html() {
+    let Some(chromium) = require(
+        "LOOOPY_CHROMIUM",
+        PathBuf::from("/usr/bin/chromium"),
+        "Chromium",
+    ) else {
+        return;
+    };
+    let Some(playwright) = require(
+        "LOOOPY_PLAYWRIGHT_CORE",
+        repo_root().join(".tools/node/node_modules/playwright-core"),
+        "npm playwright-core",
+    ) else {
+        return;
+    };
+    let Some(node) = require("LOOOPY_NODE", which("node"), "Node.js") else {
+        return;
+    };
+    let llm = OpenAiFixture::start().await.unwrap();
+    llm.push(FixtureReply::Text(ANSWER.into()));
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        &dir,
+        &format!("[llm]\nbase_url = \"{}\"\nmodel = \"m\"\n", llm.base_url()),
+    );
+    let (server, url) = serve(&config, &[]);
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("web-markdown");
+    std::fs::create_dir_all(&shots).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/web_markdown.cjs");
+    let run = tokio::process::Command::new(node)
+        .arg(script)
+        .env("PLAYWRIGHT_CORE", &playwright)
+        .env("CHROMIUM", &chromium)
+        .env("URL", &url)
+        .env("SHOTS", &shots)
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(180), run)
+        .await
+        .expect("the browser script ran past 3 minutes")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stdout}\n{stderr}\nscreenshots in {}", shots.display());
+    tokio::task::spawn_blocking(move || stop(server))
+        .await
+        .unwrap();
+    assert!(out.status.success(), "the browser script failed: {stderr}");
+    assert!(stdout.contains("ALL OK"), "{stdout}");
+    assert_eq!(llm.requests().len(), 1, "one turn");
+}
