@@ -1,62 +1,63 @@
 //! `looopy chat URL`: an interactive A2A client. Each line is a message in
-//! one conversation; the answer streams as it arrives.
+//! one conversation; the answer streams as it arrives, with the tool calls
+//! and the tokens used (the client activates the tool-progress extension).
+//!
+//! Keys: the usual line editing and history (↑/↓) at the prompt; Ctrl-C
+//! during a turn cancels it, a second Ctrl-C leaves; at the prompt Ctrl-C
+//! or Ctrl-D (or `/quit`, or an empty line) leaves.
 
-use std::io::Write;
+mod input;
+mod turn;
 
-use anyhow::Result;
-use futures::StreamExt;
-use looopy_a2a::{A2aClient, SendRequest, StreamEvent};
-use looopy_core::TaskState;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use anyhow::{Context, Result};
+use looopy_a2a::{A2aClient, EXTENSIONS_HEADER, SendRequest, TOOL_PROGRESS_EXTENSION};
 
-use crate::render::print_event;
+use self::input::{Input, LineReader};
+use self::turn::{Conversation, Followed, follow};
 
-/// Reads lines from stdin until EOF (or `/quit`), sending each to the agent.
+/// Talks to the agent at `url` until the user leaves. Errors: the agent
+/// cannot be reached or refuses the credentials; a failed turn is shown and
+/// the session goes on.
 pub async fn chat(url: &str, token: Option<String>) -> Result<()> {
-    let mut builder = A2aClient::builder(url);
+    let mut builder = A2aClient::builder(url).header(EXTENSIONS_HEADER, TOOL_PROGRESS_EXTENSION);
     if let Some(t) = token {
         builder = builder.bearer_token(t);
     }
     let client = builder.build();
-    let card = client.discover().await?;
+    let card = client
+        .discover()
+        .await
+        .with_context(|| format!("cannot reach the agent at {url}"))?;
     eprintln!(
-        "connected to {} — {} (empty line or /quit to leave)",
+        "connected to {} — {} (Ctrl-C stops a turn; Ctrl-D, /quit or an empty line leaves)",
         card.name, card.description
     );
-    let mut context_id: Option<String> = None;
-    let mut task_id: Option<String> = None;
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let reader = LineReader::start().context("starting the line editor")?;
+    let mut conversation = Conversation::default();
     loop {
-        eprint!("> ");
-        let _ = std::io::stderr().flush();
-        let Some(line) = lines.next_line().await? else {
-            break;
+        let line = tokio::select! {
+            input = reader.read("> ") => match input {
+                Input::Line(line) => line,
+                Input::Interrupted | Input::Eof => break,
+            },
+            // Piped input: Ctrl-C reaches the process, not the editor.
+            _ = tokio::signal::ctrl_c() => break,
         };
-        let line = line.trim();
         if line.is_empty() || line == "/quit" {
             break;
         }
-        let mut request = SendRequest::text(line);
-        request.context_id.clone_from(&context_id);
-        request.task_id = task_id.take();
-        let mut stream = client.stream(&request).await?;
-        let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
-        while let Some(item) = stream.next().await {
-            match item?.event {
-                StreamEvent::Task(t) => {
-                    context_id = Some(t.context_id.clone());
-                }
-                StreamEvent::Message(m) => {
-                    println!("{}", m.message.text());
-                }
-                StreamEvent::Update(event) => {
-                    context_id = Some(event.context_id.to_string());
-                    if print_event(&event, &mut out, &mut err) == Some(TaskState::InputRequired) {
-                        // The next line answers this task.
-                        task_id = Some(event.task_id.to_string());
-                    }
-                }
+        let mut request = SendRequest::text(&line);
+        request.context_id.clone_from(&conversation.context_id);
+        request.task_id = conversation.waiting_task.take();
+        let stream = match client.stream(&request).await {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("looopy: not sent: {e}");
+                continue;
             }
+        };
+        if follow(&client, stream, &mut conversation).await == Followed::Quit {
+            break;
         }
     }
     Ok(())

@@ -1,6 +1,7 @@
 //! `looopy`: serve agents over A2A, chat with them, run one turn.
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -25,6 +26,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Show logs on the terminal (-v: info, -vv: debug); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
 }
 
 #[derive(Subcommand)]
@@ -56,6 +60,7 @@ enum Command {
     },
 }
 
+/// The file (or nothing), the `LOOOPY_LLM_*` variables over it, checked.
 fn load(path: Option<&PathBuf>) -> Result<Config> {
     let env = |k: &str| std::env::var(k).ok();
     let mut config = match path {
@@ -63,15 +68,24 @@ fn load(path: Option<&PathBuf>) -> Result<Config> {
         None => Config::parse("")?,
     };
     config.apply_env(&env);
+    config.check_llm()?;
     Ok(config)
 }
 
-#[tokio::main]
-async fn main() -> Result<()> {
-    let cli = Cli::parse();
-    let telemetry = Telemetry::init(&TelemetryConfig::from_env())?;
+/// What the terminal shows when RUST_LOG is unset: a server logs what it
+/// does; `run` and `chat` print the conversation and keep logs out of the
+/// way (a failed turn is already said in one line).
+fn console_filter(command: &Command, verbose: u8) -> &'static str {
+    match (command, verbose) {
+        (_, 2..) => "debug",
+        (Command::Serve { .. }, _) | (_, 1) => "info",
+        _ => "off",
+    }
+}
+
+async fn execute(command: Command) -> Result<()> {
     let env = |k: &str| std::env::var(k).ok();
-    let result = match cli.command {
+    match command {
         Command::Serve { config, bind } => {
             let config = load(config.as_ref())?;
             let bind = bind.unwrap_or_else(|| config.server.bind.clone());
@@ -81,9 +95,32 @@ async fn main() -> Result<()> {
         Command::Chat { url, token } => looopy_cli::chat::chat(&url, token).await,
         Command::Run { config, prompt } => {
             let app = App::build(load(config.as_ref())?, &env).await?;
-            looopy_cli::run::run(&app, &prompt).await.map(|_| ())
+            looopy_cli::run::run(&app, &prompt).await?;
+            Ok(())
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config =
+        TelemetryConfig::from_env().console_filter(console_filter(&cli.command, cli.verbose));
+    let telemetry = match Telemetry::init(&config) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("looopy: {e}");
+            return ExitCode::FAILURE;
         }
     };
-    tokio::task::spawn_blocking(move || telemetry.shutdown()).await?;
-    result
+    let result = execute(cli.command).await;
+    let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One line: the error and its causes, no backtrace.
+            eprintln!("looopy: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -4,6 +4,7 @@
 use std::io::Write;
 
 use looopy_core::{AgentEvent, EventPayload, Part, TaskState, ToolFailure};
+use serde_json::Value;
 
 /// How a failed tool call is shown.
 fn failure_label(kind: ToolFailure) -> &'static str {
@@ -17,6 +18,71 @@ fn failure_label(kind: ToolFailure) -> &'static str {
         ToolFailure::Interrupted => "interrupted",
         _ => "error",
     }
+}
+
+/// How a failed tool call is shown, from the tool-progress extension's
+/// `failure` field (`timeout`, `denied`, ...).
+fn failure_label_of(kind: &str) -> &str {
+    match kind {
+        "timeout" => "timed out",
+        "unknown_tool" => "unknown tool",
+        "bad_arguments" => "bad arguments",
+        "panicked" => "crashed",
+        "denied" | "cancelled" | "interrupted" => kind,
+        _ => "error",
+    }
+}
+
+/// Clips `text` to 200 characters, on one line.
+fn clip(text: &str) -> String {
+    let one_line = text.replace('\n', " ");
+    if one_line.chars().count() > 200 {
+        one_line.chars().take(200).collect::<String>() + "…"
+    } else {
+        one_line
+    }
+}
+
+/// Prints one update of the tool-progress extension (its data part): tool
+/// calls as they start and end. Usage and trace ids are not printed here
+/// (see [`usage_line`]).
+pub fn print_progress(data: &Value, err: &mut dyn Write) {
+    let text = |key: &str| data.get(key).and_then(Value::as_str).unwrap_or_default();
+    match text("event") {
+        "tool-start" => {
+            let arguments = data
+                .get("arguments")
+                .map(Value::to_string)
+                .unwrap_or_default();
+            let _ = writeln!(err, "  → {} {}", text("name"), clip(&arguments));
+        }
+        "tool-complete" => {
+            let how = match data.get("failure").and_then(Value::as_str) {
+                Some(kind) => failure_label_of(kind),
+                None if data.get("isError").and_then(Value::as_bool) == Some(true) => "error",
+                None => "ok",
+            };
+            let ms = data
+                .get("durationMs")
+                .and_then(Value::as_u64)
+                .unwrap_or_default();
+            let _ = writeln!(
+                err,
+                "  ← {} ({how}, {ms} ms): {}",
+                text("name"),
+                clip(text("result"))
+            );
+        }
+        _ => {}
+    }
+}
+
+/// `tokens: 12 in, 5 out, 17 total` from a usage object (`inputTokens`, ...);
+/// `None` when it counts nothing.
+pub fn usage_line(usage: &Value) -> Option<String> {
+    let n = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or_default();
+    let (input, output, total) = (n("inputTokens"), n("outputTokens"), n("totalTokens"));
+    (input + output + total > 0).then(|| format!("tokens: {input} in, {output} out, {total} total"))
 }
 
 /// Prints one event; returns the final state when the event ends the turn.
@@ -104,6 +170,30 @@ mod tests {
         let (mut out, mut err) = (Vec::new(), Vec::new());
         print_event(&event, &mut out, &mut err);
         String::from_utf8(err).unwrap()
+    }
+
+    #[test]
+    fn tool_progress_updates_and_usage_are_shown_in_words() {
+        let mut err = Vec::new();
+        print_progress(
+            &serde_json::json!({"event": "tool-start", "name": "sleep", "arguments": {"ms": 5}}),
+            &mut err,
+        );
+        print_progress(
+            &serde_json::json!({"event": "tool-complete", "name": "sleep", "result": "slow",
+                "isError": true, "failure": "timeout", "durationMs": 30}),
+            &mut err,
+        );
+        assert_eq!(
+            String::from_utf8(err).unwrap(),
+            "  → sleep {\"ms\":5}\n  ← sleep (timed out, 30 ms): slow\n"
+        );
+        let usage = serde_json::json!({"inputTokens": 12, "outputTokens": 5, "totalTokens": 17});
+        assert_eq!(
+            usage_line(&usage).unwrap(),
+            "tokens: 12 in, 5 out, 17 total"
+        );
+        assert_eq!(usage_line(&serde_json::json!({})), None);
     }
 
     #[test]

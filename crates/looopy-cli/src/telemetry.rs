@@ -1,26 +1,52 @@
 //! Logging and OpenTelemetry export for the binary. Libraries only emit
-//! `tracing` spans; this is the one place that installs a subscriber.
+//! `tracing` spans and events; this is the one place that installs a
+//! subscriber.
 //!
-//! - Logs: `tracing-subscriber` to stderr, filtered by `RUST_LOG` (default
-//!   `info`), human-readable or JSON (`LOOOPY_LOG_FORMAT=json`).
-//! - Traces and metrics: OTLP over HTTP/protobuf when
-//!   `OTEL_EXPORTER_OTLP_ENDPOINT` is set (`OTEL_SERVICE_NAME` and
-//!   `OTEL_TRACES_SAMPLER` / `_ARG` are read by the SDK). Spans go through a
-//!   batch processor on its own thread: a turn never waits for an export, and
-//!   a collector that is down costs the dropped spans only.
-//! - W3C trace context is the global propagator, so incoming `traceparent`
-//!   headers are honoured and outgoing requests carry one.
+//! - Terminal logs: `tracing-subscriber` to stderr, filtered by `RUST_LOG`
+//!   (default: [`TelemetryConfig::console_filter`], `info` for `serve`,
+//!   nothing for `run` and `chat` unless `-v`), readable or JSON
+//!   (`LOOOPY_LOG_FORMAT=json`).
+//! - Export: traces, metrics and logs over OTLP, each to its own endpoint
+//!   (see [`OtlpConfig::from_env`]), over HTTP/protobuf or gRPC
+//!   (`OTEL_EXPORTER_OTLP_PROTOCOL`). Exported spans and logs follow
+//!   `RUST_LOG` (default `info`) whatever the terminal shows. Batches leave on
+//!   the SDK's own threads: a turn never waits for an export, and a
+//!   collector that is down costs the dropped data only.
+//! - The resource: `service.name` is `looopy` unless `OTEL_SERVICE_NAME` or
+//!   `OTEL_RESOURCE_ATTRIBUTES` say otherwise; `service.version` is the
+//!   binary's.
+//! - Propagation: W3C trace context and baggage, so incoming `traceparent`
+//!   and `baggage` headers are honoured and outgoing requests carry them.
 
-use anyhow::{Context, Result};
+mod exporters;
+mod otlp;
+
+use opentelemetry::KeyValue;
+use opentelemetry::propagation::TextMapCompositePropagator;
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::{MetricExporter, SpanExporter, WithExportConfig};
+use opentelemetry_appender_tracing::layer::OpenTelemetryTracingBridge;
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
-use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::logs::SdkLoggerProvider;
+use opentelemetry_sdk::metrics::SdkMeterProvider;
+use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
+use opentelemetry_sdk::resource::{
+    EnvResourceDetector, ResourceDetector, TelemetryResourceDetector,
+};
 use opentelemetry_sdk::trace::SdkTracerProvider;
+use tokio::runtime::Runtime;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
+
+pub use otlp::{OtlpConfig, OtlpEndpoint, OtlpProtocol, TelemetryError};
+
+/// The `service.name` when neither `OTEL_SERVICE_NAME` nor
+/// `OTEL_RESOURCE_ATTRIBUTES` names one.
+pub const DEFAULT_SERVICE_NAME: &str = "looopy";
+
+/// Targets never sent to the OTLP log exporter: the exporters' own HTTP and
+/// gRPC stacks, which would log about exporting their logs.
+const EXPORT_NOISE: &str = "h2=off,hyper=off,hyper_util=off,tonic=off,tower=off,reqwest=off,opentelemetry=off,opentelemetry_sdk=off,opentelemetry_otlp=off";
 
 /// How logs are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -33,77 +59,136 @@ pub enum LogFormat {
 }
 
 /// What to set up. [`TelemetryConfig::from_env`] reads the standard variables.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct TelemetryConfig {
-    /// The OTLP/HTTP base endpoint (`http://collector:4318`); `None` disables export.
-    pub otlp_endpoint: Option<String>,
-    /// Log format.
+    /// Where each signal is exported; nothing by default.
+    pub otlp: OtlpConfig,
+    /// Terminal log format.
     pub log_format: LogFormat,
-    /// Filter directives when `RUST_LOG` is unset.
-    pub default_filter: String,
+    /// Terminal log filter when `RUST_LOG` is unset (`off` shows nothing).
+    pub console_filter: String,
+    /// A mistake in the variables, reported by [`Telemetry::init`].
+    pub error: Option<TelemetryError>,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        TelemetryConfig {
+            otlp: OtlpConfig::default(),
+            log_format: LogFormat::Human,
+            console_filter: "info".into(),
+            error: None,
+        }
+    }
 }
 
 impl TelemetryConfig {
-    /// Reads `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_SDK_DISABLED` and `LOOOPY_LOG_FORMAT`.
+    /// Reads the `OTEL_*` variables ([`OtlpConfig::from_env`]) and
+    /// `LOOOPY_LOG_FORMAT` from the process's environment.
     pub fn from_env() -> Self {
-        let disabled =
-            std::env::var("OTEL_SDK_DISABLED").is_ok_and(|v| v.eq_ignore_ascii_case("true"));
-        let otlp_endpoint = std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT")
-            .ok()
-            .filter(|e| !e.is_empty() && !disabled);
-        let log_format = match std::env::var("LOOOPY_LOG_FORMAT").as_deref() {
-            Ok("json") => LogFormat::Json,
+        Self::from_vars(&|k| std::env::var(k).ok())
+    }
+
+    /// [`from_env`](Self::from_env) with the variables looked up in `env`.
+    pub fn from_vars(env: &dyn Fn(&str) -> Option<String>) -> Self {
+        let (otlp, error) = match OtlpConfig::from_env(env) {
+            Ok(otlp) => (otlp, None),
+            Err(e) => (OtlpConfig::default(), Some(e)),
+        };
+        let log_format = match env("LOOOPY_LOG_FORMAT").as_deref() {
+            Some("json") => LogFormat::Json,
             _ => LogFormat::Human,
         };
         TelemetryConfig {
-            otlp_endpoint,
+            otlp,
             log_format,
-            default_filter: "info".into(),
+            error,
+            ..TelemetryConfig::default()
         }
     }
+
+    /// The same with another terminal filter when `RUST_LOG` is unset.
+    pub fn console_filter(mut self, filter: impl Into<String>) -> Self {
+        self.console_filter = filter.into();
+        self
+    }
+}
+
+/// The exported resource: `service.name` = `looopy` and `service.version`
+/// = this binary's, under what `OTEL_RESOURCE_ATTRIBUTES` says, under
+/// `OTEL_SERVICE_NAME`.
+pub fn resource(env: &dyn Fn(&str) -> Option<String>) -> Resource {
+    let detectors: [Box<dyn ResourceDetector>; 2] = [
+        Box::new(TelemetryResourceDetector),
+        Box::new(EnvResourceDetector::new()),
+    ];
+    let builder = Resource::builder_empty()
+        .with_attributes([
+            KeyValue::new("service.name", DEFAULT_SERVICE_NAME),
+            KeyValue::new("service.version", env!("CARGO_PKG_VERSION")),
+        ])
+        .with_detectors(&detectors);
+    match env("OTEL_SERVICE_NAME").filter(|n| !n.trim().is_empty()) {
+        Some(name) => builder.with_service_name(name),
+        None => builder,
+    }
+    .build()
+}
+
+/// `RUST_LOG`, else `default`.
+fn filter(default: &str) -> EnvFilter {
+    EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default))
 }
 
 /// Keeps the exporters alive; [`Telemetry::shutdown`] flushes them.
 pub struct Telemetry {
     tracer: Option<SdkTracerProvider>,
     meter: Option<SdkMeterProvider>,
+    logger: Option<SdkLoggerProvider>,
+    /// Drives gRPC exports; `None` without gRPC.
+    runtime: Option<Runtime>,
 }
 
 impl Telemetry {
-    /// Installs the global subscriber, propagator and (when configured) exporters.
-    pub fn init(config: &TelemetryConfig) -> Result<Telemetry> {
-        opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
-        let resource = Resource::builder().build();
-        let (tracer, meter) = match &config.otlp_endpoint {
-            Some(endpoint) => {
-                let base = endpoint.trim_end_matches('/');
-                let spans = SpanExporter::builder()
-                    .with_http()
-                    .with_endpoint(format!("{base}/v1/traces"))
-                    .build()
-                    .context("building the OTLP span exporter")?;
-                let tracer = SdkTracerProvider::builder()
-                    .with_batch_exporter(spans)
-                    .with_resource(resource.clone())
-                    .build();
-                let metrics = MetricExporter::builder()
-                    .with_http()
-                    .with_endpoint(format!("{base}/v1/metrics"))
-                    .build()
-                    .context("building the OTLP metric exporter")?;
-                let meter = SdkMeterProvider::builder()
-                    .with_reader(PeriodicReader::builder(metrics).build())
-                    .with_resource(resource)
-                    .build();
-                opentelemetry::global::set_tracer_provider(tracer.clone());
-                opentelemetry::global::set_meter_provider(meter.clone());
-                (Some(tracer), Some(meter))
-            }
-            None => (None, None),
+    /// Installs the global subscriber, propagators and (when configured) exporters.
+    pub fn init(config: &TelemetryConfig) -> Result<Telemetry, TelemetryError> {
+        if let Some(e) = &config.error {
+            return Err(e.clone());
+        }
+        opentelemetry::global::set_text_map_propagator(TextMapCompositePropagator::new(vec![
+            Box::new(TraceContextPropagator::new()),
+            Box::new(BaggagePropagator::new()),
+        ]));
+        let otlp = &config.otlp;
+        let runtime = match otlp.uses_grpc() {
+            true => Some(exporters::grpc_runtime()?),
+            false => None,
         };
-        let filter = EnvFilter::try_from_default_env()
-            .unwrap_or_else(|_| EnvFilter::new(&config.default_filter));
-        let fmt = match config.log_format {
+        let resource = match otlp.any() {
+            true => resource(&|k| std::env::var(k).ok()),
+            false => Resource::builder_empty().build(),
+        };
+        let rt = runtime.as_ref();
+        let tracer = match &otlp.traces {
+            Some(e) => Some(exporters::tracer(e, resource.clone(), rt)?),
+            None => None,
+        };
+        let meter = match &otlp.metrics {
+            Some(e) => Some(exporters::meter(e, resource.clone(), rt)?),
+            None => None,
+        };
+        let logger = match &otlp.logs {
+            Some(e) => Some(exporters::logger(e, resource, rt)?),
+            None => None,
+        };
+        if let Some(t) = &tracer {
+            opentelemetry::global::set_tracer_provider(t.clone());
+        }
+        if let Some(m) = &meter {
+            opentelemetry::global::set_meter_provider(m.clone());
+        }
+
+        let console = match config.log_format {
             LogFormat::Human => tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
                 .boxed(),
@@ -111,17 +196,31 @@ impl Telemetry {
                 .json()
                 .with_writer(std::io::stderr)
                 .boxed(),
-        };
-        let otel = tracer
-            .as_ref()
-            .map(|t| tracing_opentelemetry::layer().with_tracer(t.tracer("looopy")));
+        }
+        .with_filter(filter(&config.console_filter));
+        // What is exported does not depend on what the terminal shows.
+        let spans = tracer.as_ref().map(|t| {
+            tracing_opentelemetry::layer()
+                .with_tracer(t.tracer("looopy"))
+                .with_filter(filter("info"))
+        });
+        let logs = logger.as_ref().map(|l| {
+            let base = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into());
+            OpenTelemetryTracingBridge::new(l)
+                .with_filter(EnvFilter::builder().parse_lossy(format!("{base},{EXPORT_NOISE}")))
+        });
         tracing_subscriber::registry()
-            .with(filter)
-            .with(fmt)
-            .with(otel)
+            .with(console)
+            .with(spans)
+            .with(logs)
             .try_init()
-            .context("a tracing subscriber is already installed")?;
-        Ok(Telemetry { tracer, meter })
+            .map_err(|_| TelemetryError::AlreadyInstalled)?;
+        Ok(Telemetry {
+            tracer,
+            meter,
+            logger,
+            runtime,
+        })
     }
 
     /// Whether spans are exported.
@@ -129,17 +228,32 @@ impl Telemetry {
         self.tracer.is_some()
     }
 
-    /// Flushes and stops the exporters (spans of running work may be lost).
-    pub fn shutdown(self) {
-        if let Some(t) = self.tracer
+    /// Flushes and stops the exporters (data of running work may be lost).
+    /// Blocks: call it outside async code (`spawn_blocking`).
+    pub fn shutdown(mut self) {
+        if let Some(t) = self.tracer.take()
             && let Err(e) = t.shutdown()
         {
             eprintln!("looopy: trace export shutdown: {e}");
         }
-        if let Some(m) = self.meter
+        if let Some(m) = self.meter.take()
             && let Err(e) = m.shutdown()
         {
             eprintln!("looopy: metric export shutdown: {e}");
+        }
+        if let Some(l) = self.logger.take()
+            && let Err(e) = l.shutdown()
+        {
+            eprintln!("looopy: log export shutdown: {e}");
+        }
+    }
+}
+
+impl Drop for Telemetry {
+    fn drop(&mut self) {
+        // Dropping a runtime blocks, which async code must not do.
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
         }
     }
 }

@@ -4,7 +4,7 @@
 mod support;
 
 use futures::StreamExt;
-use looopy_cli::telemetry::{LogFormat, Telemetry, TelemetryConfig};
+use looopy_cli::telemetry::{LogFormat, OtlpConfig, Telemetry, TelemetryConfig};
 use looopy_core::{History, LlmResponse, Message, TurnContext};
 use looopy_loop::AgentLoop;
 use looopy_testkit::ScriptedLlm;
@@ -14,12 +14,18 @@ async fn a_turn_is_exported_over_otlp_http_with_one_trace_id() {
     let (otlp, received) = support::otlp_receiver().await;
 
     let telemetry = Telemetry::init(&TelemetryConfig {
-        otlp_endpoint: Some(otlp),
+        otlp: OtlpConfig::http(&otlp),
         log_format: LogFormat::Json,
-        default_filter: "info".into(),
+        ..TelemetryConfig::default()
     })
     .unwrap();
     assert!(telemetry.exporting());
+    // The propagator is W3C trace context and baggage together.
+    let fields: Vec<String> =
+        opentelemetry::global::get_text_map_propagator(|p| p.fields().map(str::to_owned).collect());
+    for field in ["traceparent", "tracestate", "baggage"] {
+        assert!(fields.iter().any(|f| f == field), "{fields:?}");
+    }
 
     let llm = ScriptedLlm::new().respond(LlmResponse::text("exported"));
     let agent = AgentLoop::builder(llm).agent_id("otlp-test").build();

@@ -68,6 +68,161 @@ pub fn stop(mut child: Child) -> ExitStatus {
     }
 }
 
+/// A child's output as it arrives (read on threads of its own).
+#[derive(Clone, Default)]
+pub struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Captured {
+    /// Reads `from` until it closes.
+    pub fn spawn(mut from: impl std::io::Read + Send + 'static) -> Captured {
+        let captured = Captured::default();
+        let sink = captured.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = from.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                sink.0.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        captured
+    }
+
+    /// Everything so far, as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+
+    /// Waits (at most 30 s) until the output contains `needle`.
+    pub fn wait_for(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let text = self.text();
+            if text.contains(needle) {
+                return text;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "waited 30 s for {needle:?}; got: {text}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Sends SIGINT (what Ctrl-C does) to a process.
+pub fn interrupt(child: &Child) {
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// What an OTLP receiver got in logs, one export request after another.
+pub type ReceivedLogs = std::sync::Arc<
+    std::sync::Mutex<
+        Vec<opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest>,
+    >,
+>;
+
+/// Every log record received so far: (its severity text, its body as text).
+pub fn exported_logs(received: &ReceivedLogs) -> Vec<(String, String)> {
+    use opentelemetry_proto::tonic::common::v1::any_value::Value;
+    received
+        .lock()
+        .unwrap()
+        .iter()
+        .flat_map(|r| &r.resource_logs)
+        .flat_map(|rl| &rl.scope_logs)
+        .flat_map(|sl| &sl.log_records)
+        .map(|l| {
+            let body = match l.body.as_ref().and_then(|b| b.value.as_ref()) {
+                Some(Value::StringValue(s)) => s.clone(),
+                other => format!("{other:?}"),
+            };
+            (l.severity_text.clone(), body)
+        })
+        .collect()
+}
+
+/// The string attributes of the resources that sent the spans received.
+pub fn resource_attributes(received: &Received) -> Vec<std::collections::BTreeMap<String, String>> {
+    use opentelemetry_proto::tonic::common::v1::any_value::Value;
+    received
+        .lock()
+        .unwrap()
+        .iter()
+        .flat_map(|r| &r.resource_spans)
+        .filter_map(|rs| rs.resource.as_ref())
+        .map(|r| {
+            r.attributes
+                .iter()
+                .filter_map(|kv| match kv.value.as_ref()?.value.as_ref()? {
+                    Value::StringValue(s) => Some((kv.key.clone(), s.clone())),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// An OTLP/gRPC receiver (the collector's trace and logs services) on a
+/// free port; returns its URL and what it receives.
+pub async fn otlp_grpc_receiver() -> (String, Received, ReceivedLogs) {
+    use opentelemetry_proto::tonic::collector::logs::v1::logs_service_server::{
+        LogsService, LogsServiceServer,
+    };
+    use opentelemetry_proto::tonic::collector::logs::v1::{
+        ExportLogsServiceRequest, ExportLogsServiceResponse,
+    };
+    use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
+        TraceService, TraceServiceServer,
+    };
+    use opentelemetry_proto::tonic::collector::trace::v1::{
+        ExportTraceServiceRequest, ExportTraceServiceResponse,
+    };
+
+    struct Traces(Received);
+    #[tonic::async_trait]
+    impl TraceService for Traces {
+        async fn export(
+            &self,
+            request: tonic::Request<ExportTraceServiceRequest>,
+        ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+            self.0.lock().unwrap().push(request.into_inner());
+            Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
+        }
+    }
+    struct Logs(ReceivedLogs);
+    #[tonic::async_trait]
+    impl LogsService for Logs {
+        async fn export(
+            &self,
+            request: tonic::Request<ExportLogsServiceRequest>,
+        ) -> Result<tonic::Response<ExportLogsServiceResponse>, tonic::Status> {
+            self.0.lock().unwrap().push(request.into_inner());
+            Ok(tonic::Response::new(ExportLogsServiceResponse::default()))
+        }
+    }
+
+    let traces = Received::default();
+    let logs = ReceivedLogs::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let router = tonic::transport::Server::builder()
+        .add_service(TraceServiceServer::new(Traces(traces.clone())))
+        .add_service(LogsServiceServer::new(Logs(logs.clone())));
+    tokio::spawn(async move {
+        router
+            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
+            .await
+            .unwrap();
+    });
+    (format!("http://{addr}"), traces, logs)
+}
+
 /// What an OTLP/HTTP receiver got, one export request after another.
 pub type Received = std::sync::Arc<
     std::sync::Mutex<
@@ -78,13 +233,23 @@ pub type Received = std::sync::Arc<
 /// An OTLP/HTTP receiver on a free port (traces kept, metrics and logs
 /// accepted and dropped); returns its base URL and what it receives.
 pub async fn otlp_receiver() -> (String, Received) {
+    let (url, traces, _) = otlp_http_receiver().await;
+    (url, traces)
+}
+
+/// An OTLP/HTTP receiver on a free port keeping traces and logs (metrics
+/// accepted and dropped); returns its base URL and what it receives.
+pub async fn otlp_http_receiver() -> (String, Received, ReceivedLogs) {
     use axum::body::Bytes;
     use axum::routing::post;
+    use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
     use prost::Message as _;
 
     let received: Received = Received::default();
     let sink = received.clone();
+    let logs = ReceivedLogs::default();
+    let log_sink = logs.clone();
     let app = axum::Router::new()
         .route(
             "/v1/traces",
@@ -99,11 +264,22 @@ pub async fn otlp_receiver() -> (String, Received) {
             }),
         )
         .route("/v1/metrics", post(|| async { "" }))
-        .route("/v1/logs", post(|| async { "" }));
+        .route(
+            "/v1/logs",
+            post(move |body: Bytes| {
+                let sink = log_sink.clone();
+                async move {
+                    sink.lock()
+                        .unwrap()
+                        .push(ExportLogsServiceRequest::decode(body).unwrap());
+                    ""
+                }
+            }),
+        );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (format!("http://{addr}"), received)
+    (format!("http://{addr}"), received, logs)
 }
 
 /// Every span the receiver got so far, in arrival order.

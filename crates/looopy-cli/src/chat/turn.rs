@@ -1,0 +1,210 @@
+//! Following one turn's stream on the terminal: the answer as it streams,
+//! tool calls from the tool-progress extension, token usage at the end.
+//! Ctrl-C cancels the turn (`CancelTask`), a second one quits; a stream
+//! that breaks before the turn's end is resumed with `SubscribeToTask`
+//! from the last event seen, so nothing is lost or shown twice.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use looopy_a2a::{A2aClient, A2aClientError, A2aStream, StreamEvent, TOOL_PROGRESS_EXTENSION};
+use looopy_core::{AgentEvent, EventPayload, Part, TaskState};
+use serde_json::Value;
+
+use crate::render::{print_event, print_progress, usage_line};
+
+/// How many times a broken stream is resumed before the turn is given up.
+const MAX_RESUMES: u32 = 3;
+
+/// How a turn's following ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Followed {
+    /// The turn ended in this state (`None`: unknown, the stream was lost).
+    Ended(Option<TaskState>),
+    /// The user pressed Ctrl-C twice: leave the session.
+    Quit,
+}
+
+/// What the session keeps between turns.
+#[derive(Debug, Default)]
+pub(crate) struct Conversation {
+    /// The conversation's `contextId` once the server gave one.
+    pub(crate) context_id: Option<String>,
+    /// The task waiting for the user's answer (`input-required`).
+    pub(crate) waiting_task: Option<String>,
+}
+
+/// One turn as it is followed.
+#[derive(Debug, Default)]
+struct Turn {
+    task_id: Option<String>,
+    last_event_id: Option<String>,
+    state: Option<TaskState>,
+    usage: Option<Value>,
+    /// Ctrl-C came before the task's id: cancel once it is known.
+    cancel_pending: bool,
+}
+
+/// The data part of a tool-progress update, if `event` is one.
+fn progress_data(event: &AgentEvent) -> Option<&Value> {
+    let EventPayload::StatusUpdate {
+        status,
+        is_final: false,
+        metadata,
+    } = &*event.payload
+    else {
+        return None;
+    };
+    if !metadata.contains_key(TOOL_PROGRESS_EXTENSION) {
+        return None;
+    }
+    status.message.as_ref()?.parts.iter().find_map(|p| match p {
+        Part::Data { data } => Some(data),
+        _ => None,
+    })
+}
+
+impl Turn {
+    /// Shows one item; true when it ends the turn.
+    fn show(&mut self, event: StreamEvent, conversation: &mut Conversation) -> bool {
+        let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
+        match event {
+            StreamEvent::Task(t) => {
+                self.task_id = Some(t.id.clone());
+                conversation.context_id = Some(t.context_id.clone());
+                if t.status.state.is_terminal() {
+                    self.state = Some(t.status.state);
+                    return true;
+                }
+            }
+            StreamEvent::Message(m) => {
+                println!("{}", m.message.text());
+                if let Some(c) = m.context_id {
+                    conversation.context_id = Some(c);
+                }
+                self.state = Some(TaskState::Completed);
+                return true;
+            }
+            StreamEvent::Update(event) => {
+                conversation.context_id = Some(event.context_id.to_string());
+                self.task_id = Some(event.task_id.to_string());
+                if let Some(data) = progress_data(&event) {
+                    if data.get("event").and_then(Value::as_str) == Some("usage") {
+                        self.usage = data.get("total").cloned();
+                    }
+                    print_progress(data, &mut err);
+                    return false;
+                }
+                if let EventPayload::StatusUpdate { metadata, .. } = &*event.payload
+                    && let Some(usage) = metadata.get("usage")
+                {
+                    self.usage = Some(usage.clone());
+                }
+                if let Some(state) = print_event(&event, &mut out, &mut err) {
+                    self.state = Some(state);
+                    if state == TaskState::InputRequired {
+                        // The next line answers this task.
+                        conversation.waiting_task = Some(event.task_id.to_string());
+                    }
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    async fn cancel(&mut self, client: &A2aClient) {
+        let Some(task) = &self.task_id else {
+            self.cancel_pending = true;
+            return;
+        };
+        self.cancel_pending = false;
+        if let Err(e) = client.cancel_task(task).await {
+            eprintln!("looopy: could not cancel: {e}");
+        }
+    }
+}
+
+/// Follows a turn's `stream` to its end.
+pub(crate) async fn follow(
+    client: &A2aClient,
+    mut stream: A2aStream,
+    conversation: &mut Conversation,
+) -> Followed {
+    let mut turn = Turn::default();
+    let mut interrupts = 0u32;
+    let mut resumes = 0u32;
+    let mut sigint = Box::pin(tokio::signal::ctrl_c());
+    loop {
+        let broken: Option<String> = tokio::select! {
+            item = stream.next() => match item {
+                Some(Ok(item)) => {
+                    if item.id.is_some() {
+                        turn.last_event_id = item.id;
+                    }
+                    let ended = turn.show(item.event, conversation);
+                    if turn.cancel_pending {
+                        turn.cancel(client).await;
+                    }
+                    if ended {
+                        break;
+                    }
+                    None
+                }
+                Some(Err(e)) => Some(e.to_string()),
+                None => Some("the server closed the stream before the turn's end".into()),
+            },
+            _ = &mut sigint => {
+                interrupts += 1;
+                if interrupts >= 2 {
+                    return Followed::Quit;
+                }
+                eprintln!("(stopping the turn; Ctrl-C again to leave)");
+                turn.cancel(client).await;
+                sigint = Box::pin(tokio::signal::ctrl_c());
+                None
+            }
+        };
+        let Some(why) = broken else { continue };
+        match resume(client, &turn, &mut resumes, &why).await {
+            Some(s) => stream = s,
+            None => return Followed::Ended(None),
+        }
+    }
+    if let Some(line) = turn.usage.as_ref().and_then(usage_line) {
+        eprintln!("  {line}");
+    }
+    Followed::Ended(turn.state)
+}
+
+/// A new stream of the turn from its last event, after `why` broke the
+/// last one; `None` when it cannot be had (then the session goes on).
+async fn resume(
+    client: &A2aClient,
+    turn: &Turn,
+    resumes: &mut u32,
+    why: &str,
+) -> Option<A2aStream> {
+    let Some(task) = &turn.task_id else {
+        eprintln!("looopy: lost the connection before the turn started: {why}");
+        return None;
+    };
+    let mut last: Option<A2aClientError> = None;
+    while *resumes < MAX_RESUMES {
+        *resumes += 1;
+        eprintln!("(connection lost: {why}; resubscribing)");
+        tokio::time::sleep(Duration::from_millis(200 * u64::from(*resumes))).await;
+        match client
+            .resubscribe(task, turn.last_event_id.as_deref())
+            .await
+        {
+            Ok(stream) => return Some(stream),
+            Err(e) => last = Some(e),
+        }
+    }
+    match last {
+        Some(e) => eprintln!("looopy: lost the turn (task {task}): {e}"),
+        None => eprintln!("looopy: lost the turn (task {task}): {why}"),
+    }
+    None
+}

@@ -1,0 +1,168 @@
+//! What the `looopy` binary prints for people: one line per error, no log
+//! noise from `run` unless asked, and `serve`'s start-up banner.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::process::{Command, Stdio};
+
+use support::{BIN, Captured, stop, write_config};
+
+/// `looopy <args>` without the caller's model, log and export variables.
+fn looopy(args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args);
+    for var in [
+        "LOOOPY_LLM_BASE_URL",
+        "LOOOPY_LLM_MODEL",
+        "RUST_LOG",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+#[test]
+fn run_without_a_model_says_so_in_one_line_without_logs_or_backtrace() {
+    let out = looopy(&["run", "hello"])
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one line: {err}");
+    assert!(
+        lines[0].starts_with("looopy: no model is configured: set `base_url` and `model`"),
+        "{err}"
+    );
+    assert!(lines[0].contains("LOOOPY_LLM_BASE_URL"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).is_empty());
+}
+
+#[test]
+fn a_failed_turn_is_one_line_and_minus_v_shows_the_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing listens on port 9: the model call fails at once.
+    let config = write_config(
+        &dir,
+        "[llm]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\nmax_retries = 0\n",
+    );
+    let config = config.to_str().unwrap();
+    let out = looopy(&["run", "--config", config, "hello"])
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.starts_with("looopy: the turn failed: "), "{err}");
+    assert!(!err.contains("ERROR"), "{err}");
+
+    // -v shows the logs (the turn's failure among them).
+    let verbose = looopy(&["run", "-v", "--config", config, "hello"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&verbose.stderr);
+    assert!(err.lines().count() > 1, "{err}");
+    assert!(err.contains("ERROR"), "{err}");
+}
+
+#[test]
+fn a_half_filled_llm_section_is_refused_with_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(&dir, "[llm]\nbase_url = \"http://127.0.0.1:4000/v1\"\n");
+    for command in ["serve", "run"] {
+        let mut args = vec![command, "--config", config.to_str().unwrap()];
+        if command == "run" {
+            args.push("hi");
+        }
+        let out = looopy(&args).output().unwrap();
+        assert!(!out.status.success(), "{command}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("looopy: the [llm] section lacks `model`"),
+            "{err}"
+        );
+        assert!(err.contains("LOOOPY_LLM_MODEL"), "{err}");
+    }
+    // The environment may complete it.
+    let out = looopy(&["run", "--config", config.to_str().unwrap(), "hi"])
+        .env("LOOOPY_LLM_MODEL", "m")
+        .env("LOOOPY_LLM_BASE_URL", "http://127.0.0.1:9")
+        .env("OTEL_SDK_DISABLED", "true")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("lacks"), "{err}");
+}
+
+#[test]
+fn serve_prints_a_banner_and_warns_when_there_is_no_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        &dir,
+        "[agent]\nname = \"banner-agent\"\n[[auth.tokens]]\nprincipal = \"a\"\ntoken = \"secret-token\"\n",
+    );
+    let mut child = looopy(&["serve", "--config", config.to_str().unwrap()])
+        .args(["--bind", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = Captured::spawn(child.stdout.take().unwrap());
+    let err = Captured::spawn(child.stderr.take().unwrap());
+    let url = out
+        .wait_for("\n")
+        .trim()
+        .strip_prefix("looopy listening on ")
+        .unwrap()
+        .to_owned();
+    let banner = err.wait_for("warning:");
+    assert!(banner.contains("serving agent 'banner-agent'"), "{banner}");
+    assert!(banner.contains(&format!("chat page {url}/")), "{banner}");
+    assert!(banner.contains("model     none"), "{banner}");
+    assert!(banner.contains("store     memory"), "{banner}");
+    assert!(banner.contains("tools     none"), "{banner}");
+    assert!(banner.contains("auth      on (1 token)"), "{banner}");
+    assert!(
+        banner.contains("warning: no model is configured"),
+        "{banner}"
+    );
+    assert!(!banner.contains("secret-token"), "{banner}");
+    assert!(stop(child).success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_names_its_model_and_does_not_warn() {
+    let llm = looopy_testkit::OpenAiFixture::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        &dir,
+        &format!(
+            "[llm]\nbase_url = \"{}\"\nmodel = \"gpt-test\"\n",
+            llm.base_url()
+        ),
+    );
+    let mut child = looopy(&["serve", "--config", config.to_str().unwrap()])
+        .args(["--bind", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _out = Captured::spawn(child.stdout.take().unwrap());
+    let err = Captured::spawn(child.stderr.take().unwrap());
+    let banner = tokio::task::spawn_blocking(move || err.wait_for("auth      off"))
+        .await
+        .unwrap();
+    assert!(
+        banner.contains(&format!("model     gpt-test at {}", llm.base_url())),
+        "{banner}"
+    );
+    assert!(!banner.contains("warning"), "{banner}");
+    tokio::task::spawn_blocking(move || stop(child))
+        .await
+        .unwrap();
+}
