@@ -1,6 +1,53 @@
 //! [`A2aClientError`].
 
+use std::fmt;
+use std::sync::Arc;
+
 use crate::RpcError;
+
+/// A request that could not be sent or a response that could not be read,
+/// with the error that caused it as its [`source`](std::error::Error::source)
+/// (shared, so that the client error stays `Clone`).
+#[derive(Debug, Clone)]
+pub struct TransportError {
+    message: String,
+    source: Arc<dyn std::error::Error + Send + Sync>,
+}
+
+impl TransportError {
+    /// Wraps the cause.
+    pub fn new(source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        TransportError {
+            message: source.to_string(),
+            source: Arc::new(source),
+        }
+    }
+
+    /// The cause in words.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for TransportError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(self.source.as_ref())
+    }
+}
+
+/// Two transport errors are equal when they say the same (the causes'
+/// types need not be comparable).
+impl PartialEq for TransportError {
+    fn eq(&self, other: &Self) -> bool {
+        self.message == other.message
+    }
+}
 
 /// Why a client call failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -8,7 +55,7 @@ use crate::RpcError;
 pub enum A2aClientError {
     /// The request could not be sent or the response not read.
     #[error("A2A transport error: {0}")]
-    Transport(String),
+    Transport(#[source] TransportError),
     /// The server answered with an HTTP error status (401, 413, 5xx...).
     #[error("A2A server answered HTTP {status}: {body}")]
     Http {
@@ -35,5 +82,37 @@ impl A2aClientError {
             A2aClientError::Rpc(e) => Some(e.code),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_transport_error_keeps_its_cause() {
+        // Nothing listens on the port of a listener just dropped.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap_or(9);
+        let client = crate::A2aClient::new(format!("http://127.0.0.1:{port}"));
+        let Err(error) = client.discover().await else {
+            panic!("discovery on a closed port succeeded");
+        };
+        let A2aClientError::Transport(transport) = &error else {
+            panic!("{error:?}");
+        };
+        let cause = error.source().and_then(|s| s.source());
+        assert!(
+            cause.is_some_and(|c| c.is::<reqwest::Error>()),
+            "{transport:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            format!("A2A transport error: {transport}")
+        );
     }
 }

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 pub use builder::{A2aClientBuilder, Credentials};
 pub use card::AgentCard;
-pub use error::A2aClientError;
+pub use error::{A2aClientError, TransportError};
 
 use crate::jsonrpc::{self, ResponseError};
 use crate::model::{SendResponse, StreamEvent, TaskSnapshot};
@@ -80,7 +80,7 @@ pub struct A2aClient {
 }
 
 fn transport(e: reqwest::Error) -> A2aClientError {
-    A2aClientError::Transport(e.to_string())
+    A2aClientError::Transport(TransportError::new(e))
 }
 
 fn rpc_error(e: ResponseError) -> A2aClientError {

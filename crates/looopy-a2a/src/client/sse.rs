@@ -24,7 +24,8 @@ pub(super) async fn events(
         }
     };
     let stream = response.bytes_stream().eventsource().map(move |item| {
-        let event = item.map_err(|e| A2aClientError::Transport(e.to_string()))?;
+        let event =
+            item.map_err(|e| A2aClientError::Transport(crate::client::TransportError::new(e)))?;
         let value: Value =
             serde_json::from_str(&event.data).map_err(|e| A2aClientError::Decode(e.to_string()))?;
         let result = jsonrpc::into_result(value).map_err(rpc_error)?;
