@@ -250,7 +250,12 @@ async fn the_page_is_served_with_a_strict_policy() {
     assert!(csp.contains("default-src 'none'") && csp.contains("connect-src 'self'"));
     assert_eq!(h["x-content-type-options"], "nosniff");
     let html = page.text().await.unwrap();
-    for script in ["web/client.js", "web/view.js", "web/app.js"] {
+    for script in [
+        "web/client.js",
+        "web/markdown.js",
+        "web/view.js",
+        "web/app.js",
+    ] {
         assert!(html.contains(script), "{script}");
     }
     // Nothing from elsewhere.
@@ -259,6 +264,7 @@ async fn the_page_is_served_with_a_strict_policy() {
         ("web/app.js", "text/javascript"),
         ("web/client.js", "text/javascript"),
         ("web/view.js", "text/javascript"),
+        ("web/markdown.js", "text/javascript"),
         ("web/app.css", "text/css"),
     ] {
         let r = http()

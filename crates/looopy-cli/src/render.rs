@@ -1,10 +1,43 @@
 //! Printing a turn's events on a terminal: the answer as it streams to
-//! stdout, tool calls and states to stderr.
+//! stdout, tool calls and states to stderr. Tool lines and states carry
+//! colours (`anstyle`); callers write them through `anstream::stderr()`,
+//! which drops them when stderr is not a terminal or `NO_COLOR` is set.
 
 use std::io::Write;
 
+use anstyle::{AnsiColor, Style};
 use looopy_core::{AgentEvent, EventPayload, Part, TaskState, ToolFailure};
 use serde_json::Value;
+
+/// A tool call's name.
+const TOOL: Style = AnsiColor::Cyan.on_default();
+/// Arguments, results, usage: secondary.
+const DIM: Style = Style::new().dimmed();
+/// A call that worked.
+const OK: Style = AnsiColor::Green.on_default();
+/// A call or a turn that failed.
+const BAD: Style = AnsiColor::Red.on_default();
+/// A turn that stopped for another reason (canceled, waiting for input).
+const NOTE: Style = AnsiColor::Yellow.on_default();
+
+/// The style of how a call ended.
+fn outcome_style(how: &str) -> Style {
+    if how == "ok" { OK } else { BAD }
+}
+
+/// `  → name args`.
+fn tool_start(err: &mut dyn Write, name: &str, arguments: &str) {
+    let _ = writeln!(err, "  {TOOL}→ {name}{TOOL:#} {DIM}{arguments}{DIM:#}");
+}
+
+/// `  ← name (how, N ms): result`.
+fn tool_end(err: &mut dyn Write, name: &str, how: &str, ms: u64, result: &str) {
+    let style = outcome_style(how);
+    let _ = writeln!(
+        err,
+        "  {TOOL}← {name}{TOOL:#} ({style}{how}{style:#}, {ms} ms): {DIM}{result}{DIM:#}"
+    );
+}
 
 /// How a failed tool call is shown.
 fn failure_label(kind: ToolFailure) -> &'static str {
@@ -54,7 +87,7 @@ pub fn print_progress(data: &Value, err: &mut dyn Write) {
                 .get("arguments")
                 .map(Value::to_string)
                 .unwrap_or_default();
-            let _ = writeln!(err, "  → {} {}", text("name"), clip(&arguments));
+            tool_start(err, text("name"), &clip(&arguments));
         }
         "tool-complete" => {
             let how = match data.get("failure").and_then(Value::as_str) {
@@ -66,12 +99,7 @@ pub fn print_progress(data: &Value, err: &mut dyn Write) {
                 .get("durationMs")
                 .and_then(Value::as_u64)
                 .unwrap_or_default();
-            let _ = writeln!(
-                err,
-                "  ← {} ({how}, {ms} ms): {}",
-                text("name"),
-                clip(text("result"))
-            );
+            tool_end(err, text("name"), how, ms, &clip(text("result")));
         }
         _ => {}
     }
@@ -108,7 +136,7 @@ pub fn print_event(
             let _ = out.flush();
         }
         EventPayload::ToolStart { call, arguments } => {
-            let _ = writeln!(err, "  → {} {}", call.name, arguments);
+            tool_start(err, &call.name, &arguments.to_string());
         }
         EventPayload::ToolComplete {
             name,
@@ -125,7 +153,7 @@ pub fn print_event(
                 None if result.is_error => "error",
                 None => "ok",
             };
-            let _ = writeln!(err, "  ← {name} ({how}, {duration_ms} ms): {text}");
+            tool_end(err, name, how, *duration_ms, &text);
         }
         EventPayload::StatusUpdate {
             status,
@@ -140,7 +168,11 @@ pub fn print_event(
                         .as_ref()
                         .map(|m| m.text())
                         .unwrap_or_default();
-                    let _ = writeln!(err, "[{}] {message}", state.as_str());
+                    let style = match state {
+                        TaskState::Failed | TaskState::Rejected => BAD,
+                        _ => NOTE,
+                    };
+                    let _ = writeln!(err, "{style}[{}]{style:#} {message}", state.as_str());
                 }
             }
             return Some(status.state);
@@ -169,7 +201,12 @@ mod tests {
         );
         let (mut out, mut err) = (Vec::new(), Vec::new());
         print_event(&event, &mut out, &mut err);
-        String::from_utf8(err).unwrap()
+        plain(err)
+    }
+
+    /// The text without its colours.
+    fn plain(bytes: Vec<u8>) -> String {
+        anstream::adapter::strip_str(&String::from_utf8(bytes).unwrap()).to_string()
     }
 
     #[test]
@@ -184,8 +221,13 @@ mod tests {
                 "isError": true, "failure": "timeout", "durationMs": 30}),
             &mut err,
         );
+        let styled = String::from_utf8(err.clone()).unwrap();
+        assert!(
+            styled.contains("\u{1b}[31mtimed out"),
+            "a failure is red: {styled:?}"
+        );
         assert_eq!(
-            String::from_utf8(err).unwrap(),
+            plain(err),
             "  → sleep {\"ms\":5}\n  ← sleep (timed out, 30 ms): slow\n"
         );
         let usage = serde_json::json!({"inputTokens": 12, "outputTokens": 5, "totalTokens": 17});

@@ -41,7 +41,7 @@ pub async fn run(app: &App, prompt: &str) -> Result<TaskState, RunError> {
     let mut turn = agent
         .execute_turn(Some(Message::user(prompt)), None)
         .await?;
-    let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
+    let (mut out, mut err) = (std::io::stdout(), anstream::stderr());
     while let Some(event) = turn.next().await {
         if let EventPayload::StatusUpdate {
             status,

@@ -70,6 +70,22 @@ fn a_failed_turn_is_one_line_and_minus_v_shows_the_logs() {
 }
 
 #[test]
+fn chat_with_an_unreachable_agent_says_so_in_one_line() {
+    let out = looopy(&["chat", "http://127.0.0.1:9"])
+        .env_remove("LOOOPY_TOKEN")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("looopy: cannot reach the agent at http://127.0.0.1:9: "),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_half_filled_llm_section_is_refused_with_what_is_missing() {
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(&dir, "[llm]\nbase_url = \"http://127.0.0.1:4000/v1\"\n");

@@ -67,7 +67,7 @@ fn progress_data(event: &AgentEvent) -> Option<&Value> {
 impl Turn {
     /// Shows one item; true when it ends the turn.
     fn show(&mut self, event: StreamEvent, conversation: &mut Conversation) -> bool {
-        let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
+        let (mut out, mut err) = (std::io::stdout(), anstream::stderr());
         match event {
             StreamEvent::Task(t) => {
                 self.task_id = Some(t.id.clone());
@@ -172,7 +172,8 @@ pub(crate) async fn follow(
         }
     }
     if let Some(line) = turn.usage.as_ref().and_then(usage_line) {
-        eprintln!("  {line}");
+        let dim = anstyle::Style::new().dimmed();
+        anstream::eprintln!("  {dim}{line}{dim:#}");
     }
     Followed::Ended(turn.state)
 }
