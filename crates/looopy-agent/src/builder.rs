@@ -9,6 +9,7 @@ use looopy_loop::tool_output::ToolOutputCache;
 use looopy_loop::{AgentLoop, AgentLoopBuilder, AgentLoopConfig};
 
 use crate::agent::Agent;
+use crate::artifact_tools::ArtifactTools;
 use crate::compaction::CompactionConfig;
 use crate::config::Settings;
 use crate::error::AgentError;
@@ -217,6 +218,15 @@ impl AgentBuilder {
         self
     }
 
+    /// Offers the model the artifact tools (`create_artifact`,
+    /// `append_to_artifact`, `replace_artifact`: see
+    /// [`artifact_tools`](crate::artifact_tools)); off by default. Not with a
+    /// prebuilt loop (give it the tools yourself).
+    pub fn artifact_tools(mut self, yes: bool) -> Self {
+        self.settings.artifact_tools = yes;
+        self
+    }
+
     /// The agent.
     pub fn build(mut self) -> Result<Agent, AgentError> {
         if let Some(counter) = self.token_counter.take() {
@@ -239,6 +249,7 @@ impl AgentBuilder {
                     || self.loop_config.is_some()
                     || self.task_store.is_some()
                     || !self.customize.is_empty()
+                    || self.settings.artifact_tools
                 {
                     return Err(AgentError::Config(
                         "give either a prebuilt AgentLoop or tools/loop settings/task store, \
@@ -263,6 +274,9 @@ impl AgentBuilder {
                     AgentLoopBuilder::new(model).config(self.loop_config.unwrap_or_default());
                 for tools in self.tools {
                     builder = builder.tools_shared(tools);
+                }
+                if self.settings.artifact_tools {
+                    builder = builder.tools(ArtifactTools::new(artifacts.clone()));
                 }
                 if let Some(store) = self.task_store {
                     builder = builder.task_store(store);

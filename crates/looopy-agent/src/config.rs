@@ -48,6 +48,8 @@ pub(crate) struct Settings {
     /// `(max_chars, preview_chars)` of the tool-output cache the Agent gives
     /// the loop it builds; `None`: no cache.
     pub(crate) tool_output: Option<(usize, usize)>,
+    /// Whether the loop the Agent builds offers the artifact tools.
+    pub(crate) artifact_tools: bool,
 }
 
 impl Default for Settings {
@@ -63,6 +65,7 @@ impl Default for Settings {
                 DEFAULT_TOOL_OUTPUT_MAX_CHARS,
                 DEFAULT_TOOL_OUTPUT_PREVIEW_CHARS,
             )),
+            artifact_tools: false,
         }
     }
 }

@@ -10,11 +10,13 @@
 //! - [`compaction`]: summarising old history;
 //! - [`tokens`]: token counting for both ([`TokenCounter`]);
 //! - `artifacts`: saving streamed and tool-made artifacts;
+//! - [`artifact_tools`]: the built-in artifact tools (off by default);
 //! - `client`: client tool results and tool calls left open;
 //! - `lease`: the cross-process turn lease;
 //! - `pause`: pausing a running turn from its [`AgentTurn`].
 
 mod agent;
+pub mod artifact_tools;
 mod artifacts;
 mod builder;
 mod client;
