@@ -1,0 +1,96 @@
+//! `looopy chat` on a terminal (a pseudo-terminal): the line editor edits
+//! (a typo fixed with the arrow keys), history brings back the last line
+//! (↑), and Ctrl-C at the prompt leaves.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::fs::File;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use looopy_testkit::{FixtureReply, OpenAiFixture};
+use support::{BIN, Captured, serve, stop, write_config};
+
+/// The last user message of a request the model got.
+fn last_user_text(body: &serde_json::Value) -> String {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_terminal_lines_are_edited_history_recalls_and_ctrl_c_leaves() {
+    let llm = OpenAiFixture::start().await.unwrap();
+    llm.push(FixtureReply::Text("First answer.".into()));
+    llm.push(FixtureReply::Text("Second answer.".into()));
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        &dir,
+        &format!("[llm]\nbase_url = \"{}\"\nmodel = \"m\"\n", llm.base_url()),
+    );
+    let (server, url) = serve(&config, &[]);
+    let status = tokio::task::spawn_blocking(move || {
+        let pty = nix::pty::openpty(None, None).unwrap();
+        let slave = File::from(pty.slave);
+        let mut child = Command::new(BIN)
+            .args(["chat", &url])
+            .env("TERM", "xterm")
+            .env_remove("LOOOPY_TOKEN")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave))
+            .spawn()
+            .unwrap();
+        let mut master = File::from(pty.master);
+        let screen = Captured::spawn(master.try_clone().unwrap());
+        screen.wait_for("> ");
+        // "helo", ← , "l": the editor inserts before the cursor.
+        master.write_all(b"helo\x1b[Dl\r").unwrap();
+        screen.wait_for("First answer.");
+        // The next prompt, after the answer.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let text = screen.text();
+            let after = &text[text.find("First answer.").unwrap()..];
+            if after.contains("> ") {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no prompt after the answer: {text:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // ↑ brings "hello" back; Enter sends it again.
+        master.write_all(b"\x1b[A\r").unwrap();
+        screen.wait_for("Second answer.");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            // Ctrl-C at the prompt leaves (sent until the prompt takes it).
+            master.write_all(b"\x03").unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "Ctrl-C did not end the session");
+        }
+    })
+    .await
+    .unwrap();
+    assert!(status.success(), "{status:?}");
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(last_user_text(&requests[0].body), "hello");
+    assert_eq!(last_user_text(&requests[1].body), "hello");
+    tokio::task::spawn_blocking(move || stop(server))
+        .await
+        .unwrap();
+}
