@@ -8,7 +8,7 @@
 //! streams, cancel, errors, the card) is the library's own.
 //!
 //! ```text
-//! cargo run -p looopy-a2a --example tck_sut -- --port 9999
+//! cargo run -p looopy-a2a --example tck_sut --features grpc -- --port 9999
 //! ```
 //!
 //! `--card 0.3` serves the 0.3 card to card requests without `A2A-Version`

@@ -22,7 +22,7 @@ pub use agent_runner::{AgentFactory, AgentRunner};
 #[cfg(feature = "client")]
 pub use client::{
     A2aClient, A2aClientBuilder, A2aClientError, A2aStream, AgentCard, Credentials, StreamItem,
-    TaskPage, TransportError,
+    TaskPage,
 };
 pub use jsonrpc::{RpcError, UNAUTHENTICATED};
 pub use loop_runner::LoopRunner;
@@ -32,8 +32,8 @@ pub use remote_tool::RemoteAgentTools;
 pub use runner::{ResumeRequest, RunnerError, TurnEvents, TurnRequest, TurnRunner};
 pub use server::{
     A2aServer, A2aServerBuilder, ANONYMOUS, API_KEY_HEADER, AgentCardConfig, AgentSkill,
-    AuthConfig, DEFAULT_MAX_BODY_BYTES, DEFAULT_RECOVERY_SCAN, EXTENSIONS_HEADER, REST_PATH,
-    TOOL_PROGRESS_EXTENSION,
+    AuthConfig, DEFAULT_MAX_BODY_BYTES, DEFAULT_RECOVERY_SCAN, EXTENSIONS_HEADER,
+    PUSH_TOKEN_HEADER, PushSettings, REST_PATH, TOOL_PROGRESS_EXTENSION,
 };
 pub use version::{ProtocolVersion, VERSION_HEADER};
 pub use wire::SendRequest;

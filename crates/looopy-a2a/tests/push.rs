@@ -539,14 +539,21 @@ async fn python_sdk_1_x_push_configs() {
         .map(|c| c["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["py-1", "py-2"]);
-    assert_eq!(out["list_after_delete"]["configs"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        out["list_after_delete"]["configs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
     assert_ne!(out["get_deleted"], "no error", "{out}");
 
     // The config sent with the message got the turn's updates.
     eventually(async || {
-        receiver.delivered().iter().any(|b| {
-            b["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
-        })
+        receiver
+            .delivered()
+            .iter()
+            .any(|b| b["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED")
     })
     .await;
     let first = &receiver.all()[0];

@@ -146,6 +146,8 @@ pub(crate) struct CardInputs<'a> {
     pub(crate) rpc_url: String,
     /// The URL of the HTTP+JSON binding.
     pub(crate) rest_url: String,
+    /// `host:port` of the gRPC binding, when it is served.
+    pub(crate) grpc_url: Option<String>,
     /// Whether the tool-progress extension is offered.
     pub(crate) tool_progress: bool,
 }
@@ -180,7 +182,7 @@ fn skills_v1(config: &AgentCardConfig) -> Vec<a2a::AgentSkill> {
 }
 
 /// The interfaces, preferred first: JSON-RPC 1.0, HTTP+JSON 1.0, JSON-RPC
-/// 0.3 (the same endpoint, chosen by `A2A-Version`).
+/// 0.3 (the same endpoint, chosen by `A2A-Version`), gRPC 1.0 when served.
 fn interfaces(inputs: &CardInputs<'_>) -> Vec<a2a::AgentInterface> {
     let interface = |url: &str, binding: &str, version: ProtocolVersion| {
         let mut i = a2a::AgentInterface::new(url, binding);
@@ -204,6 +206,14 @@ fn interfaces(inputs: &CardInputs<'_>) -> Vec<a2a::AgentInterface> {
             ProtocolVersion::V0_3,
         ),
     ]
+    .into_iter()
+    .chain(
+        inputs
+            .grpc_url
+            .as_deref()
+            .map(|url| interface(url, a2a::TRANSPORT_PROTOCOL_GRPC, ProtocolVersion::V1_0)),
+    )
+    .collect()
 }
 
 /// The 1.0 card.
@@ -342,6 +352,7 @@ mod tests {
             auth: &auth,
             rpc_url: "http://h/".into(),
             rest_url: "http://h/rest".into(),
+            grpc_url: None,
             tool_progress: true,
         };
 
@@ -382,6 +393,7 @@ mod tests {
             auth: &open,
             rpc_url: "http://h/".into(),
             rest_url: "http://h/rest".into(),
+            grpc_url: None,
             tool_progress: false,
         };
         assert!(card_v1(&inputs).get("securitySchemes").is_none());

@@ -10,8 +10,8 @@ use serde_json::Value;
 use crate::RpcError;
 use crate::jsonrpc::{self, RpcRequest};
 use crate::model::{SendResponse, StreamEvent, WireMessage};
-use crate::server::{ServerState, push};
 use crate::server::sse::{self, StreamSpec};
+use crate::server::{ServerState, push};
 use crate::trace;
 use crate::version::ProtocolVersion;
 use crate::wire::{self, SendParams};
@@ -137,8 +137,16 @@ pub(crate) struct StreamOptions {
 pub(crate) enum Answer {
     /// A result object.
     Value(Value),
-    /// An SSE stream, already open.
-    Stream(Response),
+    /// A stream, which each binding sends its own way.
+    Stream(Opened),
+}
+
+/// A stream an operation opened.
+pub(crate) enum Opened {
+    /// A task's events from the log.
+    Follow(Box<StreamSpec>),
+    /// One item (a direct message reply), in the request's version.
+    Single(Value),
 }
 
 /// A JSON-RPC request: runs it and answers with the envelope. Errors of
@@ -157,14 +165,9 @@ pub(crate) async fn dispatch(
         method: name,
         params,
     } = request;
-    let envelope = Some(id.clone());
-    match call(
-        &state, &auth, version, method, &name, params, envelope, options,
-    )
-    .await
-    {
+    match call(&state, &auth, version, method, &name, params, options).await {
         Ok(Answer::Value(value)) => json_ok(&id, value),
-        Ok(Answer::Stream(response)) => response,
+        Ok(Answer::Stream(opened)) => sse::respond(&state, opened, Some(id)),
         Err(e)
             if version == ProtocolVersion::V0_3
                 && matches!(method, Method::Stream | Method::Subscribe) =>
@@ -176,9 +179,8 @@ pub(crate) async fn dispatch(
 }
 
 /// Runs one operation, whichever binding it came through. `name`: the
-/// method's name as the request spelled it; `envelope`: the JSON-RPC id
-/// that stream items are wrapped with (`None`: bare items, HTTP+JSON).
-#[allow(clippy::too_many_arguments)]
+/// method's name as the request spelled it (push config methods are told
+/// apart by it).
 pub(crate) async fn call(
     state: &Arc<ServerState>,
     auth: &AuthContext,
@@ -186,12 +188,11 @@ pub(crate) async fn call(
     method: Method,
     name: &str,
     params: Value,
-    envelope: Option<Value>,
     options: StreamOptions,
 ) -> Result<Answer, RpcError> {
     let value = match method {
         Method::Stream | Method::Subscribe => {
-            return stream(state, auth, version, method, params, envelope, options)
+            return stream(state, auth, version, method, params, options)
                 .await
                 .map(Answer::Stream);
         }
@@ -312,9 +313,8 @@ async fn stream(
     v: ProtocolVersion,
     method: Method,
     params: Value,
-    envelope: Option<Value>,
     options: StreamOptions,
-) -> Result<Response, RpcError> {
+) -> Result<Opened, RpcError> {
     let StreamOptions {
         last_event_id,
         progress,
@@ -323,11 +323,8 @@ async fn stream(
         let mut params = wire::decode_send_params(v, params)?;
         check_message(state, &params)?;
         if let Some(reply) = direct_reply(state, auth, &params).await? {
-            return Ok(sse::single(
-                v,
-                envelope.as_ref(),
-                &StreamEvent::Message(reply),
-            ));
+            let item = wire::encode_stream_event(v, &StreamEvent::Message(reply));
+            return Ok(Opened::Single(item.unwrap_or(Value::Null)));
         }
         let inline = push::inline(state, v, params.push.take()).await?;
         let started = state.tasks.start(auth, params).await?;
@@ -335,7 +332,6 @@ async fn stream(
         trace::record_task(&started.task_id, None);
         StreamSpec {
             version: v,
-            envelope,
             task_id: started.task_id,
             after: started.after,
             first: None,
@@ -370,7 +366,6 @@ async fn stream(
         };
         StreamSpec {
             version: v,
-            envelope,
             task_id: q.id,
             after,
             first,
@@ -378,11 +373,7 @@ async fn stream(
             next_turn,
         }
     };
-    Ok(sse::follow(
-        state.tasks.clone(),
-        spec,
-        state.shutdown.clone(),
-    ))
+    Ok(Opened::Follow(Box::new(spec)))
 }
 
 #[cfg(test)]

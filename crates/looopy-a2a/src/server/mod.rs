@@ -5,6 +5,8 @@
 mod auth;
 mod card;
 mod dispatch;
+#[cfg(feature = "grpc")]
+mod grpc;
 mod progress;
 mod push;
 pub(crate) mod record;

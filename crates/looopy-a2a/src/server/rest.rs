@@ -32,6 +32,7 @@ use crate::server::ServerState;
 use crate::server::dispatch::{self, Answer, Method, StreamOptions};
 use crate::server::progress::{self, EXTENSIONS_HEADER, TOOL_PROGRESS_EXTENSION};
 use crate::server::router::{content_type_error, header_str};
+use crate::server::sse;
 use crate::trace;
 use crate::version::{ProtocolVersion, VERSION_HEADER};
 use crate::wire;
@@ -219,7 +220,10 @@ fn operation(
 /// The version a request names (header, else query parameter). This
 /// interface serves 1.0 only: no version means 1.0 here, another one is
 /// refused (-32009, HTTP 400).
-fn version(headers: &HeaderMap, query: &[(String, String)]) -> Result<ProtocolVersion, RpcError> {
+pub(crate) fn version(
+    headers: &HeaderMap,
+    query: &[(String, String)],
+) -> Result<ProtocolVersion, RpcError> {
     let named = header_str(headers, VERSION_HEADER).or_else(|| {
         query
             .iter()
@@ -300,12 +304,12 @@ async fn handle_inner(
         last_event_id,
         progress,
     };
-    let answer = dispatch::call(&state, &auth, version, method, name, params, None, options)
+    let answer = dispatch::call(&state, &auth, version, method, name, params, options)
         .instrument(span)
         .await?;
     let mut response = match answer {
         Answer::Value(value) => axum::Json(value).into_response(),
-        Answer::Stream(response) => response,
+        Answer::Stream(opened) => sse::respond(&state, opened, None),
     };
     if progress {
         response.headers_mut().insert(

@@ -42,7 +42,12 @@ pub(crate) fn router(state: Arc<ServerState>) -> Router {
     if state.web_ui {
         router = web::routes(router);
     }
-    router.with_state(state)
+    #[cfg(feature = "grpc")]
+    let grpc = super::grpc::routes(state.clone());
+    let router = router.with_state(state);
+    #[cfg(feature = "grpc")]
+    let router = router.merge(grpc);
+    router
 }
 
 pub(crate) fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -58,6 +63,12 @@ fn base_url(state: &ServerState, headers: &HeaderMap) -> String {
             format!("http://{host}")
         }
     }
+}
+
+/// `host:port` of a base URL: what gRPC clients dial.
+fn authority(base: &str) -> String {
+    let rest = base.split_once("://").map_or(base, |(_, r)| r);
+    rest.split('/').next().unwrap_or(rest).to_owned()
 }
 
 /// The JSON-RPC URL clients should use.
@@ -152,6 +163,7 @@ fn card_inputs<'a>(state: &'a ServerState, headers: &HeaderMap) -> CardInputs<'a
         auth: &state.auth,
         rpc_url: rpc_url(state, headers),
         rest_url: format!("{}{}", base_url(state, headers), rest::REST_PATH),
+        grpc_url: cfg!(feature = "grpc").then(|| authority(&base_url(state, headers))),
         tool_progress: state.tool_progress,
     }
 }

@@ -1,6 +1,8 @@
-//! SSE responses: each event a JSON-RPC response whose `result` is the
-//! stream item in the request's version, with the event log id as the SSE
-//! `id:` so that a client can resume after it (`Last-Event-ID`).
+//! Streams: a task's events as items ([`items`]) in the request's
+//! version, each with its event log id, and their SSE form ([`respond`]):
+//! each event the item in a JSON-RPC response (or bare, for HTTP+JSON),
+//! with the log id as the SSE `id:` so that a client can resume after it
+//! (`Last-Event-ID`).
 //!
 //! A stream follows the [`EventLog`](looopy_core::store::EventLog), not the
 //! running turn: a client that goes away does not affect the task, and any
@@ -20,8 +22,9 @@ use tokio::sync::mpsc;
 use crate::RpcError;
 use crate::jsonrpc;
 use crate::model::{StreamEvent, TaskSnapshot};
+use crate::server::dispatch::Opened;
 use crate::server::tasks::Tasks;
-use crate::server::{progress, rest};
+use crate::server::{ServerState, progress, rest};
 use crate::version::ProtocolVersion;
 use crate::wire;
 
@@ -31,9 +34,6 @@ const BUFFER: usize = 64;
 /// What to stream.
 pub(crate) struct StreamSpec {
     pub(crate) version: ProtocolVersion,
-    /// The JSON-RPC id items are wrapped with (`None`: bare items, as the
-    /// HTTP+JSON binding sends them).
-    pub(crate) envelope: Option<Value>,
     pub(crate) task_id: String,
     /// Follow the log after this id (`None`: from the start).
     pub(crate) after: Option<String>,
@@ -61,14 +61,6 @@ fn data(value: &Value) -> Event {
     Event::default().data(value.to_string())
 }
 
-/// A stream item: the result in a JSON-RPC response, or bare.
-fn item(envelope: Option<&Value>, result: Value) -> Event {
-    match envelope {
-        Some(id) => data(&jsonrpc::success(id, result)),
-        None => data(&result),
-    }
-}
-
 /// An error as a stream item: a JSON-RPC error response, or the HTTP+JSON
 /// error object.
 fn error_item(envelope: Option<&Value>, e: &RpcError) -> Event {
@@ -85,31 +77,60 @@ pub(crate) fn error(envelope: Option<&Value>, e: &RpcError) -> Response {
     sse(stream::once(async move { Ok(event) }))
 }
 
-/// A stream with one item (a direct message reply).
-pub(crate) fn single(
-    version: ProtocolVersion,
-    envelope: Option<&Value>,
-    message: &StreamEvent,
-) -> Response {
-    let result = wire::encode_stream_event(version, message).unwrap_or(Value::Null);
-    let event = item(envelope, result);
-    sse(stream::once(async move { Ok(event) }))
+/// One item of a stream: the stream result in the request's version (or
+/// the error that ended the stream) and the log id it came from (none for
+/// the snapshot a subscription starts with and for single items).
+pub(crate) struct Item {
+    pub(crate) id: Option<String>,
+    pub(crate) result: Result<Value, RpcError>,
 }
 
-/// Streams a task's events from the log until its turn ends (or the server
-/// shuts down, or the client goes away).
-pub(crate) fn follow(tasks: Arc<Tasks>, spec: StreamSpec, shutdown: CancellationToken) -> Response {
-    let (tx, rx) = mpsc::channel::<Event>(BUFFER);
+/// An opened stream as SSE; `envelope`: the JSON-RPC id items are wrapped
+/// with (`None`: bare items, as the HTTP+JSON binding sends them).
+pub(crate) fn respond(state: &ServerState, opened: Opened, envelope: Option<Value>) -> Response {
+    let to_event = move |item: Item| {
+        let event = match &item.result {
+            Ok(result) => data(&match &envelope {
+                Some(id) => jsonrpc::success(id, result.clone()),
+                None => result.clone(),
+            }),
+            Err(e) => error_item(envelope.as_ref(), e),
+        };
+        match item.id {
+            Some(id) => event.id(id),
+            None => event,
+        }
+    };
+    match opened {
+        Opened::Single(result) => {
+            let event = to_event(Item {
+                id: None,
+                result: Ok(result),
+            });
+            sse(stream::once(async move { Ok(event) }))
+        }
+        Opened::Follow(spec) => {
+            let items = items(state.tasks.clone(), *spec, state.shutdown.clone());
+            sse(items.map(move |item| Ok::<_, Infallible>(to_event(item))))
+        }
+    }
+}
+
+/// Follows a task's events in the log until its turn ends (or the server
+/// shuts down, or the reader goes away).
+pub(crate) fn items(
+    tasks: Arc<Tasks>,
+    spec: StreamSpec,
+    shutdown: CancellationToken,
+) -> impl Stream<Item = Item> + Send + 'static {
+    let (tx, rx) = mpsc::channel::<Item>(BUFFER);
     tokio::spawn(async move {
         tokio::select! {
             () = forward(&tasks, spec, &tx) => {}
             () = shutdown.cancelled() => {}
         }
     });
-    let events = stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))
-    });
-    sse(events)
+    stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) })
 }
 
 /// Waits until the log holds an event after `after` (the next turn of a
@@ -119,7 +140,7 @@ async fn next_turn_started(
     tasks: &Tasks,
     task_id: &str,
     after: Option<&str>,
-    tx: &mpsc::Sender<Event>,
+    tx: &mpsc::Sender<Item>,
 ) -> bool {
     let mut poll = tokio::time::interval(NEXT_TURN_POLL);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -142,10 +163,9 @@ async fn next_turn_started(
 /// Sends the log's events of the current turn (and of the turns that follow
 /// it while the client listens) to `tx`. Returns when a turn ends, the
 /// client goes away or the log fails.
-async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Event>) {
+async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Item>) {
     let StreamSpec {
         version,
-        envelope,
         task_id,
         mut after,
         first,
@@ -154,7 +174,13 @@ async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Event>) {
     } = spec;
     if let Some(task) = first
         && let Some(result) = wire::encode_stream_event(version, &StreamEvent::Task(task))
-        && tx.send(item(envelope.as_ref(), result)).await.is_err()
+        && tx
+            .send(Item {
+                id: None,
+                result: Ok(result),
+            })
+            .await
+            .is_err()
     {
         return;
     }
@@ -175,7 +201,12 @@ async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Event>) {
                             )),
                             e => RpcError::internal(format!("event log: {e}")),
                         };
-                        let _ = tx.send(error_item(envelope.as_ref(), &e)).await;
+                        let _ = tx
+                            .send(Item {
+                                id: None,
+                                result: Err(e),
+                            })
+                            .await;
                         return;
                     }
                 };
@@ -188,7 +219,10 @@ async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Event>) {
                 else {
                     continue; // internal events never leave
                 };
-                let event = item(envelope.as_ref(), result).id(stored.id.clone());
+                let event = Item {
+                    id: Some(stored.id.clone()),
+                    result: Ok(result),
+                };
                 if tx.send(event).await.is_err() {
                     return; // the client went away; the task goes on
                 }
