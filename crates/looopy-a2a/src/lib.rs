@@ -22,7 +22,7 @@ pub use agent_runner::{AgentFactory, AgentRunner};
 #[cfg(feature = "client")]
 pub use client::{
     A2aClient, A2aClientBuilder, A2aClientError, A2aStream, AgentCard, Credentials, StreamItem,
-    TaskPage,
+    TaskPage, TransportError,
 };
 pub use jsonrpc::{RpcError, UNAUTHENTICATED};
 pub use loop_runner::LoopRunner;
