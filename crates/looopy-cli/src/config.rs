@@ -54,6 +54,9 @@
 //! lease_ttl_secs = 30         # a turn's lease runs out this long after its last renewal
 //! scan_interval_secs = 10     # how often each replica looks for stranded turns
 //!
+//! [push]                      # A2A push notifications (webhooks); see crate::push
+//! enabled = false
+//!
 //! [[auth.tokens]]
 //! principal = "alice"
 //! token_env = "ALICE_TOKEN"   # or token = "..." (kept out of logs)
@@ -97,6 +100,9 @@ pub struct Config {
     /// What the model is sent of a conversation, compaction, long tool results.
     #[serde(default)]
     pub history: crate::history::HistorySection,
+    /// A2A push notifications (webhooks).
+    #[serde(default)]
+    pub push: crate::push::PushSection,
 }
 
 /// `[durability]`: how fast a turn whose process died is found and resumed
@@ -432,6 +438,7 @@ impl Config {
                 bail!("[durability] {name} must be between 0.01 and 86400 seconds, not {value}");
             }
         }
+        self.push.validate()?;
         Ok(())
     }
 

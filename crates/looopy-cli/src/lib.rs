@@ -8,6 +8,7 @@ pub mod banner;
 pub mod chat;
 pub mod config;
 pub mod history;
+pub mod push;
 pub mod render;
 pub mod run;
 pub mod serve;

@@ -23,9 +23,10 @@ pub fn server(
     let card = AgentCardConfig::new(config.agent.name.clone(), config.agent.description.clone())
         .version(env!("CARGO_PKG_VERSION"))
         .public_url(public_url);
+    let push = config.push.settings();
     let factory_app = app.clone();
     let runner = AgentRunner::new(move |context_id, owner| factory_app.agent(context_id, owner));
-    Ok(A2aServer::builder(
+    let builder = A2aServer::builder(
         runner,
         app.stores.events.clone(),
         app.stores.task_records.clone(),
@@ -35,8 +36,12 @@ pub fn server(
     .max_body_bytes(config.server.max_body_bytes)
     .recovery(app.stores.locks.clone())
     .recovery_scan_interval(config.durability.scan_interval())
-    .web_ui(true) // the chat page at GET / (docs/web.md)
-    .build())
+    .web_ui(true); // the chat page at GET / (docs/web.md)
+    let builder = match push {
+        Some(settings) => builder.push_notifications(app.stores.push_configs.clone(), settings),
+        None => builder,
+    };
+    Ok(builder.build())
 }
 
 /// Serves until `shutdown` completes; running turns get a grace period to
