@@ -560,3 +560,107 @@ async fn python_sdk_1_x_push_configs() {
     assert_eq!(first.headers[PUSH_TOKEN_HEADER], "py-token-1");
     assert_eq!(first.headers["authorization"], "Bearer py-cred");
 }
+
+/// A turn gated after `working`: task, working, [gate], two chunks, final.
+fn gated_runner() -> (ScriptedRunner, Arc<Semaphore>) {
+    let gate = Arc::new(Semaphore::new(0));
+    let mut script = hello_script();
+    script.insert(2, Step::Gate(gate.clone()));
+    (ScriptedRunner::new(vec![script]), gate)
+}
+
+async fn wait_for_state(url: &str, task_id: &str, state: &str) {
+    eventually(async || {
+        let got = rpc(url, Some("1.0"), "GetTask", json!({"id": task_id})).await;
+        result(&got)["status"]["state"] == state
+    })
+    .await;
+}
+
+fn tokens(received: &[Received]) -> Vec<String> {
+    received
+        .iter()
+        .map(|r| r.headers[PUSH_TOKEN_HEADER].to_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_config_created_during_a_turn_gets_the_rest_of_it() {
+    let receiver = Receiver::start(Mode::Accept, 0).await;
+    let (runner, gate) = gated_runner();
+    let server = push_server(runner, test_settings()).await;
+    let mut params = v1_message("hi");
+    params["configuration"] = json!({"returnImmediately": true});
+    let sent = rpc(&server.url, Some("1.0"), "SendMessage", params).await;
+    let task_id = result(&sent)["task"]["id"].as_str().unwrap().to_owned();
+    wait_for_state(&server.url, &task_id, "TASK_STATE_WORKING").await;
+
+    let created = rpc(
+        &server.url,
+        Some("1.0"),
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": task_id, "url": receiver.url, "token": "late"}),
+    )
+    .await;
+    result(&created);
+    gate.add_permits(1);
+    eventually(async || {
+        receiver
+            .delivered()
+            .iter()
+            .any(|b| b["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED")
+    })
+    .await;
+    let all = receiver.all();
+    assert!(tokens(&all).iter().all(|t| t == "late"));
+    let kinds: Vec<&str> = all.iter().map(|r| stream_kind(&r.body)).collect();
+    assert_eq!(kinds.last(), Some(&"statusUpdate"));
+    assert!(kinds.contains(&"artifactUpdate"), "{kinds:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deleted_config_gets_nothing_more() {
+    let receiver = Receiver::start(Mode::Accept, 0).await;
+    let (runner, gate) = gated_runner();
+    let server = push_server(runner, test_settings()).await;
+    let mut params = v1_message("hi");
+    params["configuration"] = json!({"returnImmediately": true,
+        "taskPushNotificationConfig": {"id": "gone", "url": receiver.url, "token": "gone"}});
+    let sent = rpc(&server.url, Some("1.0"), "SendMessage", params).await;
+    let task_id = result(&sent)["task"]["id"].as_str().unwrap().to_owned();
+    // It got the updates before the gate (task, working).
+    eventually(async || tokens(&receiver.all()).len() == 2).await;
+    // A second config from here on, and the first one deleted.
+    let kept = rpc(
+        &server.url,
+        Some("1.0"),
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": task_id, "id": "kept", "url": receiver.url, "token": "kept"}),
+    )
+    .await;
+    result(&kept);
+    let deleted = rpc(
+        &server.url,
+        Some("1.0"),
+        "DeleteTaskPushNotificationConfig",
+        json!({"taskId": task_id, "id": "gone"}),
+    )
+    .await;
+    result(&deleted);
+    gate.add_permits(1);
+    eventually(async || {
+        receiver.all().iter().any(|r| {
+            r.headers[PUSH_TOKEN_HEADER] == "kept"
+                && r.body["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        })
+    })
+    .await;
+    // After the gate: the two chunks and the final status.
+    let t = tokens(&receiver.all());
+    assert_eq!(t.iter().filter(|t| *t == "kept").count(), 3, "{t:?}");
+    assert_eq!(
+        t.iter().filter(|t| *t == "gone").count(),
+        2,
+        "a deleted config got updates: {t:?}"
+    );
+}

@@ -115,9 +115,18 @@ struct Worker {
 impl Push {
     /// Starts following a turn's events for the task's webhooks, unless
     /// this process already follows that turn (then the follower reads the
-    /// configs again at its next event).
-    pub(crate) fn watch(self: &Arc<Self>, tasks: Arc<Tasks>, task_id: &str, after: Option<String>) {
-        let key = (task_id.to_owned(), after.clone());
+    /// configs again at its next event). `turn`: the log id the turn's
+    /// events come after (which turn it is); `from`: where to start reading
+    /// (the turn's start, or the last event when a config is created while
+    /// the turn runs).
+    pub(crate) fn watch(
+        self: &Arc<Self>,
+        tasks: Arc<Tasks>,
+        task_id: &str,
+        turn: Option<String>,
+        from: Option<String>,
+    ) {
+        let key = (task_id.to_owned(), turn);
         {
             let mut followers = lock(&self.followers);
             if let Some(dirty) = followers.get_mut(&key) {
@@ -130,7 +139,7 @@ impl Push {
         tokio::spawn(async move {
             let shutdown = push.shutdown.clone();
             tokio::select! {
-                () = push.follow(&tasks, &key.0, after) => {}
+                () = push.follow(&tasks, &key, from) => {}
                 () = shutdown.cancelled() => {}
             }
             lock(&push.followers).remove(&key);
@@ -179,21 +188,26 @@ impl Push {
     }
 
     /// Follows one turn of a task in the log and feeds its webhooks.
-    async fn follow(self: &Arc<Self>, tasks: &Tasks, task_id: &str, after: Option<String>) {
-        let key = (task_id.to_owned(), after.clone());
+    async fn follow(
+        self: &Arc<Self>,
+        tasks: &Tasks,
+        key: &(String, Option<String>),
+        from: Option<String>,
+    ) {
+        let task_id = key.0.as_str();
         let mut configs = loop {
             let configs = self.configs(task_id).await;
             if !configs.is_empty() {
                 break configs;
             }
-            if self.finish_idle(&key) {
+            if self.finish_idle(key) {
                 return;
             }
         };
         let mut workers: HashMap<String, Worker> = HashMap::new();
         self.sync(&mut workers, configs.drain(..));
         let mut read_at = Instant::now();
-        let mut events = tasks.log.follow(task_id, after);
+        let mut events = tasks.log.follow(task_id, from);
         while let Some(item) = events.next().await {
             let stored = match item {
                 Ok(stored) => stored,
@@ -205,7 +219,7 @@ impl Push {
             if stored.event.is_internal() || progress::is_progress(&stored.event) {
                 continue;
             }
-            if self.take_dirty(&key) || read_at.elapsed() >= REFRESH {
+            if self.take_dirty(key) || read_at.elapsed() >= REFRESH {
                 let fresh = self.configs(task_id).await;
                 self.sync(&mut workers, fresh.into_iter());
                 read_at = Instant::now();

@@ -57,7 +57,8 @@ pub(crate) async fn rpc(
             check_url(state, &input.url).await?;
             let config = input.into_config(&task_id, v)?;
             put_checked(state, &config).await?;
-            // A turn that runs now: its updates go to the new webhook too.
+            // A turn that runs now: its updates from here on go to the new
+            // webhook too.
             if matches!(
                 record.status.state,
                 TaskState::Submitted | TaskState::Working
@@ -66,6 +67,7 @@ pub(crate) async fn rpc(
                     Arc::clone(&state.tasks),
                     &task_id,
                     record.turn_start_event_id.clone(),
+                    record.last_event_id.clone(),
                 );
             }
             push.touch(&task_id);
@@ -182,6 +184,7 @@ pub(crate) async fn started(
     push.watch(
         Arc::clone(&state.tasks),
         &started.task_id,
+        started.after.clone(),
         started.after.clone(),
     );
     Ok(())
