@@ -12,6 +12,9 @@
 //!   second to 1,000 concurrent streaming clients;
 //! - `redis_roundtrips`: Redis round trips and added latency per loop
 //!   iteration (checkpoints) and per Agent turn (message appends).
+//! - `serve_e2e`: `looopy serve` end to end under 1 to 1,000 concurrent
+//!   A2A streaming clients, next to a bare axum + reqwest floor and the
+//!   official `a2a-server-lf` peer.
 //! - `ownership`: what turn ownership (the Redis turn lease and the
 //!   registry of running turns) costs per Agent turn, before and after,
 //!   and how long after a process dies another one takes its turn over.
@@ -97,7 +100,11 @@ pub fn cpu_seconds_fine(pid: Option<u32>) -> f64 {
 }
 
 fn status_kb(key: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
+    status_kb_of("/proc/self/status", key)
+}
+
+fn status_kb_of(path: &str, key: &str) -> u64 {
+    std::fs::read_to_string(path)
         .ok()
         .and_then(|s| {
             s.lines()
@@ -116,6 +123,12 @@ pub fn rss_kb() -> u64 {
 /// or since the last [`reset_peak_rss`].
 pub fn peak_rss_kb() -> u64 {
     status_kb("VmHWM:")
+}
+
+/// Peak resident memory of another process, in KiB (`VmHWM` of
+/// `/proc/<pid>/status`); 0 when it cannot be read.
+pub fn peak_rss_kb_of(pid: u32) -> u64 {
+    status_kb_of(&format!("/proc/{pid}/status"), "VmHWM:")
 }
 
 /// Resets the peak that [`peak_rss_kb`] reports to the current RSS
@@ -235,6 +248,7 @@ mod tests {
     fn this_process_has_memory_and_cpu_figures() {
         assert!(rss_kb() > 0);
         assert!(peak_rss_kb() >= rss_kb() / 2);
+        assert!(peak_rss_kb_of(std::process::id()) >= rss_kb() / 2);
         assert!(cpu_seconds(None) >= 0.0);
     }
 

@@ -1,0 +1,37 @@
+//! `looopy serve` itself: the binary's `App` from a `looopy.toml` (memory
+//! store, the mock as its model) with the workload's Rust tools added, served
+//! by `looopy_cli::serve::serve`, with the binary's telemetry set-up
+//! (`Telemetry::init`, logs to stderr at `info`).
+
+use std::sync::Arc;
+
+use looopy_cli::app::App;
+use looopy_cli::config::Config;
+use looopy_cli::telemetry::{Telemetry, TelemetryConfig};
+
+use super::workload::NoopTools;
+
+/// Runs `looopy serve` on an ephemeral port until stdin closes; prints the
+/// binary's "looopy listening on ..." line. `BENCH_TOML` is appended to its
+/// `looopy.toml` (the soak bench sets the memory store's retention there).
+pub(crate) async fn serve(base: &str) {
+    let _telemetry = Telemetry::init(&TelemetryConfig::from_env()).expect("telemetry");
+    let toml = format!(
+        "[agent]\nname = \"bench\"\nsystem_prompt = \"bench\"\n\
+         [llm]\nbase_url = \"{base}\"\nmodel = \"bench-model\"\n{}",
+        std::env::var("BENCH_TOML").unwrap_or_default()
+    );
+    let env = |k: &str| std::env::var(k).ok();
+    let config = Config::parse(&toml).expect("config");
+    let mut app = App::build(config, &env).await.expect("app");
+    // What a library user adds to serve an agent with Rust tools.
+    app.tools.push(Arc::new(NoopTools));
+    looopy_cli::serve::serve(
+        app,
+        "127.0.0.1:0",
+        &env,
+        super::process::wait_for_stdin_close(),
+    )
+    .await
+    .expect("serve");
+}

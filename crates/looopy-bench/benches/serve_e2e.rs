@@ -1,0 +1,216 @@
+//! The serving path end to end (issue 18, item 1): `looopy serve` in a
+//! child process, driven over A2A 1.0 `SendStreamingMessage` by 1, 100 and
+//! 1,000 concurrent clients, each turn the peer workload (three streamed
+//! model calls, four local Rust tools) against a fast OpenAI-compatible
+//! mock in a process of its own. Beside it, in the same run and on the
+//! same mock:
+//!
+//! - the floor: an axum SSE handler running a bare reqwest loop for the
+//!   same workload and streaming as many events per turn;
+//! - the peer: the official Rust A2A server crate (`a2a-server-lf`)
+//!   hosting the same bare loop.
+//!
+//! Each server runs in a fresh child process per case (this binary with
+//! `BENCH_ROLE`), so that its CPU time and peak RSS are its own.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "serve/client.rs"]
+mod client;
+#[path = "serve/floor.rs"]
+mod floor;
+#[path = "serve/looopy.rs"]
+mod looopy;
+#[path = "serve/peer.rs"]
+mod peer;
+#[path = "serve/process.rs"]
+mod process;
+#[path = "serve/workload.rs"]
+mod workload;
+
+use std::io::Write;
+use std::time::Duration;
+
+use looopy_bench::{Case, comment, cpu_seconds_fine, ms, peak_rss_kb_of, percentile};
+
+/// The allocator `looopy serve` runs with (see `looopy_bench::Allocator`).
+#[global_allocator]
+static GLOBAL: looopy_bench::Allocator = looopy_bench::Allocator;
+
+const BENCH: &str = "serve_e2e";
+const CONCURRENCY: [usize; 3] = [1, 100, 1000];
+
+use process::{spawn, wait_for_stdin_close};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Server {
+    Looopy,
+    Floor,
+    Peer,
+}
+
+impl Server {
+    fn role(self) -> &'static str {
+        match self {
+            Server::Looopy => "looopy",
+            Server::Floor => "floor",
+            Server::Peer => "peer",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Server::Looopy => "looopy serve",
+            Server::Floor => "floor (axum SSE + bare reqwest loop)",
+            Server::Peer => "peer (a2a-server-lf + bare reqwest loop)",
+        }
+    }
+}
+
+/// Serves the floor's or the peer's router on an ephemeral port with
+/// TCP_NODELAY (as `looopy serve` does), until stdin closes.
+async fn serve_router(router: axum::Router) {
+    use axum::serve::ListenerExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    println!("http://{}", listener.local_addr().unwrap());
+    std::io::stdout().flush().unwrap();
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    axum::serve(listener, router)
+        .with_graceful_shutdown(wait_for_stdin_close())
+        .await
+        .unwrap();
+}
+
+fn run_server(role: &str) {
+    let base = std::env::var("BENCH_MOCK").expect("BENCH_MOCK");
+    let events: usize = std::env::var("BENCH_EVENTS")
+        .ok()
+        .and_then(|e| e.parse().ok())
+        .unwrap_or(0);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        match role {
+            "looopy" => looopy::serve(&base).await,
+            "floor" => serve_router(floor::router(&base, events)).await,
+            "peer" => serve_router(peer::router(&base, events)).await,
+            other => panic!("unknown role {other}"),
+        }
+    });
+}
+
+/// What one server did at one concurrency.
+struct Measured {
+    turns_per_s: f64,
+    first_p50_ms: f64,
+    first_p99_ms: f64,
+    cpu_ms_per_turn: f64,
+    peak_rss_mb: f64,
+    events_per_turn: f64,
+}
+
+fn turns_for(concurrency: usize) -> usize {
+    match concurrency {
+        1 => 300,
+        100 => 2000,
+        _ => 3000,
+    }
+}
+
+async fn measure(server: Server, base: &str, events: &mut usize, concurrency: usize) -> Measured {
+    let (child, url) = spawn(
+        server.role(),
+        &[
+            ("BENCH_MOCK", base.to_owned()),
+            ("BENCH_EVENTS", events.to_string()),
+        ],
+    );
+    let url = format!("{url}/");
+    let pid = child.id();
+    let client = reqwest::Client::new();
+    let (_, warm) = client::drive(&client, &url, concurrency.min(50), 200).await;
+    if server == Server::Looopy && *events == 0 {
+        *events = warm.iter().map(|s| s.events).max().unwrap_or(0);
+    }
+    let turns = turns_for(concurrency);
+    let cpu0 = cpu_seconds_fine(Some(pid));
+    let (wall, seen) = client::drive(&client, &url, concurrency, turns).await;
+    let cpu = cpu_seconds_fine(Some(pid)) - cpu0;
+    let peak_kb = peak_rss_kb_of(pid);
+    process::stop(child);
+    let mut first: Vec<Duration> = seen.iter().map(|s| s.first_event).collect();
+    first.sort();
+    Measured {
+        turns_per_s: turns as f64 / wall.as_secs_f64(),
+        first_p50_ms: ms(percentile(&first, 0.5)),
+        first_p99_ms: ms(percentile(&first, 0.99)),
+        cpu_ms_per_turn: cpu * 1e3 / turns as f64,
+        peak_rss_mb: peak_kb as f64 / 1024.0,
+        events_per_turn: seen.iter().map(|s| s.events).sum::<usize>() as f64 / turns as f64,
+    }
+}
+
+fn main() {
+    match std::env::var("BENCH_ROLE").as_deref() {
+        Ok("mock") => return workload::run_mock(),
+        Ok(role) => return run_server(role),
+        Err(_) => {}
+    }
+    let (mock, base) = spawn("mock", &[]);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut events = 0;
+    // For profiling one server: BENCH_ONLY=looopy|floor|peer, BENCH_CONCURRENCY=100.
+    let only = std::env::var("BENCH_ONLY").ok();
+    let levels: Vec<usize> = match std::env::var("BENCH_CONCURRENCY") {
+        Ok(c) => vec![c.parse().expect("BENCH_CONCURRENCY is a number")],
+        Err(_) => CONCURRENCY.to_vec(),
+    };
+    rt.block_on(async {
+        for concurrency in levels {
+            let mut by_server = Vec::new();
+            for server in [Server::Looopy, Server::Floor, Server::Peer] {
+                if only.as_deref().is_some_and(|o| o != server.role()) {
+                    continue;
+                }
+                by_server.push((server, measure(server, &base, &mut events, concurrency).await));
+            }
+            let floor_tps = by_server
+                .iter()
+                .find(|(s, _)| *s == Server::Floor)
+                .map_or(1.0, |(_, m)| m.turns_per_s);
+            let floor_rss = by_server
+                .iter()
+                .find(|(s, _)| *s == Server::Floor)
+                .map_or(1.0, |(_, m)| m.peak_rss_mb);
+            for (server, m) in &by_server {
+                let ratio = m.turns_per_s / floor_tps;
+                let rss_ratio = m.peak_rss_mb / floor_rss;
+                Case::new(BENCH, format!("{}, concurrency {concurrency}", server.label()), "ms")
+                    .median_p99(m.first_p50_ms, m.first_p99_ms)
+                    .num("concurrency", concurrency as f64)
+                    .num("turns", turns_for(concurrency) as f64)
+                    .num("turns_per_s", m.turns_per_s)
+                    .num("ratio_to_floor", ratio)
+                    .num("server_cpu_ms_per_turn", m.cpu_ms_per_turn)
+                    .num("server_peak_rss_mb", m.peak_rss_mb)
+                    .num("peak_rss_ratio_to_floor", rss_ratio)
+                    .num("events_per_turn", m.events_per_turn)
+                    .notes(format!(
+                        "{:.0} turns/s ({ratio:.2}x the floor), server CPU {:.3} ms/turn, peak RSS {:.0} MB ({rss_ratio:.2}x the floor), {:.0} events/turn",
+                        m.turns_per_s, m.cpu_ms_per_turn, m.peak_rss_mb, m.events_per_turn
+                    ))
+                    .print();
+            }
+        }
+    });
+    process::stop(mock);
+    comment(
+        "median/p99: time from before the request to the first SSE event the client reads. Each row is a fresh server process (this bench binary with BENCH_ROLE): `looopy serve` is the binary's own `App` and `looopy_cli::serve::serve` (memory store, its looopy.toml defaults, telemetry at info to /dev/null) with two local Rust tools added to `App::tools`; the floor is an axum SSE handler running a bare reqwest loop; the peer is a2a-server-lf's DefaultRequestHandler and JSON-RPC router hosting the same bare loop. Every server streams its model calls from the same mock (a child process, one Tokio worker) and sends the same number of events per turn (looopy's: task, working, the answer's chunks, final). Server CPU from /proc/<pid>/task/*/sched over the measured turns (warm-up excluded); peak RSS is the server's VmHWM over warm-up and measurement. Clients, servers and the mock share the machine's cores, so turns/s are ratios of one run, not capacities. Budgets (issue 18): looopy >= 0.7x the floor's turns/s at concurrency 100 and ahead of the peer; first SSE event p99 <= 5 ms at concurrency 100; peak RSS within 1.2x the floor's.",
+    );
+}
