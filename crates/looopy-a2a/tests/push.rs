@@ -13,6 +13,7 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use looopy_a2a::{PUSH_TOKEN_HEADER, PushSettings};
+use looopy_core::store::PushConfigStore;
 use looopy_stores_memory::MemoryPushConfigStore;
 use serde_json::{Value, json};
 use support::*;
@@ -663,4 +664,81 @@ async fn a_deleted_config_gets_nothing_more() {
         2,
         "a deleted config got updates: {t:?}"
     );
+}
+
+/// Two servers ("processes") on one Redis: a config created through one,
+/// while the turn runs on the other, is stored for both and gets the rest
+/// of the turn (the second server follows the turn in the shared log).
+#[tokio::test(flavor = "multi_thread")]
+async fn two_servers_on_redis_share_configs() {
+    let redis = match looopy_testkit::test_redis() {
+        Ok(r) => r,
+        Err(e) if std::env::var("LOOOPY_SKIP_EXTERNAL").as_deref() == Ok("1") => {
+            eprintln!("\n!!!!! SKIPPED: no Redis ({e}) (LOOOPY_SKIP_EXTERNAL=1) !!!!!\n");
+            return;
+        }
+        Err(e) => panic!(
+            "no Redis for the tests: {e} (run `scripts/provision.sh redis`, or set LOOOPY_TEST_REDIS_URL)"
+        ),
+    };
+    let config = looopy_stores_redis::RedisConfig::new(redis.url()).with_key_prefix(
+        looopy_testkit::conformance::UniqueIds::new()
+            .prefix()
+            .to_owned(),
+    );
+    let stores = looopy_stores_redis::RedisStores::connect(config)
+        .await
+        .unwrap();
+    let configs = Arc::new(looopy_stores_redis::RedisPushConfigStore::new(
+        stores.backend.clone(),
+    ));
+    let server = |runner: ScriptedRunner| {
+        looopy_a2a::A2aServer::builder(runner, stores.events.clone(), stores.task_records.clone())
+            .push_notifications(configs.clone(), test_settings())
+            .build()
+    };
+    let shared = SharedStores::default(); // only for `serve`'s bookkeeping
+    let (runner, gate) = gated_runner();
+    let a = serve(server(runner), &shared).await;
+    let b = serve(server(ScriptedRunner::hello()), &shared).await;
+    let receiver = Receiver::start(Mode::Accept, 0).await;
+
+    let mut params = v1_message("hi");
+    params["configuration"] = json!({"returnImmediately": true});
+    let sent = rpc(&a.url, Some("1.0"), "SendMessage", params).await;
+    let task_id = result(&sent)["task"]["id"].as_str().unwrap().to_owned();
+    wait_for_state(&a.url, &task_id, "TASK_STATE_WORKING").await;
+
+    let created = rpc(
+        &b.url,
+        Some("1.0"),
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": task_id, "id": "via-b", "url": receiver.url, "token": "via-b"}),
+    )
+    .await;
+    result(&created);
+    let got = rpc(
+        &a.url,
+        Some("1.0"),
+        "GetTaskPushNotificationConfig",
+        json!({"taskId": task_id, "id": "via-b"}),
+    )
+    .await;
+    assert_eq!(result(&got)["url"], receiver.url.as_str());
+
+    gate.add_permits(1);
+    eventually(async || {
+        receiver
+            .delivered()
+            .iter()
+            .any(|b| b["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED")
+    })
+    .await;
+    let all = receiver.all();
+    assert!(tokens(&all).iter().all(|t| t == "via-b"));
+    assert!(
+        all.iter().any(|r| stream_kind(&r.body) == "artifactUpdate"),
+        "the chunks after the gate reach the webhook"
+    );
+    configs.delete_all(&task_id).await.unwrap();
 }
