@@ -2,6 +2,7 @@
 #![doc = include_str!("../README.md")]
 
 mod artifact_view;
+pub mod cache;
 pub mod client_tool;
 mod context;
 mod event;
@@ -14,6 +15,7 @@ mod tool;
 mod tool_provider;
 
 pub use artifact_view::ConversationArtifacts;
+pub use cache::CacheStore;
 pub use client_tool::ClientToolResult;
 pub use context::{AuthContext, CallContext, ToolContext, TurnContext};
 pub use event::{AgentEvent, EventPayload, HistoryLimit, ToolOutcome};

@@ -65,6 +65,7 @@ pub(crate) async fn call_model(
         gen_ai.usage.output_tokens = tracing::field::Empty,
         error.type = tracing::field::Empty,
         looopy.iteration = iteration,
+        looopy.cache.hit = tracing::field::Empty,
     );
     let work = async {
         if !config.stream {

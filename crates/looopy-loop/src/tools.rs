@@ -277,6 +277,7 @@ pub(crate) fn call_futures<'a>(
                 gen_ai.tool.name = %call.name,
                 gen_ai.tool.call.id = %call.id,
                 error.type = tracing::field::Empty,
+                looopy.cache.hit = tracing::field::Empty,
             );
             env.run(call).instrument(span).boxed()
         })

@@ -4,6 +4,7 @@
 mod agents;
 mod artifacts;
 mod backend;
+mod cache;
 mod config;
 mod connection;
 mod error;
@@ -25,6 +26,7 @@ use looopy_core::StoreError;
 pub use agents::RedisAgentStateStore;
 pub use artifacts::RedisArtifactStore;
 pub use backend::RedisBackend;
+pub use cache::RedisCacheStore;
 pub use config::RedisConfig;
 pub use error::ConfigError;
 pub use events::RedisEventLog;

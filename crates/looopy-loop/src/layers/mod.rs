@@ -22,6 +22,7 @@
 //! A closure `Fn(Arc<dyn LlmProvider>) -> Arc<dyn LlmProvider>` is an
 //! [`LlmLayer`], and one over `Arc<dyn ToolProvider>` a [`ToolLayer`].
 
+pub mod cache;
 pub mod retry;
 pub mod timeout;
 
@@ -29,6 +30,7 @@ use std::sync::Arc;
 
 use looopy_core::{LlmProvider, ToolProvider};
 
+pub use cache::{LlmCacheLayer, ToolCacheLayer};
 pub use retry::{RetryPolicy, RetryingLlm};
 pub use timeout::{DEFAULT_TOOL_TIMEOUT, TimeoutLayer, TimeoutTools};
 

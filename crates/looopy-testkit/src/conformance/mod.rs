@@ -69,6 +69,7 @@
 
 mod agents;
 mod artifacts;
+mod cache;
 mod events;
 mod fixtures;
 mod locks;
@@ -90,6 +91,7 @@ use looopy_core::store::{
 
 pub use agents::agent_state_store;
 pub use artifacts::artifact_store;
+pub use cache::cache_store;
 pub use events::event_log;
 pub use locks::turn_lock;
 pub use messages::message_store;

@@ -1,0 +1,196 @@
+//! The response caches: a model request or a cacheable tool call seen
+//! before is answered from the cache store, until its time-to-live passes.
+
+#![allow(clippy::unwrap_used)]
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::*;
+use looopy_core::{
+    AuthContext, CacheStore, EventPayload, History, LlmResponse, Message, ToolCall, ToolResult,
+    TurnContext,
+};
+use looopy_loop::AgentLoop;
+use looopy_loop::layers::{LlmCacheLayer, ToolCacheLayer};
+use looopy_stores_memory::MemoryCacheStore;
+use looopy_testkit::ScriptedLlm;
+
+fn answer(events: &[looopy_core::AgentEvent]) -> String {
+    let EventPayload::StatusUpdate { status, .. } = &*final_event(events).payload else {
+        unreachable!()
+    };
+    status.message.as_ref().unwrap().text()
+}
+
+async fn ask(agent: &AgentLoop, context: &str, text: &str) -> String {
+    let history = History::from(vec![Message::user(text)]);
+    answer(
+        &drain(agent.start_turn(history, TurnContext::new(format!("t-{context}"), context))).await,
+    )
+}
+
+#[tokio::test]
+async fn a_request_seen_before_is_answered_from_the_cache_streamed_or_not() {
+    for stream in [true, false] {
+        let store: Arc<dyn CacheStore> = Arc::new(MemoryCacheStore::new());
+        let llm = ScriptedLlm::new()
+            .respond(LlmResponse::text("Paris"))
+            .respond(LlmResponse::text("Rome"));
+        let agent = AgentLoop::builder(llm.clone())
+            .stream(stream)
+            .llm_layer(LlmCacheLayer::new(store.clone(), Duration::from_secs(60)))
+            .build();
+        assert_eq!(ask(&agent, "a", "capital of France?").await, "Paris");
+        // Another conversation, the same request (message ids differ).
+        assert_eq!(ask(&agent, "b", "capital of France?").await, "Paris");
+        assert_eq!(
+            llm.request_count(),
+            1,
+            "stream={stream}: the second was a hit"
+        );
+        assert_eq!(ask(&agent, "c", "capital of Italy?").await, "Rome");
+        assert_eq!(llm.request_count(), 2);
+    }
+}
+
+#[tokio::test]
+async fn a_cached_answer_expires_after_its_time_to_live() {
+    let store: Arc<dyn CacheStore> = Arc::new(MemoryCacheStore::new());
+    let llm = ScriptedLlm::new()
+        .respond(LlmResponse::text("old"))
+        .respond(LlmResponse::text("new"));
+    let agent = AgentLoop::builder(llm.clone())
+        .llm_layer(LlmCacheLayer::new(store, Duration::from_millis(200)))
+        .build();
+    assert_eq!(ask(&agent, "a", "news?").await, "old");
+    assert_eq!(ask(&agent, "b", "news?").await, "old");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(ask(&agent, "c", "news?").await, "new");
+    assert_eq!(llm.request_count(), 2);
+}
+
+#[tokio::test]
+async fn only_tools_declared_cacheable_are_cached_per_arguments_and_principal() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = runs.clone();
+    let tools = FnTools::new()
+        .tool("weather", move |c: ToolCall, _| {
+            let n = counted.fetch_add(1, Ordering::SeqCst);
+            async move { ToolResult::text(&c.id, format!("sunny #{n}")) }
+        })
+        .echo("clock", Duration::ZERO);
+    let calls = |id: &str, args: &str| {
+        LlmResponse::tool_calls(
+            "",
+            vec![
+                ToolCall::new(format!("w{id}"), "weather", args),
+                ToolCall::new(format!("c{id}"), "clock", "{}"),
+            ],
+        )
+    };
+    let llm = ScriptedLlm::new()
+        .respond(calls("1", r#"{"city":"Paris"}"#))
+        .respond(LlmResponse::text("ok"))
+        .respond(calls("2", r#"{ "city" : "Paris" }"#))
+        .respond(LlmResponse::text("ok"))
+        .respond(calls("3", r#"{"city":"Oslo"}"#))
+        .respond(LlmResponse::text("ok"))
+        .respond(calls("4", r#"{"city":"Paris"}"#))
+        .respond(LlmResponse::text("ok"));
+    let store: Arc<dyn CacheStore> = Arc::new(MemoryCacheStore::new());
+    let agent = AgentLoop::builder(llm)
+        .tools(tools)
+        .tool_layer(ToolCacheLayer::new(store, Duration::from_secs(60)).tool("weather"))
+        .build();
+    let turn = |user: &'static str, n: &'static str| {
+        let agent = agent.clone();
+        async move {
+            let cx = TurnContext::new(format!("t{n}"), format!("c{n}"))
+                .with_auth(AuthContext::new(user));
+            let stream = agent.start_turn(History::from(vec![Message::user("weather?")]), cx);
+            let handle = stream.handle();
+            drain(stream).await;
+            let history = handle.outcome().unwrap().history;
+            let text = |id: String| {
+                history
+                    .iter()
+                    .find(|m| m.tool_call_id.as_deref() == Some(id.as_str()))
+                    .unwrap()
+                    .text()
+            };
+            (text(format!("w{n}")), text(format!("c{n}")))
+        }
+    };
+    let (w1, c1) = turn("alice", "1").await;
+    assert_eq!(w1, "sunny #0");
+    // The same arguments (spaced differently): the stored result.
+    let (w2, c2) = turn("alice", "2").await;
+    assert_eq!(w2, "sunny #0");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    // A tool not declared cacheable runs every time.
+    assert_eq!((c1.as_str(), c2.as_str()), ("clock:{}", "clock:{}"));
+    // Other arguments, or another principal: it runs.
+    assert_eq!(turn("alice", "3").await.0, "sunny #1");
+    assert_eq!(turn("bob", "4").await.0, "sunny #2");
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+}
+
+/// Runs `f` with a subscriber that exports to memory; returns the spans.
+async fn traced<F: std::future::Future<Output = ()>>(
+    f: F,
+) -> Vec<opentelemetry_sdk::trace::SpanData> {
+    use opentelemetry::trace::TracerProvider as _;
+    use tracing_subscriber::layer::SubscriberExt;
+    let exporter = opentelemetry_sdk::trace::InMemorySpanExporter::default();
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_simple_exporter(exporter.clone())
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+    let guard = tracing::subscriber::set_default(subscriber);
+    f.await;
+    drop(guard);
+    let _ = provider.force_flush();
+    exporter.get_finished_spans().unwrap()
+}
+
+#[tokio::test]
+async fn a_hit_is_marked_on_the_chat_and_execute_tool_spans() {
+    let store: Arc<dyn CacheStore> = Arc::new(MemoryCacheStore::new());
+    // The model's own call id: a call id the loop made up would differ
+    // between the turns, and so would their second requests.
+    let llm = ScriptedLlm::new()
+        .respond(LlmResponse::tool_calls(
+            "",
+            vec![ToolCall::new("c1", "weather", "{}")],
+        ))
+        .respond(LlmResponse::text("sunny"));
+    let agent = AgentLoop::builder(llm)
+        .tools(FnTools::new().echo("weather", Duration::ZERO))
+        .llm_layer(LlmCacheLayer::new(store.clone(), Duration::from_secs(60)))
+        .tool_layer(ToolCacheLayer::new(store, Duration::from_secs(60)).tool("weather"))
+        .build();
+    let spans = traced(async {
+        // Iterations 1 and 2 call the model; the second turn's iterations
+        // send the same requests: both answers and the tool result are hits.
+        ask(&agent, "a", "weather?").await;
+        ask(&agent, "b", "weather?").await;
+    })
+    .await;
+    let hits = |name: &str| {
+        spans
+            .iter()
+            .filter(|s| s.name.starts_with(name))
+            .map(|s| {
+                s.attributes.iter().any(|kv| {
+                    kv.key.as_str() == "looopy.cache.hit" && kv.value.to_string() == "true"
+                })
+            })
+            .collect::<Vec<bool>>()
+    };
+    assert_eq!(hits("chat"), [false, false, true, true]);
+    assert_eq!(hits("execute_tool "), [false, true]);
+}

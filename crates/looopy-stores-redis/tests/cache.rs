@@ -1,0 +1,19 @@
+//! The Redis cache store passes the cache conformance suite.
+
+mod common;
+
+use std::sync::Arc;
+
+use looopy_stores_redis::RedisCacheStore;
+use looopy_testkit::conformance::{self, UniqueIds};
+
+#[tokio::test]
+async fn redis_cache_store_passes_the_cache_suite() {
+    let redis = common::redis();
+    let stores = common::stores(common::config(redis.url())).await;
+    conformance::cache_store(
+        Arc::new(RedisCacheStore::new(stores.backend.clone())),
+        &UniqueIds::new(),
+    )
+    .await;
+}
