@@ -177,12 +177,14 @@ impl Push {
         }
     }
 
-    async fn configs(&self, task_id: &str) -> Vec<PushConfig> {
+    /// The task's configs; `None` when the store failed (the caller keeps
+    /// what it has: a store hiccup must not stop deliveries).
+    async fn configs(&self, task_id: &str) -> Option<Vec<PushConfig>> {
         match self.store.list(task_id).await {
-            Ok(configs) => configs,
+            Ok(configs) => Some(configs),
             Err(error) => {
                 tracing::warn!(%error, task_id, "push: could not read the task's configs");
-                Vec::new()
+                None
             }
         }
     }
@@ -196,7 +198,7 @@ impl Push {
     ) {
         let task_id = key.0.as_str();
         let mut configs = loop {
-            let configs = self.configs(task_id).await;
+            let configs = self.configs(task_id).await.unwrap_or_default();
             if !configs.is_empty() {
                 break configs;
             }
@@ -220,8 +222,9 @@ impl Push {
                 continue;
             }
             if self.take_dirty(key) || read_at.elapsed() >= REFRESH {
-                let fresh = self.configs(task_id).await;
-                self.sync(&mut workers, fresh.into_iter());
+                if let Some(fresh) = self.configs(task_id).await {
+                    self.sync(&mut workers, fresh.into_iter());
+                }
                 read_at = Instant::now();
             }
             let mut payloads = Payloads::default();

@@ -17,7 +17,7 @@ use reqwest::Url;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
 /// How long resolving a webhook's host may take when a config is created.
-const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
+const RESOLVE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Whether an address is one a webhook may not reach unless private
 /// webhooks are allowed: loopback, private (RFC 1918, unique local),
@@ -81,18 +81,11 @@ pub(crate) enum UrlError {
         /// The host as written.
         host: String,
     },
-    /// The host could not be resolved.
-    #[error("the host {host} could not be resolved: {message}")]
-    Unresolved {
-        /// The host as written.
-        host: String,
-        /// Why.
-        message: String,
-    },
 }
 
 /// Parses a webhook URL and, unless `allow_private`, checks that its host
-/// is and resolves only to public addresses.
+/// is and resolves only to public addresses. A name that does not resolve
+/// (now) is accepted: deliveries check it again as they connect.
 pub(crate) async fn check_url(url: &str, allow_private: bool) -> Result<Url, UrlError> {
     let parsed = Url::parse(url).map_err(|e| UrlError::Malformed(format!("{url} ({e})")))?;
     if !matches!(parsed.scheme(), "http" | "https") {
@@ -125,20 +118,16 @@ pub(crate) async fn check_url(url: &str, allow_private: bool) -> Result<Url, Url
             .await;
             let addrs: Vec<SocketAddr> = match resolved {
                 Ok(Ok(addrs)) => addrs.collect(),
-                Ok(Err(e)) => {
-                    return Err(UrlError::Unresolved {
-                        host: name.clone(),
-                        message: e.to_string(),
-                    });
+                Ok(Err(error)) => {
+                    tracing::debug!(%error, host = %name, "push: webhook host does not resolve (yet)");
+                    return Ok(parsed);
                 }
                 Err(_) => {
-                    return Err(UrlError::Unresolved {
-                        host: name.clone(),
-                        message: "timed out".into(),
-                    });
+                    tracing::debug!(host = %name, "push: resolving the webhook host timed out");
+                    return Ok(parsed);
                 }
             };
-            if addrs.is_empty() || addrs.iter().any(|a| is_forbidden(a.ip())) {
+            if addrs.iter().any(|a| is_forbidden(a.ip())) {
                 return Err(UrlError::Forbidden { host: name.clone() });
             }
             Ok(parsed)
@@ -249,6 +238,12 @@ mod tests {
         );
         assert!(check_url("http://127.0.0.1:9/hook", true).await.is_ok());
         assert!(check_url("https://8.8.8.8/hook", false).await.is_ok());
+        // Not resolvable now: accepted, checked again at every connection.
+        assert!(
+            check_url("https://no-such-host.invalid/hook", false)
+                .await
+                .is_ok()
+        );
         for bad in ["ftp://example.com/x", "not a url", "/relative"] {
             assert!(
                 matches!(check_url(bad, true).await, Err(UrlError::Malformed(_))),
