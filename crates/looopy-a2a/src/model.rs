@@ -81,6 +81,7 @@ pub enum SendResponse {
 /// One item of a stream (`SendStreamingMessage`, `SubscribeToTask`,
 /// `message/stream`, `tasks/resubscribe`).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum StreamEvent {
     /// The task (first item of a task stream).
     Task(TaskSnapshot),

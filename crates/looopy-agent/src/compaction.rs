@@ -232,6 +232,8 @@ fn content_text(message: &Message) -> String {
                 "[file {}]",
                 file.name.as_deref().or(file.uri.as_deref()).unwrap_or("")
             )),
+            // A part kind newer than this code: nothing to transcribe.
+            _ => {}
         }
     }
     out

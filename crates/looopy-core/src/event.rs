@@ -83,6 +83,7 @@ impl AgentEvent {
 /// Whether a finished tool call succeeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ToolOutcome {
     /// It returned a result.
     Success,

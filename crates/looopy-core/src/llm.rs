@@ -137,6 +137,7 @@ impl std::ops::AddAssign for Usage {
 
 /// Why the model stopped.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum FinishReason {
     /// Natural end.
     #[default]
@@ -278,6 +279,7 @@ impl LlmResponse {
 /// One piece of a streamed answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum LlmChunk {
     /// More answer text.
     TextDelta(String),

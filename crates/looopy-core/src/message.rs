@@ -45,6 +45,7 @@ pub struct FileContent {
 /// One piece of a message's content.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Part {
     /// Plain text.
     Text {

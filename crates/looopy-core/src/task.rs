@@ -10,6 +10,7 @@ use crate::message::{Message, Part};
 /// (`input-required`); the A2A layer maps it to v1.0's `TASK_STATE_*` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum TaskState {
     /// Received, not yet started.
     Submitted,

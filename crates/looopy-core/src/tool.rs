@@ -102,6 +102,7 @@ impl ToolCall {
 /// What a tool result asks of the turn, beyond feeding the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum ToolSignal {
     /// The done tool (seed 003): end the turn, with this final text if given.
     Done {

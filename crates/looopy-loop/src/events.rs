@@ -12,6 +12,7 @@ use crate::queue::EventQueue;
 
 /// Why a turn ended, as the final event's `metadata.finishReason` says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TurnEnd {
     /// The model answered without tool calls.
     Finished,

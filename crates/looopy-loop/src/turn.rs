@@ -595,7 +595,8 @@ impl Turn {
                     continue;
                 }
                 Some(ToolSignal::Done { message }) => done = Some(message.clone()),
-                None => {}
+                // A signal this loop does not know: the result feeds the model.
+                _ => {}
             }
             self.push(result.into_message());
         }

@@ -117,6 +117,8 @@ fn check_message(state: &ServerState, params: &SendParams) -> Result<(), RpcErro
                 .mime_type
                 .as_deref()
                 .unwrap_or("application/octet-stream"),
+            // A part kind newer than this code: checked as opaque bytes.
+            _ => "application/octet-stream",
         };
         if !state.card.accepts(media_type) {
             return Err(RpcError::content_type_not_supported(media_type));

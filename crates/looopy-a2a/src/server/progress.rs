@@ -183,6 +183,8 @@ fn result_text(result: &ToolResult) -> String {
             Part::File { file } => {
                 out.push_str(&format!("[file {}]", file.name.as_deref().unwrap_or("")));
             }
+            // A part kind newer than this code: not shown.
+            _ => {}
         }
     }
     out

@@ -219,6 +219,11 @@ fn part(p: &Part) -> Part03 {
             },
             metadata: None,
         },
+        // A part kind newer than this code: an empty text part.
+        _ => Part03::Text {
+            text: String::new(),
+            metadata: None,
+        },
     }
 }
 

@@ -38,7 +38,8 @@ pub(super) fn state(s: TaskState) -> a2a::TaskState {
         TaskState::Failed => a2a::TaskState::Failed,
         TaskState::Rejected => a2a::TaskState::Rejected,
         TaskState::AuthRequired => a2a::TaskState::AuthRequired,
-        TaskState::Unknown => a2a::TaskState::Unspecified,
+        // Unknown, and any state newer than this code.
+        _ => a2a::TaskState::Unspecified,
     }
 }
 
@@ -62,6 +63,8 @@ fn part(p: &Part) -> a2a::Part {
             out.media_type = file.mime_type.clone();
             out
         }
+        // A part kind newer than this code: an empty text part.
+        _ => a2a::Part::text(String::new()),
     }
 }
 

@@ -109,6 +109,8 @@ impl Turn {
                     return true;
                 }
             }
+            // An event kind newer than this code: nothing to show.
+            _ => {}
         }
         false
     }
