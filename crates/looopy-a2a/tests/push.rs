@@ -351,6 +351,18 @@ async fn v03_configs_receive_the_task() {
     )
     .await;
     assert_eq!(result(&listed).as_array().unwrap().len(), 1);
+    // An unknown config id gets the task's first config (as the 0.3 SDK).
+    let got = rpc(
+        &server.url,
+        None,
+        "tasks/pushNotificationConfig/get",
+        json!({"id": task_id, "pushNotificationConfigId": "default"}),
+    )
+    .await;
+    assert_eq!(
+        result(&got)["pushNotificationConfig"]["id"],
+        task_id.as_str()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

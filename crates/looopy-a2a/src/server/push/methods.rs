@@ -79,8 +79,11 @@ pub(crate) async fn rpc(
             let id = q.id.clone().unwrap_or_else(|| q.task_id.clone());
             let found = match push.store.get(&q.task_id, &id).await.map_err(store_error)? {
                 Some(c) => Some(c),
-                // 0.3 may leave the id out: the task's only (first) config.
-                None if q.id.is_none() => push
+                // 0.3: the task's first config when the id is left out or
+                // unknown, as the 0.3 SDK answers (it ignores the id; the
+                // 0.3 TCK asks for "default" after setting a config
+                // without one).
+                None if q.id.is_none() || v == ProtocolVersion::V0_3 => push
                     .store
                     .list(&q.task_id)
                     .await
