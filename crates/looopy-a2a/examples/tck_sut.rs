@@ -1,7 +1,8 @@
 //! The system under test for the official A2A conformance suite (the TCK,
 //! `github.com/a2aproject/a2a-tck`, branches `1.0-dev` and `0.3.x`).
 //!
-//! A Looopy A2A server (memory stores, no auth) whose turns are played by a
+//! A Looopy A2A server (memory stores, no auth, push notifications on)
+//! whose turns are played by a
 //! scripted [`TurnRunner`]: the TCK keys each behaviour to the prefix of the
 //! message id (`scenarios/*.feature` of the TCK), as the official SDKs' SUTs
 //! do in their agent executors. Everything else (tasks, the event log,
@@ -24,14 +25,14 @@ use async_trait::async_trait;
 use base64::Engine;
 use futures::StreamExt;
 use looopy_a2a::{
-    A2aServer, AgentCardConfig, AgentSkill, ProtocolVersion, RunnerError, TurnEvents, TurnRequest,
-    TurnRunner,
+    A2aServer, AgentCardConfig, AgentSkill, ProtocolVersion, PushSettings, RunnerError, TurnEvents,
+    TurnRequest, TurnRunner,
 };
 use looopy_core::{
     AgentEvent, Artifact, AuthContext, EventPayload, FileContent, Message, Part, TaskState,
     TaskStatus,
 };
-use looopy_stores_memory::{MemoryEventLog, MemoryTaskStore};
+use looopy_stores_memory::{MemoryEventLog, MemoryPushConfigStore, MemoryTaskStore};
 use serde_json::{Map, json};
 use tokio::sync::mpsc;
 
@@ -343,6 +344,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     )
     .card(card)
     .card_default_version(args.card)
+    // The TCK's webhook receiver listens on localhost.
+    .push_notifications(
+        Arc::new(MemoryPushConfigStore::new()),
+        PushSettings::default().allow_private_webhooks(true),
+    )
     .build();
     let listener = tokio::net::TcpListener::bind(("0.0.0.0", args.port)).await?;
     eprintln!(
