@@ -1,4 +1,5 @@
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // A server-only build leaves the client's helpers in the shared modules
 // (JSON-RPC requests, wire decoding, trace injection) unused.
 #![cfg_attr(not(feature = "client"), allow(dead_code))]

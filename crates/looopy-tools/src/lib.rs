@@ -1,4 +1,5 @@
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![cfg_attr(feature = "mcp", doc = include_str!("../README.md"))]
 #![cfg_attr(
     not(feature = "mcp"),
