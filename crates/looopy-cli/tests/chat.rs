@@ -7,18 +7,18 @@
 mod support;
 
 use std::io::Write;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{ChildStdin, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use looopy_testkit::openai_fixture::openai;
 use looopy_testkit::{FixtureReply, OpenAiFixture, SseEvent, SseReply};
-use support::{BIN, Captured, interrupt, serve, stop, write_config};
+use support::{BIN, Captured, Running, interrupt, serve_running, write_config};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// `looopy chat <url>` with piped stdin, stdout and stderr.
-fn chat(url: &str) -> (Child, ChildStdin, Captured, Captured) {
+fn chat(url: &str) -> (Running, ChildStdin, Captured, Captured) {
     let mut child = Command::new(BIN)
         .args(["chat", url])
         .env_remove("LOOOPY_TOKEN")
@@ -31,7 +31,7 @@ fn chat(url: &str) -> (Child, ChildStdin, Captured, Captured) {
     let stdin = child.stdin.take().unwrap();
     let out = Captured::spawn(child.stdout.take().unwrap());
     let err = Captured::spawn(child.stderr.take().unwrap());
-    (child, stdin, out, err)
+    (Running::new(child), stdin, out, err)
 }
 
 fn config_for(llm: &OpenAiFixture, dir: &tempfile::TempDir) -> std::path::PathBuf {
@@ -59,12 +59,12 @@ async fn chat_shows_tool_calls_and_token_usage() {
         openai::usage_chunk(20, 5),
     ]));
     let dir = tempfile::tempdir().unwrap();
-    let (server, url) = serve(&config_for(&llm, &dir), &[]);
+    let (server, url) = serve_running(&config_for(&llm, &dir), &[]);
     let (out, err) = tokio::task::spawn_blocking(move || {
         let (child, mut stdin, out, err) = chat(&url);
         stdin.write_all(b"what is the weather?\n").unwrap();
         drop(stdin);
-        let status = child.wait_with_output().unwrap().status;
+        let status = child.wait();
         assert!(status.success(), "{}", err.text());
         (out.text(), err.text())
     })
@@ -75,7 +75,7 @@ async fn chat_shows_tool_calls_and_token_usage() {
     assert!(err.contains("  ← lookup (unknown tool, "), "{err}");
     // Both model calls: 27 in, 8 out.
     assert!(err.contains("tokens: 27 in, 8 out, 35 total"), "{err}");
-    tokio::task::spawn_blocking(move || stop(server))
+    tokio::task::spawn_blocking(move || server.stop())
         .await
         .unwrap();
 }
@@ -92,9 +92,9 @@ async fn ctrl_c_cancels_the_turn_and_a_second_ctrl_c_leaves() {
         SseEvent::Json(openai::text_chunk(" never shown")),
     ])));
     let dir = tempfile::tempdir().unwrap();
-    let (server, url) = serve(&config_for(&llm, &dir), &[]);
+    let (server, url) = serve_running(&config_for(&llm, &dir), &[]);
     let (err, status) = tokio::task::spawn_blocking(move || {
-        let (mut child, mut stdin, out, err) = chat(&url);
+        let (child, mut stdin, out, err) = chat(&url);
         stdin.write_all(b"think hard\n").unwrap();
         out.wait_for("Thinking");
         interrupt(&child);
@@ -102,7 +102,7 @@ async fn ctrl_c_cancels_the_turn_and_a_second_ctrl_c_leaves() {
         assert!(shown.contains("stopping the turn"), "{shown}");
         // Back at the prompt: the session goes on until a second Ctrl-C.
         interrupt(&child);
-        let status = child.wait().unwrap();
+        let status = child.wait();
         drop(stdin);
         (err.text(), status)
     })
@@ -111,7 +111,7 @@ async fn ctrl_c_cancels_the_turn_and_a_second_ctrl_c_leaves() {
     assert!(status.success(), "{status:?}: {err}");
     assert!(!err.contains("never shown"));
     assert_eq!(llm.requests().len(), 1);
-    tokio::task::spawn_blocking(move || stop(server))
+    tokio::task::spawn_blocking(move || server.stop())
         .await
         .unwrap();
 }
@@ -180,7 +180,7 @@ async fn a_stream_cut_in_the_middle_is_resumed_without_loss_or_repeats() {
             llm.base_url()
         ),
     );
-    let (server, url) = serve(&config, &[]);
+    let (server, url) = serve_running(&config, &[]);
     let cut = cutting_proxy(listener, url.trim_start_matches("http://").to_owned());
     let (out, err, status) = tokio::task::spawn_blocking(move || {
         let (child, mut stdin, out, err) = chat(&proxy);
@@ -189,7 +189,7 @@ async fn a_stream_cut_in_the_middle_is_resumed_without_loss_or_repeats() {
         stdin.write_all(b"and again\n").unwrap();
         out.wait_for("Second turn works.");
         drop(stdin);
-        let status = child.wait_with_output().unwrap().status;
+        let status = child.wait();
         (out.text(), err.text(), status)
     })
     .await
@@ -209,7 +209,7 @@ async fn a_stream_cut_in_the_middle_is_resumed_without_loss_or_repeats() {
         "{}",
         requests[1].body
     );
-    tokio::task::spawn_blocking(move || stop(server))
+    tokio::task::spawn_blocking(move || server.stop())
         .await
         .unwrap();
 }

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use looopy_testkit::{FixtureReply, OpenAiFixture};
-use support::{BIN, Captured, serve, stop, write_config};
+use support::{BIN, Captured, Running, serve_running, write_config};
 
 /// The last user message of a request the model got.
 fn last_user_text(body: &serde_json::Value) -> String {
@@ -35,20 +35,22 @@ async fn on_a_terminal_lines_are_edited_history_recalls_and_ctrl_c_leaves() {
         &dir,
         &format!("[llm]\nbase_url = \"{}\"\nmodel = \"m\"\n", llm.base_url()),
     );
-    let (server, url) = serve(&config, &[]);
+    let (server, url) = serve_running(&config, &[]);
     let status = tokio::task::spawn_blocking(move || {
         let pty = nix::pty::openpty(None, None).unwrap();
         let slave = File::from(pty.slave);
-        let mut child = Command::new(BIN)
-            .args(["chat", &url])
-            .env("TERM", "xterm")
-            .env_remove("LOOOPY_TOKEN")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::from(slave.try_clone().unwrap()))
-            .stdout(Stdio::from(slave.try_clone().unwrap()))
-            .stderr(Stdio::from(slave))
-            .spawn()
-            .unwrap();
+        let mut child = Running::new(
+            Command::new(BIN)
+                .args(["chat", &url])
+                .env("TERM", "xterm")
+                .env_remove("LOOOPY_TOKEN")
+                .env_remove("RUST_LOG")
+                .stdin(Stdio::from(slave.try_clone().unwrap()))
+                .stdout(Stdio::from(slave.try_clone().unwrap()))
+                .stderr(Stdio::from(slave))
+                .spawn()
+                .unwrap(),
+        );
         let mut master = File::from(pty.master);
         let screen = Captured::spawn(master.try_clone().unwrap());
         screen.wait_for("> ");
@@ -77,8 +79,8 @@ async fn on_a_terminal_lines_are_edited_history_recalls_and_ctrl_c_leaves() {
             // Ctrl-C at the prompt leaves (sent until the prompt takes it).
             master.write_all(b"\x03").unwrap();
             std::thread::sleep(Duration::from_millis(100));
-            if let Some(status) = child.try_wait().unwrap() {
-                return status;
+            if child.try_wait().unwrap().is_some() {
+                return child.wait();
             }
             assert!(Instant::now() < deadline, "Ctrl-C did not end the session");
         }
@@ -90,7 +92,7 @@ async fn on_a_terminal_lines_are_edited_history_recalls_and_ctrl_c_leaves() {
     assert_eq!(requests.len(), 2);
     assert_eq!(last_user_text(&requests[0].body), "hello");
     assert_eq!(last_user_text(&requests[1].body), "hello");
-    tokio::task::spawn_blocking(move || stop(server))
+    tokio::task::spawn_blocking(move || server.stop())
         .await
         .unwrap();
 }

@@ -6,7 +6,7 @@ mod support;
 
 use std::process::{Command, Stdio};
 
-use support::{BIN, Captured, stop, write_config};
+use support::{BIN, Captured, Running, write_config};
 
 /// `looopy <args>` without the caller's model, log and export variables.
 fn looopy(args: &[&str]) -> Command {
@@ -122,12 +122,14 @@ fn serve_prints_a_banner_and_warns_when_there_is_no_model() {
         &dir,
         "[agent]\nname = \"banner-agent\"\n[[auth.tokens]]\nprincipal = \"a\"\ntoken = \"secret-token\"\n",
     );
-    let mut child = looopy(&["serve", "--config", config.to_str().unwrap()])
-        .args(["--bind", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Running::new(
+        looopy(&["serve", "--config", config.to_str().unwrap()])
+            .args(["--bind", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let out = Captured::spawn(child.stdout.take().unwrap());
     let err = Captured::spawn(child.stderr.take().unwrap());
     let url = out
@@ -148,7 +150,7 @@ fn serve_prints_a_banner_and_warns_when_there_is_no_model() {
         "{banner}"
     );
     assert!(!banner.contains("secret-token"), "{banner}");
-    assert!(stop(child).success());
+    assert!(child.stop().success());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -162,12 +164,14 @@ async fn serve_names_its_model_and_does_not_warn() {
             llm.base_url()
         ),
     );
-    let mut child = looopy(&["serve", "--config", config.to_str().unwrap()])
-        .args(["--bind", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Running::new(
+        looopy(&["serve", "--config", config.to_str().unwrap()])
+            .args(["--bind", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let _out = Captured::spawn(child.stdout.take().unwrap());
     let err = Captured::spawn(child.stderr.take().unwrap());
     let banner = tokio::task::spawn_blocking(move || err.wait_for("auth      off"))
@@ -178,7 +182,7 @@ async fn serve_names_its_model_and_does_not_warn() {
         "{banner}"
     );
     assert!(!banner.contains("warning"), "{banner}");
-    tokio::task::spawn_blocking(move || stop(child))
+    tokio::task::spawn_blocking(move || child.stop())
         .await
         .unwrap();
 }

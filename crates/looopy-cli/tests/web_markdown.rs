@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use looopy_testkit::external::{repo_root, require};
 use looopy_testkit::{FixtureReply, OpenAiFixture};
-use support::{serve, stop, write_config};
+use support::{serve_running, write_config};
 
 /// What the model answers: Markdown with every block kind the page renders,
 /// and attempts to inject markup through it.
@@ -80,7 +80,7 @@ async fn the_chat_page_renders_markdown_answers_without_injecting_html() {
         &dir,
         &format!("[llm]\nbase_url = \"{}\"\nmodel = \"m\"\n", llm.base_url()),
     );
-    let (server, url) = serve(&config, &[]);
+    let (server, url) = serve_running(&config, &[]);
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("web-markdown");
     std::fs::create_dir_all(&shots).unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/web_markdown.cjs");
@@ -99,7 +99,7 @@ async fn the_chat_page_renders_markdown_answers_without_injecting_html() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     eprintln!("{stdout}\n{stderr}\nscreenshots in {}", shots.display());
-    tokio::task::spawn_blocking(move || stop(server))
+    tokio::task::spawn_blocking(move || server.stop())
         .await
         .unwrap();
     assert!(out.status.success(), "the browser script failed: {stderr}");

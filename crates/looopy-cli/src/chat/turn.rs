@@ -4,6 +4,7 @@
 //! that breaks before the turn's end is resumed with `SubscribeToTask`
 //! from the last event seen, so nothing is lost or shown twice.
 
+use std::io::Write;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -43,6 +44,8 @@ struct Turn {
     usage: Option<Value>,
     /// Ctrl-C came before the task's id: cancel once it is known.
     cancel_pending: bool,
+    /// Some of the answer was printed.
+    printed: bool,
 }
 
 /// The data part of a tool-progress update, if `event` is one.
@@ -73,6 +76,14 @@ impl Turn {
                 self.task_id = Some(t.id.clone());
                 conversation.context_id = Some(t.context_id.clone());
                 if t.status.state.is_terminal() {
+                    // A turn that ended while the stream was down: its answer
+                    // (or why it failed) comes whole with the task.
+                    let text = t.answer_text();
+                    if t.status.state != TaskState::Completed {
+                        let _ = writeln!(err, "[{}] {text}", t.status.state.as_str());
+                    } else if !self.printed && !text.is_empty() {
+                        println!("{text}");
+                    }
                     self.state = Some(t.status.state);
                     return true;
                 }
@@ -99,6 +110,9 @@ impl Turn {
                     && let Some(usage) = metadata.get("usage")
                 {
                     self.usage = Some(usage.clone());
+                }
+                if matches!(&*event.payload, EventPayload::ArtifactUpdate { .. }) {
+                    self.printed = true;
                 }
                 if let Some(state) = print_event(&event, &mut out, &mut err) {
                     self.state = Some(state);

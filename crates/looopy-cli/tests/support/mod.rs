@@ -50,6 +50,55 @@ pub fn serve(config: &Path, extra_env: &[(&str, &str)]) -> (Child, String) {
     (child, url)
 }
 
+/// A child process killed when dropped, so that a failing test leaves no
+/// `looopy` running (and holding its output pipes open).
+pub struct Running(Option<Child>);
+
+impl Running {
+    /// Guards `child`.
+    pub fn new(child: Child) -> Self {
+        Running(Some(child))
+    }
+
+    /// Stops it gracefully ([`stop`]).
+    pub fn stop(mut self) -> ExitStatus {
+        stop(self.0.take().unwrap())
+    }
+
+    /// Waits for it to exit on its own.
+    pub fn wait(mut self) -> ExitStatus {
+        self.0.take().unwrap().wait().unwrap()
+    }
+}
+
+impl std::ops::Deref for Running {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        self.0.as_ref().unwrap()
+    }
+}
+
+impl std::ops::DerefMut for Running {
+    fn deref_mut(&mut self) -> &mut Child {
+        self.0.as_mut().unwrap()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// [`serve`], guarded.
+pub fn serve_running(config: &Path, extra_env: &[(&str, &str)]) -> (Running, String) {
+    let (child, url) = serve(config, extra_env);
+    (Running::new(child), url)
+}
+
 /// SIGTERM (graceful shutdown), then waits at most 20 s for the exit.
 pub fn stop(mut child: Child) -> ExitStatus {
     let _ = Command::new("kill")
