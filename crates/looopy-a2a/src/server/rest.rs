@@ -274,7 +274,7 @@ async fn handle_inner(
         RpcError::invalid_request(format!("payload too large (the limit is {limit} bytes)"))
     })?;
     let version = version(headers, query)?;
-    let mut body = if bytes.is_empty() {
+    let body = if bytes.is_empty() {
         json!({})
     } else {
         if let Some(e) = content_type_error(headers) {
@@ -282,7 +282,6 @@ async fn handle_inner(
         }
         serde_json::from_slice(&bytes).map_err(RpcError::parse_error)?
     };
-    wire::normalize_params(version, &mut body);
     let Operation {
         method,
         name,
