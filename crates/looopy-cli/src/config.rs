@@ -32,7 +32,9 @@
 //! url = "http://localhost:9000"
 //!
 //! [store]
-//! backend = "redis"           # or "memory" (the default)
+//! backend = "redis"           # or "memory" (the default), which takes
+//!                             # task_ttl_secs (86400), ttl_secs (0: forever)
+//!                             # and max_entries (10000, least recently used out)
 //! url = "redis://127.0.0.1:6379"
 //! # A Redis Cluster instead of one server: some of its nodes (`rediss://`
 //! # needs the `tls` feature of looopy-stores-redis).
@@ -322,7 +324,7 @@ pub struct ServerSection {
 }
 
 fn memory_store() -> StoreConfig {
-    StoreConfig::Memory
+    StoreConfig::Memory(Default::default())
 }
 
 fn default_bind() -> String {
@@ -566,7 +568,7 @@ mod tests {
     fn empty_file_means_memory_store_and_no_model() {
         let c = Config::parse("").unwrap();
         assert!(c.llm.is_none());
-        assert!(matches!(c.store, StoreConfig::Memory));
+        assert!(matches!(c.store, StoreConfig::Memory(_)));
         assert_eq!(c.server.bind, "127.0.0.1:8080");
     }
 

@@ -9,12 +9,16 @@ use looopy_core::StoreError;
 use looopy_core::store::{AgentState, AgentStateStore};
 
 use crate::lock;
+use crate::retention::{MemoryRetention, Retained};
 
 #[derive(Debug, Default)]
 struct Inner {
-    states: HashMap<String, AgentState>,
-    /// Owner -> the contexts it owns.
+    states: Retained<AgentState>,
+    /// Owner -> the contexts it owns. States that expire or are evicted
+    /// leave their id here until the next [`Inner::prune`].
     by_owner: HashMap<String, BTreeSet<String>>,
+    /// Context ids in `by_owner`, all owners together.
+    indexed: usize,
 }
 
 impl Inner {
@@ -22,11 +26,29 @@ impl Inner {
         if let Some(owner) = &state.owner
             && let Some(contexts) = self.by_owner.get_mut(owner)
         {
-            contexts.remove(&state.context_id);
+            if contexts.remove(&state.context_id) {
+                self.indexed -= 1;
+            }
             if contexts.is_empty() {
                 self.by_owner.remove(owner);
             }
         }
+    }
+
+    /// Drops the ids of states that are gone from the owner index once it
+    /// holds twice as many as there are states (amortised O(1) per save).
+    fn prune(&mut self) {
+        if self.indexed <= 2 * self.states.len() + 64 {
+            return;
+        }
+        let states = &self.states;
+        let mut indexed = 0;
+        self.by_owner.retain(|_, contexts| {
+            contexts.retain(|c| states.peek(c).is_some());
+            indexed += contexts.len();
+            !contexts.is_empty()
+        });
+        self.indexed = indexed;
     }
 }
 
@@ -34,15 +56,27 @@ impl Inner {
 ///
 /// [`AgentStateStore::list_by_owner`] costs O(k log k) in the number of
 /// contexts of that owner; ties in `last_activity` are broken by context id.
+/// [`with_retention`](Self::with_retention) drops a state `ttl_secs` after
+/// its last save and keeps at most `max_entries` of them.
 #[derive(Debug, Default)]
 pub struct MemoryAgentStateStore {
     inner: Mutex<Inner>,
 }
 
 impl MemoryAgentStateStore {
-    /// An empty store.
+    /// An empty store that keeps every state.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty store whose states expire and are capped as `retention` says.
+    pub fn with_retention(retention: &MemoryRetention) -> Self {
+        MemoryAgentStateStore {
+            inner: Mutex::new(Inner {
+                states: Retained::new(retention.ttl(), retention.cap()),
+                ..Inner::default()
+            }),
+        }
     }
 }
 
@@ -54,14 +88,17 @@ impl AgentStateStore for MemoryAgentStateStore {
         if let Some(previous) = inner.states.remove(&state.context_id) {
             inner.unindex(&previous);
         }
-        if let Some(owner) = &state.owner {
-            inner
+        if let Some(owner) = &state.owner
+            && inner
                 .by_owner
                 .entry(owner.clone())
                 .or_default()
-                .insert(state.context_id.clone());
+                .insert(state.context_id.clone())
+        {
+            inner.indexed += 1;
         }
         inner.states.insert(state.context_id.clone(), state);
+        inner.prune();
         Ok(())
     }
 
@@ -88,7 +125,7 @@ impl AgentStateStore for MemoryAgentStateStore {
         };
         let mut states: Vec<&AgentState> = contexts
             .iter()
-            .filter_map(|c| inner.states.get(c))
+            .filter_map(|c| inner.states.peek(c))
             .collect();
         states.sort_by(|a, b| {
             (Reverse(a.last_activity), &a.context_id)

@@ -9,6 +9,7 @@ use looopy_core::store::{ArtifactStore, StoredArtifact};
 use looopy_core::{Artifact, Part, StoreError};
 
 use crate::lock;
+use crate::retention::{MemoryRetention, Retained};
 
 /// The artifacts of one context, in creation order.
 #[derive(Debug, Default)]
@@ -44,16 +45,25 @@ impl ContextArtifacts {
 ///
 /// Appending parts costs O(parts appended). [`ArtifactStore::put`] on an
 /// existing id replaces the artifact but keeps its creation time, and so its
-/// place in [`ArtifactStore::list`].
+/// place in [`ArtifactStore::list`]. [`with_retention`](Self::with_retention)
+/// drops a conversation's artifacts `ttl_secs` after its last write and
+/// keeps those of at most `max_entries` conversations.
 #[derive(Debug, Default)]
 pub struct MemoryArtifactStore {
-    contexts: Mutex<HashMap<String, ContextArtifacts>>,
+    contexts: Mutex<Retained<ContextArtifacts>>,
 }
 
 impl MemoryArtifactStore {
-    /// An empty store.
+    /// An empty store that keeps every artifact.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty store whose conversations expire and are capped as `retention` says.
+    pub fn with_retention(retention: &MemoryRetention) -> Self {
+        MemoryArtifactStore {
+            contexts: Mutex::new(Retained::new(retention.ttl(), retention.cap())),
+        }
     }
 }
 
@@ -68,7 +78,7 @@ impl ArtifactStore for MemoryArtifactStore {
         let artifact = artifact.clone();
         let now = Utc::now();
         let mut contexts = lock(&self.contexts);
-        let context = contexts.entry(context_id.to_owned()).or_default();
+        let context = contexts.entry_or_insert_with(context_id, ContextArtifacts::default);
         if let Some(stored) = context.get_mut(&artifact.artifact_id) {
             stored.artifact = artifact;
             stored.task_id = task_id.to_owned();
@@ -95,7 +105,7 @@ impl ArtifactStore for MemoryArtifactStore {
         let parts = parts.to_vec();
         let now = Utc::now();
         let mut contexts = lock(&self.contexts);
-        let context = contexts.entry(context_id.to_owned()).or_default();
+        let context = contexts.entry_or_insert_with(context_id, ContextArtifacts::default);
         if let Some(stored) = context.get_mut(artifact_id) {
             stored.artifact.parts.extend(parts);
             stored.updated_at = now;

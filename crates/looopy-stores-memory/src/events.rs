@@ -11,6 +11,7 @@ use looopy_core::{AgentEvent, StoreError};
 use tokio::sync::Notify;
 
 use crate::lock;
+use crate::retention::{MemoryRetention, Retained};
 
 /// How many events a follower takes from the log per lock.
 const FOLLOW_BATCH: usize = 256;
@@ -32,7 +33,7 @@ impl Entry {
 
 #[derive(Debug, Default)]
 struct Inner {
-    logs: HashMap<String, Vec<Entry>>,
+    logs: Retained<Vec<Entry>>,
     /// Source of ids: one sequence for the whole store, so that the ids of a
     /// task keep growing even after its log was deleted and started again.
     last_seq: u64,
@@ -43,7 +44,7 @@ struct Inner {
 impl Inner {
     /// Entries of `task_id` with a sequence number above `after`.
     fn after(&self, task_id: &str, after: u64) -> &[Entry] {
-        let Some(log) = self.logs.get(task_id) else {
+        let Some(log) = self.logs.peek(task_id) else {
             return &[];
         };
         let start = log.partition_point(|e| e.seq <= after);
@@ -56,21 +57,34 @@ impl Inner {
 /// Ids are decimal numbers from one sequence for the whole store, so they
 /// grow in append order within every task. Appending and reading after an id
 /// cost O(log n) plus what is read. [`EventLog::follow`] wakes on appends
-/// through a [`Notify`] per followed task.
+/// through a [`Notify`] per followed task. [`with_retention`](Self::with_retention)
+/// drops a task's log `ttl_secs` after its last append and keeps the logs
+/// of at most `max_entries` tasks (a running task's log is recently used,
+/// so the ended ones go first).
 #[derive(Debug, Default)]
 pub struct MemoryEventLog {
     inner: Arc<Mutex<Inner>>,
 }
 
 impl MemoryEventLog {
-    /// An empty log.
+    /// An empty log that keeps every task's events.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// An empty log whose task logs expire and are capped as `retention` says.
+    pub fn with_retention(retention: &MemoryRetention) -> Self {
+        MemoryEventLog {
+            inner: Arc::new(Mutex::new(Inner {
+                logs: Retained::new(retention.ttl(), retention.cap()),
+                ..Inner::default()
+            })),
+        }
+    }
+
     /// Number of events of a task.
     pub fn len(&self, task_id: &str) -> usize {
-        lock(&self.inner).logs.get(task_id).map_or(0, Vec::len)
+        lock(&self.inner).logs.peek(task_id).map_or(0, Vec::len)
     }
 }
 
@@ -138,7 +152,7 @@ impl Follow {
             // Nothing new: when the last event was the final one, nothing will come.
             self.done = guard
                 .logs
-                .get(&self.watch.task_id)
+                .peek(&self.watch.task_id)
                 .and_then(|log| log.last())
                 .is_some_and(|last| last.seq <= self.cursor && last.event.is_final());
             return;
@@ -183,8 +197,7 @@ impl EventLog for MemoryEventLog {
             let seq = inner.last_seq;
             inner
                 .logs
-                .entry(task_id.to_owned())
-                .or_default()
+                .entry_or_insert_with(task_id, Vec::new)
                 .push(Entry { seq, event });
             let notify = inner.watchers.get(task_id).map(|(n, _)| Arc::clone(n));
             (seq, notify)

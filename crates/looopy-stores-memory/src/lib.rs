@@ -3,11 +3,11 @@
 
 mod agents;
 mod artifacts;
-mod cache;
 mod events;
 mod locks;
 mod messages;
 mod push_configs;
+mod retention;
 mod task_records;
 mod tasks;
 
@@ -15,11 +15,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 pub use agents::MemoryAgentStateStore;
 pub use artifacts::MemoryArtifactStore;
-pub use cache::MemoryCacheStore;
 pub use events::MemoryEventLog;
 pub use locks::MemoryTurnLock;
 pub use messages::MemoryMessageStore;
 pub use push_configs::MemoryPushConfigStore;
+pub use retention::MemoryRetention;
 pub use task_records::MemoryTaskStore;
 pub use tasks::MemoryTaskStateStore;
 
@@ -45,9 +45,23 @@ pub struct MemoryStores {
 }
 
 impl MemoryStores {
-    /// A fresh set of empty stores.
+    /// A fresh set of empty stores that keep everything until it is deleted.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A fresh set of empty stores that expire and cap what they hold as
+    /// `retention` says (the turn leases are not capped: each ends with its
+    /// turn or runs out).
+    pub fn with_retention(retention: &MemoryRetention) -> Self {
+        MemoryStores {
+            tasks: Arc::new(MemoryTaskStateStore::with_retention(retention)),
+            messages: Arc::new(MemoryMessageStore::with_retention(retention)),
+            artifacts: Arc::new(MemoryArtifactStore::with_retention(retention)),
+            agents: Arc::new(MemoryAgentStateStore::with_retention(retention)),
+            events: Arc::new(MemoryEventLog::with_retention(retention)),
+            locks: Arc::new(MemoryTurnLock::default()),
+        }
     }
 }
 

@@ -1,6 +1,5 @@
 //! [`MemoryMessageStore`].
 
-use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
@@ -10,6 +9,7 @@ use looopy_core::store::MessageStore;
 use looopy_core::{History, Message, StoreError};
 
 use crate::lock;
+use crate::retention::{MemoryRetention, Retained};
 
 type Messages = Vector<Arc<Message>>;
 
@@ -18,16 +18,26 @@ type Messages = Vector<Arc<Message>>;
 /// Each history is a persistent vector of shared messages: appending a batch
 /// costs O(batch), replacing a range O(log n + replacement), and reading a
 /// range O(range). Every write happens under one lock, so batches are atomic
-/// and never interleave.
+/// and never interleave. [`new`](Self::new) keeps every conversation;
+/// [`with_retention`](Self::with_retention) drops a conversation `ttl_secs`
+/// after its last append and keeps at most `max_entries` of them (the least
+/// recently used go first).
 #[derive(Debug, Default)]
 pub struct MemoryMessageStore {
-    contexts: Mutex<HashMap<String, Messages>>,
+    contexts: Mutex<Retained<Messages>>,
 }
 
 impl MemoryMessageStore {
-    /// An empty store.
+    /// An empty store that keeps every conversation.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty store whose conversations expire and are capped as `retention` says.
+    pub fn with_retention(retention: &MemoryRetention) -> Self {
+        MemoryMessageStore {
+            contexts: Mutex::new(Retained::new(retention.ttl(), retention.cap())),
+        }
     }
 
     /// The whole history of a context as a [`History`] sharing the stored
@@ -59,7 +69,7 @@ impl MessageStore for MemoryMessageStore {
         // Copy outside the lock; the lock only moves pointers.
         let batch: Vec<Arc<Message>> = messages.iter().cloned().map(Arc::new).collect();
         let mut contexts = lock(&self.contexts);
-        let history = contexts.entry(context_id.to_owned()).or_default();
+        let history = contexts.entry_or_insert_with(context_id, Vector::new);
         history.extend(batch);
         Ok(())
     }
@@ -70,7 +80,7 @@ impl MessageStore for MemoryMessageStore {
         range: Range<usize>,
     ) -> Result<Vec<Message>, StoreError> {
         let shared: Vec<Arc<Message>> = {
-            let contexts = lock(&self.contexts);
+            let mut contexts = lock(&self.contexts);
             let Some(history) = contexts.get(context_id) else {
                 return Ok(Vec::new());
             };
@@ -111,7 +121,7 @@ impl MessageStore for MemoryMessageStore {
             if range.is_empty() && replacement.is_empty() {
                 return Ok(());
             }
-            let history = contexts.entry(context_id.to_owned()).or_default();
+            let history = contexts.entry_or_insert_with(context_id, Vector::new);
             let mut tail = history.split_off(range.start);
             let rest = tail.split_off(range.end - range.start);
             history.append(replacement);

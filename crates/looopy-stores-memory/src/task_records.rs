@@ -1,7 +1,7 @@
 //! [`MemoryTaskStore`]: A2A task records in memory.
 
 use std::cmp::Reverse;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -9,6 +9,7 @@ use looopy_core::StoreError;
 use looopy_core::store::{TaskRecord, TaskStore};
 
 use crate::lock;
+use crate::retention::{MemoryRetention, Retained};
 
 /// A2A task records in memory.
 ///
@@ -16,17 +17,28 @@ use crate::lock;
 /// records): fine for tests and single-process servers of modest size. Ties in
 /// `updated_at` are broken by task id, so pages are stable. Every write
 /// happens under one lock, so `compare_and_put` is atomic; cancel flags are
-/// kept in a set of their own (they do not expire).
+/// kept in a set of their own (they do not expire; a flag is taken by the
+/// running turn or deleted with its record). [`with_retention`](Self::with_retention)
+/// drops a record `ttl_secs` after its last write and keeps at most
+/// `max_entries` of them.
 #[derive(Debug, Default)]
 pub struct MemoryTaskStore {
-    records: Mutex<HashMap<String, TaskRecord>>,
+    records: Mutex<Retained<TaskRecord>>,
     cancels: Mutex<HashSet<String>>,
 }
 
 impl MemoryTaskStore {
-    /// An empty store.
+    /// An empty store that keeps every record.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty store whose records expire and are capped as `retention` says.
+    pub fn with_retention(retention: &MemoryRetention) -> Self {
+        MemoryTaskStore {
+            records: Mutex::new(Retained::new(retention.ttl(), retention.cap())),
+            cancels: Mutex::default(),
+        }
     }
 
     /// Number of stored records.
@@ -80,7 +92,8 @@ impl TaskStore for MemoryTaskStore {
     ) -> Result<Vec<TaskRecord>, StoreError> {
         let records = lock(&self.records);
         let mut found: Vec<&TaskRecord> = records
-            .values()
+            .iter()
+            .map(|(_, r)| r)
             .filter(|r| owner.is_none_or(|o| r.owner.as_deref() == Some(o)))
             .filter(|r| context_id.is_none_or(|c| r.context_id == c))
             .collect();

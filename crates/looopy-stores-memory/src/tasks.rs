@@ -1,6 +1,5 @@
 //! [`MemoryTaskStateStore`].
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -8,20 +7,31 @@ use looopy_core::StoreError;
 use looopy_core::store::{TaskCheckpoint, TaskStateStore};
 
 use crate::lock;
+use crate::retention::{MemoryRetention, Retained};
 
 /// Loop checkpoints in memory.
 ///
 /// A checkpoint's history is a persistent vector, so saving and loading one
 /// costs O(1) in the length of the conversation (plus its metadata).
+/// [`new`](Self::new) keeps checkpoints until they are deleted;
+/// [`with_retention`](Self::with_retention) lets them expire
+/// `task_ttl_secs` after their last save and caps how many are kept.
 #[derive(Debug, Default)]
 pub struct MemoryTaskStateStore {
-    checkpoints: Mutex<HashMap<String, TaskCheckpoint>>,
+    checkpoints: Mutex<Retained<TaskCheckpoint>>,
 }
 
 impl MemoryTaskStateStore {
-    /// An empty store.
+    /// An empty store that keeps checkpoints until they are deleted.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty store whose checkpoints expire and are capped as `retention` says.
+    pub fn with_retention(retention: &MemoryRetention) -> Self {
+        MemoryTaskStateStore {
+            checkpoints: Mutex::new(Retained::new(retention.task_ttl(), retention.cap())),
+        }
     }
 
     /// Number of stored checkpoints.

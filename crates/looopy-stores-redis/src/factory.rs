@@ -28,9 +28,11 @@ use crate::{RedisConfig, RedisStores};
 #[serde(tag = "backend", rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum StoreConfig {
-    /// Everything in this process's memory (tests, single-process servers).
+    /// Everything in this process's memory (tests, single-process servers),
+    /// kept as long as the retention says (`task_ttl_secs`, `ttl_secs`,
+    /// `max_entries`: [`looopy_stores_memory::MemoryRetention`]).
     #[cfg(feature = "memory")]
-    Memory,
+    Memory(looopy_stores_memory::MemoryRetention),
     /// Everything in Redis.
     Redis(RedisConfig),
 }
@@ -70,15 +72,15 @@ impl StoreConfig {
     pub async fn build(&self) -> Result<Stores, StoreError> {
         match self {
             #[cfg(feature = "memory")]
-            StoreConfig::Memory => Ok(memory()),
+            StoreConfig::Memory(retention) => Ok(memory(retention)),
             StoreConfig::Redis(config) => Ok(RedisStores::connect(config.clone()).await?.into()),
         }
     }
 }
 
 #[cfg(feature = "memory")]
-fn memory() -> Stores {
-    let m = looopy_stores_memory::MemoryStores::new();
+fn memory(retention: &looopy_stores_memory::MemoryRetention) -> Stores {
+    let m = looopy_stores_memory::MemoryStores::with_retention(retention);
     Stores {
         tasks: m.tasks,
         messages: m.messages,
@@ -87,7 +89,9 @@ fn memory() -> Stores {
         events: m.events,
         locks: m.locks,
         push_configs: Arc::new(looopy_stores_memory::MemoryPushConfigStore::new()),
-        task_records: Arc::new(looopy_stores_memory::MemoryTaskStore::new()),
+        task_records: Arc::new(looopy_stores_memory::MemoryTaskStore::with_retention(
+            retention,
+        )),
     }
 }
 
@@ -140,8 +144,21 @@ mod tests {
 
         #[cfg(feature = "memory")]
         {
+            use looopy_stores_memory::MemoryRetention;
             let file: File = toml::from_str("[stores]\nbackend = \"memory\"").unwrap();
-            assert_eq!(file.stores, StoreConfig::Memory);
+            assert_eq!(file.stores, StoreConfig::Memory(MemoryRetention::default()));
+            let file: File =
+                toml::from_str("[stores]\nbackend = \"memory\"\nttl_secs = 60\nmax_entries = 500")
+                    .unwrap();
+            let StoreConfig::Memory(retention) = file.stores else {
+                panic!("expected memory");
+            };
+            assert_eq!((retention.ttl_secs, retention.max_entries), (60, 500));
+            assert_eq!(retention.task_ttl_secs, 86_400);
+            assert!(
+                toml::from_str::<File>("[stores]\nbackend = \"memory\"\nurl = \"x\"").is_err(),
+                "a Redis key on the memory backend is refused"
+            );
         }
         assert!(toml::from_str::<File>("[stores]\nbackend = \"mongo\"").is_err());
         assert!(
@@ -153,12 +170,20 @@ mod tests {
     #[cfg(feature = "memory")]
     #[tokio::test]
     async fn memory_builds_without_io() {
-        let stores = StoreConfig::Memory.build().await.unwrap();
-        stores
-            .messages
-            .append("c", &[looopy_core::Message::user("hi")])
-            .await
-            .unwrap();
+        let retention = looopy_stores_memory::MemoryRetention {
+            max_entries: 2,
+            ..Default::default()
+        };
+        let stores = StoreConfig::Memory(retention).build().await.unwrap();
+        for c in ["a", "b", "c"] {
+            stores
+                .messages
+                .append(c, &[looopy_core::Message::user("hi")])
+                .await
+                .unwrap();
+        }
+        // The cap reached the store: the least recently used conversation went.
+        assert_eq!(stores.messages.count("a").await.unwrap(), 0);
         assert_eq!(stores.messages.count("c").await.unwrap(), 1);
     }
 

@@ -1,0 +1,332 @@
+//! [`MemoryRetention`] and the map that applies it: how long the memory
+//! stores keep what they hold, so that a long-running process on the memory
+//! backend does not grow without bound.
+//!
+//! It mirrors the Redis stores' TTLs (`task_ttl_secs` for checkpoints,
+//! `ttl_secs` for everything else, counted from the last write) and adds
+//! what only memory needs, a cap on the entries each store keeps, the
+//! least recently used going first (Redis has `maxmemory-policy` for that).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// How long the memory stores keep entries. Every field has a default, so
+/// a `looopy.toml` `[store]` table needs only what differs:
+///
+/// ```toml
+/// [store]
+/// backend = "memory"
+/// task_ttl_secs = 86400    # checkpoints, a day after their last save (0: forever)
+/// ttl_secs = 3600          # a conversation's messages, artifacts, state, events, task records (0: forever)
+/// max_entries = 10000      # most conversations / tasks each store keeps, least recently used first out (0: no cap)
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemoryRetention {
+    /// Lifetime of a checkpoint after its last save, in seconds; 0: none.
+    pub task_ttl_secs: u64,
+    /// Lifetime of every other entry (a conversation's messages, artifacts
+    /// and state; a task's events and record) after its last write, in
+    /// seconds; 0: none.
+    pub ttl_secs: u64,
+    /// Most entries each store keeps (conversations in the message,
+    /// artifact and state stores; tasks in the checkpoint, event and task
+    /// record stores); past it the least recently used (read or written)
+    /// are dropped. 0: no cap. Default 10,000: a process on the memory
+    /// backend serving conversations for months must not keep them all.
+    pub max_entries: usize,
+}
+
+impl Default for MemoryRetention {
+    /// The Redis stores' TTLs (checkpoints live a day, the rest has no
+    /// expiry) and a cap of 10,000 entries per store.
+    fn default() -> Self {
+        MemoryRetention {
+            task_ttl_secs: 24 * 60 * 60,
+            ttl_secs: 0,
+            max_entries: 10_000,
+        }
+    }
+}
+
+impl MemoryRetention {
+    /// Keeps everything forever (what the stores did before retention).
+    pub fn unbounded() -> Self {
+        MemoryRetention {
+            task_ttl_secs: 0,
+            ttl_secs: 0,
+            max_entries: 0,
+        }
+    }
+
+    /// Checkpoint lifetime.
+    pub fn task_ttl(&self) -> Option<Duration> {
+        (self.task_ttl_secs > 0).then(|| Duration::from_secs(self.task_ttl_secs))
+    }
+
+    /// Lifetime of every other entry.
+    pub fn ttl(&self) -> Option<Duration> {
+        (self.ttl_secs > 0).then(|| Duration::from_secs(self.ttl_secs))
+    }
+
+    /// The cap, if any.
+    pub fn cap(&self) -> Option<usize> {
+        (self.max_entries > 0).then_some(self.max_entries)
+    }
+}
+
+/// How often at most the whole map is swept for expired entries (expired
+/// entries that are read are dropped at once, whatever the sweep).
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+struct Slot<V> {
+    value: V,
+    /// Last write: expiry counts from here.
+    written: Instant,
+    /// Last read or write, as a counter: the LRU order.
+    used: u64,
+}
+
+/// A map from keys to entries that expire `ttl` after their last write and
+/// that holds at most `cap` entries, dropping the least recently used.
+///
+/// Used under each store's lock. Evicting over the cap scans the map, so
+/// it drops a sixteenth of the cap at a time (amortised O(1) per insert);
+/// the map then holds between 15/16 of the cap and the cap.
+pub(crate) struct Retained<V> {
+    map: HashMap<String, Slot<V>>,
+    ttl: Option<Duration>,
+    cap: Option<usize>,
+    clock: u64,
+    next_sweep: Instant,
+}
+
+impl<V> std::fmt::Debug for Retained<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Retained")
+            .field("len", &self.map.len())
+            .field("ttl", &self.ttl)
+            .field("cap", &self.cap)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<V> Default for Retained<V> {
+    fn default() -> Self {
+        Self::new(None, None)
+    }
+}
+
+impl<V> Retained<V> {
+    /// An empty map with this expiry and cap (`None`: none).
+    pub(crate) fn new(ttl: Option<Duration>, cap: Option<usize>) -> Self {
+        Retained {
+            map: HashMap::new(),
+            ttl,
+            cap,
+            clock: 0,
+            next_sweep: Instant::now() + SWEEP_EVERY,
+        }
+    }
+
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+
+    fn expired(&self, slot: &Slot<V>, now: Instant) -> bool {
+        self.ttl
+            .is_some_and(|ttl| now.saturating_duration_since(slot.written) >= ttl)
+    }
+
+    /// Drops `key` when it has expired; whether it is (still) there.
+    fn live(&mut self, key: &str, now: Instant) -> bool {
+        let expired = match self.map.get(key) {
+            None => return false,
+            Some(slot) => self.expired(slot, now),
+        };
+        if expired {
+            self.map.remove(key);
+        }
+        !expired
+    }
+
+    /// The entry of `key`, counted as used.
+    pub(crate) fn get(&mut self, key: &str) -> Option<&V> {
+        if !self.live(key, Instant::now()) {
+            return None;
+        }
+        let used = self.tick();
+        let slot = self.map.get_mut(key)?;
+        slot.used = used;
+        Some(&slot.value)
+    }
+
+    /// The entry of `key` without counting a use (for inspection).
+    pub(crate) fn peek(&self, key: &str) -> Option<&V> {
+        let slot = self.map.get(key)?;
+        (!self.expired(slot, Instant::now())).then_some(&slot.value)
+    }
+
+    /// The entry of `key` to change in place: a write (expiry starts again).
+    pub(crate) fn get_mut(&mut self, key: &str) -> Option<&mut V> {
+        let now = Instant::now();
+        if !self.live(key, now) {
+            return None;
+        }
+        let used = self.tick();
+        let slot = self.map.get_mut(key)?;
+        slot.used = used;
+        slot.written = now;
+        Some(&mut slot.value)
+    }
+
+    /// Writes `value` under `key`; the value it replaces, if any.
+    pub(crate) fn insert(&mut self, key: String, value: V) -> Option<V> {
+        let now = Instant::now();
+        if !self.live(&key, now) {
+            self.make_room();
+        }
+        let used = self.tick();
+        let slot = Slot {
+            value,
+            written: now,
+            used,
+        };
+        self.map.insert(key, slot).map(|old| old.value)
+    }
+
+    /// The entry of `key` to write, made with `make` when there is none: a
+    /// write (expiry starts again).
+    pub(crate) fn entry_or_insert_with(&mut self, key: &str, make: impl FnOnce() -> V) -> &mut V {
+        let now = Instant::now();
+        if !self.live(key, now) {
+            self.make_room();
+        }
+        let used = self.tick();
+        let slot = self.map.entry(key.to_owned()).or_insert_with(|| Slot {
+            value: make(),
+            written: now,
+            used,
+        });
+        slot.used = used;
+        slot.written = now;
+        &mut slot.value
+    }
+
+    /// Removes `key`; its value if it was there and live.
+    pub(crate) fn remove(&mut self, key: &str) -> Option<V> {
+        let slot = self.map.remove(key)?;
+        (!self.expired(&slot, Instant::now())).then_some(slot.value)
+    }
+
+    /// Live entries (expired ones not yet swept are not counted).
+    pub(crate) fn len(&self) -> usize {
+        let now = Instant::now();
+        self.map.values().filter(|s| !self.expired(s, now)).count()
+    }
+
+    /// Live entries, without counting uses.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&String, &V)> {
+        let now = Instant::now();
+        self.map
+            .iter()
+            .filter(move |(_, s)| !self.expired(s, now))
+            .map(|(k, s)| (k, &s.value))
+    }
+
+    /// Drops expired entries, at most once per [`SWEEP_EVERY`].
+    fn maintain(&mut self) {
+        let Some(ttl) = self.ttl else {
+            return;
+        };
+        let now = Instant::now();
+        if now < self.next_sweep {
+            return;
+        }
+        self.next_sweep = now + SWEEP_EVERY;
+        self.map
+            .retain(|_, s| now.saturating_duration_since(s.written) < ttl);
+    }
+
+    /// Before a new key goes in: drops expired entries (at most once per
+    /// [`SWEEP_EVERY`]) and, at the cap, the least recently used sixteenth
+    /// of it (at least one entry).
+    fn make_room(&mut self) {
+        self.maintain();
+        let Some(cap) = self.cap else {
+            return;
+        };
+        if self.map.len() < cap {
+            return;
+        }
+        let keep = cap.saturating_sub((cap / 16).max(1));
+        let drop_count = self.map.len() - keep;
+        let mut order: Vec<u64> = self.map.values().map(|s| s.used).collect();
+        // The `drop_count`-th smallest use: everything at or under it goes.
+        let (_, threshold, _) = order.select_nth_unstable(drop_count - 1);
+        let threshold = *threshold;
+        self.map.retain(|_, s| s.used > threshold);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cap_drops_the_least_recently_used_first() {
+        let mut m: Retained<u32> = Retained::new(None, Some(4));
+        for (i, k) in ["a", "b", "c", "d"].iter().enumerate() {
+            m.insert((*k).to_owned(), i as u32);
+        }
+        // "a" is read, so "b" is now the least recently used.
+        assert_eq!(m.get("a"), Some(&0));
+        m.insert("e".into(), 4);
+        assert_eq!(m.len(), 4);
+        assert!(m.peek("b").is_none());
+        for k in ["a", "c", "d", "e"] {
+            assert!(m.peek(k).is_some(), "{k} was evicted");
+        }
+    }
+
+    #[test]
+    fn a_large_cap_evicts_in_batches_and_never_holds_more_than_the_cap() {
+        let mut m: Retained<usize> = Retained::new(None, Some(160));
+        for i in 0..1000 {
+            m.insert(format!("k{i}"), i);
+            assert!(m.len() <= 160);
+        }
+        assert!(m.len() >= 150);
+        // The newest entries are the ones kept.
+        assert_eq!(m.peek("k999"), Some(&999));
+        assert!(m.peek("k0").is_none());
+    }
+
+    #[test]
+    fn entries_expire_after_their_last_write_not_their_last_read() {
+        let mut m: Retained<u32> = Retained::new(Some(Duration::from_millis(40)), None);
+        m.insert("a".into(), 1);
+        *m.entry_or_insert_with("b", || 0) += 2;
+        std::thread::sleep(Duration::from_millis(25));
+        assert_eq!(m.get("a"), Some(&1)); // a read does not extend it
+        *m.get_mut("b").unwrap_or(&mut 0) += 1; // a write does
+        std::thread::sleep(Duration::from_millis(25));
+        assert_eq!(m.get("a"), None);
+        assert_eq!(m.get("b"), Some(&3));
+        assert_eq!(m.len(), 1);
+        // A key that expired starts afresh.
+        std::thread::sleep(Duration::from_millis(45));
+        assert_eq!(*m.entry_or_insert_with("b", || 10), 10);
+    }
+
+    #[test]
+    fn the_defaults_mirror_the_redis_stores() {
+        let r = MemoryRetention::default();
+        assert_eq!(r.task_ttl(), Some(Duration::from_secs(86_400)));
+        assert_eq!((r.ttl(), r.cap()), (None, Some(10_000)));
+        assert_eq!(MemoryRetention::unbounded().task_ttl(), None);
+    }
+}

@@ -1,0 +1,160 @@
+//! Retention of the memory stores: the cap drops the least recently used
+//! conversation or task of each store, and entries expire after their last
+//! write, as the Redis stores' TTLs do.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use chrono::Utc;
+use looopy_core::store::{
+    AgentState, AgentStateStore, EventLog, LifecycleState, MessageStore, TaskCheckpoint,
+    TaskStateStore,
+};
+use looopy_core::{AgentEvent, EventPayload, History, Message, TaskState, TaskStatus, Usage};
+use looopy_stores_memory::{MemoryRetention, MemoryStores};
+
+fn checkpoint(task_id: &str) -> TaskCheckpoint {
+    TaskCheckpoint {
+        task_id: task_id.to_owned(),
+        context_id: "c".into(),
+        agent_id: "a".into(),
+        iteration: 1,
+        state: TaskState::Working,
+        messages: History::from(vec![Message::user(task_id)]),
+        turn_start: 0,
+        usage: Usage::default(),
+        completed_tool_results: Vec::new(),
+        created_at: Utc::now(),
+        updated_at: Utc::now(),
+        metadata: Default::default(),
+    }
+}
+
+fn owned_state(context_id: &str, owner: &str) -> AgentState {
+    AgentState {
+        context_id: context_id.to_owned(),
+        agent_id: "a".into(),
+        lifecycle: LifecycleState::Ready,
+        turn_count: 1,
+        created_at: Utc::now(),
+        last_activity: Utc::now(),
+        owner: Some(owner.to_owned()),
+        last_turn: None,
+        metadata: Default::default(),
+    }
+}
+
+fn working(task_id: &str) -> AgentEvent {
+    AgentEvent::new(
+        task_id.into(),
+        "c".into(),
+        EventPayload::StatusUpdate {
+            status: TaskStatus::new(TaskState::Working),
+            is_final: false,
+            metadata: Default::default(),
+        },
+    )
+}
+
+fn capped(max_entries: usize) -> MemoryStores {
+    MemoryStores::with_retention(&MemoryRetention {
+        max_entries,
+        ..MemoryRetention::unbounded()
+    })
+}
+
+#[tokio::test]
+async fn the_message_store_keeps_the_most_recently_used_conversations() {
+    let stores = capped(3);
+    for c in ["a", "b", "c"] {
+        stores
+            .messages
+            .append(c, &[Message::user(c)])
+            .await
+            .unwrap();
+    }
+    // Reading "a" makes "b" the least recently used.
+    assert_eq!(stores.messages.count("a").await.unwrap(), 1);
+    stores
+        .messages
+        .append("d", &[Message::user("d")])
+        .await
+        .unwrap();
+    assert_eq!(stores.messages.context_count(), 3);
+    assert_eq!(stores.messages.count("b").await.unwrap(), 0);
+    for c in ["a", "c", "d"] {
+        assert_eq!(stores.messages.count(c).await.unwrap(), 1, "{c}");
+    }
+}
+
+#[tokio::test]
+async fn checkpoints_event_logs_and_states_are_capped_too() {
+    let stores = capped(2);
+    for t in ["t1", "t2", "t3"] {
+        stores.tasks.save(&checkpoint(t)).await.unwrap();
+        stores.events.append(t, &working(t)).await.unwrap();
+        stores.agents.save(&owned_state(t, "me")).await.unwrap();
+    }
+    assert!(stores.tasks.load("t1").await.unwrap().is_none());
+    assert!(stores.tasks.load("t3").await.unwrap().is_some());
+    assert_eq!(stores.tasks.len(), 2);
+    assert!(stores.events.read("t1", None, 10).await.unwrap().is_empty());
+    assert_eq!(stores.events.read("t3", None, 10).await.unwrap().len(), 1);
+    // The owner index lists only the states still kept.
+    let listed: Vec<String> = stores
+        .agents
+        .list_by_owner("me", 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.context_id)
+        .collect();
+    assert_eq!(listed.len(), 2);
+    assert!(!listed.contains(&"t1".to_owned()), "{listed:?}");
+}
+
+#[tokio::test]
+async fn conversations_expire_after_their_last_write() {
+    let stores = MemoryStores::with_retention(&MemoryRetention {
+        ttl_secs: 1,
+        task_ttl_secs: 1,
+        max_entries: 0,
+    });
+    stores
+        .messages
+        .append("old", &[Message::user("x")])
+        .await
+        .unwrap();
+    stores.tasks.save(&checkpoint("t")).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    stores
+        .messages
+        .append("kept", &[Message::user("y")])
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    // "old" was written 1.2 s ago, "kept" 0.6 s ago.
+    assert_eq!(stores.messages.count("old").await.unwrap(), 0);
+    assert!(stores.tasks.load("t").await.unwrap().is_none());
+    assert_eq!(stores.messages.count("kept").await.unwrap(), 1);
+    // A conversation that expired starts again empty.
+    stores
+        .messages
+        .append("old", &[Message::user("z")])
+        .await
+        .unwrap();
+    assert_eq!(stores.messages.count("old").await.unwrap(), 1);
+}
+
+#[tokio::test]
+async fn new_keeps_everything() {
+    let stores = MemoryStores::new();
+    for i in 0..20_000 {
+        stores
+            .messages
+            .append(&format!("c{i}"), &[Message::user("x")])
+            .await
+            .unwrap();
+    }
+    assert_eq!(stores.messages.context_count(), 20_000);
+}
