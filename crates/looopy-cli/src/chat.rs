@@ -10,7 +10,9 @@ mod input;
 mod turn;
 
 use anyhow::{Context, Result};
-use looopy_a2a::{A2aClient, EXTENSIONS_HEADER, SendRequest, TOOL_PROGRESS_EXTENSION};
+use looopy_a2a::{
+    A2aClient, A2aClientError, EXTENSIONS_HEADER, SendRequest, TOOL_PROGRESS_EXTENSION,
+};
 
 use self::input::{Input, LineReader};
 use self::turn::{Conversation, Followed, follow};
@@ -19,6 +21,7 @@ use self::turn::{Conversation, Followed, follow};
 /// cannot be reached or refuses the credentials; a failed turn is shown and
 /// the session goes on.
 pub async fn chat(url: &str, token: Option<String>) -> Result<()> {
+    let has_token = token.is_some();
     let mut builder = A2aClient::builder(url).header(EXTENSIONS_HEADER, TOOL_PROGRESS_EXTENSION);
     if let Some(t) = token {
         builder = builder.bearer_token(t);
@@ -51,6 +54,13 @@ pub async fn chat(url: &str, token: Option<String>) -> Result<()> {
         request.task_id = conversation.waiting_task.take();
         let stream = match client.stream(&request).await {
             Ok(s) => s,
+            Err(A2aClientError::Http { status: 401, .. }) => {
+                // Nothing will work without the right token: say so and stop.
+                if has_token {
+                    anyhow::bail!("the agent at {url} refused the token (--token or LOOOPY_TOKEN)");
+                }
+                anyhow::bail!("the agent at {url} wants a token: pass --token or set LOOOPY_TOKEN");
+            }
             Err(e) => {
                 eprintln!("looopy: not sent: {e}");
                 continue;

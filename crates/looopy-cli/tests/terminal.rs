@@ -86,6 +86,42 @@ fn chat_with_an_unreachable_agent_says_so_in_one_line() {
 }
 
 #[test]
+fn chat_without_the_right_token_says_so_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        &dir,
+        "[[auth.tokens]]\nprincipal = \"a\"\ntoken = \"right\"\n",
+    );
+    let (server, url) = support::serve_running(&config, &[]);
+    for token in [None, Some("wrong")] {
+        let mut cmd = looopy(&["chat", &url]);
+        cmd.env_remove("LOOOPY_TOKEN");
+        if let Some(t) = token {
+            cmd.args(["--token", t]);
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"hello\n").unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(!out.status.success(), "{token:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let said = match token {
+            None => format!("the agent at {url} wants a token: pass --token or set LOOOPY_TOKEN"),
+            Some(_) => format!("the agent at {url} refused the token (--token or LOOOPY_TOKEN)"),
+        };
+        assert!(
+            err.ends_with(&format!("looopy: {said}\n")),
+            "{token:?}: {err}"
+        );
+    }
+    assert!(server.stop().success());
+}
+
+#[test]
 fn a_half_filled_llm_section_is_refused_with_what_is_missing() {
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(&dir, "[llm]\nbase_url = \"http://127.0.0.1:4000/v1\"\n");
