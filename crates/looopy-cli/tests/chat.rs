@@ -45,7 +45,7 @@ fn config_for(llm: &OpenAiFixture, dir: &tempfile::TempDir) -> std::path::PathBu
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn chat_shows_tool_calls_and_token_usage() {
+async fn chat_shows_tool_calls_token_usage_and_the_trace_id() {
     let llm = OpenAiFixture::start().await.unwrap();
     llm.push(FixtureReply::sse(vec![
         openai::tool_call_start_chunk(0, "call-1", "lookup"),
@@ -59,7 +59,13 @@ async fn chat_shows_tool_calls_and_token_usage() {
         openai::usage_chunk(20, 5),
     ]));
     let dir = tempfile::tempdir().unwrap();
-    let (server, url) = serve_running(&config_for(&llm, &dir), &[]);
+    // The server exports its traces: chat shows the turn's trace id.
+    let (otlp, received) = support::otlp_receiver().await;
+    let traces = format!("{otlp}/v1/traces");
+    let (server, url) = serve_running(
+        &config_for(&llm, &dir),
+        &[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", traces.as_str())],
+    );
     let (out, err) = tokio::task::spawn_blocking(move || {
         let (child, mut stdin, out, err) = chat(&url);
         stdin.write_all(b"what is the weather?\n").unwrap();
@@ -74,10 +80,20 @@ async fn chat_shows_tool_calls_and_token_usage() {
     assert!(err.contains(r#"  → lookup {"q":"weather"}"#), "{err}");
     assert!(err.contains("  ← lookup (unknown tool, "), "{err}");
     // Both model calls: 27 in, 8 out.
-    assert!(err.contains("tokens: 27 in, 8 out, 35 total"), "{err}");
+    assert!(
+        err.contains("tokens: 27 in, 8 out, 35 total · trace "),
+        "{err}"
+    );
+    let shown = err.split("· trace ").nth(1).unwrap()[..32].to_owned();
+    // Stopping the server flushes its spans.
     tokio::task::spawn_blocking(move || server.stop())
         .await
         .unwrap();
+    let exported: std::collections::HashSet<String> = support::exported_spans(&received)
+        .iter()
+        .map(|s| s.trace_id.iter().map(|b| format!("{b:02x}")).collect())
+        .collect();
+    assert!(exported.contains(&shown), "{shown} not in {exported:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

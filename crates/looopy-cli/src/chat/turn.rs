@@ -1,5 +1,6 @@
 //! Following one turn's stream on the terminal: the answer as it streams,
-//! tool calls from the tool-progress extension, token usage at the end.
+//! tool calls from the tool-progress extension, token usage and the trace id
+//! (when the server records traces) at the end.
 //! Ctrl-C cancels the turn (`CancelTask`), a second one quits; a stream
 //! that breaks before the turn's end is resumed with `SubscribeToTask`
 //! from the last event seen, so nothing is lost or shown twice.
@@ -42,6 +43,8 @@ struct Turn {
     last_event_id: Option<String>,
     state: Option<TaskState>,
     usage: Option<Value>,
+    /// The turn's OpenTelemetry trace id, when the server records one.
+    trace_id: Option<String>,
     /// Ctrl-C came before the task's id: cancel once it is known.
     cancel_pending: bool,
     /// Some of the answer was printed.
@@ -100,8 +103,19 @@ impl Turn {
                 conversation.context_id = Some(event.context_id.to_string());
                 self.task_id = Some(event.task_id.to_string());
                 if let Some(data) = progress_data(&event) {
-                    if data.get("event").and_then(Value::as_str) == Some("usage") {
-                        self.usage = data.get("total").cloned();
+                    match data.get("event").and_then(Value::as_str) {
+                        Some("usage") => self.usage = data.get("total").cloned(),
+                        // A made-up id (tracing off on the server) finds nothing.
+                        Some("turn-start")
+                            if data.get("traceIdGenerated").and_then(Value::as_bool)
+                                == Some(false) =>
+                        {
+                            self.trace_id = data
+                                .get("traceId")
+                                .and_then(Value::as_str)
+                                .map(str::to_owned);
+                        }
+                        _ => {}
                     }
                     print_progress(data, &mut err);
                     return false;
@@ -187,9 +201,18 @@ pub(crate) async fn follow(
             None => return Followed::Ended(None),
         }
     }
-    if let Some(line) = turn.usage.as_ref().and_then(usage_line) {
+    let mut facts: Vec<String> = turn
+        .usage
+        .as_ref()
+        .and_then(usage_line)
+        .into_iter()
+        .collect();
+    if let Some(id) = &turn.trace_id {
+        facts.push(format!("trace {id}"));
+    }
+    if !facts.is_empty() {
         let dim = anstyle::Style::new().dimmed();
-        anstream::eprintln!("  {dim}{line}{dim:#}");
+        anstream::eprintln!("  {dim}{}{dim:#}", facts.join(" · "));
     }
     Followed::Ended(turn.state)
 }
