@@ -201,6 +201,7 @@ impl App {
             .state_store(self.stores.agents.clone())
             .turn_lock(self.stores.locks.clone())
             .lock_ttl(self.config.durability.lease_ttl())
+            .artifact_tools(self.config.agent.artifact_tools)
             .owner(owner);
         builder = self.config.history.apply(builder);
         for tool in &self.tools {
@@ -245,5 +246,8 @@ mod tests {
         );
         assert!(Config::parse("[agent]\ntool_failure_mode = \"explode\"").is_err());
         assert!(Config::parse("[agent]\nmax_turn_secs = 0").is_err());
+        assert!(!defaults.config.agent.artifact_tools, "off by default");
+        let on = Config::parse("[agent]\nartifact_tools = true").unwrap();
+        assert!(on.agent.artifact_tools);
     }
 }

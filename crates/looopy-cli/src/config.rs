@@ -13,6 +13,7 @@
 //! max_tool_calls = 40         # per turn, then the turn wraps up (default: none)
 //! max_turn_secs = 300         # per turn, then it ends failed (default: none)
 //! tool_failure_mode = "continue"  # or "fail": the first failed tool call ends the turn
+//! artifact_tools = false      # true: the model may create, append to and replace artifacts
 //!
 //! [agent.tool_timeouts]       # seconds, by tool name (0: no limit)
 //! slow_report = 120
@@ -187,6 +188,10 @@ pub struct AgentSection {
     /// the default) or `"fail"` (the turn ends `failed`).
     #[serde(default)]
     pub tool_failure_mode: FailureMode,
+    /// Offers the model the built-in artifact tools (`create_artifact`,
+    /// `append_to_artifact`, `replace_artifact`); off by default.
+    #[serde(default)]
+    pub artifact_tools: bool,
 }
 
 /// `[agent] tool_failure_mode`.
@@ -229,6 +234,7 @@ impl Default for AgentSection {
             max_tool_calls: None,
             max_turn_secs: None,
             tool_failure_mode: FailureMode::Continue,
+            artifact_tools: false,
         }
     }
 }
@@ -460,6 +466,7 @@ impl Config {
             llm.model = model;
         }
     }
+
     /// Refuses a half-filled `[llm]` section (after [`apply_env`](Self::apply_env)):
     /// a model needs both `base_url` and `model`, and settings without them
     /// would be silently ignored. No section at all is fine (no model).
