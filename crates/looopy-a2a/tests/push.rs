@@ -754,3 +754,38 @@ async fn two_servers_on_redis_share_configs() {
     );
     configs.delete_all(&task_id).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_turn_ending_during_shutdown_still_sends_its_last_update() {
+    let receiver = Receiver::start(Mode::Accept, 0).await;
+    let (runner, gate) = gated_runner();
+    let server = push_server(runner, test_settings()).await;
+    let url = server.url.clone();
+    let mut params = v1_message("hi");
+    params["configuration"] = json!({"returnImmediately": true,
+        "taskPushNotificationConfig": {"url": receiver.url}});
+    let sent = rpc(&url, Some("1.0"), "SendMessage", params).await;
+    result(&sent);
+    eventually(async || receiver.delivered().len() == 2).await;
+
+    // The server stops taking connections; the turn is still running.
+    let stopping = tokio::spawn(server.stop());
+    eventually(async || {
+        http()
+            .get(format!("{url}/.well-known/agent-card.json"))
+            .send()
+            .await
+            .is_err()
+    })
+    .await;
+    gate.add_permits(1);
+    stopping.await.unwrap();
+    assert!(
+        receiver
+            .delivered()
+            .iter()
+            .any(|b| { b["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED" }),
+        "{:?}",
+        receiver.all()
+    );
+}

@@ -34,6 +34,10 @@ use crate::runner::TurnRunner;
 use crate::version::ProtocolVersion;
 use tasks::Tasks;
 
+/// The longest a stopping server waits for webhooks to take the last
+/// updates of its turns.
+const PUSH_DRAIN: Duration = Duration::from_secs(10);
+
 /// Default limit of a request body: 1 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1 << 20;
 
@@ -190,6 +194,10 @@ impl A2aServer {
             .with_graceful_shutdown(signal)
             .await?;
         self.state.tasks.shutdown(self.state.shutdown_grace).await;
+        if let Some(push) = &self.state.push {
+            // The turns' last updates still go out, for a while.
+            push.drain(self.state.shutdown_grace.min(PUSH_DRAIN)).await;
+        }
         // The turns are over: what the runner holds (its agents' MCP
         // servers, for instance) can go.
         self.state.runner.shutdown().await;
@@ -336,7 +344,7 @@ impl A2aServerBuilder {
         self.card.push_notifications = self.push.is_some();
         let push = self
             .push
-            .map(|(store, settings)| Arc::new(push::Push::new(store, settings, shutdown.clone())));
+            .map(|(store, settings)| Arc::new(push::Push::new(store, settings)));
         A2aServer {
             state: Arc::new(ServerState {
                 push,

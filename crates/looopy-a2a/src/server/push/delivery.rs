@@ -9,7 +9,7 @@
 //! final one, being the newest, never is).
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -105,6 +105,22 @@ impl Queue {
     }
 }
 
+/// Counts a running worker (until dropped, aborted or not).
+struct ActiveWorker(Arc<AtomicUsize>);
+
+impl ActiveWorker {
+    fn new(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::AcqRel);
+        ActiveWorker(Arc::clone(count))
+    }
+}
+
+impl Drop for ActiveWorker {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// One webhook of a followed task.
 struct Worker {
     config: PushConfig,
@@ -137,10 +153,10 @@ impl Push {
         }
         let push = Arc::clone(self);
         tokio::spawn(async move {
-            let shutdown = push.shutdown.clone();
+            let stop = push.stop.clone();
             tokio::select! {
                 () = push.follow(&tasks, &key, from) => {}
-                () = shutdown.cancelled() => {}
+                () = stop.cancelled() => {}
             }
             lock(&push.followers).remove(&key);
         });
@@ -266,11 +282,13 @@ impl Push {
             let queue = Arc::new(Queue::new(self.settings.queue_capacity));
             let push = Arc::clone(self);
             let (worker_config, worker_queue) = (config.clone(), Arc::clone(&queue));
+            let active = ActiveWorker::new(&self.active);
             let handle = tokio::spawn(async move {
-                let shutdown = push.shutdown.clone();
+                let _active = active;
+                let stop = push.stop.clone();
                 tokio::select! {
                     () = push.work(&worker_config, &worker_queue) => {}
-                    () = shutdown.cancelled() => {}
+                    () = stop.cancelled() => {}
                 }
             });
             if let Some(old) = workers.insert(

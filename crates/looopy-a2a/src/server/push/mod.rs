@@ -14,8 +14,9 @@ mod methods;
 mod ssrf;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use looopy_core::CancellationToken;
 use looopy_core::store::PushConfigStore;
@@ -108,15 +109,14 @@ pub(crate) struct Push {
     /// Followed turns, by task id and the log id the turn starts after;
     /// `true` when the follower should read the task's configs again.
     followers: Mutex<HashMap<(String, Option<String>), bool>>,
-    shutdown: CancellationToken,
+    /// Webhook workers running.
+    active: Arc<AtomicUsize>,
+    /// Ends every follower and worker (after the server's turns ended).
+    stop: CancellationToken,
 }
 
 impl Push {
-    pub(crate) fn new(
-        store: Arc<dyn PushConfigStore>,
-        settings: PushSettings,
-        shutdown: CancellationToken,
-    ) -> Self {
+    pub(crate) fn new(store: Arc<dyn PushConfigStore>, settings: PushSettings) -> Self {
         let client = delivery::client(&settings);
         if let Err(error) = &client {
             tracing::error!(%error, "push: could not build the HTTP client");
@@ -126,7 +126,27 @@ impl Push {
             settings,
             client,
             followers: Mutex::default(),
-            shutdown,
+            active: Arc::default(),
+            stop: CancellationToken::new(),
         }
+    }
+
+    /// At shutdown, once the turns ended: lets the followers and workers
+    /// send what they hold (the turns' last updates) for at most `wait`,
+    /// then stops them.
+    pub(crate) async fn drain(&self, wait: Duration) {
+        let until = Instant::now() + wait;
+        while Instant::now() < until {
+            let followers = self
+                .followers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .len();
+            if followers == 0 && self.active.load(Ordering::Acquire) == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.stop.cancel();
     }
 }
