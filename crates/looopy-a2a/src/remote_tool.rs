@@ -170,6 +170,14 @@ impl RemoteAgentTools {
                     let Some(t) = task.as_mut() else {
                         return Err("the remote agent's stream did not start with a task".into());
                     };
+                    if let Some(sink) = &cx.events {
+                        sink.emit(EventPayload::SubAgent {
+                            path: format!("{}/{}", cx.task_id, t.id),
+                            tool: self.definition.name.clone(),
+                            call_id: cx.call_id.as_deref().unwrap_or("").to_owned(),
+                            event: Box::new(e.clone()),
+                        });
+                    }
                     match *e.payload {
                         EventPayload::StatusUpdate {
                             status, is_final, ..

@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::artifact_view::ConversationArtifacts;
+use crate::event_sink::EventSink;
 use crate::tool_provider::ToolProvider;
 
 /// The authenticated principal of a turn, with fresh credentials.
@@ -87,6 +88,9 @@ pub struct TurnContext {
     /// sets it on every turn; `None` for a bare loop unless the caller sets
     /// it).
     pub artifacts: Option<ConversationArtifacts>,
+    /// Adds events to the turn's stream: set by the loop on the context of
+    /// each tool call, `None` elsewhere.
+    pub events: Option<EventSink>,
 }
 
 /// The agent id until one is set, shared rather than allocated per turn.
@@ -106,6 +110,7 @@ impl TurnContext {
             turn_tools: None,
             call_id: None,
             artifacts: None,
+            events: None,
         }
     }
 
@@ -136,6 +141,12 @@ impl TurnContext {
     /// Offers `tools` in this turn only, beside the loop's own.
     pub fn with_turn_tools(mut self, tools: Arc<dyn ToolProvider>) -> Self {
         self.turn_tools = Some(tools);
+        self
+    }
+
+    /// Lets a tool add events to the turn.
+    pub fn with_events(mut self, events: EventSink) -> Self {
+        self.events = Some(events);
         self
     }
 

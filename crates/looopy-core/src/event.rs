@@ -356,6 +356,19 @@ pub enum EventPayload {
         /// The history's size by that measure.
         size: usize,
     },
+    /// An event of a sub-agent: a remote agent that a tool call of this
+    /// turn talks to, its events namespaced by `path`.
+    #[serde(rename = "internal:sub-agent", rename_all = "camelCase")]
+    SubAgent {
+        /// `<this turn's task id>/<the remote task id>`.
+        path: String,
+        /// The tool that called it.
+        tool: String,
+        /// The tool call.
+        call_id: String,
+        /// The remote agent's event, as it sent it.
+        event: Box<AgentEvent>,
+    },
     /// Token usage of one model call, and the turn's running total.
     #[serde(rename = "internal:usage")]
     Usage {
@@ -384,6 +397,7 @@ impl EventPayload {
             EventPayload::ToolInterrupted { .. } => "internal:tool-interrupted",
             EventPayload::Checkpoint { .. } => "internal:checkpoint",
             EventPayload::Usage { .. } => "internal:usage",
+            EventPayload::SubAgent { .. } => "internal:sub-agent",
             EventPayload::HistorySize { .. } => "internal:history-size",
             EventPayload::ExecutionStart { .. } => "internal:execution-start",
             EventPayload::ExecutionEnd { .. } => "internal:execution-end",
@@ -470,6 +484,20 @@ mod tests {
                 call_id: "c1".into(),
                 name: "t".into(),
                 delta: "{\"a\":".into(),
+            },
+            EventPayload::SubAgent {
+                path: "t/remote-1".into(),
+                tool: "weather_agent".into(),
+                call_id: "c1".into(),
+                event: Box::new(AgentEvent::new(
+                    "remote-1".into(),
+                    "rc".into(),
+                    EventPayload::StatusUpdate {
+                        status: TaskStatus::new(TaskState::Working),
+                        is_final: false,
+                        metadata: Map::new(),
+                    },
+                )),
             },
             EventPayload::HistorySize {
                 limit: HistoryLimit::Tokens,

@@ -6,6 +6,7 @@ pub mod cache;
 pub mod client_tool;
 mod context;
 mod event;
+mod event_sink;
 mod history;
 mod llm;
 mod message;
@@ -19,6 +20,7 @@ pub use cache::CacheStore;
 pub use client_tool::ClientToolResult;
 pub use context::{AuthContext, CallContext, ToolContext, TurnContext};
 pub use event::{AgentEvent, EventPayload, HistoryLimit, ToolOutcome};
+pub use event_sink::EventSink;
 pub use history::History;
 pub use llm::{
     FinishReason, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream,

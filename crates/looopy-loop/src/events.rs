@@ -92,6 +92,20 @@ impl Emitter {
         ));
     }
 
+    /// An event a tool adds to the turn (through `cx.events`). Internal
+    /// kinds only: the turn's A2A events (its status, its artifacts) are
+    /// the loop's to send.
+    pub(crate) fn forward(&self, payload: EventPayload) {
+        if payload.kind().starts_with("internal:") {
+            self.emit(payload);
+        } else {
+            tracing::debug!(
+                kind = payload.kind(),
+                "a tool's A2A event is not added to the turn"
+            );
+        }
+    }
+
     pub(crate) fn task_submitted(&self) {
         self.emit(EventPayload::Task {
             status: TaskStatus::new(TaskState::Submitted),

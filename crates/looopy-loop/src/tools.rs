@@ -9,8 +9,8 @@ use std::time::Instant;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use looopy_core::{
-    ToolCall, ToolContext, ToolDefinition, ToolError, ToolFailure, ToolOutcome, ToolProvider,
-    ToolResult,
+    EventSink, ToolCall, ToolContext, ToolDefinition, ToolError, ToolFailure, ToolOutcome,
+    ToolProvider, ToolResult,
 };
 use tracing::Instrument;
 
@@ -206,7 +206,12 @@ impl CallEnv<'_> {
             return std::future::pending().await;
         }
         let mut call = call.clone();
-        let cx = self.cx.clone().with_call_id(call.id.as_str());
+        let emit = self.emit.clone();
+        let cx = self
+            .cx
+            .clone()
+            .with_call_id(call.id.as_str())
+            .with_events(EventSink::new(move |payload| emit.forward(payload)));
         let hcx = HookContext {
             turn: cx.clone(),
             iteration: self.iteration,

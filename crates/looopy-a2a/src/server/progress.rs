@@ -128,6 +128,18 @@ pub(crate) fn from_internal(event: &AgentEvent) -> Option<AgentEvent> {
             "index": index,
             "delta": delta,
         }),
+        EventPayload::SubAgent {
+            path,
+            tool,
+            call_id,
+            event,
+        } => json!({
+            "event": "sub-agent",
+            "path": path,
+            "name": tool,
+            "callId": call_id,
+            "update": event,
+        }),
         EventPayload::Usage { call, total } => json!({
             "event": "usage",
             "call": call,
@@ -316,6 +328,37 @@ mod tests {
         assert_eq!(data["callId"], "c1");
         assert_eq!(data["name"], "sleep");
         assert_eq!(data["delta"], "{\"ms\":");
+
+        let remote = AgentEvent::new(
+            "r1".into(),
+            "rc".into(),
+            EventPayload::StatusUpdate {
+                status: TaskStatus::new(TaskState::Completed),
+                is_final: true,
+                metadata: Map::new(),
+            },
+        );
+        let sub = AgentEvent::new(
+            "t".into(),
+            "c".into(),
+            EventPayload::SubAgent {
+                path: "t/r1".into(),
+                tool: "helper".into(),
+                call_id: "c9".into(),
+                event: Box::new(remote),
+            },
+        );
+        let p = from_internal(&sub).unwrap();
+        let EventPayload::StatusUpdate { status, .. } = &*p.payload else {
+            panic!()
+        };
+        let Part::Data { data } = &status.message.as_ref().unwrap().parts[0] else {
+            panic!()
+        };
+        assert_eq!(data["event"], "sub-agent");
+        assert_eq!(data["path"], "t/r1");
+        assert_eq!(data["update"]["kind"], "status-update");
+        assert_eq!(data["update"]["taskId"], "r1");
 
         let other = AgentEvent::new(
             "t".into(),
