@@ -43,6 +43,7 @@
 //!
 //! [server]
 //! bind = "127.0.0.1:8080"
+//! card_default_version = "1.0"  # the card a version-less request gets ("0.3" for old clients)
 //!
 //! [history]                   # what the model is sent of a conversation (0: no limit)
 //! window_messages = 50        # the last 50 messages; a tool call travels with its results
@@ -69,6 +70,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
+use looopy_a2a::ProtocolVersion;
 use looopy_stores_redis::StoreConfig;
 use serde::Deserialize;
 
@@ -327,6 +329,24 @@ pub struct ServerSection {
     /// The URL clients reach the server at (agent card); default from `bind`.
     #[serde(default)]
     pub public_url: Option<String>,
+    /// The agent card a request naming no protocol version gets at
+    /// `/.well-known/agent-card.json`: `"1.0"` (default, what the 1.0
+    /// specification defines for that URI) or `"0.3"`, for 0.3 clients that
+    /// fetch it without an `A2A-Version` header. `/.well-known/agent.json`
+    /// always answers the 0.3 card.
+    #[serde(default, deserialize_with = "protocol_version")]
+    pub card_default_version: Option<ProtocolVersion>,
+}
+
+fn protocol_version<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<ProtocolVersion>, D::Error> {
+    let text = String::deserialize(d)?;
+    text.parse().map(Some).map_err(|_| {
+        serde::de::Error::custom(format!(
+            "card_default_version {text:?} is not a protocol version Looopy speaks (\"1.0\" or \"0.3\")"
+        ))
+    })
 }
 
 fn memory_store() -> StoreConfig {
@@ -346,6 +366,7 @@ impl Default for ServerSection {
             bind: default_bind(),
             max_body_bytes: default_body_limit(),
             public_url: None,
+            card_default_version: None,
         }
     }
 }
@@ -522,6 +543,21 @@ mod tests {
             c.durability.scan_interval(),
             std::time::Duration::from_secs(10)
         );
+    }
+
+    #[test]
+    fn the_card_version_parses_and_is_checked() {
+        let c = Config::parse("[server]\ncard_default_version = \"0.3\"").unwrap();
+        assert_eq!(
+            c.server.card_default_version,
+            Some(looopy_a2a::ProtocolVersion::V0_3)
+        );
+        assert_eq!(Config::parse("").unwrap().server.card_default_version, None);
+        let err = format!(
+            "{:#}",
+            Config::parse("[server]\ncard_default_version = \"2.0\"").unwrap_err()
+        );
+        assert!(err.contains("\"1.0\" or \"0.3\""), "{err}");
     }
 
     #[test]

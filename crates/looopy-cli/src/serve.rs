@@ -37,6 +37,10 @@ pub fn server(
     .recovery(app.stores.locks.clone())
     .recovery_scan_interval(config.durability.scan_interval())
     .web_ui(true); // the chat page at GET / (docs/web.md)
+    let builder = match config.server.card_default_version {
+        Some(version) => builder.card_default_version(version),
+        None => builder,
+    };
     let builder = match push {
         Some(settings) => builder.push_notifications(app.stores.push_configs.clone(), settings),
         None => builder,
