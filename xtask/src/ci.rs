@@ -40,23 +40,9 @@ pub(crate) fn run(args: &[&str]) -> Result<()> {
     crate::features::each_alone()?;
     crate::features::unused_dependencies()?;
 
-    // The gRPC binding of looopy-a2a is behind a feature that the
-    // workspace run leaves off: lint it, and run its tests below.
-    sh(cmd(
-        "cargo",
-        &[
-            "clippy",
-            "-p",
-            "looopy-a2a",
-            "--all-targets",
-            "--features",
-            "grpc",
-            "--locked",
-            "--",
-            "-D",
-            "warnings",
-        ],
-    ))?;
+    // The gRPC binding needs no step of its own: `looopy-cli` turns on
+    // `looopy-a2a/grpc` by default, so the workspace builds, lints and tests
+    // (`protocol_grpc`, `bindings`) include it.
 
     // One Redis for the whole run unless the caller brought one; tests use
     // unique key prefixes, so they share it safely.
@@ -81,19 +67,6 @@ pub(crate) fn run(args: &[&str]) -> Result<()> {
         test.env(CLUSTER_URLS_ENV, &cluster.urls);
     }
     sh(test)?;
-    sh(cmd(
-        "cargo",
-        &[
-            "test",
-            "-p",
-            "looopy-a2a",
-            "--features",
-            "grpc",
-            "--locked",
-            "--test",
-            "protocol_grpc",
-        ],
-    ))?;
 
     if skip_deny {
         eprintln!("[xtask] --no-deny: skipping cargo deny");
