@@ -3,6 +3,7 @@
 
 mod agents;
 mod artifacts;
+mod cache;
 mod events;
 mod locks;
 mod messages;
@@ -15,6 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 pub use agents::MemoryAgentStateStore;
 pub use artifacts::MemoryArtifactStore;
+pub use cache::MemoryCacheStore;
 pub use events::MemoryEventLog;
 pub use locks::MemoryTurnLock;
 pub use messages::MemoryMessageStore;
