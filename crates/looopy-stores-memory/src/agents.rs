@@ -38,7 +38,7 @@ impl Inner {
     /// Drops the ids of states that are gone from the owner index once it
     /// holds twice as many as there are states (amortised O(1) per save).
     fn prune(&mut self) {
-        if self.indexed <= 2 * self.states.len() + 64 {
+        if self.indexed <= 2 * self.states.held() + 64 {
             return;
         }
         let states = &self.states;

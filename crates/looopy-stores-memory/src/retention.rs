@@ -228,6 +228,12 @@ impl<V> Retained<V> {
         self.map.values().filter(|s| !self.expired(s, now)).count()
     }
 
+    /// Entries held, expired ones not yet swept included: O(1), unlike
+    /// [`len`](Self::len), for decisions on the hot path.
+    pub(crate) fn held(&self) -> usize {
+        self.map.len()
+    }
+
     /// Live entries, without counting uses.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&String, &V)> {
         let now = Instant::now();
