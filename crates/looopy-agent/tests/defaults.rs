@@ -68,15 +68,20 @@ fn big_tool() -> LocalTools {
     )
 }
 
-#[tokio::test]
-async fn long_tool_results_become_artifacts_by_default() {
-    let stores = MemoryStores::new();
-    let llm = ScriptedLlm::new()
+/// A model that calls `dump` once, then answers.
+fn dump_then_done() -> ScriptedLlm {
+    ScriptedLlm::new()
         .respond(LlmResponse::tool_calls(
             "",
             vec![ToolCall::new("call-1", "dump", "{}")],
         ))
-        .respond(LlmResponse::text("done"));
+        .respond(LlmResponse::text("done"))
+}
+
+#[tokio::test]
+async fn long_tool_results_become_artifacts_by_default() {
+    let stores = MemoryStores::new();
+    let llm = dump_then_done();
     let agent = builder("c-default-cache", &llm, &stores)
         .tools(big_tool())
         .build()
@@ -116,12 +121,7 @@ async fn long_tool_results_become_artifacts_by_default() {
 #[tokio::test]
 async fn the_cache_can_be_turned_off() {
     let stores = MemoryStores::new();
-    let llm = ScriptedLlm::new()
-        .respond(LlmResponse::tool_calls(
-            "",
-            vec![ToolCall::new("call-1", "dump", "{}")],
-        ))
-        .respond(LlmResponse::text("done"));
+    let llm = dump_then_done();
     let agent = Agent::builder("c-no-cache")
         .llm(llm.clone())
         .message_store(stores.messages.clone())
@@ -140,12 +140,7 @@ async fn the_cache_can_be_turned_off() {
 #[tokio::test]
 async fn a_loop_customizer_replaces_the_default_cache_instead_of_adding_one() {
     let stores = MemoryStores::new();
-    let llm = ScriptedLlm::new()
-        .respond(LlmResponse::tool_calls(
-            "",
-            vec![ToolCall::new("call-1", "dump", "{}")],
-        ))
-        .respond(LlmResponse::text("done"));
+    let llm = dump_then_done();
     let artifacts = stores.artifacts.clone();
     let agent = builder("c-custom-cache", &llm, &stores)
         .tools(big_tool())
