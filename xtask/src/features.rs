@@ -43,5 +43,8 @@ pub(crate) fn unused_dependencies() -> Result<()> {
         eprintln!("[xtask] installing cargo-machete (once per machine)");
         sh(cmd("cargo", &["install", "--locked", "cargo-machete"]))?;
     }
-    sh(cmd("cargo", &["machete"]))
+    // The binary itself, not `cargo machete`: under `cargo xtask` the
+    // environment carries CARGO_PKG_NAME, which makes cargo-machete take the
+    // subcommand's name for a path to analyse.
+    sh(cmd("cargo-machete", &[]))
 }
