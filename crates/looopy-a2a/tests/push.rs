@@ -789,3 +789,120 @@ async fn a_turn_ending_during_shutdown_still_sends_its_last_update() {
         receiver.all()
     );
 }
+
+/// Resumes a stranded turn (taking its lease over) with a final
+/// `completed`; starts no turn of its own.
+struct ResumingRunner {
+    lock: Arc<looopy_stores_memory::MemoryTurnLock>,
+}
+
+#[async_trait::async_trait]
+impl looopy_a2a::TurnRunner for ResumingRunner {
+    async fn run_turn(
+        &self,
+        _: looopy_a2a::TurnRequest,
+    ) -> Result<looopy_a2a::TurnEvents, looopy_a2a::RunnerError> {
+        Err(looopy_a2a::RunnerError::new(
+            "this runner only resumes turns",
+        ))
+    }
+
+    async fn resume_turn(
+        &self,
+        request: looopy_a2a::ResumeRequest,
+    ) -> Result<Option<looopy_a2a::TurnEvents>, looopy_a2a::RunnerError> {
+        use futures::StreamExt;
+        use looopy_core::store::TurnLock;
+        let won = self
+            .lock
+            .take_over(
+                &request.context_id,
+                &request.task_id,
+                "this-process",
+                Duration::from_secs(30),
+            )
+            .await
+            .map_err(|e| looopy_a2a::RunnerError::new(e.to_string()))?;
+        if !won {
+            return Ok(None);
+        }
+        let done = looopy_core::AgentEvent::new(
+            request.task_id.clone(),
+            request.context_id.clone(),
+            looopy_core::EventPayload::StatusUpdate {
+                status: looopy_core::TaskStatus::new(looopy_core::TaskState::Completed),
+                is_final: true,
+                metadata: Default::default(),
+            },
+        );
+        Ok(Some(futures::stream::iter([done]).boxed()))
+    }
+}
+
+/// A turn whose process died is resumed by another server, which takes over
+/// following it for the task's webhooks: the rest of the turn is delivered.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recovered_turn_sends_the_rest_of_its_updates() {
+    use looopy_core::store::{EventLog, TaskRecord, TaskStore, TurnLock};
+    use looopy_core::{AgentEvent, EventPayload, TaskState, TaskStatus};
+
+    let receiver = Receiver::start(Mode::Accept, 0).await;
+    let stores = SharedStores::default();
+    let lock = Arc::new(looopy_stores_memory::MemoryTurnLock::new());
+    let configs = Arc::new(MemoryPushConfigStore::new());
+
+    // What the dead process left: a working task, its first event logged,
+    // a push config, and a turn lease that nobody renews.
+    let (task_id, context_id) = ("t-stranded", "c-stranded");
+    let status = TaskStatus::new(TaskState::Working);
+    let first = AgentEvent::new(
+        task_id.into(),
+        context_id.into(),
+        EventPayload::Task {
+            status: status.clone(),
+            metadata: Default::default(),
+        },
+    );
+    let id = stores.events.append(task_id, &first).await.unwrap();
+    let mut record = TaskRecord::new(task_id, context_id, None, status);
+    record.last_event_id = Some(id);
+    record.turns = 1;
+    assert!(stores.tasks.compare_and_put(&record).await.unwrap());
+    configs
+        .put(&looopy_core::store::PushConfig {
+            task_id: task_id.into(),
+            id: "hook".into(),
+            url: receiver.url.clone(),
+            token: Some("recovered-token".into()),
+            authentication: None,
+            protocol_version: "1.0".into(),
+        })
+        .await
+        .unwrap();
+    lock.try_acquire(
+        context_id,
+        "dead-process",
+        Some(task_id),
+        Duration::from_millis(50),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    let server = builder(ResumingRunner { lock: lock.clone() }, &stores)
+        .recovery(lock)
+        .recovery_scan_interval(Duration::from_millis(50))
+        .push_notifications(configs, test_settings())
+        .build();
+    let server = serve(server, &stores).await;
+    eventually(async || {
+        receiver
+            .delivered()
+            .iter()
+            .any(|body| body["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED")
+    })
+    .await;
+    let sent = tokens(&receiver.all());
+    assert!(sent.iter().all(|t| t == "recovered-token"), "{sent:?}");
+    server.stop().await;
+}

@@ -134,7 +134,21 @@ impl A2aServer {
     /// [`A2aServer::serve`] scans on its own; call this when you serve
     /// [`A2aServer::router`] yourself.
     pub async fn recover_stranded(&self) -> Result<usize, looopy_core::StoreError> {
-        self.state.tasks.recover_stranded().await
+        let resumed = self.state.tasks.recover_stranded().await?;
+        // The process that died also followed the turn for its webhooks:
+        // this one takes that over from the last event logged (an update
+        // the dead process sent just before it died may be sent again).
+        if let Some(push) = &self.state.push {
+            for turn in &resumed {
+                push.watch(
+                    Arc::clone(&self.state.tasks),
+                    &turn.task_id,
+                    turn.turn.clone(),
+                    turn.last_event.clone(),
+                );
+            }
+        }
+        Ok(resumed.len())
     }
 
     /// Scans for stranded turns every interval until shutdown.

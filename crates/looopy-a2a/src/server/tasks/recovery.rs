@@ -19,6 +19,16 @@ use crate::runner::ResumeRequest;
 /// How many stranded turns one scan looks at.
 const SCAN_BATCH: usize = 256;
 
+/// A stranded turn resumed by this process.
+pub(crate) struct Resumed {
+    pub(crate) task_id: String,
+    /// The log id the turn's events come after (which turn it is).
+    pub(crate) turn: Option<String>,
+    /// The last event logged before it resumed: the dead process may have
+    /// sent everything up to there already.
+    pub(crate) last_event: Option<String>,
+}
+
 impl Tasks {
     /// Whether stranded turns are recovered here.
     pub(crate) fn recovers(&self) -> bool {
@@ -26,12 +36,12 @@ impl Tasks {
     }
 
     /// One scan of the turn registry: resumes here each stranded turn this
-    /// process wins. Returns how many it resumed (0 without a registry).
-    pub(crate) async fn recover_stranded(self: &Arc<Self>) -> Result<usize, StoreError> {
+    /// process wins, and returns them (none without a registry).
+    pub(crate) async fn recover_stranded(self: &Arc<Self>) -> Result<Vec<Resumed>, StoreError> {
         let Some(lock) = &self.recovery else {
-            return Ok(0);
+            return Ok(Vec::new());
         };
-        let mut resumed = 0;
+        let mut resumed = Vec::new();
         for lease in lock.stranded(SCAN_BATCH).await? {
             let Some(task_id) = lease.task_id else {
                 continue;
@@ -41,8 +51,13 @@ impl Tasks {
             }
             match self.store.get(&task_id).await {
                 Ok(Some(record)) => {
+                    let turn = Resumed {
+                        task_id: record.task_id.clone(),
+                        turn: record.turn_start_event_id.clone(),
+                        last_event: record.last_event_id.clone(),
+                    };
                     if self.resume(record).await {
-                        resumed += 1;
+                        resumed.push(turn);
                     }
                 }
                 // A turn of another application sharing the registry.
