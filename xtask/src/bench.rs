@@ -37,12 +37,12 @@ const BENCHES: &[(&str, &str, &str)] = &[
     (
         "looopy-bench",
         "serve_e2e",
-        "`looopy serve` end to end (issue 18): A2A 1.0 streaming turns from 1, 100 and 1,000 concurrent clients, each turn three streamed model calls and four local Rust tools against a fast OpenAI-compatible mock in its own process; beside it in the same run a floor (an axum SSE handler running a bare reqwest loop, same events) and a peer (the official a2a-server-lf crate hosting the same loop): turns/s, first SSE event, server CPU per turn, server peak RSS",
+        "`looopy serve` end to end: A2A 1.0 streaming turns from 1, 100 and 1,000 concurrent clients, each turn three streamed model calls and four local Rust tools against a fast OpenAI-compatible mock in its own process; beside it in the same run a floor (an axum SSE handler running a bare reqwest loop, same events) and a peer (the official a2a-server-lf crate hosting the same loop): turns/s, first SSE event, server CPU per turn, server peak RSS",
     ),
     (
         "looopy-bench",
         "serve_soak",
-        "Bounded memory (issue 18): 100,000 A2A streaming turns, each a new conversation, against `looopy serve` on the memory store from 100 concurrent clients, the server's RSS read every 10,000 turns; with the memory store capped (`[store] max_entries`) and without a cap",
+        "Bounded memory: 100,000 A2A streaming turns, each a new conversation, against `looopy serve` on the memory store from 100 concurrent clients, the server's RSS read every 10,000 turns; with the memory store capped (`[store] max_entries`) and without a cap",
     ),
     (
         "looopy-bench",

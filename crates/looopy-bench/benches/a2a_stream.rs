@@ -1,4 +1,4 @@
-//! The A2A server on loopback (issue 10, item 4): time from the request to
+//! The A2A server on loopback: time from the request to
 //! the first SSE event for `SendStreamingMessage` (A2A 1.0) and
 //! `message/stream` (0.3), one stream at a time; then events per second
 //! delivered to 1,000 concurrent streaming clients.

@@ -1,4 +1,4 @@
-//! Redis round trips and added latency (issue 10, item 5), on a private
+//! Redis round trips and added latency, on a private
 //! `redis-server` (looopy-testkit's `RedisServer`):
 //!
 //! - checkpoints: `AgentLoop` turns of 10 iterations with two no-op tool
@@ -441,6 +441,6 @@ fn main() {
         }
     });
     comment(&format!(
-        "A private redis-server (looopy-testkit RedisServer, no persistence) on loopback, on the same 2 cores as the bench, which were shared with other work: latencies are noisy. Loop turns: {K} iterations of two no-op tool calls plus the wrap-up call, each a fresh task id (so the first checkpoint of a turn writes the whole history, the next ones only what is new); the model and tools answer at once, so the difference is all checkpointing. Agent turns: the second turn of an Agent on a context holding the history (the first turn starts the Agent, as an A2A server keeps its Agents between turns), one user message, a tool call then the answer, with the turn lease, agent state, message appends and checkpoints in Redis. Round trips are counted by TCP proxies in front of Redis (a round trip = the client sends after Redis answered; in Agent turns the checkpoints, the message store and the other stores each go through a proxy of their own), commands by INFO commandstats (commands run by scripts included); the timed runs do not go through the proxy. Budget (issue 10): one round trip per iteration, pipelined."
+        "A private redis-server (looopy-testkit RedisServer, no persistence) on loopback, on the same 2 cores as the bench, which were shared with other work: latencies are noisy. Loop turns: {K} iterations of two no-op tool calls plus the wrap-up call, each a fresh task id (so the first checkpoint of a turn writes the whole history, the next ones only what is new); the model and tools answer at once, so the difference is all checkpointing. Agent turns: the second turn of an Agent on a context holding the history (the first turn starts the Agent, as an A2A server keeps its Agents between turns), one user message, a tool call then the answer, with the turn lease, agent state, message appends and checkpoints in Redis. Round trips are counted by TCP proxies in front of Redis (a round trip = the client sends after Redis answered; in Agent turns the checkpoints, the message store and the other stores each go through a proxy of their own), commands by INFO commandstats (commands run by scripts included); the timed runs do not go through the proxy. Budget: one round trip per iteration, pipelined."
     ));
 }

@@ -1,4 +1,4 @@
-//! The serving path end to end (issue 18, item 1): `looopy serve` in a
+//! The serving path end to end: `looopy serve` in a
 //! child process, driven over A2A 1.0 `SendStreamingMessage` by 1, 100 and
 //! 1,000 concurrent clients, each turn the peer workload (three streamed
 //! model calls, four local Rust tools) against a fast OpenAI-compatible
@@ -211,6 +211,6 @@ fn main() {
     });
     process::stop(mock);
     comment(
-        "median/p99: time from before the request to the first SSE event the client reads. Each row is a fresh server process (this bench binary with BENCH_ROLE): `looopy serve` is the binary's own `App` and `looopy_cli::serve::serve` (memory store, its looopy.toml defaults, telemetry at info to /dev/null) with two local Rust tools added to `App::tools`; the floor is an axum SSE handler running a bare reqwest loop; the peer is a2a-server-lf's DefaultRequestHandler and JSON-RPC router hosting the same bare loop. Every server streams its model calls from the same mock (a child process, one Tokio worker) and sends the same number of events per turn (looopy's: task, working, the answer's chunks, final). Server CPU from /proc/<pid>/task/*/sched over the measured turns (warm-up excluded); peak RSS is the server's VmHWM over warm-up and measurement. Clients, servers and the mock share the machine's cores, so turns/s are ratios of one run, not capacities. Budgets (issue 18): looopy >= 0.7x the floor's turns/s at concurrency 100 and ahead of the peer; first SSE event p99 <= 5 ms at concurrency 100; peak RSS within 1.2x the floor's.",
+        "median/p99: time from before the request to the first SSE event the client reads. Each row is a fresh server process (this bench binary with BENCH_ROLE): `looopy serve` is the binary's own `App` and `looopy_cli::serve::serve` (memory store, its looopy.toml defaults, telemetry at info to /dev/null) with two local Rust tools added to `App::tools`; the floor is an axum SSE handler running a bare reqwest loop; the peer is a2a-server-lf's DefaultRequestHandler and JSON-RPC router hosting the same bare loop. Every server streams its model calls from the same mock (a child process, one Tokio worker) and sends the same number of events per turn (looopy's: task, working, the answer's chunks, final). Server CPU from /proc/<pid>/task/*/sched over the measured turns (warm-up excluded); peak RSS is the server's VmHWM over warm-up and measurement. Clients, servers and the mock share the machine's cores, so turns/s are ratios of one run, not capacities. Budgets: looopy >= 0.7x the floor's turns/s at concurrency 100 and ahead of the peer; first SSE event p99 <= 5 ms at concurrency 100; peak RSS within 1.2x the floor's.",
     );
 }

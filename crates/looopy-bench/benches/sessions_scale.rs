@@ -1,4 +1,4 @@
-//! Scale (issue 10, item 3): many concurrent sessions, each its own
+//! Scale: many concurrent sessions, each its own
 //! `looopy_agent::Agent` and conversation, on shared in-memory stores,
 //! against a model that answers every call after 100 ms. Each session runs
 //! one turn; with a tool call that is two model calls (ideal: 200 ms).

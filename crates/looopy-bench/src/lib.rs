@@ -1,7 +1,7 @@
 #![forbid(unsafe_code)]
 //! # looopy-bench
 //!
-//! Benchmarks of issue 10, items 3 to 5, as `harness = false` bench
+//! Benchmarks of scale, the A2A server and Redis, as `harness = false` bench
 //! binaries run by `cargo xtask bench`:
 //!
 //! - `sessions_scale`: 10,000 concurrent sessions (each its own `Agent`)

@@ -1,4 +1,4 @@
-//! Turn throughput over HTTP (issue 10, item 2): whole turns (three model
+//! Turn throughput over HTTP: whole turns (three model
 //! calls, four tool calls) through `AgentLoop` + `LiteLlmProvider` against a
 //! fast OpenAI-compatible mock in another process, next to a bare reqwest loop
 //! sending the same requests (the floor). Prints one JSON line per case.
