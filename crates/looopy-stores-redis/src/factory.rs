@@ -19,7 +19,7 @@ use crate::{RedisConfig, RedisStores};
 /// Which backend holds the stores, as a configuration file names it:
 ///
 /// ```toml
-/// [stores]
+/// [store]
 /// backend = "redis"            # or "memory"
 /// url = "redis://127.0.0.1:6379"
 /// key_prefix = "myapp"
@@ -118,7 +118,7 @@ mod tests {
 
     #[derive(Deserialize)]
     struct File {
-        stores: StoreConfig,
+        store: StoreConfig,
     }
 
     #[test]
@@ -126,7 +126,7 @@ mod tests {
     fn a_config_file_names_the_backend() {
         let file: File = toml::from_str(
             r#"
-            [stores]
+            [store]
             backend = "redis"
             url = "redis://cache:6379/2"
             pool_size = 4
@@ -134,7 +134,7 @@ mod tests {
             "#,
         )
         .unwrap();
-        let StoreConfig::Redis(redis) = file.stores else {
+        let StoreConfig::Redis(redis) = file.store else {
             panic!("expected redis");
         };
         assert_eq!(redis.url, "redis://cache:6379/2");
@@ -145,24 +145,24 @@ mod tests {
         #[cfg(feature = "memory")]
         {
             use looopy_stores_memory::MemoryRetention;
-            let file: File = toml::from_str("[stores]\nbackend = \"memory\"").unwrap();
-            assert_eq!(file.stores, StoreConfig::Memory(MemoryRetention::default()));
+            let file: File = toml::from_str("[store]\nbackend = \"memory\"").unwrap();
+            assert_eq!(file.store, StoreConfig::Memory(MemoryRetention::default()));
             let file: File =
-                toml::from_str("[stores]\nbackend = \"memory\"\nttl_secs = 60\nmax_entries = 500")
+                toml::from_str("[store]\nbackend = \"memory\"\nttl_secs = 60\nmax_entries = 500")
                     .unwrap();
-            let StoreConfig::Memory(retention) = file.stores else {
+            let StoreConfig::Memory(retention) = file.store else {
                 panic!("expected memory");
             };
             assert_eq!((retention.ttl_secs, retention.max_entries), (60, 500));
             assert_eq!(retention.task_ttl_secs, 86_400);
             assert!(
-                toml::from_str::<File>("[stores]\nbackend = \"memory\"\nurl = \"x\"").is_err(),
+                toml::from_str::<File>("[store]\nbackend = \"memory\"\nurl = \"x\"").is_err(),
                 "a Redis key on the memory backend is refused"
             );
         }
-        assert!(toml::from_str::<File>("[stores]\nbackend = \"mongo\"").is_err());
+        assert!(toml::from_str::<File>("[store]\nbackend = \"mongo\"").is_err());
         assert!(
-            toml::from_str::<File>("[stores]\nbackend = \"redis\"\nurll = \"x\"").is_err(),
+            toml::from_str::<File>("[store]\nbackend = \"redis\"\nurll = \"x\"").is_err(),
             "unknown keys are refused"
         );
     }

@@ -9,12 +9,12 @@ use looopy_testkit::conformance::{self, StoreUnderTest};
 
 #[derive(serde::Deserialize)]
 struct Settings {
-    stores: StoreConfig,
+    store: StoreConfig,
 }
 
 fn from_toml(text: &str) -> StoreConfig {
     match toml::from_str::<Settings>(text) {
-        Ok(settings) => settings.stores,
+        Ok(settings) => settings.store,
         Err(e) => panic!("bad settings: {e}"),
     }
 }
@@ -43,7 +43,7 @@ async fn stores_built_from_configuration_pass_the_suite() {
     let redis = common::redis();
     let prefix = common::config(redis.url()).key_prefix;
     let config = from_toml(&format!(
-        "[stores]\nbackend = \"redis\"\nurl = \"{}\"\nkey_prefix = \"{prefix}\"\npool_size = 4\n",
+        "[store]\nbackend = \"redis\"\nurl = \"{}\"\nkey_prefix = \"{prefix}\"\npool_size = 4\n",
         redis.url()
     ));
     conformance::run_all(&under_test(&build(&config).await)).await;
@@ -52,7 +52,7 @@ async fn stores_built_from_configuration_pass_the_suite() {
 #[cfg(feature = "memory")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn memory_stores_built_from_configuration_pass_the_suite() {
-    let memory = from_toml("[stores]\nbackend = \"memory\"\n");
+    let memory = from_toml("[store]\nbackend = \"memory\"\n");
     conformance::run_all(&under_test(&build(&memory).await)).await;
 }
 
@@ -64,7 +64,7 @@ async fn an_unreachable_redis_fails_the_build_with_unavailable() {
         .map(|a| a.port())
         .unwrap_or(1);
     let config = from_toml(&format!(
-        "[stores]\nbackend = \"redis\"\nurl = \"redis://127.0.0.1:{port}\"\nconnect_timeout_ms = 500\n"
+        "[store]\nbackend = \"redis\"\nurl = \"redis://127.0.0.1:{port}\"\nconnect_timeout_ms = 500\n"
     ));
     let result = config.build().await;
     assert!(
