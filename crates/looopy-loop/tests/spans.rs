@@ -3,14 +3,18 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
+use looopy_core::CacheStore;
 use looopy_core::{
     EventPayload, History, LlmError, LlmResponse, Message, ToolCall, ToolFailure, ToolOutcome,
     ToolResult, TurnContext, Usage,
 };
 use looopy_loop::AgentLoop;
+use looopy_loop::layers::{LlmCacheLayer, ToolCacheLayer};
+use looopy_stores_memory::MemoryCacheStore;
 use looopy_testkit::ScriptedLlm;
 use opentelemetry::trace::{SpanId, Status, TracerProvider as _};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
@@ -292,4 +296,50 @@ async fn a_failed_tool_call_records_its_kind_as_error_type() {
             "{expected:?} in {complete:?}"
         );
     }
+}
+
+async fn run_turn(agent: &AgentLoop, context: &str, text: &str) {
+    let history = History::from(vec![Message::user(text)]);
+    drain(agent.start_turn(history, TurnContext::new(format!("t-{context}"), context))).await;
+}
+
+/// In this binary, where every test runs under a subscriber: tracing caches
+/// a callsite's interest, and a test without one running at the same time
+/// could leave the cache's spans unrecorded.
+#[tokio::test]
+async fn a_hit_is_marked_on_the_chat_and_execute_tool_spans() {
+    let store: Arc<dyn CacheStore> = Arc::new(MemoryCacheStore::new());
+    // The model's own call id: a call id the loop made up would differ
+    // between the turns, and so would their second requests.
+    let llm = ScriptedLlm::new()
+        .respond(LlmResponse::tool_calls(
+            "",
+            vec![ToolCall::new("c1", "weather", "{}")],
+        ))
+        .respond(LlmResponse::text("sunny"));
+    let agent = AgentLoop::builder(llm)
+        .tools(FnTools::new().echo("weather", Duration::ZERO))
+        .llm_layer(LlmCacheLayer::new(store.clone(), Duration::from_secs(60)))
+        .tool_layer(ToolCacheLayer::new(store, Duration::from_secs(60)).tool("weather"))
+        .build();
+    let spans = traced(async {
+        // Iterations 1 and 2 call the model; the second turn's iterations
+        // send the same requests: both answers and the tool result are hits.
+        run_turn(&agent, "a", "weather?").await;
+        run_turn(&agent, "b", "weather?").await;
+    })
+    .await;
+    let hits = |name: &str| {
+        spans
+            .iter()
+            .filter(|s| s.name.starts_with(name))
+            .map(|s| {
+                s.attributes.iter().any(|kv| {
+                    kv.key.as_str() == "looopy.cache.hit" && kv.value.to_string() == "true"
+                })
+            })
+            .collect::<Vec<bool>>()
+    };
+    assert_eq!(hits("chat"), [false, false, true, true]);
+    assert_eq!(hits("execute_tool "), [false, true]);
 }
