@@ -183,10 +183,13 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
         }
         drop(turn.guard);
 
+        let saved = agent.inner.settings.auto_save && save_error.is_none();
+        if saved && state.is_terminal() {
+            forget_checkpoint(agent, &cx.task_id).await;
+        }
         let mut event = pumped
             .final_event
             .unwrap_or_else(|| synthetic_final(cx, "the turn ended without a final event"));
-        let saved = agent.inner.settings.auto_save && save_error.is_none();
         if let EventPayload::StatusUpdate { metadata, .. } = &mut *event.payload {
             metadata.insert("turnNumber".into(), Value::from(turn.turn_number));
             metadata.insert("saved".into(), Value::Bool(saved));
@@ -347,6 +350,19 @@ async fn maybe_compact(
 
 /// Saves the turn's messages (after any older unsaved ones) and the state;
 /// marks the agent ready. Returns why saving failed, if it did.
+/// Deletes the checkpoint of a turn that ended for good and whose messages
+/// are saved: nothing will resume it. Done after the lease is released, so
+/// that a process dying before this point leaves a checkpoint for the turn's
+/// recovery to report the saved end from (a checkpoint left behind expires
+/// with the store's time-to-live). An input-required turn keeps it.
+async fn forget_checkpoint(agent: &Agent, task_id: &str) {
+    if let Some(store) = agent.inner.agent_loop.checkpoint_store()
+        && let Err(error) = store.delete(task_id).await
+    {
+        tracing::warn!(task_id, %error, "could not delete an ended turn's checkpoint");
+    }
+}
+
 async fn finish_turn(agent: &Agent, produced: &[Message], record: LastTurn) -> Option<String> {
     let auto = agent.inner.settings.auto_save;
     let older = std::mem::take(&mut agent.status().unsaved);

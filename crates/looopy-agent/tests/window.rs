@@ -57,16 +57,41 @@ async fn the_model_sees_a_tool_safe_window_and_the_store_keeps_everything() {
     assert_eq!(stores.messages.count("c-window").await.unwrap(), 8);
 }
 
+/// Checkpoints as the loop saves them, the last one kept even once deleted.
+#[derive(Default)]
+struct LastSaved(std::sync::Mutex<Option<looopy_core::store::TaskCheckpoint>>);
+
+#[async_trait::async_trait]
+impl looopy_core::store::TaskStateStore for LastSaved {
+    async fn save(
+        &self,
+        checkpoint: &looopy_core::store::TaskCheckpoint,
+    ) -> Result<(), looopy_core::StoreError> {
+        *self.0.lock().unwrap() = Some(checkpoint.clone());
+        Ok(())
+    }
+    async fn load(
+        &self,
+        _: &str,
+    ) -> Result<Option<looopy_core::store::TaskCheckpoint>, looopy_core::StoreError> {
+        Ok(self.0.lock().unwrap().clone())
+    }
+    async fn delete(&self, _: &str) -> Result<(), looopy_core::StoreError> {
+        Ok(())
+    }
+}
+
 #[tokio::test]
 async fn the_window_is_applied_once_by_the_model_layer_and_the_turn_keeps_the_whole_history() {
-    use looopy_core::store::TaskStateStore;
     let stores = MemoryStores::new();
     let llm = ScriptedLlm::new()
         .respond(LlmResponse::text("a1"))
         .respond(LlmResponse::text("a2"))
         .respond(LlmResponse::text("a3"));
+    // The Agent deletes an ended turn's checkpoint: keep the last one saved.
+    let saved = Arc::new(LastSaved::default());
     let agent = builder("c-once", &llm, &stores)
-        .task_store(stores.tasks.clone())
+        .task_store(saved.clone())
         .window(WindowConfig::max_messages(2))
         .build()
         .unwrap();
@@ -77,7 +102,8 @@ async fn the_window_is_applied_once_by_the_model_layer_and_the_turn_keeps_the_wh
     assert_eq!(texts(&llm.requests()[2].messages), vec!["a2", "u3"]);
     // ...while the turn worked on the whole history: it was not cut before
     // the turn and again by the model layer.
-    let checkpoint = stores.tasks.load(&summary.task_id).await.unwrap().unwrap();
+    let checkpoint = saved.0.lock().unwrap().clone().unwrap();
+    assert_eq!(checkpoint.task_id, summary.task_id);
     assert_eq!(
         checkpoint.messages.len(),
         6,

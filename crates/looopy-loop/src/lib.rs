@@ -74,6 +74,11 @@ impl AgentLoop {
         &self.llm
     }
 
+    /// Where the loop keeps its checkpoints, if anywhere.
+    pub fn checkpoint_store(&self) -> Option<&Arc<dyn TaskStateStore>> {
+        self.task_store.as_ref()
+    }
+
     /// `model` wrapped in the same model layers as the loop's own (the
     /// retry policy and the custom [`llm_layer`](AgentLoopBuilder::llm_layer)s),
     /// for other calls that should behave alike, such as compaction
