@@ -1,5 +1,4 @@
-//! [`RemoteAgentTools`]: a remote A2A agent as one tool of a local agent
-//! (seed 001, "Sub-Agent Invocation").
+//! [`RemoteAgentTools`]: a remote A2A agent as one tool of a local agent.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};

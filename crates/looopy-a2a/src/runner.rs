@@ -40,7 +40,7 @@ pub struct TurnRequest {
 }
 
 impl TurnRequest {
-    /// The client tools this message declares (seed 001), under
+    /// The client tools this message declares, under
     /// `clientTools` in the message's metadata or else the request's: the
     /// model may call them in this turn, which then ends `input-required`
     /// until the client sends the results. `None` when none are declared.

@@ -1,4 +1,4 @@
-//! [`Agent`]: one conversation's lifecycle and persistence (seed 004).
+//! [`Agent`]: one conversation's lifecycle and persistence.
 //!
 //! ```text
 //! created --start()--> starting --> ready --execute_turn()--> busy --turn ends--> ready
@@ -342,7 +342,7 @@ impl Agent {
         }
     }
 
-    /// Loads the state and gets ready for turns (seed 004 `start`). Also
+    /// Loads the state and gets ready for turns. Also
     /// what brings a paused, shut-down or failed agent back. Turns call it
     /// on their own when needed.
     pub async fn start(&self) -> Result<(), AgentError> {

@@ -1,6 +1,6 @@
 //! Compaction: when the stored history passes a configured size, the oldest
 //! messages are summarised by the model and replaced, in the store, by one
-//! summary message (seeds 003 and 004).
+//! summary message.
 //!
 //! - The cut keeps the `keep_recent` newest messages and moves back to a
 //!   safe point ([`safe_cut_points`]): a tool call and its results are
@@ -33,7 +33,7 @@ pub const COMPACTION_KEY: &str = "compaction";
 pub const SUMMARY_PREFIX: &str = "Summary of the earlier conversation";
 
 /// When and how to compact. The default never compacts automatically
-/// (seed 004: `autoCompact` defaults to false); [`Agent::compact`](crate::Agent::compact)
+/// (the Agent never compacts unless told); [`Agent::compact`](crate::Agent::compact)
 /// still works with it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompactionConfig {

@@ -200,7 +200,7 @@ impl AgentTurn {
         self.cancel.clone()
     }
 
-    /// Pauses the turn before its next model call or tool call (seed 002):
+    /// Pauses the turn before its next model call or tool call:
     /// an `internal:execution-paused` event says when it stopped. Asked
     /// before the loop has started, it holds the first model call.
     /// Cancelling still works while paused.
@@ -286,7 +286,7 @@ impl std::fmt::Debug for AgentTurn {
 }
 
 impl Agent {
-    /// Runs one turn (seed 004 `executeTurn`): `user_message` (or `None` to
+    /// Runs one turn: `user_message` (or `None` to
     /// continue, for instance after a failure) with a fresh `auth` for
     /// this turn's tools.
     ///

@@ -1,4 +1,4 @@
-//! The wire form of a client tool's result (seed 001 "client tools"): the
+//! The wire form of a client tool's result: the
 //! client ran a call the model made and sends the outcome back in a data part
 //! of its next message. `looopy-tools` (which declares client tools) and
 //! `looopy-agent` (which turns results into tool messages) share this type.

@@ -13,7 +13,7 @@ use crate::tool_provider::ToolProvider;
 /// The authenticated principal of a turn, with fresh credentials.
 ///
 /// An Agent lives longer than any token; the caller passes a new
-/// `AuthContext` with every turn (seed 004), and every tool call of that turn
+/// `AuthContext` with every turn, and every tool call of that turn
 /// sees it. `Debug` never prints the credentials.
 #[derive(Clone, Default, PartialEq)]
 pub struct AuthContext {

@@ -180,14 +180,14 @@ pub enum EventPayload {
         /// Wall time of the call in milliseconds.
         duration_ms: u64,
     },
-    /// Reasoning text of the model (seed 003 `ReasoningEvent`).
+    /// Reasoning text of the model.
     #[serde(rename = "internal:reasoning")]
     Reasoning {
         /// The text.
         text: String,
     },
-    /// Assistant text of an iteration that also called tools (seed 003
-    /// `TextEvent`; the final answer arrives in the final status instead).
+    /// Assistant text of an iteration that also called tools (the final
+    /// answer arrives in the final status instead).
     #[serde(rename = "internal:text")]
     Text {
         /// The text.
@@ -225,7 +225,7 @@ pub enum EventPayload {
         /// The next piece of the arguments.
         delta: String,
     },
-    /// A tool call starts (seed 003 `StepStart` + `ToolCall`).
+    /// A tool call starts.
     #[serde(rename = "internal:tool-start", rename_all = "camelCase")]
     ToolStart {
         /// The call as the model sent it.
@@ -233,7 +233,7 @@ pub enum EventPayload {
         /// Its arguments as JSON (`{"_raw": ...}` when they are not JSON).
         arguments: Value,
     },
-    /// A tool call finished (seed 003 `ToolResult` + `StepComplete`).
+    /// A tool call finished.
     #[serde(rename = "internal:tool-complete", rename_all = "camelCase")]
     ToolComplete {
         /// The tool's name.
@@ -270,14 +270,13 @@ pub enum EventPayload {
         /// Messages in the checkpoint.
         message_count: usize,
     },
-    /// The turn's execution began (seed 002 `execution:start`).
+    /// The turn's execution began.
     #[serde(rename = "internal:execution-start", rename_all = "camelCase")]
     ExecutionStart {
         /// Whether it continues from a checkpoint.
         resumed: bool,
     },
-    /// The turn ended (seed 002 `execution:complete` / `execution:error` /
-    /// `execution:cancelled`); the final `status-update` follows.
+    /// The turn ended; the final `status-update` follows.
     #[serde(rename = "internal:execution-end", rename_all = "camelCase")]
     ExecutionEnd {
         /// The final state.
@@ -323,7 +322,7 @@ pub enum EventPayload {
         /// The error's message.
         message: String,
     },
-    /// The model asked for tool calls (seed 002 `tool:detected`).
+    /// The model asked for tool calls.
     #[serde(rename = "internal:tool-detected")]
     ToolDetected {
         /// 1-based iteration.
@@ -331,7 +330,7 @@ pub enum EventPayload {
         /// The calls.
         calls: Vec<ToolCall>,
     },
-    /// A hook failed (seed 002 `hook:error`).
+    /// A hook failed.
     #[serde(rename = "internal:hook-error", rename_all = "camelCase")]
     HookError {
         /// The hook's name.

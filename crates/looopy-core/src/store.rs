@@ -78,7 +78,7 @@ impl From<serde_json::Error> for StoreError {
     }
 }
 
-/// The persisted state of a turn in progress (seed 000 `PersistedLoopState`).
+/// The persisted state of a turn in progress.
 ///
 /// `messages` is the whole history the turn works on: what the Agent passed in
 /// (`messages[..turn_start]`) followed by what the turn added. A tool call
@@ -207,7 +207,7 @@ pub trait ArtifactStore: Send + Sync {
     async fn clear(&self, context_id: &str) -> Result<(), StoreError>;
 }
 
-/// Where an Agent is in its lifecycle (seed 004).
+/// Where an Agent is in its lifecycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LifecycleState {

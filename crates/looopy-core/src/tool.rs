@@ -87,7 +87,7 @@ impl ToolCall {
     }
 
     /// The arguments as JSON. Empty arguments read as `{}`. Text that is not
-    /// JSON reads as `{"_raw": "<text>"}` (seed 003, section 4.2), so that
+    /// JSON reads as `{"_raw": "<text>"}`, so that
     /// events and hooks always have an object to show; the tool still gets
     /// the raw string and decides.
     pub fn parsed_arguments(&self) -> Value {
@@ -104,13 +104,13 @@ impl ToolCall {
 #[serde(tag = "type", rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum ToolSignal {
-    /// The done tool (seed 003): end the turn, with this final text if given.
+    /// The done tool: end the turn, with this final text if given.
     Done {
         /// The final answer; when absent the turn ends with the model's last text.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },
-    /// A client tool (seed 001): the client must run this call and send the
+    /// A client tool: the client must run this call and send the
     /// result in its next message; the turn ends `input-required`.
     InputRequired,
 }

@@ -16,12 +16,12 @@ pub struct AgentLoopConfig {
     /// System prompt, injected at call time and never stored in the history.
     pub system_prompt: Option<Arc<str>>,
     /// Iterations (LLM calls with tools) before the turn is wrapped up with one
-    /// last call without tools. Default 10 (seed 000).
+    /// last call without tools. Default 10.
     pub max_iterations: u32,
-    /// Tool calls of one response that run at once. Default 5 (seed 000).
+    /// Tool calls of one response that run at once. Default 5.
     pub max_parallel_tools: usize,
     /// When true only the done tool ends the turn; an answer without tool
-    /// calls does not (seed 003). Default false.
+    /// calls does not. Default false.
     pub require_done_tool: bool,
     /// Stream model output (text arrives as `artifact-update` chunks). Default true.
     pub stream: bool,
@@ -31,9 +31,9 @@ pub struct AgentLoopConfig {
     pub temperature: Option<f32>,
     /// Token limit sent with each request.
     pub max_tokens: Option<u32>,
-    /// The user message of the wrap-up call after `max_iterations` (seed 003 §6).
+    /// The user message of the wrap-up call after `max_iterations`.
     pub final_summary_prompt: Arc<str>,
-    /// The answer when the wrap-up call fails (seed 003 §6).
+    /// The answer when the wrap-up call fails.
     pub fallback_final_text: Arc<str>,
     /// Extra prompts that incomplete-work hooks may send in one turn. Default 2.
     pub max_incomplete_prompts: u32,

@@ -1,5 +1,6 @@
-//! Hooks: user code at fixed points of a turn (seed 002's hook table, seed
-//! 003's `canExecuteTool` and incomplete-work prompt).
+//! Hooks: user code at fixed points of a turn: before and after the turn,
+//! each model call and each tool call, tool approval, and the prompt sent
+//! when the model stops with work left.
 //!
 //! A [`Hook`] implements the points it cares about; every method has a
 //! default that does nothing. Several hooks run in registration order at each
@@ -304,7 +305,7 @@ pub trait Hook: Send + Sync {
     }
 
     /// Before a turn ends because the model answered: `Some(prompt)` sends the
-    /// model one more user message instead (seed 003 incomplete-work prompt).
+    /// model one more user message instead.
     /// Bounded by [`AgentLoopConfig::max_incomplete_prompts`](crate::AgentLoopConfig).
     async fn incomplete_work(
         &self,

@@ -1,4 +1,4 @@
-//! Pause and resume inside a turn (seed 002): a paused turn stops before its
+//! Pause and resume inside a turn: a paused turn stops before its
 //! next model call or tool call and goes on when resumed. Cancellation works
 //! while paused.
 

@@ -77,7 +77,7 @@ impl TurnHandle {
             .unwrap_or_else(|| self.initial.clone())
     }
 
-    /// Pauses the turn before its next model call or tool call (seed 002).
+    /// Pauses the turn before its next model call or tool call.
     /// An `internal:execution-paused` event says when it stopped.
     pub fn pause(&self, reason: impl Into<String>) {
         self.shared.pause.pause(reason);

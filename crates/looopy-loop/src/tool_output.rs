@@ -1,4 +1,4 @@
-//! Tool-output management (seed 003 `toolOutputCache`): a tool result larger
+//! Tool-output management: a tool result larger
 //! than a limit is stored as an artifact; the model sees a preview and a
 //! reference, and reads the rest on demand with the `read_tool_output` tool.
 //! The history stays small however much a tool returns.

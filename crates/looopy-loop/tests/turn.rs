@@ -154,7 +154,7 @@ async fn tools_run_in_parallel_within_the_limit_and_results_keep_the_model_order
     assert_eq!(results, vec!["r0", "r1", "r2", "r3", "r4"]);
     // The second request saw every result.
     assert_eq!(llm.requests()[1].messages.len(), 7);
-    // Seed 003 order: text, then per call start/complete.
+    // Order: text, then per call start/complete.
     let k = kinds(&events);
     let text = k.iter().position(|k| *k == "internal:text").unwrap();
     let first_start = k.iter().position(|k| *k == "internal:tool-start").unwrap();

@@ -1,4 +1,4 @@
-//! Client tools (seed 001): tools the client declares for a turn and runs
+//! Client tools: tools the client declares for a turn and runs
 //! itself. See `docs/tools.md` for the wire shape.
 
 use std::collections::HashSet;

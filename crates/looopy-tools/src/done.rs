@@ -1,4 +1,4 @@
-//! [`DoneTool`]: the done tool of seed 003.
+//! [`DoneTool`]: the done tool.
 
 use async_trait::async_trait;
 use looopy_core::{
