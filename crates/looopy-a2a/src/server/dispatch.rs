@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use axum::Json;
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use looopy_core::{AuthContext, Part, Role};
 use serde_json::Value;
@@ -10,8 +11,9 @@ use serde_json::Value;
 use crate::RpcError;
 use crate::jsonrpc::{self, RpcRequest};
 use crate::model::{SendResponse, StreamEvent, WireMessage};
+use crate::server::router::header_str;
 use crate::server::sse::{self, StreamSpec};
-use crate::server::{ServerState, push};
+use crate::server::{ServerState, progress, push};
 use crate::trace;
 use crate::version::ProtocolVersion;
 use crate::wire::{self, SendParams};
@@ -133,6 +135,29 @@ pub(crate) struct StreamOptions {
     pub(crate) last_event_id: Option<String>,
     /// Whether the tool-progress extension is active for the request.
     pub(crate) progress: bool,
+}
+
+impl StreamOptions {
+    /// What the request's headers ask of `method`, the same for every
+    /// binding: a subscription's `Last-Event-ID`, and the tool-progress
+    /// extension, which changes only streams (it is activated, and echoed,
+    /// there).
+    pub(crate) fn of(state: &ServerState, method: Method, headers: &HeaderMap) -> Self {
+        let last_event_id = match method {
+            Method::Subscribe => header_str(headers, "last-event-id")
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
+            _ => None,
+        };
+        let progress = state.tool_progress
+            && matches!(method, Method::Stream | Method::Subscribe)
+            && progress::requested(headers);
+        StreamOptions {
+            last_event_id,
+            progress,
+        }
+    }
 }
 
 /// What an operation answers.

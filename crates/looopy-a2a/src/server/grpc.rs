@@ -26,9 +26,7 @@ use crate::RpcError;
 use crate::jsonrpc::UNAUTHENTICATED;
 use crate::server::ServerState;
 use crate::server::dispatch::{self, Answer, Method, Opened, StreamOptions};
-use crate::server::progress;
 use crate::server::rest;
-use crate::server::router::header_str;
 use crate::server::sse;
 use crate::trace;
 
@@ -172,17 +170,7 @@ impl Grpc {
             .ok_or_else(|| status(&RpcError::unauthenticated()))?;
         let version = rest::version(&headers, &[]).map_err(|e| status(&e))?;
         let params = serde_json::to_value(request).map_err(internal)?;
-        let streams = matches!(method, Method::Stream | Method::Subscribe);
-        let options = StreamOptions {
-            last_event_id: match method {
-                Method::Subscribe => header_str(&headers, "last-event-id")
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_owned),
-                _ => None,
-            },
-            progress: self.state.tool_progress && streams && progress::requested(&headers),
-        };
+        let options = StreamOptions::of(&self.state, method, &headers);
         let span = trace::request_span(name, version, &headers);
         dispatch::call(&self.state, &auth, version, method, name, params, options)
             .instrument(span)

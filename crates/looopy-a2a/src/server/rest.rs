@@ -30,7 +30,7 @@ use crate::RpcError;
 use crate::jsonrpc::UNAUTHENTICATED;
 use crate::server::ServerState;
 use crate::server::dispatch::{self, Answer, Method, StreamOptions};
-use crate::server::progress::{self, EXTENSIONS_HEADER, TOOL_PROGRESS_EXTENSION};
+use crate::server::progress::{EXTENSIONS_HEADER, TOOL_PROGRESS_EXTENSION};
 use crate::server::router::{content_type_error, header_str};
 use crate::server::sse;
 use crate::trace;
@@ -289,20 +289,8 @@ async fn handle_inner(
     } = operation(http, path, query, body)?;
     wire::normalize_params(version, &mut params);
     let span = trace::request_span(name, version, headers);
-    let last_event_id = match method {
-        Method::Subscribe => header_str(headers, "last-event-id")
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned),
-        _ => None,
-    };
-    let progress = state.tool_progress
-        && matches!(method, Method::Stream | Method::Subscribe)
-        && progress::requested(headers);
-    let options = StreamOptions {
-        last_event_id,
-        progress,
-    };
+    let options = StreamOptions::of(&state, method, headers);
+    let progress = options.progress;
     let answer = dispatch::call(&state, &auth, version, method, name, params, options)
         .instrument(span)
         .await?;

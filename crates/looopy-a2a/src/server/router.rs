@@ -17,7 +17,7 @@ use crate::RpcError;
 use crate::jsonrpc;
 use crate::server::ServerState;
 use crate::server::card::{self, CardInputs};
-use crate::server::dispatch::{self, Method, StreamOptions};
+use crate::server::dispatch::{self, StreamOptions};
 use crate::server::progress::{
     self, EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER, TOOL_PROGRESS_EXTENSION,
 };
@@ -249,21 +249,8 @@ async fn rpc(State(state): State<Arc<ServerState>>, headers: HeaderMap, body: Bo
     };
     wire::normalize_params(version, &mut request.params);
     let span = trace::request_span(&request.method, version, &headers);
-    let last_event_id = match method {
-        Method::Subscribe => header_str(&headers, "last-event-id")
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned),
-        _ => None,
-    };
-    // The extension changes only streams: it is activated (and echoed) there.
-    let progress = state.tool_progress
-        && matches!(method, Method::Stream | Method::Subscribe)
-        && progress::requested(&headers);
-    let options = StreamOptions {
-        last_event_id,
-        progress,
-    };
+    let options = StreamOptions::of(&state, method, &headers);
+    let progress = options.progress;
     let mut response = dispatch::dispatch(state, auth, version, method, request, options)
         .instrument(span)
         .await;
