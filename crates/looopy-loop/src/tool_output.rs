@@ -61,6 +61,20 @@ fn char_slice(text: &str, offset: usize, chars: usize) -> &str {
     &rest[..end]
 }
 
+/// Whether a result is plain text no longer than `max_chars` bytes: it has
+/// at most that many characters, so it fits, measured without copying its
+/// text (the hook runs after every tool call).
+fn fits_without_copy(result: &ToolResult, max_chars: usize) -> bool {
+    let mut bytes = 0;
+    for part in &result.content {
+        match part {
+            Part::Text { text } => bytes += text.len(),
+            _ => return false,
+        }
+    }
+    bytes <= max_chars
+}
+
 #[async_trait]
 impl Hook for ToolOutputCache {
     fn name(&self) -> &str {
@@ -73,7 +87,7 @@ impl Hook for ToolOutputCache {
         call: &ToolCall,
         result: &mut ToolResult,
     ) -> Result<(), HookError> {
-        if call.name == READ_TOOL_OUTPUT {
+        if call.name == READ_TOOL_OUTPUT || fits_without_copy(result, self.max_chars) {
             return Ok(());
         }
         let text = result.text_content();
