@@ -17,10 +17,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use chrono::Utc;
 use looopy_core::store::{
-    Acquire, AgentState, AgentStateStore, ArtifactStore, LifecycleState, MessageStore,
-    StoredArtifact, TurnLock,
+    Acquire, AgentState, AgentStateStore, ArtifactStore, HistoryMark, LifecycleState, MessageStore,
+    StoredArtifact, TurnLock, TurnStore,
 };
-use looopy_core::{LlmProvider, Message, StoreError, TurnContext};
+use looopy_core::{History, LlmProvider, Message, StoreError, TurnContext};
 use looopy_loop::AgentLoop;
 use serde_json::{Map, Value};
 use tokio::sync::OwnedMutexGuard;
@@ -45,6 +45,8 @@ pub(crate) struct Inner {
     pub(crate) context_id: Arc<str>,
     pub(crate) agent_loop: AgentLoop,
     pub(crate) summarizer: Arc<dyn LlmProvider>,
+    /// A turn's start and end (over the stores below).
+    pub(crate) turns: Arc<dyn TurnStore>,
     pub(crate) messages: Arc<dyn MessageStore>,
     pub(crate) artifacts: Arc<dyn ArtifactStore>,
     pub(crate) states: Option<Arc<dyn AgentStateStore>>,
@@ -65,6 +67,17 @@ pub(crate) struct Status {
     /// oldest first; they follow the stored history.
     pub(crate) unsaved: Vec<Message>,
     pub(crate) last_error: Option<String>,
+    /// The stored history as the last turn left it, so that the next turn
+    /// reads only what others appended since (kept with a turn lock only:
+    /// the lease is what keeps others from writing during a turn).
+    pub(crate) held: Option<HeldHistory>,
+}
+
+/// A stored history this process holds, and the store's mark of it.
+#[derive(Clone)]
+pub(crate) struct HeldHistory {
+    pub(crate) mark: HistoryMark,
+    pub(crate) history: History,
 }
 
 impl Status {
@@ -79,6 +92,7 @@ pub(crate) struct Parts {
     pub(crate) context_id: Arc<str>,
     pub(crate) agent_loop: AgentLoop,
     pub(crate) summarizer: Arc<dyn LlmProvider>,
+    pub(crate) turns: Arc<dyn TurnStore>,
     pub(crate) messages: Arc<dyn MessageStore>,
     pub(crate) artifacts: Arc<dyn ArtifactStore>,
     pub(crate) states: Option<Arc<dyn AgentStateStore>>,
@@ -118,6 +132,7 @@ impl Agent {
                 context_id: p.context_id,
                 agent_loop: p.agent_loop,
                 summarizer: p.summarizer,
+                turns: p.turns,
                 messages: p.messages,
                 artifacts: p.artifacts,
                 states: p.states,
@@ -129,6 +144,7 @@ impl Agent {
                     state: Arc::new(state),
                     unsaved: Vec::new(),
                     last_error: None,
+                    held: None,
                 }),
             }),
         }
@@ -282,12 +298,18 @@ impl Agent {
             return Ok(());
         };
         if let Some(stored) = states.load(&self.inner.context_id).await? {
-            let mut status = self.status();
-            let state = status.state_mut();
-            state.turn_count = stored.turn_count.max(state.turn_count);
-            state.metadata = stored.metadata;
+            self.apply_shared_state(stored);
         }
         Ok(())
+    }
+
+    /// Takes the turn count and metadata of a stored state (another process
+    /// may have run turns since this one last did).
+    pub(crate) fn apply_shared_state(&self, stored: AgentState) {
+        let mut status = self.status();
+        let state = status.state_mut();
+        state.turn_count = stored.turn_count.max(state.turn_count);
+        state.metadata = stored.metadata;
     }
 
     /// Writes the state, when a state store is configured.
@@ -421,6 +443,7 @@ impl Agent {
             {
                 let mut status = self.status();
                 status.unsaved.clear();
+                status.held = None;
                 let state = status.state_mut();
                 for key in [keys::COMPACTIONS, keys::COMPACTION_COUNT] {
                     state.metadata.remove(key);

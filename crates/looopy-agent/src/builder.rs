@@ -3,7 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use looopy_core::store::{AgentStateStore, ArtifactStore, MessageStore, TaskStateStore, TurnLock};
+use looopy_core::store::{
+    AgentStateStore, ArtifactStore, MessageStore, SeparateStores, TaskStateStore, TurnLock,
+    TurnStore,
+};
 use looopy_core::{LlmProvider, ToolProvider};
 use looopy_loop::tool_output::ToolOutputCache;
 use looopy_loop::{AgentLoop, AgentLoopBuilder, AgentLoopConfig};
@@ -32,6 +35,7 @@ pub struct AgentBuilder {
     artifacts: Option<Arc<dyn ArtifactStore>>,
     states: Option<Arc<dyn AgentStateStore>>,
     turn_lock: Option<Arc<dyn TurnLock>>,
+    turns: Option<Arc<dyn TurnStore>>,
     settings: Settings,
     token_counter: Option<Arc<dyn TokenCounter>>,
     customize: Vec<LoopCustomizer>,
@@ -52,6 +56,7 @@ impl AgentBuilder {
             artifacts: None,
             states: None,
             turn_lock: None,
+            turns: None,
             settings: Settings::default(),
             token_counter: None,
             customize: Vec::new(),
@@ -152,6 +157,17 @@ impl AgentBuilder {
     /// processes (the in-agent check always applies).
     pub fn turn_lock(mut self, lock: Arc<dyn TurnLock>) -> Self {
         self.turn_lock = Some(lock);
+        self
+    }
+
+    /// How a turn's start and end reach the stores, each as one operation
+    /// (`looopy_stores_redis::RedisStores::turns`: one round trip each).
+    /// It must work on the same stores as the message, state and
+    /// checkpoint stores and the turn lock given here. Without one, the
+    /// Agent calls those stores one after the other
+    /// ([`SeparateStores`]).
+    pub fn turn_store(mut self, store: Arc<dyn TurnStore>) -> Self {
+        self.turns = Some(store);
         self
     }
 
@@ -305,10 +321,19 @@ impl AgentBuilder {
             let window = &mut self.settings.window;
             window.reserve_tokens += window.counter().system_prompt(prompt);
         }
+        let turns = self.turns.unwrap_or_else(|| {
+            Arc::new(SeparateStores {
+                messages: messages.clone(),
+                states: self.states.clone(),
+                lock: self.turn_lock.clone(),
+                checkpoints: agent_loop.checkpoint_store().cloned(),
+            })
+        });
         Ok(Agent::from_parts(crate::agent::Parts {
             context_id: self.context_id,
             agent_loop,
             summarizer,
+            turns,
             messages,
             artifacts,
             states: self.states,

@@ -6,14 +6,13 @@
 //! lease and the agent -> forward the final event. A turn whose lease is
 //! taken over by another process stops at once and writes nothing more.
 
-use std::borrow::Cow;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::Utc;
 use futures::channel::mpsc::UnboundedSender;
 use futures::{FutureExt, StreamExt};
-use looopy_core::store::{LastTurn, LifecycleState};
+use looopy_core::store::{HistoryMark, LastTurn, LifecycleState};
 use looopy_core::{
     AgentEvent, EventPayload, History, Message, TaskState, TaskStatus, ToolResult, TurnContext,
 };
@@ -24,6 +23,7 @@ use tokio::sync::OwnedMutexGuard;
 use crate::agent::Agent;
 use crate::artifacts::{ArtifactRecorder, strip_tool_artifacts};
 use crate::client;
+use crate::commit;
 use crate::compaction::{self, CompactionReport};
 use crate::lease::Lease;
 use crate::pause::PauseRelay;
@@ -38,6 +38,9 @@ pub(crate) struct Prepared {
     pub(crate) stored_len: usize,
     /// The turn's input (client tool results, user message).
     pub(crate) input: Vec<Message>,
+    /// The store's mark of the stored part of `history`, when this process
+    /// may hold on to it after the turn (see `start`).
+    pub(crate) mark: Option<HistoryMark>,
 }
 
 /// How a turn starts.
@@ -174,19 +177,26 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
         };
         let save_error = if saved_before {
             agent.set_lifecycle(LifecycleState::Ready);
+            if let Some(lease) = turn.lease.take() {
+                lease.release().await;
+            }
+            if agent.inner.settings.auto_save && state.is_terminal() {
+                commit::forget_checkpoint(agent, &cx.task_id).await;
+            }
             None
         } else {
-            finish_turn(agent, &produced, record).await
+            let held = match &turn.start {
+                Start::New(p) if compaction.is_none() => {
+                    p.mark.clone().map(|mark| (mark, p.history.clone()))
+                }
+                _ => None,
+            };
+            let ended = state.is_terminal().then_some(&*cx.task_id);
+            commit::finish(agent, &produced, record, turn.lease.take(), ended, held).await
         };
-        if let Some(lease) = turn.lease.take() {
-            lease.release().await;
-        }
         drop(turn.guard);
 
         let saved = agent.inner.settings.auto_save && save_error.is_none();
-        if saved && state.is_terminal() {
-            forget_checkpoint(agent, &cx.task_id).await;
-        }
         let mut event = pumped
             .final_event
             .unwrap_or_else(|| synthetic_final(cx, "the turn ended without a final event"));
@@ -346,62 +356,4 @@ async fn maybe_compact(
             (None, Some(error.to_string()))
         }
     }
-}
-
-/// Saves the turn's messages (after any older unsaved ones) and the state;
-/// marks the agent ready. Returns why saving failed, if it did.
-/// Deletes the checkpoint of a turn that ended for good and whose messages
-/// are saved: nothing will resume it. Done after the lease is released, so
-/// that a process dying before this point leaves a checkpoint for the turn's
-/// recovery to report the saved end from (a checkpoint left behind expires
-/// with the store's time-to-live). An input-required turn keeps it.
-async fn forget_checkpoint(agent: &Agent, task_id: &str) {
-    if let Some(store) = agent.inner.agent_loop.checkpoint_store()
-        && let Err(error) = store.delete(task_id).await
-    {
-        tracing::warn!(task_id, %error, "could not delete an ended turn's checkpoint");
-    }
-}
-
-async fn finish_turn(agent: &Agent, produced: &[Message], record: LastTurn) -> Option<String> {
-    let auto = agent.inner.settings.auto_save;
-    let older = std::mem::take(&mut agent.status().unsaved);
-    let mut error = None;
-    if auto {
-        // Without older unsaved messages (the usual case) the turn's own
-        // are written as they are, not copied into a batch first.
-        let batch: Cow<'_, [Message]> = if older.is_empty() {
-            Cow::Borrowed(produced)
-        } else {
-            Cow::Owned(older.into_iter().chain(produced.iter().cloned()).collect())
-        };
-        if !batch.is_empty()
-            && let Err(e) = agent
-                .inner
-                .messages
-                .append(&agent.inner.context_id, &batch)
-                .await
-        {
-            tracing::warn!(context_id = %agent.inner.context_id, error = %e, "could not save the turn's messages; keeping them in memory");
-            error = Some(e.to_string());
-            agent.status().unsaved = batch.into_owned();
-        }
-    } else {
-        let mut status = agent.status();
-        status.unsaved = older;
-        status.unsaved.extend(produced.iter().cloned());
-    }
-    {
-        let mut status = agent.status();
-        let state = status.state_mut();
-        state.turn_count += 1;
-        state.lifecycle = LifecycleState::Ready;
-        state.last_activity = Utc::now();
-        state.last_turn = Some(record);
-    }
-    if auto && let Err(e) = agent.persist_state().await {
-        tracing::warn!(context_id = %agent.inner.context_id, error = %e, "could not save the agent state");
-        error.get_or_insert(e.to_string());
-    }
-    error
 }

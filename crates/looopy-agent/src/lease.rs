@@ -52,7 +52,14 @@ impl Lease {
         Ok(Some(Self::held(lock, context_id, owner, ttl)))
     }
 
-    fn held(lock: Arc<dyn TurnLock>, context_id: Arc<str>, owner: String, ttl: Duration) -> Lease {
+    /// A lease `owner` already holds (taken by a turn start), renewed from
+    /// now on.
+    pub(crate) fn held(
+        lock: Arc<dyn TurnLock>,
+        context_id: Arc<str>,
+        owner: String,
+        ttl: Duration,
+    ) -> Lease {
         let lost = CancellationToken::new();
         let renewer = tokio::spawn(renew(
             lock.clone(),
@@ -74,6 +81,17 @@ impl Lease {
     /// without writing anything more (the new owner carries it on).
     pub(crate) fn lost(&self) -> CancellationToken {
         self.lost.clone()
+    }
+
+    /// The owner token.
+    pub(crate) fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// Stops renewing a lease that is no longer to be given back (a turn's
+    /// commit released it, or another owner holds it).
+    pub(crate) fn settle(self) {
+        self.renewer.abort();
     }
 
     /// Stops renewing and gives the lease back.

@@ -21,7 +21,7 @@ use futures::channel::mpsc;
 use futures::{Stream, StreamExt};
 use looopy_core::store::LifecycleState;
 use looopy_core::{
-    AgentEvent, AuthContext, CancellationToken, ConversationArtifacts, History, Message, TaskState,
+    AgentEvent, AuthContext, CancellationToken, ConversationArtifacts, Message, TaskState,
     ToolCall, ToolProvider, TurnContext, Usage,
 };
 use looopy_loop::{TurnEnd, TurnSettings};
@@ -30,9 +30,8 @@ use tokio::sync::OwnedMutexGuard;
 use tracing::Instrument;
 
 use crate::agent::Agent;
-use crate::client;
 use crate::compaction::CompactionReport;
-use crate::driver::{self, Prepared, Start, TurnRun};
+use crate::driver::{self, Start, TurnRun};
 use crate::error::AgentError;
 use crate::error::BusyHolder;
 use crate::lease::Lease;
@@ -329,16 +328,7 @@ impl Agent {
                 Some(id) => Arc::from(id.as_str()),
                 None => Arc::from(uuid::Uuid::new_v4().to_string()),
             };
-            let lease = self.lease(Some(&task_id)).await?;
-            let prepared = match self.prepare(user_message, lease.is_some()).await {
-                Ok(p) => p,
-                Err(e) => {
-                    if let Some(lease) = lease {
-                        lease.release().await;
-                    }
-                    return Err(e);
-                }
-            };
+            let (lease, prepared) = self.begin(user_message, &task_id).await?;
             Ok(self.launch(guard, lease, Start::New(prepared), task_id, options))
         }
     }
@@ -390,6 +380,8 @@ impl Agent {
             return Err(e.into());
         }
         let saved = self.state().last_turn.is_some_and(|t| t.task_id == task_id);
+        // The held history may lack what the dead process saved.
+        self.status().held = None;
         Ok(self.launch(
             guard,
             lease,
@@ -456,41 +448,5 @@ impl Agent {
             cancel_on_drop: !options.keep_running_on_drop,
             ended: false,
         }
-    }
-
-    /// Loads the history and adds the turn's input (client tool results,
-    /// then the user message), saving that input first.
-    async fn prepare(&self, user: Option<Message>, shared: bool) -> Result<Prepared, AgentError> {
-        let context_id = &self.inner.context_id;
-        if shared {
-            self.refresh_shared_state().await?;
-        }
-        if self.inner.settings.auto_save
-            && let Err(error) = self.flush_unsaved().await
-        {
-            tracing::warn!(%context_id, %error, "could not save earlier messages; keeping them in memory");
-        }
-        let stored = self.inner.messages.load(context_id).await?;
-        let mut stored_len = stored.len();
-        let unsaved = self.status().unsaved.clone();
-        let mut history: History = stored.into_iter().chain(unsaved.iter().cloned()).collect();
-        let input = client::prepare_input(&history, user)?;
-        if history.is_empty() && input.is_empty() {
-            return Err(AgentError::EmptyTurn);
-        }
-        if input.is_empty() {
-            // A plain continuation: nothing to save.
-        } else if self.inner.settings.auto_save && unsaved.is_empty() {
-            self.inner.messages.append(context_id, &input).await?;
-            stored_len += input.len();
-        } else {
-            self.status().unsaved.extend(input.iter().cloned());
-        }
-        history.extend(input.iter().cloned());
-        Ok(Prepared {
-            history,
-            stored_len,
-            input,
-        })
     }
 }

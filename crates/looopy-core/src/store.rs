@@ -12,6 +12,7 @@
 //! | [`TurnLock`] | turn ownership: one turn at a time per context, across processes, and the registry of running turns | context id |
 //! | [`TaskStore`] | A2A task records (owner, status, event cursors, version; a cancel flag) | task id |
 //! | [`PushConfigStore`] | A2A push notification configs (webhooks) | task id + config id |
+//! | [`TurnStore`] | an Agent turn's start and end as one operation each, over the stores above | context id |
 
 use std::ops::Range;
 use std::time::Duration;
@@ -30,8 +31,13 @@ use crate::task::{Artifact, TaskState};
 use crate::tool::ToolResult;
 
 mod push;
+mod turn;
 
 pub use push::{PushAuthentication, PushConfig, PushConfigStore};
+pub use turn::{
+    BegunTurn, HistoryMark, LeaseRequest, LoadedHistory, SeparateStores, TurnBegin, TurnBegun,
+    TurnCommit, TurnStore, begin_separately, commit_separately,
+};
 
 /// Why a store operation failed. No variant means "partly done": a failed
 /// write wrote nothing.
@@ -61,6 +67,13 @@ pub enum StoreError {
     Conflict {
         /// What conflicted.
         message: String,
+    },
+    /// A turn's end was refused: the conversation's turn lease is no longer
+    /// held by the turn (another process took it over). Nothing was written.
+    #[error("the turn lease of context `{context_id}` is held by another owner; nothing was saved")]
+    LeaseLost {
+        /// The conversation.
+        context_id: String,
     },
     /// Any other backend error.
     #[error("store error: {message}")]

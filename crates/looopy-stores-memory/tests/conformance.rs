@@ -47,3 +47,15 @@ async fn task_records_are_atomic_across_two_handles() {
     let records = Arc::new(MemoryTaskStore::new());
     conformance::task_store_across_handles(records.clone(), records, &UniqueIds::new()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn memory_stores_pass_the_turn_store_rules_through_the_default_methods() {
+    let stores = MemoryStores::new();
+    let turns = Arc::new(looopy_core::store::SeparateStores {
+        messages: stores.messages.clone(),
+        states: Some(stores.agents.clone()),
+        lock: Some(stores.locks.clone()),
+        checkpoints: Some(stores.tasks.clone()),
+    });
+    conformance::turn_store(turns, &conformance::UniqueIds::new()).await;
+}

@@ -47,6 +47,7 @@ pub(crate) fn turn_shard(context_id: &str) -> u32 {
 /// | key | type | holds |
 /// |---|---|---|
 /// | `P:{ctx:C}:messages` | list | one JSON message per element |
+/// | `P:{ctx:C}:messages:epoch` | string | the history's epoch: a new token whenever the history is created, rewritten or deleted |
 /// | `P:{ctx:C}:agent` | string | the agent state (JSON) |
 /// | `P:{turns:K}:lease:C` | hash | the turn lease of context C: `owner`, `task` (empty for none), `exp` (ms, server clock) |
 /// | `P:{turns:K}:expiry` | sorted set | the turn registry of shard K: context ids of turn leases, scored by `exp` |
@@ -97,6 +98,13 @@ impl KeyLayout {
     /// A context's messages.
     pub fn messages(&self, context_id: &str) -> String {
         self.ctx(context_id, "messages")
+    }
+
+    /// The epoch of a context's history: a token set when the history is
+    /// created, rewritten (compaction) or deleted, never by an append; a
+    /// process holding the history checks it before reading only the tail.
+    pub fn messages_epoch(&self, context_id: &str) -> String {
+        self.ctx(context_id, "messages:epoch")
     }
 
     /// A context's agent state.
@@ -221,6 +229,7 @@ mod tests {
         for ctx in ["c1", "we}ird:{id}%", "ctx:1"] {
             let all = [
                 keys.messages(ctx),
+                keys.messages_epoch(ctx),
                 keys.agent(ctx),
                 keys.artifacts(ctx),
                 keys.artifact(ctx, "a:parts"),

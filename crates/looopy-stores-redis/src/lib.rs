@@ -19,6 +19,7 @@ mod push_configs;
 mod scripts;
 mod task_records;
 mod tasks;
+mod turns;
 
 use std::sync::Arc;
 
@@ -38,6 +39,7 @@ pub use messages::RedisMessageStore;
 pub use push_configs::RedisPushConfigStore;
 pub use task_records::RedisTaskStore;
 pub use tasks::RedisTaskStateStore;
+pub use turns::RedisTurnStore;
 
 /// Every Redis store on one [`RedisBackend`] (one pool), each behind an
 /// [`Arc`] so that it coerces to the `Arc<dyn Trait>` an Agent takes while
@@ -60,19 +62,34 @@ pub struct RedisStores {
     pub locks: Arc<RedisTurnLock>,
     /// A2A task records.
     pub task_records: Arc<RedisTaskStore>,
+    /// An Agent turn's start and end over the stores above (give it to
+    /// `AgentBuilder::turn_store` with them).
+    pub turns: Arc<RedisTurnStore>,
 }
 
 impl RedisStores {
     /// Every store on `backend`.
     pub fn new(backend: RedisBackend) -> Self {
+        let tasks = Arc::new(RedisTaskStateStore::new(backend.clone()));
+        let messages = Arc::new(RedisMessageStore::new(backend.clone()));
+        let agents = Arc::new(RedisAgentStateStore::new(backend.clone()));
+        let locks = Arc::new(RedisTurnLock::new(backend.clone()));
+        let turns = Arc::new(RedisTurnStore::new(
+            backend.clone(),
+            messages.clone(),
+            agents.clone(),
+            locks.clone(),
+            tasks.clone(),
+        ));
         RedisStores {
-            tasks: Arc::new(RedisTaskStateStore::new(backend.clone())),
-            messages: Arc::new(RedisMessageStore::new(backend.clone())),
+            tasks,
+            messages,
             artifacts: Arc::new(RedisArtifactStore::new(backend.clone())),
-            agents: Arc::new(RedisAgentStateStore::new(backend.clone())),
+            agents,
             events: Arc::new(RedisEventLog::new(backend.clone())),
-            locks: Arc::new(RedisTurnLock::new(backend.clone())),
+            locks,
             task_records: Arc::new(RedisTaskStore::new(backend.clone())),
+            turns,
             backend,
         }
     }

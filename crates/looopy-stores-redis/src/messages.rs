@@ -15,6 +15,12 @@ use crate::scripts::REPLACE_RANGE;
 /// A batch is appended with a single `RPUSH` carrying every message, so it
 /// lands whole and no other batch can come between its messages.
 /// `replace_range` is one Lua script (check bounds, then splice).
+///
+/// Beside the list, `P:{ctx:C}:messages:epoch` names the history: set to a
+/// fresh token when the list is created (by the first append), rewritten
+/// (`replace_range`) or deleted (`clear`), and left alone by appends. A
+/// process that holds the first `n` messages of epoch `E` reads only what
+/// follows them while the epoch is still `E` (see `RedisTurnStore`).
 #[derive(Debug, Clone)]
 pub struct RedisMessageStore {
     backend: RedisBackend,
@@ -34,6 +40,11 @@ fn encode(messages: &[Message]) -> Result<Vec<String>, StoreError> {
         .collect()
 }
 
+/// A fresh history epoch.
+pub(crate) fn new_epoch() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
 fn index(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
@@ -46,12 +57,19 @@ impl MessageStore for RedisMessageStore {
         }
         let key = self.backend.keys().messages(context_id);
         let encoded = encode(messages)?;
+        let epoch_key = self.backend.keys().messages_epoch(context_id);
         let mut pipe = redis::pipe();
         pipe.atomic().rpush(&key, &encoded).ignore();
+        pipe.cmd("SET")
+            .arg(&epoch_key)
+            .arg(new_epoch())
+            .arg("NX")
+            .ignore();
         let ttl = self.backend.ttl_ms();
         if ttl > 0 {
-            pipe.pexpire(&key, i64::try_from(ttl).unwrap_or(i64::MAX))
-                .ignore();
+            let ttl = i64::try_from(ttl).unwrap_or(i64::MAX);
+            pipe.pexpire(&key, ttl).ignore();
+            pipe.pexpire(&epoch_key, ttl).ignore();
         }
         let () = self.backend.pipe(&pipe, Retry::Never).await?;
         Ok(())
@@ -102,6 +120,8 @@ impl MessageStore for RedisMessageStore {
         }
         let mut call = REPLACE_RANGE.prepare_invoke();
         call.key(self.backend.keys().messages(context_id))
+            .key(self.backend.keys().messages_epoch(context_id))
+            .arg(new_epoch())
             .arg(range.start)
             .arg(range.end)
             .arg(self.backend.ttl_ms());
@@ -118,7 +138,8 @@ impl MessageStore for RedisMessageStore {
 
     async fn clear(&self, context_id: &str) -> Result<(), StoreError> {
         let mut cmd = redis::cmd("DEL");
-        cmd.arg(self.backend.keys().messages(context_id));
+        cmd.arg(self.backend.keys().messages(context_id))
+            .arg(self.backend.keys().messages_epoch(context_id));
         let _: i64 = self.backend.query(&cmd, Retry::Safe).await?;
         Ok(())
     }

@@ -47,24 +47,27 @@ fn with_helpers(body: &str) -> Script {
     Script::new(&format!("{PUSH}\n{body}"))
 }
 
-/// Replaces messages `start..end` of a list.
+/// Replaces messages `start..end` of a list, giving the history a new
+/// epoch.
 ///
-/// KEYS: list. ARGV: start, end, ttl_ms, replacement...
+/// KEYS: list, epoch. ARGV: new epoch, start, end, ttl_ms, replacement...
 /// Returns `{1, new_len}`, or `{0, len}` when the range is out of bounds.
 pub(crate) static REPLACE_RANGE: LazyLock<Script> = LazyLock::new(|| {
     with_helpers(
         r#"
 local key = KEYS[1]
-local s, e, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local s, e, ttl = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local len = redis.call('LLEN', key)
 if s > e or e > len then return {0, len} end
-if s == e and #ARGV < 4 then return {1, len} end
+if s == e and #ARGV < 5 then return {1, len} end
 local tail = {}
 if e < len then tail = redis.call('LRANGE', key, e, -1) end
 if s == 0 then redis.call('DEL', key) else redis.call('LTRIM', key, 0, s - 1) end
-push(key, ARGV, 4)
+push(key, ARGV, 5)
 push(key, tail, 1)
+redis.call('SET', KEYS[2], ARGV[1])
 expire(key, ttl)
+expire(KEYS[2], ttl)
 return {1, redis.call('LLEN', key)}
 "#,
     )
@@ -218,33 +221,39 @@ fn lease_script(body: &str) -> Script {
     Script::new(&format!("{NOW}{body}"))
 }
 
-/// Takes a turn lease.
+/// `acquire(lease, registry, owner, task, ttl_ms, member)`: takes a turn
+/// lease (needs `now`). Returns `{1}` when taken (or extended by its
+/// owner), `{0}` when held by another owner, `{2, task}` when stranded (the
+/// lease of a turn that ran out: only a take-over frees it). A lease
+/// without a task expires with its key; a turn's lease stays, listed in the
+/// registry by expiry.
+const ACQUIRE: &str = r#"
+local function acquire(lease, registry, owner, task, ttl, member)
+  local cur = redis.call('HMGET', lease, 'owner', 'task', 'exp')
+  if cur[1] and cur[1] ~= owner then
+    if tonumber(cur[3]) > now then return {0} end
+    if cur[2] and cur[2] ~= '' then return {2, cur[2]} end
+  end
+  local exp = now + tonumber(ttl)
+  redis.call('HSET', lease, 'owner', owner, 'task', task, 'exp', exp)
+  if task ~= '' then
+    redis.call('PERSIST', lease)
+    redis.call('ZADD', registry, exp, member)
+  else
+    redis.call('PEXPIRE', lease, ttl)
+    redis.call('ZREM', registry, member)
+  end
+  return {1}
+end
+"#;
+
+/// Takes a turn lease (see `ACQUIRE`).
 ///
 /// KEYS: lease, registry. ARGV: owner, task ('' for none), ttl_ms, member.
-/// Returns `{1}` when taken (or extended by its owner), `{0}` when held by
-/// another owner, `{2, task}` when stranded (the lease of a turn that ran
-/// out: only a take-over frees it). A lease without a task expires with its
-/// key; a turn's lease stays, listed in the registry by expiry.
 pub(crate) static LOCK_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
-    lease_script(
-        r#"
-local cur = redis.call('HMGET', KEYS[1], 'owner', 'task', 'exp')
-if cur[1] and cur[1] ~= ARGV[1] then
-  if tonumber(cur[3]) > now then return {0} end
-  if cur[2] and cur[2] ~= '' then return {2, cur[2]} end
-end
-local exp = now + tonumber(ARGV[3])
-redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'task', ARGV[2], 'exp', exp)
-if ARGV[2] ~= '' then
-  redis.call('PERSIST', KEYS[1])
-  redis.call('ZADD', KEYS[2], exp, ARGV[4])
-else
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
-  redis.call('ZREM', KEYS[2], ARGV[4])
-end
-return {1}
-"#,
-    )
+    lease_script(&format!(
+        "{ACQUIRE}\nreturn acquire(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])"
+    ))
 });
 
 /// Extends a lease, for its owner only (a turn's owner also after it ran
@@ -308,6 +317,99 @@ pub(crate) static LOCK_STRANDED: LazyLock<Script> = LazyLock::new(|| {
     lease_script(
         r#"
 return redis.call('ZRANGE', KEYS[1], '-inf', now, 'BYSCORE', 'LIMIT', 0, tonumber(ARGV[1]), 'WITHSCORES')
+"#,
+    )
+});
+
+/// An Agent turn's start, on one server (the lease and the conversation
+/// are on different cluster slots): takes the lease (when asked), reads the
+/// history's epoch and length, the messages after `known_len` when the
+/// epoch is `known_epoch` (else all of them), the agent state (when asked),
+/// and appends the input when the stored history is exactly the known one.
+/// A history without an epoch (written before epochs) gets `new_epoch`.
+///
+/// KEYS: lease, registry, messages, epoch, agent.
+/// ARGV: 1 take lease ('1'/'0'), 2 owner, 3 task, 4 lease ttl_ms, 5 member,
+/// 6 read state ('1'/'0'), 7 known epoch ('' for none), 8 known_len,
+/// 9 new epoch, 10 ttl_ms, 11.. input.
+/// Returns the lease refusal (`{0}` or `{2, task}`), or
+/// `{1, epoch, from, len, {messages...}, {state} or {}, input saved 1/0}`.
+pub(crate) static TURN_BEGIN: LazyLock<Script> = LazyLock::new(|| {
+    with_helpers(&format!(
+        "{NOW}{ACQUIRE}{}",
+        r#"
+if ARGV[1] == '1' then
+  local got = acquire(KEYS[1], KEYS[2], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
+  if got[1] ~= 1 then return got end
+end
+local ttl = tonumber(ARGV[10])
+local len = redis.call('LLEN', KEYS[3])
+local epoch = redis.call('GET', KEYS[4])
+if not epoch then
+  epoch = ARGV[9]
+  redis.call('SET', KEYS[4], epoch)
+  expire(KEYS[4], ttl)
+end
+local state = {}
+if ARGV[6] == '1' then
+  local s = redis.call('GET', KEYS[5])
+  if s then state = {s} end
+end
+local known = tonumber(ARGV[8])
+local same = epoch == ARGV[7] and len >= known
+local from = 0
+if same then from = known end
+local messages = {}
+if from < len then messages = redis.call('LRANGE', KEYS[3], from, -1) end
+local saved = 0
+if same and len == known and #ARGV > 10 then
+  push(KEYS[3], ARGV, 11)
+  expire(KEYS[3], ttl)
+  expire(KEYS[4], ttl)
+  saved = 1
+end
+return {1, epoch, from, len, messages, state, saved}
+"#
+    ))
+});
+
+/// An Agent turn's end, on one server: checks that the lease is still the
+/// caller's (else writes nothing), appends the messages, stores the agent
+/// state (indexed under its owner), releases the lease and deletes the
+/// checkpoint, all or nothing.
+///
+/// KEYS: lease, registry, messages, epoch, agent, owner index, checkpoint
+/// header, checkpoint messages.
+/// ARGV: 1 check and release the lease ('1'/'0'), 2 owner, 3 member (the
+/// context id), 4 state JSON ('' for none), 5 index under the owner
+/// ('1'/'0'), 6 index score, 7 delete the checkpoint ('1'/'0'), 8 ttl_ms,
+/// 9 new epoch (for a history created here), 10.. messages.
+/// Returns 1, or 0 when the lease is held by another owner.
+pub(crate) static TURN_COMMIT: LazyLock<Script> = LazyLock::new(|| {
+    with_helpers(
+        r#"
+if ARGV[1] == '1' and redis.call('HGET', KEYS[1], 'owner') ~= ARGV[2] then return 0 end
+local ttl = tonumber(ARGV[8])
+if #ARGV > 9 then
+  push(KEYS[3], ARGV, 10)
+  redis.call('SET', KEYS[4], ARGV[9], 'NX')
+  expire(KEYS[3], ttl)
+  expire(KEYS[4], ttl)
+end
+if ARGV[4] ~= '' then
+  if ARGV[5] == '1' then
+    redis.call('ZADD', KEYS[6], ARGV[6], ARGV[3])
+    expire(KEYS[6], ttl)
+  end
+  redis.call('SET', KEYS[5], ARGV[4])
+  expire(KEYS[5], ttl)
+end
+if ARGV[1] == '1' then
+  redis.call('DEL', KEYS[1])
+  redis.call('ZREM', KEYS[2], ARGV[3])
+end
+if ARGV[7] == '1' then redis.call('DEL', KEYS[7], KEYS[8]) end
+return 1
 "#,
     )
 });

@@ -39,6 +39,14 @@ async fn cluster_stores_pass_the_whole_suite() {
     conformance::run_all(&under_test(&stores)).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_turn_store_passes_its_rules_on_a_cluster() {
+    // Store by store there: its keys are on several slots.
+    let Some(cluster) = cluster() else { return };
+    let stores = stores(&cluster).await;
+    conformance::turn_store(stores.turns.clone(), &conformance::UniqueIds::new()).await;
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn cluster_stores_pass_on_a_single_thread_with_one_connection() {
     let Some(cluster) = cluster() else { return };

@@ -62,3 +62,10 @@ async fn task_records_are_atomic_across_two_connections() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_redis_turn_store_passes_the_turn_store_rules() {
+    let redis = common::redis();
+    let stores = common::stores(common::config(redis.url())).await;
+    conformance::turn_store(stores.turns.clone(), &UniqueIds::new()).await;
+}

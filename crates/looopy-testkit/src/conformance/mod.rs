@@ -77,6 +77,7 @@ mod messages;
 mod push_configs;
 mod task_records;
 mod tasks;
+mod turns;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -98,6 +99,7 @@ pub use messages::message_store;
 pub use push_configs::push_config_store;
 pub use task_records::{task_store, task_store_across_handles};
 pub use tasks::task_state_store;
+pub use turns::turn_store;
 
 /// Makes ids (context, task, owner, artifact) that no other run uses.
 #[derive(Debug)]

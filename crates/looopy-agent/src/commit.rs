@@ -1,0 +1,161 @@
+//! How a turn's end is saved: its messages, the state, the lease given
+//! back and the checkpoint of a turn that ended for good deleted, as one
+//! store operation ([`TurnStore::commit_turn`](looopy_core::store::TurnStore::commit_turn)) that first checks that the
+//! turn still holds its lease.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use chrono::Utc;
+use looopy_core::store::{HistoryMark, LastTurn, LifecycleState, TurnCommit};
+use looopy_core::{History, Message, StoreError};
+
+use crate::agent::{Agent, HeldHistory};
+use crate::lease::Lease;
+
+/// Saves what a turn produced and gives its lease back; marks the agent
+/// ready. `ended`: the task of a turn that ended for good (its checkpoint
+/// goes once the messages are saved; an input-required turn keeps it).
+/// `held`: the history the turn started from and its mark, kept for the
+/// next turn once saved. Returns why saving failed, if it did.
+pub(crate) async fn finish(
+    agent: &Agent,
+    produced: &[Message],
+    record: LastTurn,
+    lease: Option<Lease>,
+    ended: Option<&str>,
+    held: Option<(HistoryMark, History)>,
+) -> Option<String> {
+    let inner = &agent.inner;
+    let auto = inner.settings.auto_save;
+    if !auto || !agent.status().unsaved.is_empty() {
+        agent.status().held = None;
+        let error = finish_separately(agent, produced, record).await;
+        if let Some(lease) = lease {
+            lease.release().await;
+        }
+        if auto
+            && error.is_none()
+            && let Some(task_id) = ended
+        {
+            forget_checkpoint(agent, task_id).await;
+        }
+        return error;
+    }
+    let snapshot = {
+        let mut status = agent.status();
+        mark_ended(status.state_mut(), record);
+        inner.states.is_some().then(|| Arc::clone(&status.state))
+    };
+    let result = inner
+        .turns
+        .commit_turn(TurnCommit {
+            context_id: &inner.context_id,
+            lease_owner: lease.as_ref().map(Lease::owner),
+            messages: produced,
+            state: snapshot.as_deref(),
+            forget_checkpoint: ended.filter(|_| inner.agent_loop.checkpoint_store().is_some()),
+        })
+        .await;
+    let context_id = &inner.context_id;
+    match result {
+        Ok(()) => {
+            if let Some(lease) = lease {
+                lease.settle();
+            }
+            agent.status().held = held.map(|(mark, mut history)| {
+                history.extend(produced.iter().cloned());
+                HeldHistory {
+                    mark: HistoryMark {
+                        len: mark.len + produced.len(),
+                        ..mark
+                    },
+                    history,
+                }
+            });
+            None
+        }
+        Err(error @ StoreError::LeaseLost { .. }) => {
+            // Another process carries the conversation on: nothing of this
+            // turn is kept to be saved later.
+            tracing::error!(%context_id, %error, "the turn's end was refused: its lease was taken over");
+            if let Some(lease) = lease {
+                lease.settle();
+            }
+            agent.status().held = None;
+            Some(error.to_string())
+        }
+        Err(error) => {
+            tracing::warn!(%context_id, %error, "could not save the turn's end; keeping its messages in memory");
+            {
+                let mut status = agent.status();
+                status.held = None;
+                status.unsaved = produced.to_vec();
+            }
+            if let Some(lease) = lease {
+                lease.release().await;
+            }
+            Some(error.to_string())
+        }
+    }
+}
+
+fn mark_ended(state: &mut looopy_core::store::AgentState, record: LastTurn) {
+    state.turn_count += 1;
+    state.lifecycle = LifecycleState::Ready;
+    state.last_activity = Utc::now();
+    state.last_turn = Some(record);
+}
+
+/// Deletes the checkpoint of a turn that ended for good and whose messages
+/// are saved: nothing will resume it. Done after the lease is released, so
+/// that a process dying before this point leaves a checkpoint for the turn's
+/// recovery to report the saved end from (a checkpoint left behind expires
+/// with the store's time-to-live). An input-required turn keeps it.
+pub(crate) async fn forget_checkpoint(agent: &Agent, task_id: &str) {
+    if let Some(store) = agent.inner.agent_loop.checkpoint_store()
+        && let Err(error) = store.delete(task_id).await
+    {
+        tracing::warn!(task_id, %error, "could not delete an ended turn's checkpoint");
+    }
+}
+
+/// Saves the turn's messages after older unsaved ones (or keeps them all
+/// in memory with auto-save off), then the state, one store call each.
+async fn finish_separately(
+    agent: &Agent,
+    produced: &[Message],
+    record: LastTurn,
+) -> Option<String> {
+    let auto = agent.inner.settings.auto_save;
+    let older = std::mem::take(&mut agent.status().unsaved);
+    let mut error = None;
+    if auto {
+        let batch: Cow<'_, [Message]> = if older.is_empty() {
+            Cow::Borrowed(produced)
+        } else {
+            Cow::Owned(older.into_iter().chain(produced.iter().cloned()).collect())
+        };
+        if !batch.is_empty()
+            && let Err(e) = agent
+                .inner
+                .messages
+                .append(&agent.inner.context_id, &batch)
+                .await
+        {
+            tracing::warn!(context_id = %agent.inner.context_id, error = %e, "could not save the turn's messages; keeping them in memory");
+            error = Some(e.to_string());
+            agent.status().unsaved = batch.into_owned();
+        }
+    } else {
+        let mut status = agent.status();
+        status.unsaved = older;
+        status.unsaved.extend(produced.iter().cloned());
+    }
+    mark_ended(agent.status().state_mut(), record);
+    if auto && let Err(e) = agent.persist_state().await {
+        tracing::warn!(context_id = %agent.inner.context_id, error = %e, "could not save the agent state");
+        error.get_or_insert(e.to_string());
+    }
+    error
+}
