@@ -36,7 +36,7 @@ use looopy_loop::AgentLoop;
 use looopy_stores_memory::MemoryStores;
 use looopy_stores_redis::{
     RedisAgentStateStore, RedisArtifactStore, RedisBackend, RedisConfig, RedisMessageStore,
-    RedisStores, RedisTaskStateStore, RedisTurnLock,
+    RedisStores, RedisTaskStateStore, RedisTurnLock, RedisTurnStore,
 };
 use looopy_testkit::{RedisServer, ScriptStep, ScriptedLlm};
 
@@ -209,11 +209,14 @@ struct RedisAgentStores {
     artifacts: Arc<RedisArtifactStore>,
     agents: Arc<RedisAgentStateStore>,
     locks: Arc<RedisTurnLock>,
+    /// A turn's start and end (one script each), through the third group.
+    turns: Arc<RedisTurnStore>,
 }
 
 impl RedisAgentStores {
     /// Checkpoints through `tasks_url`, the history through `messages_url`,
-    /// artifacts, agent state and the turn lease through `rest_url`.
+    /// artifacts, agent state, the turn lease and the turn store's start
+    /// and end scripts through `rest_url`.
     async fn connect(tasks_url: &str, messages_url: &str, rest_url: &str, prefix: &str) -> Self {
         let backend = |url: &str| {
             RedisBackend::connect(RedisConfig::new(url).with_key_prefix(prefix.to_owned()))
@@ -223,12 +226,24 @@ impl RedisAgentStores {
             backend(messages_url).await.expect("connect"),
             backend(rest_url).await.expect("connect"),
         );
+        let tasks = Arc::new(RedisTaskStateStore::new(t));
+        let messages = Arc::new(RedisMessageStore::new(m));
+        let agents = Arc::new(RedisAgentStateStore::new(r.clone()));
+        let locks = Arc::new(RedisTurnLock::new(r.clone()));
+        let turns = Arc::new(RedisTurnStore::new(
+            r.clone(),
+            messages.clone(),
+            agents.clone(),
+            locks.clone(),
+            tasks.clone(),
+        ));
         RedisAgentStores {
-            tasks: Arc::new(RedisTaskStateStore::new(t)),
-            messages: Arc::new(RedisMessageStore::new(m)),
-            artifacts: Arc::new(RedisArtifactStore::new(r.clone())),
-            agents: Arc::new(RedisAgentStateStore::new(r.clone())),
-            locks: Arc::new(RedisTurnLock::new(r)),
+            tasks,
+            messages,
+            artifacts: Arc::new(RedisArtifactStore::new(r)),
+            agents,
+            locks,
+            turns,
         }
     }
 }
@@ -274,7 +289,8 @@ fn agent(context: &str, stores: &AgentStores) -> Agent {
             .artifact_store(s.artifacts.clone())
             .state_store(s.agents.clone())
             .turn_lock(s.locks.clone())
-            .task_store(s.tasks.clone()),
+            .task_store(s.tasks.clone())
+            .turn_store(s.turns.clone()),
         AgentStores::Memory(s) => b
             .message_store(s.messages.clone())
             .artifact_store(s.artifacts.clone())
@@ -406,7 +422,7 @@ async fn agent_part(server: &RedisServer, info: &redis::aio::MultiplexedConnecti
         .num("other_round_trips_per_turn", per_turn(rts[2]))
         .num("commands_per_turn", per_turn(cmds))
         .notes(format!(
-            "{:.1} round trips per turn of 2 iterations ({:.1} checkpoints, {:.1} history load and appends, {:.1} turn lease, agent state and artifacts), {:.1} commands; turn {m0:.0} µs with MemoryStores, {m1:.0} µs with Redis (medians; added = a Redis turn minus the median in-memory turn)",
+            "{:.1} round trips per turn of 2 iterations ({:.1} checkpoints, {:.1} message store calls, {:.1} turn start and end (RedisTurnStore: lease, agent state, history, input, messages, checkpoint delete) and artifacts), {:.1} commands; turn {m0:.0} µs with MemoryStores, {m1:.0} µs with Redis (medians; added = a Redis turn minus the median in-memory turn)",
             per_turn(total),
             per_turn(rts[0]),
             per_turn(rts[1]),
@@ -441,6 +457,6 @@ fn main() {
         }
     });
     comment(&format!(
-        "A private redis-server (looopy-testkit RedisServer, no persistence) on loopback, on the same 2 cores as the bench, which were shared with other work: latencies are noisy. Loop turns: {K} iterations of two no-op tool calls plus the wrap-up call, each a fresh task id (so the first checkpoint of a turn writes the whole history, the next ones only what is new); the model and tools answer at once, so the difference is all checkpointing. Agent turns: the second turn of an Agent on a context holding the history (the first turn starts the Agent, as an A2A server keeps its Agents between turns), one user message, a tool call then the answer, with the turn lease, agent state, message appends and checkpoints in Redis. Round trips are counted by TCP proxies in front of Redis (a round trip = the client sends after Redis answered; in Agent turns the checkpoints, the message store and the other stores each go through a proxy of their own), commands by INFO commandstats (commands run by scripts included); the timed runs do not go through the proxy. Budget: one round trip per iteration, pipelined."
+        "A private redis-server (looopy-testkit RedisServer, no persistence) on loopback, on the same 2 cores as the bench, which were shared with other work: latencies are noisy. Loop turns: {K} iterations of two no-op tool calls plus the wrap-up call, each a fresh task id (so the first checkpoint of a turn writes the whole history, the next ones only what is new); the model and tools answer at once, so the difference is all checkpointing. Agent turns: the second turn of an Agent on a context holding the history (the first turn starts the Agent, as an A2A server keeps its Agents between turns), one user message, a tool call then the answer, with the turn lease, agent state, message appends and checkpoints in Redis, the turn's start and end through RedisTurnStore (one Lua script each; the Agent holds the history between turns and reads only what others appended). Round trips are counted by TCP proxies in front of Redis (a round trip = the client sends after Redis answered; in Agent turns the checkpoints, the message store and the other stores with the turn store each go through a proxy of their own), commands by INFO commandstats (commands run by scripts included); the timed runs do not go through the proxy. Budget: one round trip per iteration, pipelined."
     ));
 }

@@ -203,6 +203,9 @@ impl App {
             .lock_ttl(self.config.durability.lease_ttl())
             .artifact_tools(self.config.agent.artifact_tools)
             .owner(owner);
+        if let Some(turns) = &self.stores.turns {
+            builder = builder.turn_store(turns.clone());
+        }
         builder = self.config.history.apply(builder);
         for tool in &self.tools {
             builder = builder.tools_shared(tool.clone());

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use looopy_core::StoreError;
 use looopy_core::store::{
     AgentStateStore, ArtifactStore, EventLog, MessageStore, PushConfigStore, TaskStateStore,
-    TaskStore, TurnLock,
+    TaskStore, TurnLock, TurnStore,
 };
 use serde::{Deserialize, Serialize};
 
@@ -56,6 +56,10 @@ pub struct Stores {
     pub task_records: Arc<dyn TaskStore>,
     /// A2A push notification configs.
     pub push_configs: Arc<dyn PushConfigStore>,
+    /// A turn's start and end in one operation each, for a backend that
+    /// has it (Redis: give it to `AgentBuilder::turn_store`); `None`: the
+    /// Agent calls the stores above one after the other.
+    pub turns: Option<Arc<dyn TurnStore>>,
 }
 
 impl std::fmt::Debug for Stores {
@@ -92,6 +96,7 @@ fn memory(retention: &looopy_stores_memory::MemoryRetention) -> Stores {
         task_records: Arc::new(looopy_stores_memory::MemoryTaskStore::with_retention(
             retention,
         )),
+        turns: None,
     }
 }
 
@@ -106,6 +111,7 @@ impl From<RedisStores> for Stores {
             locks: r.locks,
             task_records: r.task_records,
             push_configs: Arc::new(crate::RedisPushConfigStore::new(r.backend)),
+            turns: Some(r.turns),
         }
     }
 }
