@@ -47,6 +47,9 @@ pub(crate) async fn finish(
         mark_ended(status.state_mut(), record);
         inner.states.is_some().then(|| Arc::clone(&status.state))
     };
+    if let Some(lease) = &lease {
+        lease.stop_renewing();
+    }
     let result = inner
         .turns
         .commit_turn(TurnCommit {
@@ -60,9 +63,8 @@ pub(crate) async fn finish(
     let context_id = &inner.context_id;
     match result {
         Ok(()) => {
-            if let Some(lease) = lease {
-                lease.settle();
-            }
+            // Released by the commit.
+            drop(lease);
             agent.status().held = held.map(|(mark, mut history)| {
                 history.extend(produced.iter().cloned());
                 HeldHistory {
@@ -79,9 +81,7 @@ pub(crate) async fn finish(
             // Another process carries the conversation on: nothing of this
             // turn is kept to be saved later.
             tracing::error!(%context_id, %error, "the turn's end was refused: its lease was taken over");
-            if let Some(lease) = lease {
-                lease.settle();
-            }
+            drop(lease);
             agent.status().held = None;
             Some(error.to_string())
         }

@@ -88,9 +88,9 @@ impl Lease {
         &self.owner
     }
 
-    /// Stops renewing a lease that is no longer to be given back (a turn's
-    /// commit released it, or another owner holds it).
-    pub(crate) fn settle(self) {
+    /// Stops renewing (before a turn's commit releases the lease: a renewal
+    /// after it would find the lease gone and report it lost).
+    pub(crate) fn stop_renewing(&self) {
         self.renewer.abort();
     }
 

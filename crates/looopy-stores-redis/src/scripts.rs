@@ -346,9 +346,11 @@ local ttl = tonumber(ARGV[10])
 local len = redis.call('LLEN', KEYS[3])
 local epoch = redis.call('GET', KEYS[4])
 if not epoch then
+  -- A history written before epochs: its epoch lives as long as it does.
   epoch = ARGV[9]
   redis.call('SET', KEYS[4], epoch)
-  expire(KEYS[4], ttl)
+  local left = redis.call('PTTL', KEYS[3])
+  if left > 0 then redis.call('PEXPIRE', KEYS[4], left) else expire(KEYS[4], ttl) end
 end
 local state = {}
 if ARGV[6] == '1' then

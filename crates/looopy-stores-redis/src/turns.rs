@@ -128,14 +128,22 @@ impl TurnStore for RedisTurnStore {
             .arg(self.backend.ttl_ms());
         // The input goes only with a known history (it is appended only when
         // the stored one is exactly that).
-        if begin.known.is_some() {
+        let sends_input = begin.known.is_some() && !begin.input.is_empty();
+        if sends_input {
             for message in begin.input {
                 call.arg(serde_json::to_string(message)?);
             }
         }
-        // Not repeated: a lost reply after the input was appended would
-        // append it twice.
-        let reply: Vec<Value> = self.backend.script(&call, Retry::Never).await?;
+        // With input, not repeated: after a lost reply the input may be
+        // stored, and the caller, told the history changed, would add it
+        // again. Without, repeating takes the same owner's lease again and
+        // reads again.
+        let retry = if sends_input {
+            Retry::Never
+        } else {
+            Retry::Safe
+        };
+        let reply: Vec<Value> = self.backend.script(&call, retry).await?;
         match reply.as_slice() {
             [Value::Int(0)] => Ok(TurnBegun::Refused(Acquire::Held)),
             [Value::Int(2), task] => Ok(TurnBegun::Refused(Acquire::Stranded {
