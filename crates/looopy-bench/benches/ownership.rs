@@ -423,7 +423,7 @@ async fn cost(server: &RedisServer, info: &redis::aio::MultiplexedConnection) {
         .num("client_cpu_us_per_turn", a.client_cpu_us - b.client_cpu_us)
         .num("redis_cpu_us_per_turn", a.redis_cpu_us - b.redis_cpu_us)
         .notes(format!(
-            "{:+.1} round trips ({:+.1} lease: the turn's start and end scripts; {:+.1} agent state, now read and written by those scripts; the rest: the history's load and appends, also in the scripts), {:+.1} commands, +{:.0} µs CPU here and +{:.0} µs in Redis per turn; median turn {:.0} → {:.0} µs (p99: after's p99 minus before's)",
+            "{:+.1} round trips ({:+.1} lease: the turn's start and end scripts; {:+.1} agent state, now read and written by those scripts; the rest: the history's load and appends, also in the scripts), {:+.1} commands, {:+.0} µs CPU here and {:+.0} µs in Redis per turn; median turn {:.0} → {:.0} µs (p99: after's p99 minus before's)",
             a.round_trips - b.round_trips,
             a.lease_round_trips - b.lease_round_trips,
             a.state_round_trips - b.state_round_trips,
