@@ -41,10 +41,11 @@ impl Agent {
                 .then(|| status.held.clone())
                 .flatten()
         };
-        let early_input = match &held {
-            Some(h) => Some(client::prepare_input(&h.history, user.clone())?),
-            None => None,
-        };
+        // Built again from the fresh history when this one turns out stale
+        // (or refuses the input: the calls it answers may be newer).
+        let early_input = held
+            .as_ref()
+            .and_then(|h| client::prepare_input(&h.history, user.clone()).ok());
         let begun = inner
             .turns
             .begin_turn(TurnBegin {

@@ -205,3 +205,52 @@ async fn a_replica_reads_a_history_compacted_elsewhere_whole() {
     assert_eq!(sent, ["summary of first", "second"]);
     assert_eq!(stores_a.messages.count(&ctx).await.unwrap(), 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_results_reach_a_replica_that_did_not_ask_for_them() {
+    // Replica B's turn waits for a client tool; the client's results come
+    // to replica A, whose held history predates that call.
+    let ids = UniqueIds::new();
+    let (stores_a, stores_b) = (connect(ids.prefix()).await, connect(ids.prefix()).await);
+    let ctx = ids.next("ctx");
+    let llm_a = ScriptedLlm::new()
+        .respond(LlmResponse::text("hello"))
+        .respond(LlmResponse::text("You are in Oslo."));
+    let llm_b = ScriptedLlm::new().respond(call("client", &["c1"]));
+    let a = agent(&ctx, &llm_a, &stores_a, true);
+    let b = agent(&ctx, &llm_b, &stores_b, true);
+    turn(&a, "hi").await;
+    let (_, asked) = turn(&b, "where am I?").await;
+    assert_eq!(asked.state, TaskState::InputRequired);
+
+    let answer = Message::with_parts(
+        Role::User,
+        vec![looopy_core::Part::data(
+            serde_json::json!({"toolCallId": "c1", "result": {"city": "Oslo"}}),
+        )],
+    );
+    let done = a
+        .execute_turn(Some(answer), None)
+        .await
+        .unwrap()
+        .finish()
+        .await
+        .unwrap();
+    assert_eq!(done.state, TaskState::Completed);
+    let stored = stores_a.messages.load(&ctx).await.unwrap();
+    let roles: Vec<Role> = stored.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [
+            Role::User,
+            Role::Assistant,
+            Role::User,
+            Role::Assistant,
+            Role::Tool,
+            Role::Assistant
+        ]
+    );
+    assert_eq!(stored[4].tool_call_id.as_deref(), Some("c1"));
+    assert_eq!(stored[4].text(), r#"{"city":"Oslo"}"#);
+    assert_eq!(stored[5].text(), "You are in Oslo.");
+}
