@@ -1,6 +1,7 @@
 #![forbid(unsafe_code)]
 #![doc = include_str!("../README.md")]
 
+pub mod approval;
 mod artifact_view;
 pub mod cache;
 pub mod client_tool;
