@@ -76,7 +76,7 @@ pub(crate) struct Input {
     /// message (unless calls run first: then it is in `approved.then`).
     pub(crate) messages: Vec<Message>,
     /// Calls a person approved: the loop runs them first.
-    pub(crate) approved: Option<ApprovedCalls>,
+    pub(crate) approved: Option<Box<ApprovedCalls>>,
 }
 
 /// What the user's message says about the open calls.
@@ -253,10 +253,10 @@ pub(crate) fn prepare_input(history: &History, user: Option<Message>) -> Result<
     }
     Ok(Input {
         messages,
-        approved: Some(ApprovedCalls {
+        approved: Some(Box::new(ApprovedCalls {
             calls: approved,
             then: answers.rest,
-        }),
+        })),
     })
 }
 

@@ -39,7 +39,7 @@ pub(crate) struct Prepared {
     /// The turn's input (client tool results, user message).
     pub(crate) input: Vec<Message>,
     /// Calls a person approved, run before the first model call.
-    pub(crate) approved: Option<looopy_loop::ApprovedCalls>,
+    pub(crate) approved: Option<Box<looopy_loop::ApprovedCalls>>,
 }
 
 /// How a turn starts.
@@ -121,7 +121,7 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
                         sent,
                         cx.clone(),
                         turn.settings.clone(),
-                        approved,
+                        *approved,
                     ),
                     None => agent_loop.start_turn_with(sent, cx.clone(), turn.settings.clone()),
                 };

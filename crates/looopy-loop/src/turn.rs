@@ -48,7 +48,7 @@ pub(crate) struct Turn {
     /// Saves checkpoints in the background.
     writer: CheckpointWriter,
     /// Calls a person approved, run before the first iteration.
-    approved: Option<ApprovedCalls>,
+    approved: Option<Box<ApprovedCalls>>,
 }
 
 /// How the loop body ended.
@@ -138,7 +138,7 @@ impl Turn {
 
     /// Runs these approved calls before the first iteration.
     pub(crate) fn with_approved(mut self, approved: ApprovedCalls) -> Self {
-        self.approved = Some(approved);
+        self.approved = Some(Box::new(approved));
         self
     }
 
@@ -306,6 +306,7 @@ impl Turn {
                 return ending;
             }
         } else if let Some(approved) = self.approved.take() {
+            let approved = *approved;
             let calls: Vec<(usize, ToolCall)> = approved.calls.into_iter().enumerate().collect();
             if let Step::End(ending) = self.run_tools(registry, calls, true).await {
                 return ending;
