@@ -208,12 +208,7 @@ pub(crate) fn prepare_input(history: &History, user: Option<Message>) -> Result<
             approved: None,
         });
     }
-    let asked: Vec<ApprovalRequest> = last_assistant(history)
-        .map(ApprovalRequest::recorded)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|r| open.iter().any(|c| c.id == r.tool_call_id))
-        .collect();
+    let asked = waiting_in(history, &open);
     let mut answers = read_answers(&open, &asked, user)?;
     let mut messages = Vec::with_capacity(open.len() + 1);
     let mut approved = Vec::new();
@@ -260,8 +255,25 @@ pub(crate) fn prepare_input(history: &History, user: Option<Message>) -> Result<
     })
 }
 
-fn last_assistant(history: &History) -> Option<&Message> {
-    history.iter().rev().find(|m| m.role == Role::Assistant)
+/// The calls of the history's last assistant message that wait for a
+/// person's approval (see `looopy_core::approval`): open, and asked about.
+pub fn pending_approvals(history: &History) -> Vec<ApprovalRequest> {
+    waiting_in(history, &open_tool_calls(history))
+}
+
+fn waiting_in(history: &History, open: &[ToolCall]) -> Vec<ApprovalRequest> {
+    if open.is_empty() {
+        return Vec::new();
+    }
+    history
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant)
+        .map(ApprovalRequest::recorded)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| open.iter().any(|c| c.id == r.tool_call_id))
+        .collect()
 }
 
 /// Closes the calls a turn left open (cancelled, failed): results the

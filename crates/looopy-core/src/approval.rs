@@ -87,6 +87,28 @@ impl ApprovalRequest {
     }
 }
 
+/// The key of the requests in the data part of an `input-required` message.
+pub const REQUESTS_PART_KEY: &str = "approvalRequests";
+
+impl ApprovalRequest {
+    /// The requests an `input-required` status message carries (in its data
+    /// part's `approvalRequests`); none when it has none. What a client
+    /// reads to ask its user.
+    pub fn in_message(message: &Message) -> Vec<ApprovalRequest> {
+        message
+            .parts
+            .iter()
+            .find_map(|p| match p {
+                Part::Data {
+                    data: Value::Object(data),
+                } => data.get(REQUESTS_PART_KEY),
+                _ => None,
+            })
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default()
+    }
+}
+
 /// What the person decided about one call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "lowercase")]
@@ -238,6 +260,21 @@ mod tests {
         let no = ApprovalDecision::from_text("c", "NO").unwrap();
         assert_eq!(no.decision, Decision::Deny { reason: None });
         assert!(ApprovalDecision::from_text("c", "yes, but use b.txt").is_none());
+    }
+
+    #[test]
+    fn clients_read_the_requests_of_a_status_message() {
+        let call = ToolCall::new("c1", "delete_file", "{}");
+        let request = ApprovalRequest::new(&call, "sure?");
+        let message = Message::with_parts(
+            crate::message::Role::Assistant,
+            vec![
+                Part::text("sure?"),
+                Part::data(json!({"pendingToolCalls": [], "approvalRequests": [request.clone()]})),
+            ],
+        );
+        assert_eq!(ApprovalRequest::in_message(&message), vec![request]);
+        assert!(ApprovalRequest::in_message(&Message::assistant("hi")).is_empty());
     }
 
     #[test]

@@ -680,7 +680,7 @@ impl Turn {
         let mut ending_requests = None;
         if !requests.is_empty() {
             let value = serde_json::to_value(&requests).unwrap_or(Value::Null);
-            data["approvalRequests"] = value.clone();
+            data[looopy_core::approval::REQUESTS_PART_KEY] = value.clone();
             ending_requests = Some(value);
             self.record_requests(&requests);
         }

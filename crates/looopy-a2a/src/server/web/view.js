@@ -224,8 +224,55 @@
     }
   }
 
+  // ------------------------------------------------------------- approvals
+
+  /** The approval requests of an `input-required` status message (its
+   * data part's `approvalRequests`), or none. */
+  function approvalRequests(message) {
+    for (const p of (message && message.parts) || []) {
+      const list = p.data && p.data.approvalRequests;
+      if (Array.isArray(list)) return list.filter((r) => r && typeof r.toolCallId === 'string');
+    }
+    return [];
+  }
+
+  /** The text parts of a message only (no data parts as JSON). */
+  function textOf(message) {
+    return ((message && message.parts) || []).map((p) => (typeof p.text === 'string' ? p.text : '')).join('');
+  }
+
+  /** Shows each request's question, the call's arguments, and Approve /
+   * Deny buttons; a click calls `decide(request, 'approve' | 'deny')` once
+   * (every button of the turn is then disabled). */
+  function showApprovals(view, requests, decide) {
+    if (view.approvals) view.approvals.remove();
+    const box = el('div', { class: 'approvals', role: 'group', 'aria-label': 'Approval needed' });
+    const buttons = [];
+    for (const r of requests) {
+      const approve = el('button', { type: 'button', class: 'approve', 'data-call-id': r.toolCallId }, 'Approve');
+      const deny = el('button', { type: 'button', class: 'deny', 'data-call-id': r.toolCallId }, 'Deny');
+      const choose = (decision) => {
+        for (const b of buttons) b.disabled = true;
+        box.dataset.decided = decision;
+        decide(r, decision);
+      };
+      approve.addEventListener('click', () => choose('approve'));
+      deny.addEventListener('click', () => choose('deny'));
+      buttons.push(approve, deny);
+      box.append(el('div', { class: 'approval' },
+        el('p', { class: 'question' }, r.question || ('Allow ' + r.name + '?')),
+        el('pre', { class: 'args' }, pretty(r.arguments)),
+        el('div', { class: 'approval-buttons' }, approve, deny)));
+    }
+    view.approvals = box;
+    view.answer.after(box);
+    scrollToEnd();
+    if (buttons[0]) buttons[0].focus();
+  }
+
   window.ChatView = {
     STATE_LABELS, el, announce, duration, when, pretty, createTurn, scrollToEnd, setState,
     answerText, setAnswer, setArtifact, showProblem, renderInfo, onProgress, finishTools,
+    approvalRequests, textOf, showApprovals,
   };
 })();
