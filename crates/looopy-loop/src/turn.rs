@@ -299,14 +299,18 @@ impl Turn {
         if resumed {
             let pending =
                 checkpoint::pending_calls(&self.history, self.turn_start, &self.completed);
-            let pending = self.interrupted_calls(registry, pending);
-            if (!pending.is_empty() || !self.completed.is_empty())
-                && let Step::End(ending) = self.run_tools(registry, pending, false).await
+            let approved = pending.approved;
+            let calls = self.interrupted_calls(registry, pending.calls);
+            if (!calls.is_empty() || !self.completed.is_empty())
+                && let Step::End(ending) = self.run_tools(registry, calls, approved).await
             {
                 return ending;
             }
         } else if let Some(approved) = self.approved.take() {
             let approved = *approved;
+            // A crash while they run must find them: a resume runs them
+            // again (idempotent tools) or reports them interrupted.
+            self.checkpoint(TaskState::Working);
             let calls: Vec<(usize, ToolCall)> = approved.calls.into_iter().enumerate().collect();
             if let Step::End(ending) = self.run_tools(registry, calls, true).await {
                 return ending;
