@@ -110,7 +110,9 @@ impl AgentBuilder {
     /// of your own, add a hook whose `approve_tool` returns
     /// [`Approval::Ask`](looopy_loop::hooks::Approval::Ask) (for instance an
     /// [`ApproveFn`](looopy_loop::hooks::ApproveFn)) with
-    /// [`configure_loop`](Self::configure_loop).
+    /// [`configure_loop`](Self::configure_loop). Like `configure_loop`, not
+    /// with a prebuilt [`agent_loop`](Self::agent_loop): add the hook to
+    /// that loop instead.
     pub fn require_approval<I, S>(self, tools: I) -> Self
     where
         I: IntoIterator<Item = S>,

@@ -1,9 +1,11 @@
 //! Human approval of tool calls through the real `looopy serve` binary,
 //! driven by the official Python A2A SDK (a2a-sdk 1.x): `[agent]
 //! approve_tools` in `looopy.toml` makes a call wait; the task ends
-//! `input-required` with the question; a data part approves or denies it
-//! and the turn completes, with the MCP tool run (or not) as decided. On
-//! Redis, a second binary finishes a turn the first one asked about.
+//! `input-required` with the question; a data part approves, denies or edits
+//! it and the turn completes, with the MCP tool run (or not) as decided. On
+//! Redis, a second binary finishes a turn the first one asked about. The
+//! chat page (headless Chromium) and `looopy chat` (a pseudo-terminal) ask
+//! and answer too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -290,6 +292,17 @@ async fn the_python_sdk_approves_and_denies_tool_calls_of_looopy_serve() {
         "{done}"
     );
     assert_eq!(status_text(&done["task"]), "final: noted three");
+
+    // Edited: the tool runs with the arguments the person gave.
+    let (task, request) = asked(&setup, &url, "four").await;
+    let mut edit = decision(&request, "edit");
+    edit["arguments"] = json!({ "job": "four, edited" });
+    let done = setup.answer(&url, &task, edit).await;
+    assert_eq!(
+        done["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{done}"
+    );
+    assert_eq!(status_text(&done["task"]), "final: noted four, edited");
     server.stop();
 }
 
