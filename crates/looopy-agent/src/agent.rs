@@ -533,6 +533,18 @@ impl Agent {
         self.messages_in(total.saturating_sub(limit)..total).await
     }
 
+    /// The tool calls waiting for a person's approval: those the last turn
+    /// asked about (it ended `input-required`) and no message has answered
+    /// yet. What a server shows again when an answer could not be read.
+    pub async fn pending_approvals(
+        &self,
+    ) -> Result<Vec<looopy_core::approval::ApprovalRequest>, AgentError> {
+        let stored = self.inner.messages.load(&self.inner.context_id).await?;
+        let unsaved = self.status().unsaved.clone();
+        let history: History = stored.into_iter().chain(unsaved).collect();
+        Ok(crate::client::pending_approvals(&history))
+    }
+
     /// The conversation's artifacts, oldest first.
     pub async fn artifacts(&self) -> Result<Vec<StoredArtifact>, AgentError> {
         Ok(self.inner.artifacts.list(&self.inner.context_id).await?)

@@ -41,6 +41,8 @@ pub(crate) struct Prepared {
     /// The store's mark of the stored part of `history`, when this process
     /// may hold on to it after the turn (see `start`).
     pub(crate) mark: Option<HistoryMark>,
+    /// Calls a person approved, run before the first model call.
+    pub(crate) approved: Option<Box<looopy_loop::ApprovedCalls>>,
 }
 
 /// How a turn starts.
@@ -116,11 +118,16 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
                     window::apply(&prepared.history, &settings.window)
                 };
                 let base = sent.len();
-                let stream =
-                    agent
-                        .inner
-                        .agent_loop
-                        .start_turn_with(sent, cx.clone(), turn.settings.clone());
+                let agent_loop = &agent.inner.agent_loop;
+                let stream = match prepared.approved.take() {
+                    Some(approved) => agent_loop.start_turn_approved(
+                        sent,
+                        cx.clone(),
+                        turn.settings.clone(),
+                        *approved,
+                    ),
+                    None => agent_loop.start_turn_with(sent, cx.clone(), turn.settings.clone()),
+                };
                 (stream, base, compaction, compaction_error, false)
             }
             Start::Resume { saved } => {

@@ -43,7 +43,7 @@ impl Agent {
         };
         // Built again from the fresh history when this one turns out stale
         // (or refuses the input: the calls it answers may be newer).
-        let early_input = held
+        let early = held
             .as_ref()
             .and_then(|h| client::prepare_input(&h.history, user.clone()).ok());
         let begun = inner
@@ -57,7 +57,7 @@ impl Agent {
                 }),
                 load_state: shared && inner.states.is_some(),
                 known: held.as_ref().map(|h| &h.mark),
-                input: early_input.as_deref().unwrap_or_default(),
+                input: early.as_ref().map_or(&[][..], |e| e.messages.as_slice()),
             })
             .await?;
         let begun = match begun {
@@ -92,8 +92,11 @@ impl Agent {
                 (history, Some(mark))
             }
         };
-        let prepared = match early_input {
-            Some(input) if begun.input_saved => {
+        let prepared = match early {
+            Some(client::Input {
+                messages: input,
+                approved,
+            }) if begun.input_saved => {
                 let mut history = stored;
                 let stored_len = history.len() + input.len();
                 history.extend(input.iter().cloned());
@@ -106,6 +109,7 @@ impl Agent {
                     stored_len,
                     input,
                     mark,
+                    approved,
                 })
             }
             _ => self.add_input(stored, mark, user).await,
@@ -143,7 +147,10 @@ impl Agent {
             history.extend(earlier);
         }
         let mut stored_len = history.len() - self.status().unsaved.len();
-        let input = client::prepare_input(&history, user)?;
+        let client::Input {
+            messages: input,
+            approved,
+        } = client::prepare_input(&history, user)?;
         if history.is_empty() && input.is_empty() {
             return Err(AgentError::EmptyTurn);
         }
@@ -165,6 +172,7 @@ impl Agent {
             stored_len,
             input,
             mark,
+            approved,
         })
     }
 }
