@@ -1,5 +1,7 @@
 //! [`RedisTurnStore`]: an Agent turn's start and end in one round trip each.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use looopy_core::store::{
     Acquire, AgentState, AgentStateStore, BegunTurn, HistoryMark, LoadedHistory, MessageStore,
@@ -14,7 +16,6 @@ use crate::index::score;
 use crate::messages::new_epoch;
 use crate::scripts::{TURN_BEGIN, TURN_COMMIT};
 use crate::{RedisAgentStateStore, RedisMessageStore, RedisTaskStateStore, RedisTurnLock};
-use std::sync::Arc;
 
 /// The [`TurnStore`] of the Redis stores: on one server, a turn's start
 /// (take the lease, read the state and the history or only its new tail,
