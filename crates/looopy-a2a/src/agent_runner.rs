@@ -8,8 +8,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 use looopy_agent::{Agent, AgentError, LifecycleState, TurnOptions};
+use looopy_core::client_tool::ClientTools;
 use looopy_core::{AgentEvent, Artifact, EventPayload, Message, Role, TaskState, TaskStatus};
-use looopy_tools::ClientTools;
 
 use crate::runner::{ResumeRequest, RunnerError, TurnEvents, TurnRequest, TurnRunner};
 
