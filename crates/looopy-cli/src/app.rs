@@ -13,7 +13,7 @@ use looopy_llm_litellm::{LiteLlmConfig, LiteLlmProvider};
 use looopy_loop::layers::RetryPolicy;
 use looopy_loop::layers::timeout::TimeoutLayer;
 use looopy_loop::{AgentLoopConfig, ToolFailureMode};
-use looopy_stores_redis::Stores;
+use looopy_stores::Stores;
 use looopy_tools::{HttpServer, McpToolProvider, StdioServer};
 
 use crate::config::{Config, FailureMode, LlmSection, McpServerConfig};

@@ -1,6 +1,6 @@
 //! Persistence traits. Implementations live in `looopy-stores-memory` and
 //! `looopy-stores-redis`; `looopy-testkit` has one conformance suite that
-//! every implementation must pass.
+//! every implementation must pass. [`Stores`] bundles one of each.
 //!
 //! | trait | holds | keyed by |
 //! |---|---|---|
@@ -30,8 +30,10 @@ use crate::task::{Artifact, TaskState};
 use crate::tool::ToolResult;
 
 mod push;
+mod stores;
 
 pub use push::{PushAuthentication, PushConfig, PushConfigStore};
+pub use stores::Stores;
 
 /// Why a store operation failed. No variant means "partly done": a failed
 /// write wrote nothing.

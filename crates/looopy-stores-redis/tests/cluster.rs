@@ -7,9 +7,10 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use looopy_core::store::Stores;
 use looopy_core::store::{AgentState, AgentStateStore, EventLog, LifecycleState, MessageStore};
 use looopy_core::{AgentEvent, EventPayload, Message};
-use looopy_stores_redis::{RedisBackend, RedisStores, StoreConfig, Stores};
+use looopy_stores_redis::{RedisBackend, RedisConfig, RedisStores};
 use looopy_testkit::conformance::{self, StoreUnderTest};
 
 use common::cluster::{ClusterConfig, TestCluster, cluster};
@@ -62,16 +63,16 @@ async fn cluster_task_records_are_atomic_across_two_connections() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn the_factory_builds_cluster_stores_from_a_list_of_urls() {
+async fn a_config_with_a_list_of_cluster_urls_connects_every_store() {
     let Some(cluster) = cluster() else { return };
     let urls: Vec<String> = cluster.urls().iter().map(|u| format!("{u:?}")).collect();
-    let config: StoreConfig = toml::from_str(&format!(
-        "backend = \"redis\"\ncluster_urls = [{}]\nkey_prefix = {:?}",
+    let config: RedisConfig = toml::from_str(&format!(
+        "cluster_urls = [{}]\nkey_prefix = {:?}",
         urls.join(", "),
         cluster.config().key_prefix
     ))
     .unwrap();
-    let stores: Stores = config.build().await.unwrap();
+    let stores: Stores = looopy_stores_redis::connect(config).await.unwrap();
     let suite = StoreUnderTest::new(
         stores.tasks,
         stores.messages,
