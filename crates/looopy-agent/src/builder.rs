@@ -3,7 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use looopy_core::store::{AgentStateStore, ArtifactStore, MessageStore, TaskStateStore, TurnLock};
+use looopy_core::store::{
+    AgentStateStore, ArtifactStore, MessageStore, Stores, TaskStateStore, TurnLock,
+};
 use looopy_core::{LlmProvider, ToolProvider};
 use looopy_loop::tool_output::ToolOutputCache;
 use looopy_loop::{AgentLoop, AgentLoopBuilder, AgentLoopConfig};
@@ -112,6 +114,21 @@ impl AgentBuilder {
     ) -> Self {
         self.customize.push(Box::new(f));
         self
+    }
+
+    /// Every store of the bundle: checkpoints, history, artifacts,
+    /// lifecycle metadata and the turn lease (the same as
+    /// [`task_store`](Self::task_store), [`message_store`](Self::message_store),
+    /// [`artifact_store`](Self::artifact_store),
+    /// [`state_store`](Self::state_store) and [`turn_lock`](Self::turn_lock)
+    /// with each of its stores; a later call of one of those replaces that
+    /// store only).
+    pub fn stores(self, stores: &Stores) -> Self {
+        self.task_store(stores.tasks.clone())
+            .message_store(stores.messages.clone())
+            .artifact_store(stores.artifacts.clone())
+            .state_store(stores.agents.clone())
+            .turn_lock(stores.locks.clone())
     }
 
     /// Loop checkpoints go here (crash safety within a turn).
