@@ -19,16 +19,7 @@ fn from_toml(text: &str) -> StoreConfig {
 }
 
 fn under_test(stores: &Stores) -> StoreUnderTest {
-    StoreUnderTest::new(
-        stores.tasks.clone(),
-        stores.messages.clone(),
-        stores.artifacts.clone(),
-        stores.agents.clone(),
-        stores.events.clone(),
-        stores.locks.clone(),
-    )
-    .with_task_records(stores.task_records.clone())
-    .with_push_configs(stores.push_configs.clone())
+    StoreUnderTest::from_stores(stores)
 }
 
 async fn build(config: &StoreConfig) -> Stores {
