@@ -213,7 +213,7 @@ mod tests {
         let expected = "```text\n\
             looopy-core    -> (none)\n\
             looopy-loop    -> looopy-core\n\
-            \x20                  dev: looopy-testkit\n\
+            \x20                 dev: looopy-testkit\n\
             looopy-testkit -> looopy-core\n\
             looopy-stores  -> looopy-core, looopy-loop?\n\
             ```\n";

@@ -1,13 +1,12 @@
 //! Checkpointing and resume.
 
 #![allow(clippy::unwrap_used)]
-mod common;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::*;
 use futures::StreamExt;
 use looopy_core::store::TaskStateStore;
 use looopy_core::{
@@ -16,6 +15,7 @@ use looopy_core::{
 use looopy_loop::AgentLoop;
 use looopy_stores_memory::MemoryTaskStateStore;
 use looopy_testkit::ScriptedLlm;
+use support::*;
 
 fn cx() -> TurnContext {
     TurnContext::new("task-r", "ctx-r")
