@@ -8,6 +8,7 @@ mod support;
 use looopy_a2a::{A2aClient, RemoteAgentTools, SendRequest};
 use looopy_core::{ToolCall, ToolContext, ToolProvider};
 use looopy_testkit::{SpanCapture, attribute as attr};
+use opentelemetry::Value;
 use opentelemetry::trace::TraceContextExt;
 use opentelemetry_sdk::trace::SpanData;
 use support::*;

@@ -10,6 +10,7 @@ use looopy_core::LlmProvider;
 use looopy_testkit::openai_fixture::openai;
 use looopy_testkit::{FixtureReply, OpenAiFixture};
 use looopy_testkit::{SpanCapture, attribute as attr};
+use opentelemetry::Value;
 use opentelemetry::trace::TraceContextExt;
 use opentelemetry_sdk::trace::SpanData;
 use support::{ask, cx, drain, provider};
