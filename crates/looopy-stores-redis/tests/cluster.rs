@@ -16,15 +16,7 @@ use looopy_testkit::conformance::{self, StoreUnderTest};
 use support::cluster::{ClusterConfig, TestCluster, cluster};
 
 fn under_test(stores: &RedisStores) -> StoreUnderTest {
-    StoreUnderTest::new(
-        stores.tasks.clone(),
-        stores.messages.clone(),
-        stores.artifacts.clone(),
-        stores.agents.clone(),
-        stores.events.clone(),
-        stores.locks.clone(),
-    )
-    .with_task_records(stores.task_records.clone())
+    StoreUnderTest::from_stores(&stores.clone().into())
 }
 
 async fn stores(cluster: &TestCluster) -> RedisStores {
