@@ -195,11 +195,7 @@ impl App {
             // model and the tools are wrapped there, once.
             .configure_loop(move |l| l.retry(retry).tool_timeouts(timeouts))
             .loop_config(self.loop_config())
-            .task_store(self.stores.tasks.clone())
-            .message_store(self.stores.messages.clone())
-            .artifact_store(self.stores.artifacts.clone())
-            .state_store(self.stores.agents.clone())
-            .turn_lock(self.stores.locks.clone())
+            .stores(&self.stores)
             .lock_ttl(self.config.durability.lease_ttl())
             .artifact_tools(self.config.agent.artifact_tools)
             .owner(owner);
