@@ -48,11 +48,9 @@ async fn the_bundles_turn_lock_keeps_a_second_owner_out() {
         .stores(&stores)
         .build()
         .unwrap();
-    let error = agent
-        .execute_turn(Some(Message::user("Hi")), None)
-        .await
-        .err()
-        .expect("the lease is another owner's");
+    let Err(error) = agent.execute_turn(Some(Message::user("Hi")), None).await else {
+        panic!("the lease is another owner's: the turn must not start");
+    };
     assert!(error.is_busy(), "{error}");
     assert_eq!(stores.messages.count("ctx-held").await.unwrap(), 0);
 }
