@@ -1,13 +1,5 @@
 #![forbid(unsafe_code)]
 #![doc = include_str!("../README.md")]
-//! Layout: `builder` puts a loop together, `config` holds the settings,
-//! `turn` decides termination, `model_call` makes one model call, `tools`
-//! routes and runs tool calls, `checkpoint` persists and derives what resume
-//! must do, `resume` carries a turn on from its checkpoint, `events` builds
-//! every event (and names how a turn ended, [`TurnEnd`]) and `queue` holds
-//! them until the stream hands them out,
-//! `hooks` and `pause` are the extension points, `layers` wraps the model
-//! and the tool providers (retry, timeouts, custom layers).
 
 mod builder;
 mod checkpoint;

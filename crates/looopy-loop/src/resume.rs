@@ -6,7 +6,7 @@ use looopy_core::{History, TurnContext};
 
 use crate::events::TurnEnd;
 use crate::limits::TurnSettings;
-use crate::stream::{TurnShared, TurnStream};
+use crate::stream::{TurnOutcome, TurnShared, TurnStream};
 use crate::turn::Turn;
 use crate::{AgentLoop, LoopError};
 
@@ -44,6 +44,15 @@ impl AgentLoop {
             match checkpoint {
                 Err(e) => {
                     let message = looopy_core::Message::assistant(format!("cannot resume: {e}"));
+                    shared2.set_outcome(TurnOutcome {
+                        end: TurnEnd::Error,
+                        state: TurnEnd::Error.state(),
+                        message: Some(message.clone()),
+                        usage: Default::default(),
+                        iterations: 0,
+                        history: History::new(),
+                        turn_start: 0,
+                    });
                     emit.final_status(
                         TurnEnd::Error,
                         Some(message),
@@ -56,6 +65,17 @@ impl AgentLoop {
                     shared2.set_history(c.messages.clone());
                     let end = TurnEnd::of_saved_state(c.state);
                     let message = c.messages.last().cloned();
+                    // The outcome is there once the final event is, as for
+                    // a turn that runs.
+                    shared2.set_outcome(TurnOutcome {
+                        end,
+                        state: c.state,
+                        message: message.clone(),
+                        usage: c.usage,
+                        iterations: c.iteration,
+                        history: c.messages.clone(),
+                        turn_start: c.turn_start,
+                    });
                     emit.final_status(end, message, c.usage, c.iteration, Default::default());
                 }
                 Ok(c) => {

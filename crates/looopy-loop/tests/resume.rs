@@ -462,3 +462,17 @@ async fn a_call_in_flight_for_a_tool_that_is_gone_is_not_retried() {
         .unwrap();
     assert!(last_result.text().contains("not retried"));
 }
+
+#[tokio::test]
+async fn resuming_without_a_checkpoint_ends_failed_with_an_outcome_saying_why() {
+    let store = Arc::new(MemoryTaskStateStore::default());
+    let agent = AgentLoop::builder(ScriptedLlm::new())
+        .task_store(store)
+        .build();
+    let (events, outcome) = agent.resume(cx()).collect_all().await;
+    assert_eq!(final_event(&events).state(), Some(TaskState::Failed));
+    let outcome = outcome.expect("an outcome once the final event is out");
+    assert_eq!(outcome.state, TaskState::Failed);
+    let text = outcome.message.map(|m| m.text()).unwrap_or_default();
+    assert!(text.starts_with("cannot resume:"), "{text}");
+}
