@@ -23,6 +23,8 @@ pub(crate) fn run(args: &[&str]) -> Result<()> {
     let skip_deny = args.contains(&"--no-deny");
     provision()?;
     sh(cmd("cargo", &["fmt", "--all", "--", "--check"]))?;
+    // The crate graph drawn in docs/architecture.md is the manifests' own.
+    crate::graph::check()?;
     sh(cmd(
         "cargo",
         &[

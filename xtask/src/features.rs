@@ -19,6 +19,8 @@ const ALONE: &[(&str, &str)] = &[
     ("looopy", "otel"),
     ("looopy-a2a", "server"),
     ("looopy-a2a", "client"),
+    ("looopy-stores", "memory"),
+    ("looopy-stores", "redis"),
     ("looopy-tools", ""),
     ("looopy-llm-litellm", ""),
 ];

@@ -10,10 +10,13 @@
 //!   tag when cargo-semver-checks is installed.
 //! - `deny-advisories`: `cargo deny check advisories` (needs the advisory database online).
 //! - `provision`: only the provisioning step of `ci`.
+//! - `graph [--check]`: writes (or checks) the crate graph block of
+//!   `docs/architecture.md` from `cargo metadata`; `ci` runs the check.
 
 mod bench;
 mod ci;
 mod features;
+mod graph;
 mod redis;
 mod release;
 mod util;
@@ -29,9 +32,10 @@ fn main() -> Result<()> {
         Some("release") => release::run(&rest),
         Some("deny-advisories") => ci::deny(&["advisories"]),
         Some("provision") => ci::provision(),
+        Some("graph") => graph::run(&rest),
         Some("help") | Some("--help") | None => {
             println!(
-                "usage: cargo xtask <ci | bench | release --dry-run | deny-advisories | provision>"
+                "usage: cargo xtask <ci | bench | release --dry-run | deny-advisories | provision | graph [--check]>"
             );
             Ok(())
         }

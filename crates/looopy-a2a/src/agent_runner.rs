@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use looopy_agent::{Agent, AgentError, LifecycleState, TurnOptions};
 use looopy_core::approval::REQUESTS_PART_KEY;
+use looopy_core::client_tool::ClientTools;
 use looopy_core::{AgentEvent, Artifact, EventPayload, Message, Part, Role, TaskState, TaskStatus};
-use looopy_tools::ClientTools;
 
 use crate::runner::{ResumeRequest, RunnerError, TurnEvents, TurnRequest, TurnRunner};
 

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
+use looopy_core::client_tool::ClientTools;
 use looopy_core::{AgentEvent, Artifact, AuthContext, CancellationToken, Message, ToolProvider};
-use looopy_tools::ClientTools;
 use serde_json::{Map, Value};
 
 /// The events of one turn. The last one should be a `status-update` with

@@ -7,23 +7,14 @@
 mod support;
 
 use looopy_a2a::TOOL_PROGRESS_EXTENSION;
-use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
+use looopy_testkit::SpanCapture;
 use support::*;
-use tracing_subscriber::layer::SubscriberExt;
 
 /// With OpenTelemetry the trace id is the request's trace (here the
 /// caller's `traceparent`).
 #[tokio::test(flavor = "current_thread")]
 async fn the_trace_id_is_the_requests_trace_when_tracing() {
-    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(InMemorySpanExporter::default())
-        .build();
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _capture = SpanCapture::install();
 
     let server = start(ScriptedRunner::hello()).await;
     let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";

@@ -7,45 +7,18 @@ mod support;
 
 use looopy_a2a::{A2aClient, RemoteAgentTools, SendRequest};
 use looopy_core::{ToolCall, ToolContext, ToolProvider};
-use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
-use opentelemetry::{KeyValue, Value};
-use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use looopy_testkit::{SpanCapture, attribute as attr};
+use opentelemetry::Value;
+use opentelemetry::trace::TraceContextExt;
+use opentelemetry_sdk::trace::SpanData;
 use support::*;
 use tracing::Instrument;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
-use tracing_subscriber::layer::SubscriberExt;
-
-fn attr<'a>(span: &'a SpanData, key: &str) -> Option<&'a Value> {
-    span.attributes
-        .iter()
-        .find(|KeyValue { key: k, .. }| k.as_str() == key)
-        .map(|kv| &kv.value)
-}
-
-fn install() -> (
-    InMemorySpanExporter,
-    SdkTracerProvider,
-    tracing::subscriber::DefaultGuard,
-) {
-    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
-    (
-        exporter,
-        provider.clone(),
-        tracing::subscriber::set_default(subscriber),
-    )
-}
 
 // One thread, so that the server's spans see the thread-local subscriber.
 #[tokio::test(flavor = "current_thread")]
 async fn the_server_continues_the_callers_trace() {
-    let (exporter, provider, _guard) = install();
+    let capture = SpanCapture::install();
     let server = start(ScriptedRunner::hello()).await;
     let client = A2aClient::new(&server.url);
     let parent = tracing::info_span!("caller");
@@ -67,14 +40,13 @@ async fn the_server_continues_the_callers_trace() {
     drop(parent);
     // The turns' spans close when the turns have recorded their end.
     for _ in 0..500 {
-        provider.force_flush().unwrap();
-        let spans = exporter.get_finished_spans().unwrap();
+        let spans = capture.spans();
         if spans.iter().filter(|s| s.name == "a2a.turn").count() >= 2 {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    let spans = exporter.get_finished_spans().unwrap();
+    let spans = capture.spans();
     let requests: Vec<&SpanData> = spans
         .iter()
         .filter(|s| attr(s, "a2a.method.name").is_some())

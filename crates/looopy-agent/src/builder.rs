@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use looopy_core::store::{
-    AgentStateStore, ArtifactStore, MessageStore, SeparateStores, TaskStateStore, TurnLock,
+    AgentStateStore, ArtifactStore, MessageStore, SeparateStores, Stores, TaskStateStore, TurnLock,
     TurnStore,
 };
 use looopy_core::{LlmProvider, ToolProvider};
@@ -136,6 +136,27 @@ impl AgentBuilder {
     ) -> Self {
         self.customize.push(Box::new(f));
         self
+    }
+
+    /// Every store of the bundle: checkpoints, history, artifacts,
+    /// lifecycle metadata and the turn lease (the same as
+    /// [`task_store`](Self::task_store), [`message_store`](Self::message_store),
+    /// [`artifact_store`](Self::artifact_store),
+    /// [`state_store`](Self::state_store) and [`turn_lock`](Self::turn_lock)
+    /// with each of its stores, and [`turn_store`](Self::turn_store) when
+    /// the bundle has one; a later call of one of those replaces that store
+    /// only).
+    pub fn stores(self, stores: &Stores) -> Self {
+        let mut b = self
+            .task_store(stores.tasks.clone())
+            .message_store(stores.messages.clone())
+            .artifact_store(stores.artifacts.clone())
+            .state_store(stores.agents.clone())
+            .turn_lock(stores.locks.clone());
+        if let Some(turns) = &stores.turns {
+            b = b.turn_store(turns.clone());
+        }
+        b
     }
 
     /// Loop checkpoints go here (crash safety within a turn).

@@ -3,12 +3,11 @@
 //! Agent over the same stores, as after a restart).
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use common::*;
 use looopy_agent::{Agent, AgentError, TurnEnd};
 use looopy_core::approval::{ApprovalDecision, ApprovalRequest, Decision};
 use looopy_core::store::MessageStore;
@@ -20,6 +19,7 @@ use looopy_loop::hooks::{Approval, ApproveFn};
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use serde_json::json;
+use support::*;
 
 /// `delete_file {path}` (records each path it deletes) and `lookup`.
 #[derive(Clone, Default)]

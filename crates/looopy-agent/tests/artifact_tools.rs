@@ -2,14 +2,14 @@
 //! artifacts of the conversation; each change is stored and announced.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
-use common::*;
 use looopy_agent::artifact_tools::{APPEND_TO_ARTIFACT, CREATE_ARTIFACT, REPLACE_ARTIFACT};
 use looopy_core::store::ArtifactStore;
 use looopy_core::{AgentEvent, EventPayload, LlmResponse, Part, ToolCall};
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
+use support::*;
 
 fn one(id: &str, name: &str, args: &str) -> LlmResponse {
     LlmResponse::tool_calls("", vec![ToolCall::new(id, name, args)])

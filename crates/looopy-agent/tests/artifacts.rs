@@ -1,14 +1,14 @@
 //! Artifacts a turn produces are saved through the ArtifactStore, in order.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
-use common::*;
 use looopy_agent::{TOOL_ARTIFACT_IDS_KEY, TOOL_ARTIFACTS_KEY};
 use looopy_core::store::{ArtifactStore, MessageStore};
 use looopy_core::{EventPayload, FinishReason, LlmChunk, LlmResponse, Part, Role};
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
+use support::*;
 
 fn texts(parts: &[Part]) -> Vec<String> {
     parts

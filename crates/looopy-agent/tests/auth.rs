@@ -1,13 +1,13 @@
 //! A fresh AuthContext per turn reaches every tool call of that turn.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
-use common::*;
 use looopy_agent::TurnOptions;
 use looopy_core::{AuthContext, LlmResponse, Message, TaskState};
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
+use support::*;
 
 #[tokio::test]
 async fn every_tool_call_of_a_turn_sees_that_turns_auth() {

@@ -2,19 +2,19 @@
 //! a turn lock.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::*;
 use looopy_agent::{AgentError, BusyHolder, LifecycleState, TurnEnd};
 use looopy_core::store::{Acquire, TurnLease};
 use looopy_core::store::{MessageStore, TurnLock};
 use looopy_core::{LlmResponse, Message, StoreError, TaskState};
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
+use support::*;
 
 const LONG: Duration = Duration::from_secs(3600);
 

@@ -3,15 +3,15 @@
 //! a turn that waits for input.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 
-use common::*;
 use looopy_core::LlmResponse;
 use looopy_core::store::TaskStateStore;
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
+use support::*;
 
 #[tokio::test]
 async fn a_completed_turn_leaves_no_checkpoint() {

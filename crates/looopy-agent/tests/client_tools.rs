@@ -1,15 +1,15 @@
 //! A turn that ended input-required continues with the client's results.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
-use common::*;
 use looopy_agent::{AgentError, CLIENT_TOOL_MARK, LifecycleState, TurnEnd, open_tool_calls};
 use looopy_core::store::MessageStore;
 use looopy_core::{History, LlmResponse, Message, Part, Role, TaskState, ToolCall};
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use serde_json::json;
+use support::*;
 
 fn asks_the_client() -> LlmResponse {
     LlmResponse::tool_calls(

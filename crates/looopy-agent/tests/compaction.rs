@@ -2,15 +2,15 @@
 //! store; tool pairs stay intact; the model sees the summary.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
-use common::*;
 use looopy_agent::compaction::{COMPACTION_KEY, SUMMARY_PREFIX};
 use looopy_agent::{CompactionConfig, keys};
 use looopy_core::store::{AgentStateStore, MessageStore};
 use looopy_core::{LlmError, LlmResponse, Message, TaskState};
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
+use support::*;
 
 /// Two turns, each with one tool exchange: 8 stored messages.
 fn two_tool_turns(llm: ScriptedLlm) -> ScriptedLlm {

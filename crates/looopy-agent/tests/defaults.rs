@@ -3,9 +3,8 @@
 //! and stores long tool results as artifacts that the model pages through.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
-use common::*;
 use looopy_agent::{
     Agent, DEFAULT_TOOL_OUTPUT_MAX_CHARS, DEFAULT_TOOL_OUTPUT_PREVIEW_CHARS,
     DEFAULT_WINDOW_MESSAGES, WindowConfig,
@@ -16,6 +15,7 @@ use looopy_loop::tool_output::{READ_TOOL_OUTPUT, ToolOutputCache};
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use looopy_tools::LocalTools;
+use support::*;
 
 /// Seeds a conversation with `n` alternating user / assistant messages.
 async fn seed_history(stores: &MemoryStores, context: &str, n: usize) {

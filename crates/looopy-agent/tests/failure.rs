@@ -1,9 +1,8 @@
 //! Turns that fail, are cancelled or lose their reader keep what they made.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
-use common::*;
 use looopy_agent::{LifecycleState, TurnEnd, TurnOptions};
 use looopy_core::store::{AgentStateStore, MessageStore};
 use looopy_core::{
@@ -11,6 +10,7 @@ use looopy_core::{
 };
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
+use support::*;
 
 fn roles(messages: &[Message]) -> Vec<Role> {
     messages.iter().map(|m| m.role).collect()

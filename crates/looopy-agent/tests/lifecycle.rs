@@ -1,16 +1,16 @@
 //! Lifecycle, multi-turn history, pause/resume across Agents, auto-save.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 
-use common::*;
 use looopy_agent::{Agent, AgentError, LifecycleState, TurnEnd};
 use looopy_core::store::{AgentStateStore, MessageStore};
 use looopy_core::{LlmResponse, Message, Role, TaskState};
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
+use support::*;
 
 #[tokio::test]
 async fn history_grows_over_turns_and_the_model_sees_earlier_turns() {

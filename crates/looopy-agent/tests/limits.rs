@@ -1,17 +1,17 @@
 //! Per-turn settings given through `TurnOptions`.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::time::Duration;
 
-use common::*;
 use looopy_agent::{TurnEnd, TurnOptions};
 use looopy_core::store::MessageStore;
 use looopy_core::{LlmResponse, Message, TaskState};
 use looopy_loop::TurnSettings;
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
+use support::*;
 
 #[tokio::test]
 async fn a_turns_system_prompt_and_iteration_limit_reach_the_loop() {

@@ -7,14 +7,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::{builder, call};
 use looopy_agent::{Agent, AgentError, BusyHolder, TurnOptions};
 use looopy_core::store::{MessageStore, TaskStateStore, TurnLock};
 use looopy_core::{
@@ -23,6 +22,7 @@ use looopy_core::{
 };
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
+use support::{builder, call};
 
 const TTL: Duration = Duration::from_millis(300);
 

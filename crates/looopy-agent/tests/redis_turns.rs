@@ -5,7 +5,7 @@
 //! history from its last turn still sees what another replica added since.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use looopy_agent::Agent;
 use looopy_core::store::{AgentStateStore, MessageStore, TaskStateStore, TurnLock};
@@ -15,7 +15,7 @@ use looopy_testkit::ScriptedLlm;
 use looopy_testkit::conformance::UniqueIds;
 use serde_json::Value;
 
-use common::{TestTools, call, turn};
+use support::{TestTools, call, turn};
 
 async fn connect(prefix: &str) -> RedisStores {
     let redis = looopy_testkit::test_redis().expect("a test Redis (LOOOPY_TEST_REDIS_URL)");

@@ -2,17 +2,17 @@
 //! process ends, and starts again when the agent is used again.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::time::{Duration, Instant};
 
-use common::*;
 use looopy_core::store::AgentStateStore;
 use looopy_core::{LlmResponse, ToolCall};
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use looopy_testkit::external::{repo_root, require};
 use looopy_tools::{McpToolProvider, StdioServer};
+use support::*;
 
 fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

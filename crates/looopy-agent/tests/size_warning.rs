@@ -2,14 +2,14 @@
 //! once per passing.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
-use common::*;
 use looopy_agent::CompactionConfig;
 use looopy_core::store::MessageStore;
 use looopy_core::{AgentEvent, EventPayload, HistoryLimit, LlmResponse};
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
+use support::*;
 
 fn warnings(events: &[AgentEvent]) -> Vec<(HistoryLimit, usize, usize)> {
     events

@@ -3,11 +3,10 @@
 //! what is sent, and a calibrated counter learns from reported usage.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 
-use common::*;
 use looopy_agent::{
     Agent, AgentLoop, AgentLoopConfig, CalibratedCounter, TokenCounter, WindowConfig, WindowedLlm,
 };
@@ -16,6 +15,7 @@ use looopy_core::{
 };
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
+use support::*;
 
 fn texts(messages: &looopy_core::History) -> Vec<String> {
     messages.iter().map(|m| m.text()).collect()

@@ -3,13 +3,12 @@
 //! sees them (events and the stored history).
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::*;
 use looopy_core::store::MessageStore;
 use looopy_core::{
     AgentEvent, EventPayload, LlmResponse, Role, ToolContext, ToolFailure, ToolOutcome, ToolResult,
@@ -18,6 +17,7 @@ use looopy_loop::hooks::{Approval, ApproveFn, HookContext};
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use looopy_tools::{LocalTools, NoArgs, TimeoutTools, ToolFnError};
+use support::*;
 
 fn tool_complete(events: &[AgentEvent]) -> (ToolResult, ToolOutcome) {
     events

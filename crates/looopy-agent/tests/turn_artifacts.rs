@@ -1,10 +1,9 @@
 //! Tools see the conversation's artifacts through their context.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use async_trait::async_trait;
-use common::*;
 use looopy_core::store::ArtifactStore;
 use looopy_core::{
     Artifact, LlmResponse, Part, ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider,
@@ -12,6 +11,7 @@ use looopy_core::{
 };
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
+use support::*;
 
 /// `list_artifacts` answers the ids of the artifacts its context shows,
 /// and the text of `notes`.

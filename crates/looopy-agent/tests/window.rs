@@ -2,15 +2,15 @@
 //! call from its results, while the store keeps everything.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
-use common::*;
 use looopy_agent::{Agent, AgentLoop, WindowConfig, WindowedLlm};
 use looopy_core::store::MessageStore;
 use looopy_core::{LlmResponse, Message};
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use std::sync::Arc;
+use support::*;
 
 fn texts(messages: &looopy_core::History) -> Vec<String> {
     messages

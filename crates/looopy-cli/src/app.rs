@@ -13,7 +13,7 @@ use looopy_llm_litellm::{LiteLlmConfig, LiteLlmProvider};
 use looopy_loop::layers::RetryPolicy;
 use looopy_loop::layers::timeout::TimeoutLayer;
 use looopy_loop::{AgentLoopConfig, ToolFailureMode};
-use looopy_stores_redis::Stores;
+use looopy_stores::Stores;
 use looopy_tools::{HttpServer, McpToolProvider, StdioServer};
 
 use crate::config::{Config, FailureMode, LlmSection, McpServerConfig};
@@ -195,17 +195,10 @@ impl App {
             // model and the tools are wrapped there, once.
             .configure_loop(move |l| l.retry(retry).tool_timeouts(timeouts))
             .loop_config(self.loop_config())
-            .task_store(self.stores.tasks.clone())
-            .message_store(self.stores.messages.clone())
-            .artifact_store(self.stores.artifacts.clone())
-            .state_store(self.stores.agents.clone())
-            .turn_lock(self.stores.locks.clone())
+            .stores(&self.stores)
             .lock_ttl(self.config.durability.lease_ttl())
             .artifact_tools(self.config.agent.artifact_tools)
             .owner(owner);
-        if let Some(turns) = &self.stores.turns {
-            builder = builder.turn_store(turns.clone());
-        }
         if !self.config.agent.approve_tools.is_empty() {
             builder = builder.require_approval(self.config.agent.approve_tools.iter().cloned());
         }

@@ -2,7 +2,7 @@
 //! the model, the store, the tools and whether callers must authenticate, so
 //! a mistake in the configuration shows before the first request.
 
-use looopy_stores_redis::StoreConfig;
+use looopy_stores::StoreConfig;
 
 use crate::config::Config;
 

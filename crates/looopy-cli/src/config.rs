@@ -72,7 +72,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use looopy_a2a::ProtocolVersion;
-use looopy_stores_redis::StoreConfig;
+use looopy_stores::StoreConfig;
 use serde::Deserialize;
 
 /// The whole file.
@@ -89,7 +89,7 @@ pub struct Config {
     #[serde(default)]
     pub tools: ToolsSection,
     /// Where state lives (`backend = "memory"` by default, or `"redis"`
-    /// with the fields of [`looopy_stores_redis::RedisConfig`]: `url` for
+    /// with the fields of [`looopy_stores::RedisConfig`]: `url` for
     /// one server, or `cluster_urls = ["redis://host:port", ...]` for a
     /// Redis Cluster).
     #[serde(default = "memory_store")]

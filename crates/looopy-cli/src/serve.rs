@@ -26,17 +26,12 @@ pub fn server(
     let push = config.push.settings();
     let factory_app = app.clone();
     let runner = AgentRunner::new(move |context_id, owner| factory_app.agent(context_id, owner));
-    let builder = A2aServer::builder(
-        runner,
-        app.stores.events.clone(),
-        app.stores.task_records.clone(),
-    )
-    .card(card)
-    .auth(auth)
-    .max_body_bytes(config.server.max_body_bytes)
-    .recovery(app.stores.locks.clone())
-    .recovery_scan_interval(config.durability.scan_interval())
-    .web_ui(true); // the chat page at GET / (docs/web.md)
+    let builder = A2aServer::with_stores(runner, &app.stores)
+        .card(card)
+        .auth(auth)
+        .max_body_bytes(config.server.max_body_bytes)
+        .recovery_scan_interval(config.durability.scan_interval())
+        .web_ui(true); // the chat page at GET / (docs/web.md)
     let builder = match config.server.card_default_version {
         Some(version) => builder.card_default_version(version),
         None => builder,

@@ -1,7 +1,12 @@
-//! The wire form of a client tool's result: the
-//! client ran a call the model made and sends the outcome back in a data part
-//! of its next message. `looopy-tools` (which declares client tools) and
-//! `looopy-agent` (which turns results into tool messages) share this type.
+//! Client tools: tools the client declares for a turn and runs itself
+//! ([`ClientTools`], read from the `clientTools` metadata key), and the
+//! results it sends back ([`ClientToolResult`]). See `docs/tools.md` for the
+//! wire shape.
+//!
+//! A client tool's result: the client ran a call the model made and sends the outcome back in a data part
+//! of its next message. `looopy-a2a` and `looopy-tools` (which read the
+//! declarations) and `looopy-agent` (which turns results into tool messages)
+//! share these types.
 //!
 //! ```json
 //! {"kind": "data", "data": {"toolCallId": "call-1", "result": {"temp": 21}}}
@@ -10,132 +15,14 @@
 //!
 //! `"result"` with `"isError": true` also reports a failure.
 
-use serde_json::Value;
+mod declared;
+mod result;
 
-use crate::message::{Message, Part};
-use crate::tool::ToolResult;
+pub use declared::{
+    CLIENT_TOOLS_KEY, ClientTools, InvalidClientTools, PendingClientCall, client_results,
+    split_client_results,
+};
+pub use result::{ClientToolResult, split_results};
 
 /// Metadata key marking the results of client tools.
 pub const CLIENT_TOOL_MARK: &str = "clientTool";
-
-/// A client's result for a client tool call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ClientToolResult {
-    /// The call this answers.
-    pub tool_call_id: String,
-    /// The result (a string reaches the model as plain text, anything else
-    /// as JSON text), or the error message.
-    pub result: Value,
-    /// Whether the client reports a failure.
-    pub is_error: bool,
-}
-
-impl ClientToolResult {
-    /// Reads a result from a data part; `None` for any other part.
-    pub fn from_part(part: &Part) -> Option<Self> {
-        let Part::Data {
-            data: Value::Object(data),
-        } = part
-        else {
-            return None;
-        };
-        let tool_call_id = data.get("toolCallId")?.as_str()?.to_owned();
-        if let Some(error) = data.get("error").filter(|e| !e.is_null()) {
-            return Some(ClientToolResult {
-                tool_call_id,
-                result: error.clone(),
-                is_error: true,
-            });
-        }
-        let flagged = data.get("isError").and_then(Value::as_bool) == Some(true);
-        Some(ClientToolResult {
-            tool_call_id,
-            result: data.get("result")?.clone(),
-            is_error: flagged,
-        })
-    }
-
-    /// The tool result this stands for, marked with [`CLIENT_TOOL_MARK`].
-    pub fn into_tool_result(self) -> ToolResult {
-        let text = match self.result {
-            Value::String(text) => text,
-            other => other.to_string(),
-        };
-        let mut result = if self.is_error {
-            ToolResult::error(self.tool_call_id, text)
-        } else {
-            ToolResult::text(self.tool_call_id, text)
-        };
-        result
-            .metadata
-            .insert(CLIENT_TOOL_MARK.into(), Value::Bool(true));
-        result
-    }
-
-    /// The tool message that carries this result in the history.
-    pub fn into_message(self) -> Message {
-        self.into_tool_result().into_message()
-    }
-}
-
-/// Splits a client's message into the results it carries, in order, and
-/// what is left of it: the other parts, with the message's id and metadata
-/// (`None` when it held only results).
-pub fn split_results(message: Message) -> (Vec<ClientToolResult>, Option<Message>) {
-    let Message {
-        message_id,
-        role,
-        parts,
-        tool_calls,
-        tool_call_id,
-        metadata,
-    } = message;
-    let mut results = Vec::new();
-    let mut rest = Vec::new();
-    for part in parts {
-        match ClientToolResult::from_part(&part) {
-            Some(result) => results.push(result),
-            None => rest.push(part),
-        }
-    }
-    let rest = (!rest.is_empty() || results.is_empty()).then(|| {
-        let mut m = Message::with_parts(role, rest);
-        m.message_id = message_id;
-        m.tool_calls = tool_calls;
-        m.tool_call_id = tool_call_id;
-        m.metadata = metadata;
-        m
-    });
-    (results, rest)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn reads_results_and_errors_and_ignores_other_parts() {
-        let ok = ClientToolResult::from_part(&Part::data(
-            json!({"toolCallId": "a", "result": {"t": 1}}),
-        ))
-        .unwrap();
-        assert!(!ok.is_error);
-        let m = ok.into_message();
-        assert_eq!(m.text(), r#"{"t":1}"#);
-        assert_eq!(m.metadata[CLIENT_TOOL_MARK], true);
-        let err = ClientToolResult::from_part(&Part::data(
-            json!({"toolCallId": "b", "error": "declined"}),
-        ))
-        .unwrap();
-        assert!(err.is_error);
-        assert_eq!(err.into_message().text(), "Error: declined");
-        let flagged = ClientToolResult::from_part(&Part::data(
-            json!({"toolCallId": "c", "result": "x", "isError": true}),
-        ))
-        .unwrap();
-        assert!(flagged.is_error);
-        assert!(ClientToolResult::from_part(&Part::text("hi")).is_none());
-        assert!(ClientToolResult::from_part(&Part::data(json!({"result": 1}))).is_none());
-    }
-}

@@ -1,6 +1,6 @@
 //! Persistence traits. Implementations live in `looopy-stores-memory` and
 //! `looopy-stores-redis`; `looopy-testkit` has one conformance suite that
-//! every implementation must pass.
+//! every implementation must pass. [`Stores`] bundles one of each.
 //!
 //! | trait | holds | keyed by |
 //! |---|---|---|
@@ -31,9 +31,11 @@ use crate::task::{Artifact, TaskState};
 use crate::tool::ToolResult;
 
 mod push;
+mod stores;
 mod turn;
 
 pub use push::{PushAuthentication, PushConfig, PushConfigStore};
+pub use stores::Stores;
 pub use turn::{
     BegunTurn, HistoryMark, LeaseRequest, LoadedHistory, SeparateStores, TurnBegin, TurnBegun,
     TurnCommit, TurnStore, begin_separately, commit_separately,

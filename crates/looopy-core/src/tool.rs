@@ -117,7 +117,8 @@ pub enum ToolSignal {
 
 /// How a tool call failed. Every failed result carries one (see
 /// [`ToolResult::failure`]); the model reads the result's text, while
-/// events, metrics, traces (`error.type`) and user interfaces read this.
+/// events, metrics, traces (`error.type`) and user interfaces read this
+/// (what each kind means to a turn: `docs/behaviour.md#tool-errors`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]

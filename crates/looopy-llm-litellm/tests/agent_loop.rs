@@ -1,7 +1,7 @@
 //! A real `AgentLoop` turn over this provider: the model (the fixture
 //! server) streams a tool call, the loop runs the tool, the model answers.
 
-mod common;
+mod support;
 
 use async_trait::async_trait;
 use looopy_core::{
@@ -54,7 +54,7 @@ async fn a_turn_with_a_tool_over_the_provider() {
             openai::usage_chunk(30, 4),
         ]));
     let llm = RetryingLlm::new(
-        common::provider(&f),
+        support::provider(&f),
         RetryPolicy::default().with_delays(
             std::time::Duration::from_millis(10),
             std::time::Duration::from_millis(50),
@@ -65,7 +65,7 @@ async fn a_turn_with_a_tool_over_the_provider() {
         .tools(Adder)
         .build();
     let (_events, outcome) = agent
-        .start_turn(common::ask("What is 2 + 3?").messages, common::cx())
+        .start_turn(support::ask("What is 2 + 3?").messages, support::cx())
         .collect_all()
         .await;
     let outcome = outcome.expect("the turn ended");

@@ -9,18 +9,18 @@
 //! `LOOOPY_AIMOCK_BIN` overrides where the command is looked for. When it is
 //! not installed the test fails, unless `LOOOPY_SKIP_EXTERNAL=1`.
 
-mod common;
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{assemble, cx, drain};
 use looopy_core::{
     FinishReason, History, LlmProvider, LlmRequest, Message, ToolDefinition, ToolResult,
 };
 use looopy_llm_litellm::{LiteLlmConfig, LiteLlmProvider, RetryPolicy, RetryingLlm};
 use serde_json::json;
+use support::{assemble, cx, drain};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 

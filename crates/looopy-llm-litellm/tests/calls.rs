@@ -1,11 +1,10 @@
 //! Non-streaming calls against the in-process fixture server.
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{KEY, ask, cx, provider};
 use looopy_core::{
     FileContent, FinishReason, History, LlmError, LlmProvider, LlmRequest, Message, Part, Role,
     ToolCall, ToolChoice, ToolDefinition, ToolResult,
@@ -14,6 +13,7 @@ use looopy_llm_litellm::{LiteLlmConfig, LiteLlmProvider};
 use looopy_testkit::openai_fixture::openai;
 use looopy_testkit::{FixtureReply, OpenAiFixture};
 use serde_json::json;
+use support::{KEY, ask, cx, provider};
 
 #[tokio::test]
 async fn text_completion_with_usage_and_reasoning() {
@@ -63,7 +63,7 @@ async fn request_maps_history_tools_and_defaults() {
         ("c2", "lookup", r#"{"q":"x"}"#),
         ("c3", "add", r#"{"a":1,"b":2}"#),
     ])));
-    let config = common::config(&f)
+    let config = support::config(&f)
         .with_temperature(0.25)
         .with_max_tokens(64)
         .with_tool_choice(ToolChoice::Required)
@@ -266,7 +266,7 @@ async fn request_timeout_and_connection_errors() {
     let f = OpenAiFixture::start().await.unwrap();
     f.push(FixtureReply::json(openai::completion("late")).after(Duration::from_secs(30)));
     let llm =
-        LiteLlmProvider::new(common::config(&f).with_request_timeout(Duration::from_millis(200)))
+        LiteLlmProvider::new(support::config(&f).with_request_timeout(Duration::from_millis(200)))
             .unwrap();
     let e = llm.call(ask("a"), &cx()).await.unwrap_err();
     assert!(
@@ -306,7 +306,7 @@ async fn cancellation_and_drop_abort_the_request() {
     assert!(f.wait_for_aborted(1, Duration::from_secs(10)).await);
 
     // Dropping the call future (here: a timeout around it) aborts as well.
-    let cx = common::cx();
+    let cx = support::cx();
     let r = tokio::time::timeout(Duration::from_millis(100), llm.call(ask("a"), &cx)).await;
     assert!(r.is_err());
     assert!(f.wait_for_aborted(2, Duration::from_secs(10)).await);
@@ -341,9 +341,9 @@ async fn fast_mock_answers_every_request_without_recording() {
             "canned"
         );
     }
-    let (chunks, err) = common::drain(llm.stream(ask("b"), &cx)).await;
+    let (chunks, err) = support::drain(llm.stream(ask("b"), &cx)).await;
     assert_eq!(err, None);
-    let r = common::assemble(&chunks);
+    let r = support::assemble(&chunks);
     assert_eq!(r.message.text(), "canned");
     assert!(r.usage.is_some());
     assert_eq!(f.served(), 4);

@@ -4,26 +4,18 @@
 //! tracing subscriber with an OpenTelemetry layer (exporting to memory).
 #![cfg(feature = "otel")]
 
-mod common;
+mod support;
 
-use common::{ask, cx, drain, provider};
 use looopy_core::LlmProvider;
 use looopy_testkit::openai_fixture::openai;
 use looopy_testkit::{FixtureReply, OpenAiFixture};
-use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
-use opentelemetry::{KeyValue, Value};
-use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use looopy_testkit::{SpanCapture, attribute as attr};
+use opentelemetry::Value;
+use opentelemetry::trace::TraceContextExt;
+use opentelemetry_sdk::trace::SpanData;
+use support::{ask, cx, drain, provider};
 use tracing::Instrument;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
-use tracing_subscriber::layer::SubscriberExt;
-
-fn attr<'a>(span: &'a SpanData, key: &str) -> Option<&'a Value> {
-    span.attributes
-        .iter()
-        .find(|KeyValue { key: k, .. }| k.as_str() == key)
-        .map(|kv| &kv.value)
-}
 
 /// `traceparent` is `00-<trace id>-<span id>-<flags>`.
 fn parse_traceparent(header: &str) -> (String, String) {
@@ -33,26 +25,9 @@ fn parse_traceparent(header: &str) -> (String, String) {
     (parts[1].to_owned(), parts[2].to_owned())
 }
 
-/// Installs the propagator and a thread-local subscriber exporting to memory.
-fn install() -> (
-    InMemorySpanExporter,
-    SdkTracerProvider,
-    tracing::subscriber::DefaultGuard,
-) {
-    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
-    let exporter = InMemorySpanExporter::default();
-    let tracer_provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(tracer_provider.tracer("test")));
-    let guard = tracing::subscriber::set_default(subscriber);
-    (exporter, tracer_provider, guard)
-}
-
 #[tokio::test]
 async fn requests_carry_the_span_context_and_spans_the_genai_fields() {
-    let (exporter, tracer_provider, _guard) = install();
+    let capture = SpanCapture::install();
 
     let f = OpenAiFixture::start().await.unwrap();
     f.push(FixtureReply::json(openai::completion("plain")))
@@ -81,9 +56,7 @@ async fn requests_carry_the_span_context_and_spans_the_genai_fields() {
     .instrument(parent.clone())
     .await;
     drop(parent);
-    tracer_provider.force_flush().unwrap();
-
-    let spans = exporter.get_finished_spans().unwrap();
+    let spans = capture.spans();
     let chat: Vec<&SpanData> = spans
         .iter()
         .filter(|s| s.name == "chat test-model")
@@ -149,7 +122,7 @@ async fn requests_carry_the_span_context_and_spans_the_genai_fields() {
 
 #[tokio::test]
 async fn a_chat_span_opened_by_the_caller_is_used_not_nested() {
-    let (exporter, tracer_provider, _guard) = install();
+    let capture = SpanCapture::install();
     let f = OpenAiFixture::start().await.unwrap();
     f.push(FixtureReply::json(openai::completion("a")))
         .push(FixtureReply::sse(vec![openai::text_chunk("b")]));
@@ -166,8 +139,7 @@ async fn a_chat_span_opened_by_the_caller_is_used_not_nested() {
     .instrument(outer.clone())
     .await;
     drop(outer);
-    tracer_provider.force_flush().unwrap();
-    let spans = exporter.get_finished_spans().unwrap();
+    let spans = capture.spans();
     assert_eq!(
         spans.len(),
         1,

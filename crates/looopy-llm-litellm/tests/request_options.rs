@@ -1,16 +1,16 @@
 //! Request options that shape the answer: `max_completion_tokens`,
 //! `parallel_tool_calls` and `response_format`, as the endpoint receives them.
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 
-use common::{ask, config, cx, provider};
 use looopy_core::{LlmProvider, LlmRequest, ResponseFormat, ToolDefinition};
 use looopy_llm_litellm::LiteLlmProvider;
 use looopy_testkit::openai_fixture::openai;
 use looopy_testkit::{FixtureReply, OpenAiFixture};
 use serde_json::json;
+use support::{ask, config, cx, provider};
 
 fn city_format() -> ResponseFormat {
     ResponseFormat::new(

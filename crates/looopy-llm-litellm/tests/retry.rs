@@ -1,11 +1,10 @@
 //! `RetryingLlm` around the HTTP provider (against the fixture server) and
 //! around another provider (the scripted one).
 
-mod common;
+mod support;
 
 use std::time::Duration;
 
-use common::{ask, assemble, cx, drain, provider};
 use looopy_core::{LlmChunk, LlmError, LlmProvider, LlmResponse};
 use looopy_llm_litellm::{RetryPolicy, RetryingLlm};
 use looopy_testkit::openai_fixture::openai;
@@ -13,6 +12,7 @@ use looopy_testkit::{
     FixtureReply, OpenAiFixture, ScriptStep, ScriptedLlm, SseEnd, SseEvent, SseReply,
 };
 use serde_json::json;
+use support::{ask, assemble, cx, drain, provider};
 
 /// A policy whose own backoff is far longer than any test: a test that
 /// finishes quickly waited for the server's `Retry-After`, not for it.
@@ -355,7 +355,7 @@ async fn a_stream_cut_after_chunks_were_forwarded_is_not_retried() {
 async fn connection_errors_are_retried() {
     // Nothing listens on the port of a dropped fixture.
     let f = OpenAiFixture::start().await.unwrap();
-    let config = common::config(&f);
+    let config = support::config(&f);
     drop(f);
     let llm = RetryingLlm::new(
         looopy_llm_litellm::LiteLlmProvider::new(config).unwrap(),
@@ -442,7 +442,7 @@ async fn cancellation_interrupts_the_wait() {
         .fail(server_error())
         .respond(LlmResponse::text("late"));
     let llm = RetryingLlm::new(inner, slow_backoff());
-    let cx = common::cx();
+    let cx = support::cx();
     let cancel = cx.cancel.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(50)).await;

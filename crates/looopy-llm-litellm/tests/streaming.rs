@@ -1,16 +1,16 @@
 //! Streamed calls (server-sent events) against the in-process fixture server.
 
-mod common;
+mod support;
 
 use std::time::Duration;
 
-use common::{ask, assemble, cx, drain, provider};
 use futures::StreamExt;
 use looopy_core::{FinishReason, LlmChunk, LlmError, LlmProvider, ToolCall, Usage};
 use looopy_llm_litellm::LiteLlmProvider;
 use looopy_testkit::openai_fixture::openai;
 use looopy_testkit::{FixtureReply, OpenAiFixture, SseEnd, SseEvent, SseReply};
 use serde_json::json;
+use support::{ask, assemble, cx, drain, provider};
 
 #[tokio::test]
 async fn text_stream_with_reasoning_and_usage() {
@@ -215,7 +215,7 @@ async fn idle_gap_times_out() {
         SseEvent::Json(openai::text_chunk("b")),
     ])));
     let llm = LiteLlmProvider::new(
-        common::config(&f).with_stream_idle_timeout(Duration::from_millis(200)),
+        support::config(&f).with_stream_idle_timeout(Duration::from_millis(200)),
     )
     .unwrap();
     let cx = cx();
@@ -285,7 +285,7 @@ async fn the_whole_request_limit_covers_the_stream() {
             .into(),
     );
     let llm =
-        LiteLlmProvider::new(common::config(&f).with_request_timeout(Duration::from_millis(300)))
+        LiteLlmProvider::new(support::config(&f).with_request_timeout(Duration::from_millis(300)))
             .unwrap();
     let cx = cx();
     let (chunks, err) = drain(llm.stream(ask("a"), &cx)).await;

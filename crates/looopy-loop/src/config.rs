@@ -1,4 +1,5 @@
-//! [`AgentLoopConfig`]: the settings of a loop, with the seeds' defaults.
+//! [`AgentLoopConfig`]: the settings of a loop, with their defaults (all of
+//! them, the Agent's and the stores' too: `docs/behaviour.md#defaults`).
 
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;

@@ -10,7 +10,9 @@ use serde_json::{Map, Value};
 
 use crate::queue::EventQueue;
 
-/// Why a turn ended, as the final event's `metadata.finishReason` says.
+/// Why a turn ended, as the final event's `metadata.finishReason` says
+/// (each ending, when it happens and the state it reports:
+/// `docs/behaviour.md#termination`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TurnEnd {
@@ -48,6 +50,20 @@ impl TurnEnd {
             TurnEnd::InputRequired => "input_required",
             TurnEnd::Cancelled => "cancelled",
             TurnEnd::Error => "error",
+        }
+    }
+
+    /// How a turn whose checkpoint was saved in a final `state` ended, as
+    /// a resume reports it again: the inverse of [`state`](Self::state) (a
+    /// completed turn is reported [`Finished`](Self::Finished), the
+    /// checkpoint does not keep which of the completing ends it was; a
+    /// failed one [`Error`](Self::Error)).
+    pub fn of_saved_state(state: TaskState) -> TurnEnd {
+        match state {
+            TaskState::Completed => TurnEnd::Finished,
+            TaskState::InputRequired | TaskState::AuthRequired => TurnEnd::InputRequired,
+            TaskState::Canceled => TurnEnd::Cancelled,
+            _ => TurnEnd::Error,
         }
     }
 
@@ -306,5 +322,36 @@ impl Emitter {
             message: message.to_owned(),
             fatal,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [TurnEnd; 9] = [
+        TurnEnd::Finished,
+        TurnEnd::DoneTool,
+        TurnEnd::MaxIterations,
+        TurnEnd::MaxToolCalls,
+        TurnEnd::MaxDuration,
+        TurnEnd::ToolFailed,
+        TurnEnd::InputRequired,
+        TurnEnd::Cancelled,
+        TurnEnd::Error,
+    ];
+
+    #[test]
+    fn a_resumed_turn_reports_the_state_its_ending_saved() {
+        for end in ALL {
+            let again = TurnEnd::of_saved_state(end.state());
+            assert_eq!(again.state(), end.state(), "{end:?} resumed as {again:?}");
+        }
+        // A task state no turn ends in is no clean ending.
+        assert_eq!(TurnEnd::of_saved_state(TaskState::Working), TurnEnd::Error);
+        assert_eq!(
+            TurnEnd::of_saved_state(TaskState::AuthRequired),
+            TurnEnd::InputRequired
+        );
     }
 }

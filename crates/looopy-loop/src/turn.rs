@@ -1,4 +1,5 @@
-//! One turn: start, iterate, end. The only place that decides termination.
+//! One turn: start, iterate, end. The only place that decides termination
+//! (the rules, in words: `docs/behaviour.md#termination`).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -18,8 +19,8 @@ use tracing::Instrument;
 use crate::checkpoint::{self, CheckpointWriter, Snapshot};
 use crate::events::{Emitter, TurnEnd};
 use crate::hooks::{FatalHook, HookContext, TurnSummary};
-use crate::iteration;
 use crate::limits::{ToolFailureMode, TurnSettings};
+use crate::model_call;
 use crate::stream::{TurnOutcome, TurnShared};
 use crate::tools::{self, CallEnv, ToolRegistry};
 use crate::wrap_up;
@@ -400,7 +401,7 @@ impl Turn {
         if !self.shared.pause.wait(&self.cx.cancel, &self.emit).await {
             return Step::End(Ending::new(TurnEnd::Cancelled, None));
         }
-        let mut request = iteration::request(
+        let mut request = model_call::request(
             &config,
             self.history.clone(),
             registry.definitions(),
@@ -418,7 +419,7 @@ impl Turn {
             Some(response) => response,
             None => {
                 let artifact_id = format!("{}-response-{iteration}", self.cx.task_id);
-                match iteration::call_model(
+                match model_call::call_model(
                     &self.agent,
                     request,
                     &self.cx,
@@ -743,9 +744,9 @@ impl Turn {
     async fn wrap_up(&mut self, end: TurnEnd) -> Ending {
         let config = self.agent.config.clone();
         let messages = wrap_up::plain_history(&self.history, &config.final_summary_prompt);
-        let request = iteration::request(&config, messages, Arc::from(Vec::new()), None);
+        let request = model_call::request(&config, messages, Arc::from(Vec::new()), None);
         let artifact_id = format!("{}-response-final", self.cx.task_id);
-        let result = iteration::call_model(
+        let result = model_call::call_model(
             &self.agent,
             request,
             &self.cx,

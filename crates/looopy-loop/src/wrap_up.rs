@@ -1,6 +1,6 @@
 //! The history of the wrap-up call (the one summary call made when a turn
 //! reaches its iteration or tool-call limit), in a form strict providers
-//! accept.
+//! accept (`docs/behaviour.md#the-wrap-up-call`).
 //!
 //! That call offers no tools, since the model must answer now. Anthropic
 //! (also through LiteLLM) refuses a request whose messages hold tool calls

@@ -2,13 +2,12 @@
 //! before is answered from the cache store, until its time-to-live passes.
 
 #![allow(clippy::unwrap_used)]
-mod common;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::*;
 use looopy_core::{
     AuthContext, CacheKind, CacheStore, EventPayload, History, LlmResponse, Message, ToolCall,
     ToolResult, TurnContext,
@@ -17,6 +16,7 @@ use looopy_loop::AgentLoop;
 use looopy_loop::layers::{LlmCacheLayer, ToolCacheLayer};
 use looopy_stores_memory::MemoryCacheStore;
 use looopy_testkit::ScriptedLlm;
+use support::*;
 
 fn answer(events: &[looopy_core::AgentEvent]) -> String {
     let EventPayload::StatusUpdate { status, .. } = &*final_event(events).payload else {

@@ -1,13 +1,12 @@
 //! Hooks, the event catalogue, and pause / resume inside a turn.
 
 #![allow(clippy::unwrap_used)]
-mod common;
+mod support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::*;
 use futures::StreamExt;
 use looopy_core::{
     EventPayload, History, LlmError, LlmRequest, LlmResponse, Message, Role, TaskState, ToolCall,
@@ -19,6 +18,7 @@ use looopy_loop::hooks::{
     HookError, HookFailureMode, TurnSummary,
 };
 use looopy_testkit::ScriptedLlm;
+use support::*;
 
 fn cx() -> TurnContext {
     TurnContext::new("task-h", "ctx-h")

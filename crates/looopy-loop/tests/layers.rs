@@ -3,12 +3,11 @@
 //! layers.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use common::*;
 use looopy_core::{
     AgentEvent, EventPayload, History, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream,
     Message, TaskState, ToolCall, ToolContext, ToolDefinition, ToolError, ToolFailure,
@@ -17,6 +16,7 @@ use looopy_core::{
 use looopy_loop::AgentLoop;
 use looopy_loop::layers::RetryPolicy;
 use looopy_testkit::ScriptedLlm;
+use support::*;
 
 fn user(text: &str) -> History {
     History::from(vec![Message::user(text)])

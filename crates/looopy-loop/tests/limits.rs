@@ -2,14 +2,13 @@
 //! that change a turn (`before_turn`, `after_turn`).
 
 #![allow(clippy::unwrap_used)]
-mod common;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::*;
 use looopy_core::{
     EventPayload, History, LlmResponse, Message, Role, TaskState, ToolCall, ToolFailure,
     ToolResult, TurnContext,
@@ -17,6 +16,7 @@ use looopy_core::{
 use looopy_loop::hooks::{AfterTurn, BeforeTurn, Hook, HookContext, HookError, TurnSummary};
 use looopy_loop::{AgentLoop, ToolFailureMode, TurnEnd, TurnSettings};
 use looopy_testkit::ScriptedLlm;
+use support::*;
 
 fn cx() -> TurnContext {
     TurnContext::new("task-l", "ctx-l")

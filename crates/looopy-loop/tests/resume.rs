@@ -1,13 +1,12 @@
 //! Checkpointing and resume.
 
 #![allow(clippy::unwrap_used)]
-mod common;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::*;
 use futures::StreamExt;
 use looopy_core::store::TaskStateStore;
 use looopy_core::{
@@ -16,6 +15,7 @@ use looopy_core::{
 use looopy_loop::AgentLoop;
 use looopy_stores_memory::MemoryTaskStateStore;
 use looopy_testkit::ScriptedLlm;
+use support::*;
 
 fn cx() -> TurnContext {
     TurnContext::new("task-r", "ctx-r")
@@ -522,4 +522,18 @@ async fn approved_calls_interrupted_by_a_crash_run_again_on_resume_without_askin
         .find(|m| m.tool_call_id.as_deref() == Some("cc"))
         .unwrap();
     assert_eq!(c.text(), "result c");
+}
+
+#[tokio::test]
+async fn resuming_without_a_checkpoint_ends_failed_with_an_outcome_saying_why() {
+    let store = Arc::new(MemoryTaskStateStore::default());
+    let agent = AgentLoop::builder(ScriptedLlm::new())
+        .task_store(store)
+        .build();
+    let (events, outcome) = agent.resume(cx()).collect_all().await;
+    assert_eq!(final_event(&events).state(), Some(TaskState::Failed));
+    let outcome = outcome.expect("an outcome once the final event is out");
+    assert_eq!(outcome.state, TaskState::Failed);
+    let text = outcome.message.map(|m| m.text()).unwrap_or_default();
+    assert!(text.starts_with("cannot resume:"), "{text}");
 }

@@ -1,12 +1,11 @@
 //! The span tree of a turn, asserted on an in-memory OpenTelemetry exporter.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::*;
 use looopy_core::CacheStore;
 use looopy_core::{
     EventPayload, History, LlmError, LlmResponse, Message, ToolCall, ToolFailure, ToolOutcome,
@@ -16,23 +15,16 @@ use looopy_loop::AgentLoop;
 use looopy_loop::layers::{LlmCacheLayer, ToolCacheLayer};
 use looopy_stores_memory::MemoryCacheStore;
 use looopy_testkit::ScriptedLlm;
-use opentelemetry::trace::{SpanId, Status, TracerProvider as _};
-use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
-use tracing_subscriber::layer::SubscriberExt;
+use looopy_testkit::{SpanCapture, attribute};
+use opentelemetry::trace::{SpanId, Status};
+use opentelemetry_sdk::trace::SpanData;
+use support::*;
 
 /// Runs `f` with a subscriber that exports to memory; returns the spans.
 async fn traced<F: std::future::Future<Output = ()>>(f: F) -> Vec<SpanData> {
-    let exporter = InMemorySpanExporter::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(exporter.clone())
-        .build();
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
-    let guard = tracing::subscriber::set_default(subscriber);
+    let capture = SpanCapture::install();
     f.await;
-    drop(guard);
-    let _ = provider.force_flush();
-    exporter.get_finished_spans().unwrap()
+    capture.finish()
 }
 
 fn named<'a>(spans: &'a [SpanData], name: &str) -> Vec<&'a SpanData> {
@@ -51,10 +43,7 @@ fn one<'a>(spans: &'a [SpanData], name: &str) -> &'a SpanData {
 }
 
 fn attr(span: &SpanData, key: &str) -> Option<String> {
-    span.attributes
-        .iter()
-        .find(|kv| kv.key.as_str() == key)
-        .map(|kv| kv.value.to_string())
+    attribute(span, key).map(ToString::to_string)
 }
 
 fn cx() -> TurnContext {

@@ -2,14 +2,14 @@
 //! events before the call runs.
 
 #![allow(clippy::unwrap_used)]
-mod common;
+mod support;
 
-use common::*;
 use looopy_core::{
     EventPayload, FinishReason, History, LlmChunk, LlmResponse, Message, TurnContext,
 };
 use looopy_loop::AgentLoop;
 use looopy_testkit::ScriptedLlm;
+use support::*;
 
 fn start(index: usize, id: &str, name: &str) -> LlmChunk {
     LlmChunk::ToolCallStart {

@@ -3,17 +3,17 @@
 //! In its own test binary because it installs the global meter provider.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::time::Duration;
 
-use common::*;
 use looopy_core::{History, LlmResponse, Message, ToolCall, ToolResult, TurnContext};
 use looopy_loop::AgentLoop;
 use looopy_testkit::ScriptedLlm;
 use opentelemetry::KeyValue;
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
 use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
+use support::*;
 
 /// `(tool name, error.type, count)` of every `looopy.tool.duration` point.
 fn tool_points(exported: &[ResourceMetrics]) -> Vec<(String, Option<String>, u64)> {

@@ -1,11 +1,10 @@
 //! Large tool outputs are stored as artifacts and read back on demand.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 
-use common::*;
 use looopy_core::store::ArtifactStore;
 use looopy_core::{
     History, LlmResponse, Message, Role, TaskState, ToolCall, ToolResult, TurnContext,
@@ -14,6 +13,7 @@ use looopy_loop::AgentLoop;
 use looopy_loop::tool_output::ToolOutputCache;
 use looopy_stores_memory::MemoryArtifactStore;
 use looopy_testkit::ScriptedLlm;
+use support::*;
 
 fn big_text() -> String {
     (0..2000).map(|i| format!("{:04} ", i)).collect()

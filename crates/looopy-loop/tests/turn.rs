@@ -1,19 +1,19 @@
 //! AgentLoop behaviour: event order, tools, termination.
 
 #![allow(clippy::unwrap_used)]
-mod common;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use common::*;
 use looopy_core::{
     EventPayload, History, LlmChunk, LlmError, LlmResponse, Message, Role, TaskState, ToolCall,
     ToolOutcome, ToolResult, ToolSignal, TurnContext, Usage,
 };
 use looopy_loop::AgentLoop;
 use looopy_testkit::ScriptedLlm;
+use support::*;
 
 fn cx() -> TurnContext {
     TurnContext::new("task-1", "ctx-1")

@@ -1,18 +1,18 @@
 //! The summary call at the iteration limit is accepted by strict providers.
 
 #![allow(clippy::unwrap_used)]
-mod common;
+mod support;
 
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::*;
 use looopy_core::{
     EventPayload, History, LlmError, LlmProvider, LlmRequest, LlmResponse, Message, Role,
     TaskState, ToolCall, TurnContext,
 };
 use looopy_loop::AgentLoop;
 use looopy_testkit::ScriptedLlm;
+use support::*;
 
 /// A model that refuses what strict providers refuse, then answers from
 /// its script:

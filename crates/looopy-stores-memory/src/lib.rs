@@ -14,6 +14,8 @@ mod tasks;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use looopy_core::store::Stores;
+
 pub use agents::MemoryAgentStateStore;
 pub use artifacts::MemoryArtifactStore;
 pub use cache::MemoryCacheStore;
@@ -64,6 +66,37 @@ impl MemoryStores {
             events: Arc::new(MemoryEventLog::with_retention(retention)),
             locks: Arc::new(MemoryTurnLock::default()),
         }
+    }
+}
+
+/// Every store in this process's memory, as the one bundle an Agent and an
+/// A2A server take, expiring and capping what it holds as `retention` says
+/// (`MemoryRetention::default()` keeps everything but checkpoints, which
+/// expire a day after their last save).
+///
+/// ```
+/// use looopy_core::Message;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), looopy_core::StoreError> {
+/// let stores = looopy_stores_memory::stores(&Default::default());
+/// stores.messages.append("ctx-1", &[Message::user("hi")]).await?;
+/// assert_eq!(stores.messages.count("ctx-1").await?, 1);
+/// # Ok(())
+/// # }
+/// ```
+pub fn stores(retention: &MemoryRetention) -> Stores {
+    let m = MemoryStores::with_retention(retention);
+    Stores {
+        tasks: m.tasks,
+        messages: m.messages,
+        artifacts: m.artifacts,
+        agents: m.agents,
+        events: m.events,
+        locks: m.locks,
+        task_records: Arc::new(MemoryTaskStore::with_retention(retention)),
+        push_configs: Arc::new(MemoryPushConfigStore::new()),
+        turns: None,
     }
 }
 

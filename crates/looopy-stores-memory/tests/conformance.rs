@@ -2,43 +2,32 @@
 
 use std::sync::Arc;
 
-use looopy_stores_memory::{MemoryPushConfigStore, MemoryStores, MemoryTaskStore};
+use looopy_core::store::Stores;
+use looopy_stores_memory::{MemoryRetention, MemoryTaskStore};
 use looopy_testkit::conformance::{self, StoreUnderTest, UniqueIds};
 
-fn under_test(stores: &MemoryStores, task_records: &Arc<MemoryTaskStore>) -> StoreUnderTest {
-    StoreUnderTest::new(
-        stores.tasks.clone(),
-        stores.messages.clone(),
-        stores.artifacts.clone(),
-        stores.agents.clone(),
-        stores.events.clone(),
-        stores.locks.clone(),
-    )
-    .with_task_records(task_records.clone())
-    .with_push_configs(Arc::new(MemoryPushConfigStore::new()))
+/// The bundle an Agent and a server take, keeping everything (the suite
+/// checks expiry and caps elsewhere: `retention.rs`).
+fn stores() -> Stores {
+    looopy_stores_memory::stores(&MemoryRetention::unbounded())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn memory_stores_pass_the_whole_suite() {
-    let stores = MemoryStores::new();
-    let records = Arc::new(MemoryTaskStore::new());
-    conformance::run_all(&under_test(&stores, &records)).await;
+    conformance::run_all(&StoreUnderTest::from_stores(&stores())).await;
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn memory_stores_pass_on_a_single_thread() {
-    let stores = MemoryStores::new();
-    let records = Arc::new(MemoryTaskStore::new());
-    conformance::run_all(&under_test(&stores, &records)).await;
+    conformance::run_all(&StoreUnderTest::from_stores(&stores())).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_suites_share_one_set_of_stores() {
     // As on a shared Redis: unique ids keep concurrent runs apart.
-    let stores = MemoryStores::new();
-    let records = Arc::new(MemoryTaskStore::new());
-    let a = under_test(&stores, &records);
-    let b = under_test(&stores, &records).with_ids(UniqueIds::with_prefix("second-run"));
+    let stores = stores();
+    let a = StoreUnderTest::from_stores(&stores);
+    let b = StoreUnderTest::from_stores(&stores).with_ids(UniqueIds::with_prefix("second-run"));
     futures::join!(conformance::run_all(&a), conformance::run_all(&b));
 }
 
@@ -50,12 +39,16 @@ async fn task_records_are_atomic_across_two_handles() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn memory_stores_pass_the_turn_store_rules_through_the_default_methods() {
-    let stores = MemoryStores::new();
+    let stores = stores();
+    assert!(
+        stores.turns.is_none(),
+        "the memory stores have no turn store of their own"
+    );
     let turns = Arc::new(looopy_core::store::SeparateStores {
-        messages: stores.messages.clone(),
-        states: Some(stores.agents.clone()),
-        lock: Some(stores.locks.clone()),
-        checkpoints: Some(stores.tasks.clone()),
+        messages: stores.messages,
+        states: Some(stores.agents),
+        lock: Some(stores.locks),
+        checkpoints: Some(stores.tasks),
     });
-    conformance::turn_store(turns, &conformance::UniqueIds::new()).await;
+    conformance::turn_store(turns, &UniqueIds::new()).await;
 }

@@ -10,7 +10,6 @@ mod config;
 mod connection;
 mod error;
 mod events;
-mod factory;
 mod index;
 mod keys;
 mod locks;
@@ -24,6 +23,7 @@ mod turns;
 use std::sync::Arc;
 
 use looopy_core::StoreError;
+use looopy_core::store::Stores;
 
 pub use agents::RedisAgentStateStore;
 pub use artifacts::RedisArtifactStore;
@@ -32,7 +32,6 @@ pub use cache::RedisCacheStore;
 pub use config::RedisConfig;
 pub use error::ConfigError;
 pub use events::RedisEventLog;
-pub use factory::{StoreConfig, Stores};
 pub use keys::KeyLayout;
 pub use locks::RedisTurnLock;
 pub use messages::RedisMessageStore;
@@ -97,5 +96,34 @@ impl RedisStores {
     /// Connects (see [`RedisBackend::connect`]) and makes every store.
     pub async fn connect(config: RedisConfig) -> Result<Self, StoreError> {
         Ok(Self::new(RedisBackend::connect(config).await?))
+    }
+}
+
+/// Every Redis store on `backend` (one pool), as the one bundle an Agent and
+/// an A2A server take.
+pub fn stores(backend: RedisBackend) -> Stores {
+    RedisStores::new(backend).into()
+}
+
+/// Connects (see [`RedisBackend::connect`]: a wrong URL or an unreachable
+/// server fails here with [`StoreError::Unavailable`], an invalid
+/// configuration with [`StoreError::Backend`]) and makes every store.
+pub async fn connect(config: RedisConfig) -> Result<Stores, StoreError> {
+    Ok(stores(RedisBackend::connect(config).await?))
+}
+
+impl From<RedisStores> for Stores {
+    fn from(r: RedisStores) -> Self {
+        Stores {
+            tasks: r.tasks,
+            messages: r.messages,
+            artifacts: r.artifacts,
+            agents: r.agents,
+            events: r.events,
+            locks: r.locks,
+            task_records: r.task_records,
+            push_configs: Arc::new(RedisPushConfigStore::new(r.backend)),
+            turns: Some(r.turns),
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! The Redis cache store passes the cache conformance suite.
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 
@@ -9,8 +9,8 @@ use looopy_testkit::conformance::{self, UniqueIds};
 
 #[tokio::test]
 async fn redis_cache_store_passes_the_cache_suite() {
-    let redis = common::redis();
-    let stores = common::stores(common::config(redis.url())).await;
+    let redis = support::redis();
+    let stores = support::stores(support::config(redis.url())).await;
     conformance::cache_store(
         Arc::new(RedisCacheStore::new(stores.backend.clone())),
         &UniqueIds::new(),

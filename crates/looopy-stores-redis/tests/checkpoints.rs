@@ -2,7 +2,7 @@
 //! full rewrite whenever what is stored is not what this store last saw.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use chrono::Utc;
 use looopy_core::store::{TaskCheckpoint, TaskStateStore};
@@ -47,7 +47,7 @@ async fn calls(client: &redis::Client, command: &str) -> u64 {
 async fn a_growing_history_is_saved_with_one_script_call_that_sends_only_new_messages() {
     // Counts commands, so it needs a server of its own.
     let server = RedisServer::start().unwrap();
-    let stores = common::stores(common::config(&server.url())).await;
+    let stores = support::stores(support::config(&server.url())).await;
     let client = redis::Client::open(server.url()).unwrap();
     let mut history = History::from(vec![Message::user("q")]);
     stores
@@ -89,9 +89,9 @@ async fn a_growing_history_is_saved_with_one_script_call_that_sends_only_new_mes
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_save_by_another_process_or_a_rewritten_history_forces_a_full_write() {
-    let redis = common::redis();
-    let config = common::config(redis.url());
-    let a = common::stores(config.clone()).await;
+    let redis = support::redis();
+    let config = support::config(redis.url());
+    let a = support::stores(config.clone()).await;
     let b = RedisStores::connect(config).await.unwrap(); // another process
     let mut history = History::from(vec![Message::user("q"), Message::assistant("a1")]);
     a.tasks

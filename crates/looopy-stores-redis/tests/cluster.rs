@@ -3,31 +3,24 @@
 //! are spread over the masters (so the cluster, not one node, answered).
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use looopy_core::store::Stores;
 use looopy_core::store::{AgentState, AgentStateStore, EventLog, LifecycleState, MessageStore};
 use looopy_core::{AgentEvent, EventPayload, Message};
-use looopy_stores_redis::{RedisBackend, RedisStores, StoreConfig, Stores};
+use looopy_stores_redis::{RedisBackend, RedisConfig, RedisStores};
 use looopy_testkit::conformance::{self, StoreUnderTest};
 
-use common::cluster::{ClusterConfig, TestCluster, cluster};
+use support::cluster::{ClusterConfig, TestCluster, cluster};
 
 fn under_test(stores: &RedisStores) -> StoreUnderTest {
-    StoreUnderTest::new(
-        stores.tasks.clone(),
-        stores.messages.clone(),
-        stores.artifacts.clone(),
-        stores.agents.clone(),
-        stores.events.clone(),
-        stores.locks.clone(),
-    )
-    .with_task_records(stores.task_records.clone())
+    StoreUnderTest::from_stores(&stores.clone().into())
 }
 
 async fn stores(cluster: &TestCluster) -> RedisStores {
-    let stores = common::stores(cluster.config()).await;
+    let stores = support::stores(cluster.config()).await;
     assert!(stores.backend.is_cluster());
     stores
 }
@@ -50,7 +43,7 @@ async fn the_turn_store_passes_its_rules_on_a_cluster() {
 #[tokio::test(flavor = "current_thread")]
 async fn cluster_stores_pass_on_a_single_thread_with_one_connection() {
     let Some(cluster) = cluster() else { return };
-    let stores = common::stores(cluster.config().with_pool_size(1)).await;
+    let stores = support::stores(cluster.config().with_pool_size(1)).await;
     conformance::run_all(&under_test(&stores)).await;
 }
 
@@ -59,8 +52,8 @@ async fn cluster_task_records_are_atomic_across_two_connections() {
     let Some(cluster) = cluster() else { return };
     // Two pools under one prefix, as two server processes would have.
     let config = cluster.config();
-    let a = common::stores(config.clone()).await;
-    let b = common::stores(config).await;
+    let a = support::stores(config.clone()).await;
+    let b = support::stores(config).await;
     conformance::task_store_across_handles(
         a.task_records.clone(),
         b.task_records.clone(),
@@ -70,32 +63,23 @@ async fn cluster_task_records_are_atomic_across_two_connections() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn the_factory_builds_cluster_stores_from_a_list_of_urls() {
+async fn a_config_with_a_list_of_cluster_urls_connects_every_store() {
     let Some(cluster) = cluster() else { return };
     let urls: Vec<String> = cluster.urls().iter().map(|u| format!("{u:?}")).collect();
-    let config: StoreConfig = toml::from_str(&format!(
-        "backend = \"redis\"\ncluster_urls = [{}]\nkey_prefix = {:?}",
+    let config: RedisConfig = toml::from_str(&format!(
+        "cluster_urls = [{}]\nkey_prefix = {:?}",
         urls.join(", "),
         cluster.config().key_prefix
     ))
     .unwrap();
-    let stores: Stores = config.build().await.unwrap();
-    let suite = StoreUnderTest::new(
-        stores.tasks,
-        stores.messages,
-        stores.artifacts,
-        stores.agents,
-        stores.events,
-        stores.locks,
-    )
-    .with_task_records(stores.task_records);
-    conformance::run_all(&suite).await;
+    let stores: Stores = looopy_stores_redis::connect(config).await.unwrap();
+    conformance::run_all(&StoreUnderTest::from_stores(&stores)).await;
 }
 
 /// A plain (non-cluster) connection to each master, by address.
 async fn masters(cluster: &TestCluster) -> BTreeMap<String, redis::aio::MultiplexedConnection> {
     let mut out = BTreeMap::new();
-    for addr in common::cluster::master_addrs(cluster).await {
+    for addr in support::cluster::master_addrs(cluster).await {
         let client = redis::Client::open(format!("redis://{addr}")).unwrap();
         out.insert(
             addr,
@@ -217,5 +201,5 @@ async fn keys_of_different_contexts_live_on_different_masters() {
             .unwrap();
         assert_eq!(events.len(), 1);
     }
-    common::cluster::cleanup(&cluster, &prefix).await;
+    support::cluster::cleanup(&cluster, &prefix).await;
 }

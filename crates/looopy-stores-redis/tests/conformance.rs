@@ -1,45 +1,34 @@
 //! The Redis stores pass the store conformance suite of looopy-testkit,
 //! task records included.
 
-mod common;
+mod support;
 
-use std::sync::Arc;
-
-use looopy_stores_redis::{RedisPushConfigStore, RedisStores};
+use looopy_stores_redis::RedisStores;
 use looopy_testkit::conformance::{self, StoreUnderTest, UniqueIds};
 
 fn under_test(stores: &RedisStores) -> StoreUnderTest {
-    StoreUnderTest::new(
-        stores.tasks.clone(),
-        stores.messages.clone(),
-        stores.artifacts.clone(),
-        stores.agents.clone(),
-        stores.events.clone(),
-        stores.locks.clone(),
-    )
-    .with_task_records(stores.task_records.clone())
-    .with_push_configs(Arc::new(RedisPushConfigStore::new(stores.backend.clone())))
+    StoreUnderTest::from_stores(&stores.clone().into())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn redis_stores_pass_the_whole_suite() {
-    let redis = common::redis();
-    let stores = common::stores(common::config(redis.url())).await;
+    let redis = support::redis();
+    let stores = support::stores(support::config(redis.url())).await;
     conformance::run_all(&under_test(&stores)).await;
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn redis_stores_pass_on_a_single_thread_with_one_connection() {
-    let redis = common::redis();
-    let stores = common::stores(common::config(redis.url()).with_pool_size(1)).await;
+    let redis = support::redis();
+    let stores = support::stores(support::config(redis.url()).with_pool_size(1)).await;
     conformance::run_all(&under_test(&stores)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_suites_share_one_prefix_and_one_pool() {
     // Unique ids keep concurrent runs apart, even under one key prefix.
-    let redis = common::redis();
-    let stores = common::stores(common::config(redis.url())).await;
+    let redis = support::redis();
+    let stores = support::stores(support::config(redis.url())).await;
     let a = under_test(&stores);
     let b = under_test(&stores).with_ids(UniqueIds::with_prefix(format!(
         "second-{}",
@@ -51,10 +40,10 @@ async fn two_suites_share_one_prefix_and_one_pool() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn task_records_are_atomic_across_two_connections() {
     // Two pools on one Redis, as two server processes would have.
-    let redis = common::redis();
-    let config = common::config(redis.url());
-    let a = common::stores(config.clone()).await;
-    let b = common::stores(config).await;
+    let redis = support::redis();
+    let config = support::config(redis.url());
+    let a = support::stores(config.clone()).await;
+    let b = support::stores(config).await;
     conformance::task_store_across_handles(
         a.task_records.clone(),
         b.task_records.clone(),
@@ -65,7 +54,7 @@ async fn task_records_are_atomic_across_two_connections() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_redis_turn_store_passes_the_turn_store_rules() {
-    let redis = common::redis();
-    let stores = common::stores(common::config(redis.url())).await;
+    let redis = support::redis();
+    let stores = support::stores(support::config(redis.url())).await;
     conformance::turn_store(stores.turns.clone(), &UniqueIds::new()).await;
 }

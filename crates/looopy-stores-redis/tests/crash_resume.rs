@@ -12,7 +12,7 @@
 //! the turn in its own process with fresh connections.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -20,7 +20,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use common::cluster::ClusterConfig;
 use futures::StreamExt;
 use looopy_core::store::TaskStateStore;
 use looopy_core::{
@@ -30,6 +29,7 @@ use looopy_core::{
 use looopy_loop::AgentLoop;
 use looopy_stores_redis::{RedisConfig, RedisStores};
 use looopy_testkit::ScriptedLlm;
+use support::cluster::ClusterConfig;
 
 const CONFIG_ENV: &str = "LOOOPY_CRASH_REDIS_CONFIG";
 const RUNS_ENV: &str = "LOOOPY_CRASH_RUNS_FILE";
@@ -126,13 +126,13 @@ impl Drop for Killed {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_killed_mid_batch_resumes_from_redis_in_a_new_process() {
-    let redis = common::redis();
-    killed_mid_batch_then_resumed(common::config(redis.url())).await;
+    let redis = support::redis();
+    killed_mid_batch_then_resumed(support::config(redis.url())).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_killed_mid_batch_resumes_from_a_redis_cluster_in_a_new_process() {
-    let Some(cluster) = common::cluster::cluster() else {
+    let Some(cluster) = support::cluster::cluster() else {
         return;
     };
     killed_mid_batch_then_resumed(cluster.config()).await;
@@ -158,7 +158,7 @@ async fn killed_mid_batch_then_resumed(config: RedisConfig) {
     );
 
     // Wait for the checkpoint that records a and b done, c still running.
-    let observer = common::stores(config.clone()).await;
+    let observer = support::stores(config.clone()).await;
     let deadline = Instant::now() + Duration::from_secs(120);
     let at_kill = loop {
         if let Some(cp) = observer.tasks.load(TASK).await.unwrap()

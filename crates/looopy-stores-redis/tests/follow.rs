@@ -2,7 +2,7 @@
 //! starve the pool that appends and reads use.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::time::Duration;
 
@@ -34,11 +34,11 @@ fn done(task: &str) -> AgentEvent {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn many_blocked_followers_do_not_block_a_pool_of_one() {
-    let redis = common::redis();
-    let config = common::config(redis.url())
+    let redis = support::redis();
+    let config = support::config(redis.url())
         .with_pool_size(1)
         .with_follow_block(Duration::from_millis(300));
-    let stores = common::stores(config).await;
+    let stores = support::stores(config).await;
     let followers: Vec<_> = (0..8)
         .map(|n| {
             let events = stores.events.clone();
@@ -72,13 +72,13 @@ async fn many_blocked_followers_do_not_block_a_pool_of_one() {
         assert_eq!(got, stores.events.read(&task, None, 10).await.unwrap());
         assert!(got.last().unwrap().event.is_final());
     }
-    common::cleanup(redis.url(), &stores).await;
+    support::cleanup(redis.url(), &stores).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_foreign_id_is_not_found() {
-    let redis = common::redis();
-    let stores = common::stores(common::config(redis.url())).await;
+    let redis = support::redis();
+    let stores = support::stores(support::config(redis.url())).await;
     let err = stores.events.read("t", Some("42"), 10).await.unwrap_err();
     assert!(
         matches!(err, looopy_core::StoreError::NotFound { .. }),

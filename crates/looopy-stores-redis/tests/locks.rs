@@ -2,7 +2,7 @@
 //! for two server processes.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,9 +16,9 @@ const ROUNDS: usize = 30;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_processes_never_hold_one_context_at_once() {
-    let redis = common::redis();
-    let config = common::config(redis.url());
-    let first = common::stores(config.clone()).await;
+    let redis = support::redis();
+    let config = support::config(redis.url());
+    let first = support::stores(config.clone()).await;
     let second = RedisStores::connect(config).await.unwrap();
     let inside = Arc::new(AtomicUsize::new(0));
     let turns = Arc::new(AtomicUsize::new(0));
@@ -64,9 +64,9 @@ async fn two_processes_never_hold_one_context_at_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_processs_lease_expires_and_it_cannot_touch_the_next_one() {
-    let redis = common::redis();
-    let config = common::config(redis.url());
-    let dead = common::stores(config.clone()).await;
+    let redis = support::redis();
+    let config = support::config(redis.url());
+    let dead = support::stores(config.clone()).await;
     let alive = RedisStores::connect(config).await.unwrap();
     assert!(
         dead.locks

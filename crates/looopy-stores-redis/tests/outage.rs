@@ -3,7 +3,7 @@
 //! one), which it kills, pauses and restarts.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::future::Future;
 use std::process::Command;
@@ -20,7 +20,7 @@ use looopy_testkit::RedisServer;
 const HANG: Duration = Duration::from_secs(30);
 
 fn config(server: &RedisServer) -> RedisConfig {
-    common::config(&server.url())
+    support::config(&server.url())
         .with_pool_size(2)
         .with_timeouts(Duration::from_millis(500), Duration::from_millis(800))
         .with_follow_block(Duration::from_millis(200))
@@ -76,7 +76,7 @@ async fn all_work(stores: &RedisStores, round: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_server_gives_unavailable_and_a_restarted_one_works_again() {
     let mut server = RedisServer::start().unwrap();
-    let stores = common::stores(config(&server)).await;
+    let stores = support::stores(config(&server)).await;
     all_work(&stores, "before").await;
 
     // A follower waiting for events when the server dies.
@@ -140,7 +140,7 @@ async fn a_killed_server_gives_unavailable_and_a_restarted_one_works_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_between_operations_is_invisible_to_reads() {
     let mut server = RedisServer::start().unwrap();
-    let stores = common::stores(config(&server)).await;
+    let stores = support::stores(config(&server)).await;
     all_work(&stores, "before").await;
     // The held connections break while idle.
     server.restart().unwrap();
@@ -158,7 +158,7 @@ fn signal(server: &RedisServer, signal: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_stops_answering_times_out_and_never_leaves_part_of_a_batch() {
     let server = RedisServer::start().unwrap();
-    let stores = common::stores(config(&server)).await;
+    let stores = support::stores(config(&server)).await;
     let (first, second) = (batch("first"), batch("second"));
     stores.messages.append("c", &first).await.unwrap();
 

@@ -2,7 +2,7 @@
 //! everything else after `ttl_secs` when set, and never otherwise.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::time::Duration;
 
@@ -118,8 +118,8 @@ async fn pttl(client: &redis::Client, key: &str) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checkpoints_expire_after_a_day_and_the_rest_never_by_default() {
-    let redis = common::redis();
-    let stores = common::stores(common::config(redis.url())).await;
+    let redis = support::redis();
+    let stores = support::stores(support::config(redis.url())).await;
     let client = redis::Client::open(redis.url()).unwrap();
     let keys = write_everything(&stores, "c1", "t1").await;
     let k = stores.backend.keys();
@@ -146,16 +146,16 @@ async fn checkpoints_expire_after_a_day_and_the_rest_never_by_default() {
         lease > 0 && lease <= 5000,
         "a lease expires with its ttl: {lease}"
     );
-    common::cleanup(redis.url(), &stores).await;
+    support::cleanup(redis.url(), &stores).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn short_ttls_make_every_key_expire() {
-    let redis = common::redis();
-    let config = common::config(redis.url())
+    let redis = support::redis();
+    let config = support::config(redis.url())
         .with_task_ttl(Some(Duration::from_secs(1)))
         .with_ttl(Some(Duration::from_secs(1)));
-    let stores = common::stores(config).await;
+    let stores = support::stores(config).await;
     let client = redis::Client::open(redis.url()).unwrap();
     let mut keys = write_everything(&stores, "c2", "t2").await;
     let k = stores.backend.keys();

@@ -12,18 +12,27 @@
 //! - [`RedisServer`] / [`test_redis`]: a throw-away `redis-server` on a free
 //!   port (killed on drop), or the shared one named by
 //!   `LOOOPY_TEST_REDIS_URL`.
+//! - `SpanCapture` (feature `otel`): the spans a test produced, exported to
+//!   memory through tracing-opentelemetry.
+//! - [`events`]: reading a turn's events (the one final event, its
+//!   metadata, the kinds in order).
 //! - [`external`]: finding the provisioned external programs (or failing
 //!   with how to provision them).
 
 pub mod conformance;
+pub mod events;
 pub mod external;
 pub mod openai_fixture;
 pub mod redis_cluster;
 pub mod redis_server;
 mod scripted;
+#[cfg(feature = "otel")]
+mod spans;
 
 pub use openai_fixture::{
     FixtureReply, OpenAiFixture, RecordedRequest, SseEnd, SseEvent, SseReply,
 };
 pub use redis_server::{RedisServer, TestRedis, test_redis};
 pub use scripted::{ScriptStep, ScriptedLlm};
+#[cfg(feature = "otel")]
+pub use spans::{SpanCapture, attribute};

@@ -50,8 +50,8 @@ impl fmt::Debug for ToolFnError {
 #[non_exhaustive]
 pub enum ToolsError {
     /// A client's tool declaration could not be read.
-    #[error("invalid client tool declaration: {0}")]
-    InvalidClientTools(String),
+    #[error(transparent)]
+    InvalidClientTools(#[from] looopy_core::client_tool::InvalidClientTools),
     /// An MCP server could not be started or reached.
     #[error("MCP server '{server}' is unavailable: {message}")]
     McpUnavailable {

@@ -6,7 +6,6 @@
     doc = "Tool providers for the Looopy agent runtime (built without the `mcp` feature; see README.md)."
 )]
 
-mod client;
 mod done;
 mod error;
 mod ext;
@@ -14,14 +13,17 @@ mod local;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 
-pub use client::{
-    CLIENT_TOOL_MARK, CLIENT_TOOLS_KEY, ClientToolResult, ClientTools, PendingClientCall,
-    client_results, split_client_results,
-};
 pub use done::{DONE_TOOL_NAME, DoneTool};
 pub use error::{ToolFnError, ToolsError};
 pub use ext::ToolProviderExt;
 pub use local::{LocalTools, NoArgs, parse_arguments, schema_for};
+/// Client tools are declared and answered on the wire, so they live in
+/// [`looopy_core::client_tool`] (a server reads them without this crate);
+/// re-exported here, where the other tool providers are.
+pub use looopy_core::client_tool::{
+    CLIENT_TOOL_MARK, CLIENT_TOOLS_KEY, ClientToolResult, ClientTools, InvalidClientTools,
+    PendingClientCall, client_results, split_client_results,
+};
 /// The timeout layer, provider-independent: it lives in
 /// [`looopy_loop::layers::timeout`] and is re-exported here so that existing
 /// imports keep working. An `AgentLoop` puts it around every tool provider

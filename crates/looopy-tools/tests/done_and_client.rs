@@ -5,8 +5,8 @@ use looopy_core::{
     Message, Part, Role, ToolCall, ToolContext, ToolDefinition, ToolProvider, ToolSignal,
 };
 use looopy_tools::{
-    CLIENT_TOOLS_KEY, ClientToolResult, ClientTools, DoneTool, PendingClientCall, ToolsError,
-    client_results, split_client_results,
+    CLIENT_TOOLS_KEY, ClientToolResult, ClientTools, DoneTool, PendingClientCall, client_results,
+    split_client_results,
 };
 use serde_json::{Map, Value, json};
 
@@ -104,7 +104,7 @@ async fn client_tools_are_read_from_message_metadata() {
     let dup = json!([{"name": "a"}, {"name": "a"}]);
     assert!(matches!(
         ClientTools::from_value(&dup),
-        Err(ToolsError::InvalidClientTools(m)) if m.contains("duplicate tool name 'a'")
+        Err(e) if e.message.contains("duplicate tool name 'a'")
     ));
     assert!(ClientTools::from_value(&json!({"name": "a"})).is_err());
     assert!(ClientTools::from_value(&json!([{"description": "no name"}])).is_err());

@@ -10,27 +10,12 @@
 mod support;
 
 use looopy_core::{ToolCall, ToolContext, ToolProvider};
+use looopy_testkit::SpanCapture;
 use looopy_tools::{HttpServer, McpToolProvider, StdioServer};
-use opentelemetry::trace::{
-    SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState, TracerProvider as _,
-};
-use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
 use serde_json::Value;
 use tracing::Instrument;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
-use tracing_subscriber::layer::SubscriberExt;
-
-/// Installs the propagator and a thread-local subscriber with an
-/// OpenTelemetry layer (the tests run on a current-thread runtime).
-fn install() -> (SdkTracerProvider, tracing::subscriber::DefaultGuard) {
-    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
-    let tracer_provider = SdkTracerProvider::builder().build();
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(tracer_provider.tracer("test")));
-    let guard = tracing::subscriber::set_default(subscriber);
-    (tracer_provider, guard)
-}
 
 /// What the server saw: its `_meta` and the `traceparent` header.
 async fn seen(mcp: &McpToolProvider) -> Value {
@@ -66,7 +51,7 @@ async fn a_stdio_call_carries_the_span_context_in_meta() {
     let Some(python) = support::python() else {
         return;
     };
-    let (_provider, _guard) = install();
+    let _capture = SpanCapture::install();
     let mcp = McpToolProvider::new(
         StdioServer::new(&python)
             .arg(support::fixture_server().display().to_string())
@@ -94,7 +79,7 @@ async fn an_http_call_carries_it_in_meta_and_in_the_header() {
     let Some(python) = support::python() else {
         return;
     };
-    let (_provider, _guard) = install();
+    let _capture = SpanCapture::install();
     let server = support::HttpFixture::start(&python).await;
     let mcp = McpToolProvider::new(HttpServer::new(server.url.clone()));
 

@@ -21,8 +21,13 @@ pub use looopy_agent as agent;
 /// tools, MCP servers (feature `mcp`), the done tool (the `looopy-tools` crate).
 pub use looopy_tools as tools;
 
-/// Store implementations.
+/// Store implementations, and the backend picked by configuration.
 pub mod stores {
+    /// The backend named by configuration (`backend = "memory"`, or
+    /// `"redis"` with the `redis` feature), built into one [`Stores`] bundle
+    /// (the `looopy-stores` crate).
+    pub use looopy_stores::{StoreConfig, Stores};
+
     /// In memory (the `looopy-stores-memory` crate).
     pub use looopy_stores_memory as memory;
 

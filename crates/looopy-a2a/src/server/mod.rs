@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use looopy_core::CancellationToken;
-use looopy_core::store::{EventLog, PushConfigStore, TaskStore, TurnLock};
+use looopy_core::store::{EventLog, PushConfigStore, Stores, TaskStore, TurnLock};
 use tokio::net::TcpListener;
 
 pub use auth::{ANONYMOUS, API_KEY_HEADER, AuthConfig};
@@ -127,6 +127,16 @@ impl A2aServer {
             recovery_scan: DEFAULT_RECOVERY_SCAN,
             card_default: ProtocolVersion::V1_0,
         }
+    }
+
+    /// [`builder`](Self::builder) on a [`Stores`] bundle: its event log and
+    /// task records, and its turn leases for [`recovery`](A2aServerBuilder::recovery)
+    /// of the turns a stopped process left. Push notifications stay off
+    /// until [`push_notifications`](A2aServerBuilder::push_notifications)
+    /// (with `stores.push_configs`).
+    pub fn with_stores(runner: impl TurnRunner, stores: &Stores) -> A2aServerBuilder {
+        Self::builder(runner, stores.events.clone(), stores.task_records.clone())
+            .recovery(stores.locks.clone())
     }
 
     /// One scan for stranded turns (see [`A2aServerBuilder::recovery`]):

@@ -1,33 +1,22 @@
 //! One conformance suite for every implementation of the store traits of
 //! [`looopy_core::store`].
 //!
-//! An implementation runs all of it with one line:
+//! A backend runs all of it on its [`Stores`] bundle with one line:
 //!
 //! ```
-//! use std::sync::Arc;
-//!
-//! use looopy_core::store::{
-//!     AgentStateStore, ArtifactStore, EventLog, MessageStore, TaskStateStore, TurnLock,
-//! };
+//! use looopy_core::store::Stores;
 //! use looopy_testkit::conformance::{StoreUnderTest, run_all};
 //!
-//! async fn check_my_stores(
-//!     tasks: Arc<dyn TaskStateStore>,
-//!     messages: Arc<dyn MessageStore>,
-//!     artifacts: Arc<dyn ArtifactStore>,
-//!     agents: Arc<dyn AgentStateStore>,
-//!     events: Arc<dyn EventLog>,
-//!     locks: Arc<dyn TurnLock>,
-//! ) {
-//!     let stores = StoreUnderTest::new(tasks, messages, artifacts, agents, events, locks);
-//!     run_all(&stores).await;
+//! async fn check_my_stores(stores: &Stores) {
+//!     run_all(&StoreUnderTest::from_stores(stores)).await;
 //! }
 //! ```
 //!
-//! A backend that also keeps A2A task records adds its [`TaskStore`] with
-//! [`StoreUnderTest::with_task_records`], and `run_all` checks it too; the
-//! same for push notification configs ([`PushConfigStore`],
-//! [`StoreUnderTest::with_push_configs`]).
+//! A backend that keeps only some stores builds the [`StoreUnderTest`] from
+//! them ([`StoreUnderTest::new`]) and adds its [`TaskStore`]
+//! ([`StoreUnderTest::with_task_records`]) and [`PushConfigStore`]
+//! ([`StoreUnderTest::with_push_configs`]) when it has them: `run_all`
+//! checks those when set.
 //!
 //! Or one trait at a time ([`message_store`], [`event_log`], [`task_store`], ...). Failures
 //! panic with a message naming the broken rule. Every key the suite writes
@@ -86,8 +75,8 @@ use std::time::Duration;
 
 use looopy_core::StoreError;
 use looopy_core::store::{
-    AgentStateStore, ArtifactStore, EventLog, MessageStore, PushConfigStore, TaskStateStore,
-    TaskStore, TurnLock,
+    AgentStateStore, ArtifactStore, EventLog, MessageStore, PushConfigStore, Stores,
+    TaskStateStore, TaskStore, TurnLock,
 };
 
 pub use agents::agent_state_store;
@@ -185,6 +174,21 @@ impl StoreUnderTest {
             push_configs: None,
             ids: UniqueIds::new(),
         }
+    }
+
+    /// Every store of a backend's bundle, task records and push configs
+    /// included, with keys under a random prefix.
+    pub fn from_stores(stores: &Stores) -> Self {
+        StoreUnderTest::new(
+            stores.tasks.clone(),
+            stores.messages.clone(),
+            stores.artifacts.clone(),
+            stores.agents.clone(),
+            stores.events.clone(),
+            stores.locks.clone(),
+        )
+        .with_task_records(stores.task_records.clone())
+        .with_push_configs(stores.push_configs.clone())
     }
 
     /// Adds the backend's task record store to what `run_all` checks.

@@ -1,22 +1,36 @@
-//! Client tools: tools the client declares for a turn and runs
-//! itself. See `docs/tools.md` for the wire shape.
+//! The tools a client declares for a turn, read from message metadata.
 
 use std::collections::HashSet;
 
+use crate::context::ToolContext;
+use crate::message::{Message, Part};
+use crate::tool::{ToolCall, ToolDefinition, ToolResult, ToolSignal};
+use crate::tool_provider::{ToolError, ToolProvider};
 use async_trait::async_trait;
-use looopy_core::{
-    Message, Part, ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider, ToolResult,
-    ToolSignal,
-};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::error::ToolsError;
+use super::{CLIENT_TOOL_MARK, ClientToolResult};
 
 /// The message-metadata key under which a client declares its tools.
 pub const CLIENT_TOOLS_KEY: &str = "clientTools";
 
-pub use looopy_core::client_tool::{CLIENT_TOOL_MARK, ClientToolResult};
+/// A client's tool declaration could not be read: not an array, an entry
+/// that is not a tool definition, an empty or repeated name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid client tool declaration: {message}")]
+pub struct InvalidClientTools {
+    /// What is wrong, naming the entry (`tool #2: missing field `name``).
+    pub message: String,
+}
+
+impl InvalidClientTools {
+    fn new(message: impl Into<String>) -> Self {
+        InvalidClientTools {
+            message: message.into(),
+        }
+    }
+}
 
 /// A provider of the tools a client declared for this turn.
 ///
@@ -51,10 +65,10 @@ impl ClientTools {
     /// [`ToolDefinition`] (`{"name", "description", "parameters"}`) or the
     /// OpenAI form `{"type": "function", "function": {...}}`. Names must be
     /// non-empty and distinct.
-    pub fn from_value(value: &Value) -> Result<Self, ToolsError> {
+    pub fn from_value(value: &Value) -> Result<Self, InvalidClientTools> {
         let Value::Array(items) = value else {
-            return Err(ToolsError::InvalidClientTools(
-                "expected an array of tool definitions".into(),
+            return Err(InvalidClientTools::new(
+                "expected an array of tool definitions",
             ));
         };
         let mut tools = Vec::with_capacity(items.len());
@@ -67,14 +81,12 @@ impl ClientTools {
                 _ => item,
             };
             let tool: ToolDefinition = serde_json::from_value(item.clone())
-                .map_err(|e| ToolsError::InvalidClientTools(format!("tool #{i}: {e}")))?;
+                .map_err(|e| InvalidClientTools::new(format!("tool #{i}: {e}")))?;
             if tool.name.trim().is_empty() {
-                return Err(ToolsError::InvalidClientTools(format!(
-                    "tool #{i}: empty name"
-                )));
+                return Err(InvalidClientTools::new(format!("tool #{i}: empty name")));
             }
             if !seen.insert(tool.name.clone()) {
-                return Err(ToolsError::InvalidClientTools(format!(
+                return Err(InvalidClientTools::new(format!(
                     "duplicate tool name '{}'",
                     tool.name
                 )));
@@ -86,7 +98,7 @@ impl ClientTools {
 
     /// Reads the declarations under [`CLIENT_TOOLS_KEY`] in message (or
     /// request) metadata; none when the key is absent.
-    pub fn from_metadata(metadata: &Map<String, Value>) -> Result<Self, ToolsError> {
+    pub fn from_metadata(metadata: &Map<String, Value>) -> Result<Self, InvalidClientTools> {
         match metadata.get(CLIENT_TOOLS_KEY) {
             None | Some(Value::Null) => Ok(ClientTools::default()),
             Some(value) => Self::from_value(value),
@@ -94,7 +106,7 @@ impl ClientTools {
     }
 
     /// Reads the declarations in a message's metadata.
-    pub fn from_message(message: &Message) -> Result<Self, ToolsError> {
+    pub fn from_message(message: &Message) -> Result<Self, InvalidClientTools> {
         Self::from_metadata(&message.metadata)
     }
 
@@ -194,7 +206,7 @@ pub fn client_results(message: &Message) -> Vec<ClientToolResult> {
 /// Splits a client's message into the tool messages for the results it
 /// carries and what is left of it (`None` when it held only results).
 pub fn split_client_results(message: Message) -> (Vec<Message>, Option<Message>) {
-    let (results, rest) = looopy_core::client_tool::split_results(message);
+    let (results, rest) = super::split_results(message);
     (
         results
             .into_iter()

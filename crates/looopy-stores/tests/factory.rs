@@ -1,11 +1,10 @@
 //! A binary picks its backend from configuration: the same suite passes on
 //! `Stores` built from a TOML table naming Redis or memory.
-
-mod common;
+#![cfg(feature = "redis")]
 
 use looopy_core::StoreError;
-use looopy_stores_redis::{StoreConfig, Stores};
-use looopy_testkit::conformance::{self, StoreUnderTest};
+use looopy_stores::{StoreConfig, Stores};
+use looopy_testkit::conformance::{self, StoreUnderTest, UniqueIds};
 
 #[derive(serde::Deserialize)]
 struct Settings {
@@ -20,15 +19,7 @@ fn from_toml(text: &str) -> StoreConfig {
 }
 
 fn under_test(stores: &Stores) -> StoreUnderTest {
-    StoreUnderTest::new(
-        stores.tasks.clone(),
-        stores.messages.clone(),
-        stores.artifacts.clone(),
-        stores.agents.clone(),
-        stores.events.clone(),
-        stores.locks.clone(),
-    )
-    .with_task_records(stores.task_records.clone())
+    StoreUnderTest::from_stores(stores)
 }
 
 async fn build(config: &StoreConfig) -> Stores {
@@ -40,8 +31,11 @@ async fn build(config: &StoreConfig) -> Stores {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn stores_built_from_configuration_pass_the_suite() {
-    let redis = common::redis();
-    let prefix = common::config(redis.url()).key_prefix;
+    let redis = match looopy_testkit::test_redis() {
+        Ok(redis) => redis,
+        Err(e) => panic!("no Redis for the tests: {e} (run scripts/provision.sh redis)"),
+    };
+    let prefix = UniqueIds::new().prefix().to_owned();
     let config = from_toml(&format!(
         "[store]\nbackend = \"redis\"\nurl = \"{}\"\nkey_prefix = \"{prefix}\"\npool_size = 4\n",
         redis.url()

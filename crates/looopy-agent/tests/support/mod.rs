@@ -76,16 +76,8 @@ pub fn is_tool_start(e: &AgentEvent) -> bool {
     matches!(*e.payload, EventPayload::ToolStart { .. })
 }
 
-pub fn final_metadata(events: &[AgentEvent]) -> serde_json::Map<String, serde_json::Value> {
-    match &*events.last().unwrap().payload {
-        EventPayload::StatusUpdate {
-            is_final: true,
-            metadata,
-            ..
-        } => metadata.clone(),
-        other => panic!("last event is not final: {other:?}"),
-    }
-}
+#[allow(unused_imports)] // not every test binary needs them
+pub use looopy_testkit::events::final_metadata;
 
 /// Asserts every tool message answers a call made earlier in `messages`,
 /// and every call (but those of the last message) has a result.

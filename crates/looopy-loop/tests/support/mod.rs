@@ -118,24 +118,5 @@ pub async fn drain(mut s: TurnStream) -> Vec<AgentEvent> {
     out
 }
 
-pub fn kinds(events: &[AgentEvent]) -> Vec<&'static str> {
-    events.iter().map(|e| e.kind()).collect()
-}
-
-pub fn final_event(events: &[AgentEvent]) -> &AgentEvent {
-    let last = events.last().expect("no events");
-    assert!(last.is_final(), "last event is not final: {last:?}");
-    assert_eq!(
-        events.iter().filter(|e| e.is_final()).count(),
-        1,
-        "exactly one final event"
-    );
-    last
-}
-
-pub fn final_meta(events: &[AgentEvent]) -> serde_json::Map<String, serde_json::Value> {
-    match &*final_event(events).payload {
-        looopy_core::EventPayload::StatusUpdate { metadata, .. } => metadata.clone(),
-        _ => unreachable!(),
-    }
-}
+#[allow(unused_imports)] // not every test binary needs them
+pub use looopy_testkit::events::{final_event, final_metadata as final_meta, kinds};

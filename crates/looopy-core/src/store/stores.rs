@@ -1,0 +1,44 @@
+//! [`Stores`]: every store an Agent and an A2A server use, as one bundle.
+
+use std::sync::Arc;
+
+use super::{
+    AgentStateStore, ArtifactStore, EventLog, MessageStore, PushConfigStore, TaskStateStore,
+    TaskStore, TurnLock, TurnStore,
+};
+
+/// Every store, as the trait objects an Agent and a server take: one type
+/// whatever the backend. Each backend crate builds one
+/// (`looopy_stores_memory::stores`, `looopy_stores_redis::stores`), and the
+/// `looopy-stores` crate builds one from configuration.
+///
+/// Clones share the same stores.
+#[derive(Clone)]
+pub struct Stores {
+    /// Loop checkpoints.
+    pub tasks: Arc<dyn TaskStateStore>,
+    /// Conversation histories.
+    pub messages: Arc<dyn MessageStore>,
+    /// Artifacts.
+    pub artifacts: Arc<dyn ArtifactStore>,
+    /// Agent lifecycle metadata.
+    pub agents: Arc<dyn AgentStateStore>,
+    /// Event logs.
+    pub events: Arc<dyn EventLog>,
+    /// Turn leases.
+    pub locks: Arc<dyn TurnLock>,
+    /// A2A task records.
+    pub task_records: Arc<dyn TaskStore>,
+    /// A2A push notification configs.
+    pub push_configs: Arc<dyn PushConfigStore>,
+    /// A turn's start and end in one operation each, for a backend that
+    /// has it (Redis); `None`: an Agent calls the stores above one after
+    /// the other.
+    pub turns: Option<Arc<dyn TurnStore>>,
+}
+
+impl std::fmt::Debug for Stores {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stores").finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,91 @@
+//! Resuming a turn from its last checkpoint ([`AgentLoop::resume`]).
+
+use std::sync::Arc;
+
+use looopy_core::{History, TurnContext};
+
+use crate::events::TurnEnd;
+use crate::limits::TurnSettings;
+use crate::stream::{TurnOutcome, TurnShared, TurnStream};
+use crate::turn::Turn;
+use crate::{AgentLoop, LoopError};
+
+impl AgentLoop {
+    /// Continues the turn of `cx.task_id` from its last checkpoint: tool calls
+    /// whose results were recorded are not run again. A turn that had already
+    /// ended just reports its final state again.
+    ///
+    /// Per-turn settings are not stored in the checkpoint: the resumed turn
+    /// runs with the loop's settings (see [`resume_with`](Self::resume_with)).
+    pub fn resume(&self, cx: TurnContext) -> TurnStream {
+        self.resume_with(cx, TurnSettings::default())
+    }
+
+    /// [`resume`](Self::resume) with settings for the rest of the turn (the
+    /// checkpoint does not keep the ones it started with). A wall-time
+    /// limit counts from the resume.
+    pub fn resume_with(&self, cx: TurnContext, settings: TurnSettings) -> TurnStream {
+        let cx = cx.with_agent_id(self.config.agent_id.clone());
+        let (emit, rx) = self.channel(&cx);
+        let shared = Arc::new(TurnShared::default());
+        let this = self.clone();
+        let shared2 = shared.clone();
+        let driver = async move {
+            let checkpoint = match &this.task_store {
+                None => Err(LoopError::NoTaskStore),
+                Some(store) => match store.load(&cx.task_id).await {
+                    Ok(Some(c)) => Ok(c),
+                    Ok(None) => Err(LoopError::NoCheckpoint {
+                        task_id: cx.task_id.to_string(),
+                    }),
+                    Err(e) => Err(LoopError::Store(e)),
+                },
+            };
+            match checkpoint {
+                Err(e) => {
+                    let message = looopy_core::Message::assistant(format!("cannot resume: {e}"));
+                    shared2.set_outcome(TurnOutcome {
+                        end: TurnEnd::Error,
+                        state: TurnEnd::Error.state(),
+                        message: Some(message.clone()),
+                        usage: Default::default(),
+                        iterations: 0,
+                        history: History::new(),
+                        turn_start: 0,
+                    });
+                    emit.final_status(
+                        TurnEnd::Error,
+                        Some(message),
+                        Default::default(),
+                        0,
+                        Default::default(),
+                    );
+                }
+                Ok(c) if c.state.ends_turn() => {
+                    shared2.set_history(c.messages.clone());
+                    let end = TurnEnd::of_saved_state(c.state);
+                    let message = c.messages.last().cloned();
+                    // The outcome is there once the final event is, as for
+                    // a turn that runs.
+                    shared2.set_outcome(TurnOutcome {
+                        end,
+                        state: c.state,
+                        message: message.clone(),
+                        usage: c.usage,
+                        iterations: c.iteration,
+                        history: c.messages.clone(),
+                        turn_start: c.turn_start,
+                    });
+                    emit.final_status(end, message, c.usage, c.iteration, Default::default());
+                }
+                Ok(c) => {
+                    shared2.set_history(c.messages.clone());
+                    Turn::from_checkpoint(this, cx, emit, shared2, c, settings)
+                        .run(true)
+                        .await;
+                }
+            }
+        };
+        TurnStream::new(Box::pin(driver), rx, shared, History::new())
+    }
+}

@@ -1,0 +1,139 @@
+//! [`StoreConfig`]: the backend picked by configuration.
+
+use looopy_core::StoreError;
+use looopy_core::store::Stores;
+use serde::{Deserialize, Serialize};
+
+/// Which backend holds the stores, as a configuration file names it:
+///
+/// ```toml
+/// [store]
+/// backend = "redis"            # or "memory"
+/// url = "redis://127.0.0.1:6379"
+/// key_prefix = "myapp"
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "backend", rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum StoreConfig {
+    /// Everything in this process's memory (tests, single-process servers),
+    /// kept as long as the retention says (`task_ttl_secs`, `ttl_secs`,
+    /// `max_entries`: [`looopy_stores_memory::MemoryRetention`]).
+    #[cfg(feature = "memory")]
+    Memory(looopy_stores_memory::MemoryRetention),
+    /// Everything in Redis (feature `redis`).
+    #[cfg(feature = "redis")]
+    Redis(looopy_stores_redis::RedisConfig),
+}
+
+impl StoreConfig {
+    /// Builds the stores. For Redis this connects and sends a `PING`, so a
+    /// wrong URL or an unreachable server fails here
+    /// ([`StoreError::Unavailable`]) rather than at the first turn; an
+    /// invalid configuration is [`StoreError::Backend`].
+    pub async fn build(&self) -> Result<Stores, StoreError> {
+        match self {
+            #[cfg(feature = "memory")]
+            StoreConfig::Memory(retention) => Ok(looopy_stores_memory::stores(retention)),
+            #[cfg(feature = "redis")]
+            StoreConfig::Redis(config) => looopy_stores_redis::connect(config.clone()).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[derive(Deserialize)]
+    struct File {
+        store: StoreConfig,
+    }
+
+    #[cfg(feature = "redis")]
+    #[test]
+    #[allow(irrefutable_let_patterns)] // without the `memory` feature
+    fn a_config_file_names_redis() {
+        let file: File = toml::from_str(
+            r#"
+            [store]
+            backend = "redis"
+            url = "redis://cache:6379/2"
+            pool_size = 4
+            key_prefix = "svc"
+            "#,
+        )
+        .unwrap();
+        let StoreConfig::Redis(redis) = file.store else {
+            panic!("expected redis");
+        };
+        assert_eq!(redis.url, "redis://cache:6379/2");
+        assert_eq!(redis.pool_size, 4);
+        assert_eq!(redis.key_prefix, "svc");
+        assert_eq!(redis.task_ttl_secs, 86_400);
+        assert!(
+            toml::from_str::<File>("[store]\nbackend = \"redis\"\nurll = \"x\"").is_err(),
+            "unknown keys are refused"
+        );
+    }
+
+    #[cfg(feature = "memory")]
+    #[test]
+    #[allow(irrefutable_let_patterns)] // without the `redis` feature
+    fn a_config_file_names_memory() {
+        use looopy_stores_memory::MemoryRetention;
+        let file: File = toml::from_str("[store]\nbackend = \"memory\"").unwrap();
+        assert_eq!(file.store, StoreConfig::Memory(MemoryRetention::default()));
+        let file: File =
+            toml::from_str("[store]\nbackend = \"memory\"\nttl_secs = 60\nmax_entries = 500")
+                .unwrap();
+        let StoreConfig::Memory(retention) = file.store else {
+            panic!("expected memory");
+        };
+        assert_eq!((retention.ttl_secs, retention.max_entries), (60, 500));
+        assert_eq!(retention.task_ttl_secs, 86_400);
+        assert!(
+            toml::from_str::<File>("[store]\nbackend = \"memory\"\nurl = \"x\"").is_err(),
+            "a Redis key on the memory backend is refused"
+        );
+    }
+
+    #[test]
+    fn an_unknown_backend_is_refused() {
+        let error = toml::from_str::<File>("[store]\nbackend = \"mongo\"")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(error.contains("mongo"), "{error}");
+    }
+
+    #[cfg(feature = "memory")]
+    #[tokio::test]
+    async fn memory_builds_without_io() {
+        let retention = looopy_stores_memory::MemoryRetention {
+            max_entries: 2,
+            ..Default::default()
+        };
+        let stores = StoreConfig::Memory(retention).build().await.unwrap();
+        for c in ["a", "b", "c"] {
+            stores
+                .messages
+                .append(c, &[looopy_core::Message::user("hi")])
+                .await
+                .unwrap();
+        }
+        // The cap reached the store: the least recently used conversation went.
+        assert_eq!(stores.messages.count("a").await.unwrap(), 0);
+        assert_eq!(stores.messages.count("c").await.unwrap(), 1);
+    }
+
+    #[cfg(feature = "redis")]
+    #[tokio::test]
+    async fn a_bad_redis_config_is_refused() {
+        let bad =
+            StoreConfig::Redis(looopy_stores_redis::RedisConfig::default().with_key_prefix("a{b"));
+        assert!(matches!(bad.build().await, Err(StoreError::Backend { .. })));
+    }
+}
