@@ -19,14 +19,15 @@ const FOLLOW_BATCH: usize = 256;
 #[derive(Debug, Clone)]
 struct Entry {
     seq: u64,
-    event: AgentEvent,
+    /// Shared with the appender and every reader: reading copies no event.
+    event: Arc<AgentEvent>,
 }
 
 impl Entry {
     fn stored(&self) -> StoredEvent {
         StoredEvent {
             id: self.seq.to_string(),
-            event: self.event.clone(),
+            event: Arc::clone(&self.event),
         }
     }
 }
@@ -189,8 +190,7 @@ impl Follow {
 
 #[async_trait]
 impl EventLog for MemoryEventLog {
-    async fn append(&self, task_id: &str, event: &AgentEvent) -> Result<String, StoreError> {
-        let event = event.clone();
+    async fn append(&self, task_id: &str, event: Arc<AgentEvent>) -> Result<String, StoreError> {
         let (seq, notify) = {
             let mut inner = lock(&self.inner);
             inner.last_seq += 1;
@@ -254,22 +254,22 @@ mod tests {
     use super::*;
     use looopy_core::EventPayload;
 
-    fn text(n: u32) -> AgentEvent {
-        AgentEvent::new(
+    fn text(n: u32) -> Arc<AgentEvent> {
+        Arc::new(AgentEvent::new(
             "t".into(),
             "c".into(),
             EventPayload::Text {
                 text: n.to_string(),
             },
-        )
+        ))
     }
 
     #[tokio::test]
     async fn ids_keep_growing_after_a_delete() {
         let log = MemoryEventLog::new();
-        let first = log.append("t", &text(1)).await.unwrap();
+        let first = log.append("t", text(1)).await.unwrap();
         log.delete("t").await.unwrap();
-        let second = log.append("t", &text(2)).await.unwrap();
+        let second = log.append("t", text(2)).await.unwrap();
         assert!(second.parse::<u64>().unwrap() > first.parse::<u64>().unwrap());
         // A reader that had seen `first` still gets the new event.
         let after = log.read("t", Some(&first), 10).await.unwrap();
@@ -295,7 +295,7 @@ mod tests {
         assert_eq!(lock(&log.inner).watchers.get("t").map(|w| w.1), Some(2));
         drop(second);
         let event = text(1);
-        log.append("t", &event).await.unwrap();
+        log.append("t", Arc::clone(&event)).await.unwrap();
         assert_eq!(first.next().await.unwrap().unwrap().event, event);
         drop(first);
         assert!(lock(&log.inner).watchers.is_empty());

@@ -26,7 +26,7 @@ use crate::server::dispatch::Opened;
 use crate::server::tasks::Tasks;
 use crate::server::{ServerState, progress, rest};
 use crate::version::ProtocolVersion;
-use crate::wire;
+use crate::wire::{self, StreamResult};
 
 /// Events buffered between the log and a slow client.
 const BUFFER: usize = 64;
@@ -77,23 +77,22 @@ pub(crate) fn error(envelope: Option<&Value>, e: &RpcError) -> Response {
     sse(stream::once(async move { Ok(event) }))
 }
 
-/// One item of a stream: the stream result in the request's version (or
-/// the error that ended the stream) and the log id it came from (none for
-/// the snapshot a subscription starts with and for single items).
+/// One item of a stream: the stream result in the request's version, in
+/// its typed form (or the error that ended the stream), and the log id it
+/// came from (none for the snapshot a subscription starts with and for
+/// single items).
 pub(crate) struct Item {
     pub(crate) id: Option<String>,
-    pub(crate) result: Result<Value, RpcError>,
+    pub(crate) result: Result<StreamResult, RpcError>,
 }
 
 /// An opened stream as SSE; `envelope`: the JSON-RPC id items are wrapped
-/// with (`None`: bare items, as the HTTP+JSON binding sends them).
+/// with (`None`: bare items, as the HTTP+JSON binding sends them). Each
+/// item is serialised once, with its envelope, into the frame's data.
 pub(crate) fn respond(state: &ServerState, opened: Opened, envelope: Option<Value>) -> Response {
     let to_event = move |item: Item| {
         let event = match &item.result {
-            Ok(result) => data(&match &envelope {
-                Some(id) => jsonrpc::success(id, result.clone()),
-                None => result.clone(),
-            }),
+            Ok(result) => Event::default().data(result.frame(envelope.as_ref())),
             Err(e) => error_item(envelope.as_ref(), e),
         };
         match item.id {
@@ -173,7 +172,7 @@ async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Item>) {
         next_turn,
     } = spec;
     if let Some(task) = first
-        && let Some(result) = wire::encode_stream_event(version, &StreamEvent::Task(task))
+        && let Some(result) = wire::stream_result(version, &StreamEvent::Task(task))
         && tx
             .send(Item {
                 id: None,
@@ -214,9 +213,7 @@ async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Item>) {
                 if !progress && progress::is_progress(&stored.event) {
                     continue; // the client did not activate the extension
                 }
-                let Some(result) =
-                    wire::encode_stream_event(version, &StreamEvent::Update(stored.event.clone()))
-                else {
+                let Some(result) = wire::update_result(version, &stored.event) else {
                     continue; // internal events never leave
                 };
                 let event = Item {
