@@ -77,7 +77,8 @@ impl MemoryEventLog {
     pub fn with_retention(retention: &MemoryRetention) -> Self {
         MemoryEventLog {
             inner: Arc::new(Mutex::new(Inner {
-                logs: Retained::new(retention.ttl(), retention.cap()),
+                // An evicted task's log is freed after the lock (appends wait on it).
+                logs: Retained::new(retention.ttl(), retention.cap()).defer_drops(),
                 ..Inner::default()
             })),
         }
@@ -191,7 +192,7 @@ impl Follow {
 #[async_trait]
 impl EventLog for MemoryEventLog {
     async fn append(&self, task_id: &str, event: Arc<AgentEvent>) -> Result<String, StoreError> {
-        let (seq, notify) = {
+        let (seq, notify, evicted) = {
             let mut inner = lock(&self.inner);
             inner.last_seq += 1;
             let seq = inner.last_seq;
@@ -200,8 +201,9 @@ impl EventLog for MemoryEventLog {
                 .entry_or_insert_with(task_id, Vec::new)
                 .push(Entry { seq, event });
             let notify = inner.watchers.get(task_id).map(|(n, _)| Arc::clone(n));
-            (seq, notify)
+            (seq, notify, inner.logs.take_evicted())
         };
+        drop(evicted); // the logs the cap or expiry dropped, freed outside the lock
         if let Some(notify) = notify {
             notify.notify_waiters();
         }
