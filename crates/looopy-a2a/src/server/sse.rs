@@ -6,9 +6,12 @@
 //!
 //! A stream follows the [`EventLog`](looopy_core::store::EventLog), not the
 //! running turn: a client that goes away does not affect the task, and any
-//! server process sharing the stores can serve the stream.
+//! server process sharing the stores can serve the stream. The follower
+//! runs in the response's own stream (no task of its own per stream).
 
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -117,20 +120,40 @@ pub(crate) fn respond(state: &ServerState, opened: Opened, envelope: Option<Valu
 
 /// Follows a task's events in the log until its turn ends (or the server
 /// shuts down, or the reader goes away).
+///
+/// The follower runs inside the returned stream, on whatever task polls it
+/// (the connection's), not on a task of its own: each poll first takes what
+/// it queued, then lets it go on. Dropping the stream (the client went
+/// away) drops the follower; the turn itself runs elsewhere and goes on.
 pub(crate) fn items(
     tasks: Arc<Tasks>,
     spec: StreamSpec,
     shutdown: CancellationToken,
 ) -> impl Stream<Item = Item> + Send + 'static {
     let (tx, rx) = mpsc::channel::<Item>(BUFFER);
-    tokio::spawn(async move {
+    let follower: Follower = Box::pin(async move {
         tokio::select! {
             () = forward(&tasks, spec, &tx) => {}
             () = shutdown.cancelled() => {}
         }
     });
-    stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) })
+    stream::unfold((rx, Some(follower)), |(mut rx, mut follower)| async move {
+        loop {
+            let Some(running) = follower.as_mut() else {
+                // The follower ended: what it queued is all there is.
+                return rx.recv().await.map(|item| (item, (rx, None)));
+            };
+            tokio::select! {
+                biased;
+                item = rx.recv() => return item.map(|item| (item, (rx, follower))),
+                () = running => follower = None,
+            }
+        }
+    })
 }
+
+/// The future that follows the log for one stream.
+type Follower = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Waits until the log holds an event after `after` (the next turn of a
 /// task that waits for input began). False when the client went away or
