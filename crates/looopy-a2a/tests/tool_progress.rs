@@ -453,7 +453,10 @@ async fn only_turns_that_asked_for_the_extension_build_and_log_its_updates() {
     )
     .await;
     let sent_task = sent["result"]["task"]["id"].as_str().unwrap();
-    assert_eq!(sent["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{sent}");
+    assert_eq!(
+        sent["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{sent}"
+    );
     assert_eq!(logged_progress(&server, sent_task).await, 0);
 }
 

@@ -149,7 +149,10 @@ impl<V> Retained<V> {
     /// What eviction and expiry dropped since the last call (empty unless
     /// [`defer_drops`](Self::defer_drops)): free it outside the lock.
     pub(crate) fn take_evicted(&mut self) -> Vec<V> {
-        self.evicted.as_mut().map(std::mem::take).unwrap_or_default()
+        self.evicted
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// Drops `gone` now, or keeps it for [`take_evicted`](Self::take_evicted).

@@ -144,7 +144,9 @@ fn value(answer: Answer) -> Result<Value, Status> {
 
 type Responses = Pin<Box<dyn Stream<Item = Result<proto::StreamResponse, Status>> + Send>>;
 
-fn stream_response(result: Result<StreamResult, RpcError>) -> Result<proto::StreamResponse, Status> {
+fn stream_response(
+    result: Result<StreamResult, RpcError>,
+) -> Result<proto::StreamResponse, Status> {
     match result.map_err(|e| status(&e))? {
         // A 1.0 item is already the official type: no trip through JSON.
         StreamResult::V1(r) => Ok(pbconv::to_proto_stream_response(&r)),

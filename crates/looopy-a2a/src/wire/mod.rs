@@ -153,10 +153,10 @@ impl WireFormat for V03 {
         v03::encode_send_response(r)
     }
     fn stream_result(&self, e: &StreamEvent) -> Option<StreamResult> {
-        v03::stream_result(e).map(StreamResult::V03)
+        v03::stream_result(e).map(|r| StreamResult::V03(Box::new(r)))
     }
     fn update_result(&self, e: &AgentEvent) -> Option<StreamResult> {
-        v03::update_result(e).map(StreamResult::V03)
+        v03::update_result(e).map(|r| StreamResult::V03(Box::new(r)))
     }
     fn encode_send_params(&self, r: &SendRequest) -> Value {
         v03::encode_send_params(r)
@@ -223,10 +223,11 @@ fn format(v: ProtocolVersion) -> &'static dyn WireFormat {
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub(crate) enum StreamResult {
-    /// A 1.0 `StreamResponse` (boxed: it is large, and items queue).
+    /// A 1.0 `StreamResponse` (boxed, as the 0.3 form: both are large,
+    /// and items queue).
     V1(Box<a2a::StreamResponse>),
     /// A 0.3 object tagged by `kind`.
-    V03(v03::StreamResult03),
+    V03(Box<v03::StreamResult03>),
 }
 
 /// A JSON-RPC success response borrowing its id and result.

@@ -339,9 +339,7 @@ impl Payloads {
         match v {
             ProtocolVersion::V1_0 => self
                 .v1
-                .get_or_insert_with(|| {
-                    wire::update_result(v, &stored.event).map(|r| r.to_value())
-                })
+                .get_or_insert_with(|| wire::update_result(v, &stored.event).map(|r| r.to_value()))
                 .clone(),
             ProtocolVersion::V0_3 => {
                 if self.v03.is_none() {

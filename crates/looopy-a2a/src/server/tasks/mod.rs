@@ -248,8 +248,10 @@ impl Tasks {
         };
         let span = turn_span(&task_id, &context_id, false);
         let this = Arc::clone(self);
-        self.tracker
-            .spawn(this.drive(request, turn, progress, done_tx).instrument(span));
+        self.tracker.spawn(
+            this.drive(request, turn, progress, done_tx)
+                .instrument(span),
+        );
         Ok(started)
     }
 
