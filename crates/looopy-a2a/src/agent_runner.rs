@@ -8,7 +8,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 use looopy_agent::{Agent, AgentError, LifecycleState, TurnOptions};
-use looopy_core::{AgentEvent, Artifact, EventPayload, Message, Role, TaskState, TaskStatus};
+use looopy_core::approval::REQUESTS_PART_KEY;
+use looopy_core::{AgentEvent, Artifact, EventPayload, Message, Part, Role, TaskState, TaskStatus};
 use looopy_tools::ClientTools;
 
 use crate::runner::{ResumeRequest, RunnerError, TurnEvents, TurnRequest, TurnRunner};
@@ -94,6 +95,48 @@ fn cancelled(request: &TurnRequest) -> TurnEvents {
     futures::stream::iter([event]).boxed()
 }
 
+/// An answer to tool-call approvals that could not be read (malformed, or
+/// for a call that is not waiting): nothing ran and nothing was saved, so
+/// the task asks again. It ends `input-required` with the error and the
+/// calls still waiting, in the shape of the turn that asked
+/// (`approvalRequests` in the message's data part and the metadata).
+async fn reask(
+    agent: &Agent,
+    request: &TurnRequest,
+    error: &AgentError,
+) -> Result<TurnEvents, RunnerError> {
+    let waiting = agent
+        .pending_approvals()
+        .await
+        .map_err(|e| RunnerError::new(e.to_string()))?;
+    let requests = serde_json::to_value(&waiting).unwrap_or_default();
+    let questions: Vec<&str> = waiting.iter().map(|r| r.question.as_str()).collect();
+    let text = format!("{error}. {}", questions.join("\n"));
+    let message = Message::with_parts(
+        Role::Assistant,
+        vec![
+            Part::text(text.trim_end()),
+            Part::data(serde_json::json!({ REQUESTS_PART_KEY: requests.clone() })),
+        ],
+    );
+    let mut metadata = serde_json::Map::new();
+    metadata.insert(REQUESTS_PART_KEY.into(), requests);
+    metadata.insert(
+        "error".into(),
+        serde_json::json!({ "type": "invalid_approval", "message": error.to_string() }),
+    );
+    let event = AgentEvent::new(
+        request.task_id.clone(),
+        request.context_id.clone(),
+        EventPayload::StatusUpdate {
+            status: TaskStatus::new(TaskState::InputRequired).with_message(message),
+            is_final: true,
+            metadata,
+        },
+    );
+    Ok(futures::stream::iter([event]).boxed())
+}
+
 #[async_trait]
 impl TurnRunner for AgentRunner {
     async fn run_turn(&self, request: TurnRequest) -> Result<TurnEvents, RunnerError> {
@@ -124,6 +167,9 @@ impl TurnRunner for AgentRunner {
                     }
                     wait = (wait * 2).min(Duration::from_secs(1));
                 }
+                Err(
+                    e @ (AgentError::InvalidApproval(_) | AgentError::NotAwaitingApproval { .. }),
+                ) => return reask(&agent, &request, &e).await,
                 Err(e) => return Err(RunnerError::new(e.to_string())),
             }
         }

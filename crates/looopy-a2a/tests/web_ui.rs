@@ -21,8 +21,9 @@ use looopy_a2a::{AgentCardConfig, AgentRunner, AuthConfig};
 use looopy_agent::Agent;
 use looopy_core::store::TaskStore;
 use looopy_core::{
-    LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream, Role, TaskState, ToolCall,
-    ToolDefinition, ToolProvider, ToolResult, TurnContext, Usage,
+    AgentEvent, Artifact, EventPayload, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse,
+    LlmStream, Message, Part, Role, TaskState, TaskStatus, ToolCall, ToolDefinition, ToolProvider,
+    ToolResult, TurnContext, Usage,
 };
 use looopy_stores_memory::MemoryStores;
 use looopy_tools::LocalTools;
@@ -67,6 +68,13 @@ impl LlmProvider for DemoLlm {
             Err(LlmError::Connection {
                 message: "connection refused (127.0.0.1:9)".into(),
             })
+        } else if text.contains("delegate") {
+            let call = ToolCall::new(
+                format!("call-{}", uuid()),
+                "delegate",
+                r#"{"task":"look it up"}"#,
+            );
+            Ok(LlmResponse::tool_calls("", vec![call]).with_usage(usage(30, 6)))
         } else if text.contains("slow") {
             sleep(60_000)
         } else if text.contains("tool") {
@@ -115,24 +123,68 @@ fn small_chunks(chunks: Vec<LlmChunk>) -> Vec<LlmChunk> {
 }
 
 /// `sleep {"ms": n}`: waits, or stops when the turn is cancelled.
+/// `delegate {"task"}`: reports what the agent it calls does (a working
+/// status with text, then its answer in two chunks), as a remote agent
+/// tool does, and answers `delegated`.
 fn sleep_tool() -> Arc<dyn ToolProvider> {
     let schema = json!({
         "type": "object",
         "properties": {"ms": {"type": "integer", "description": "How long"}},
         "required": ["ms"]
     });
-    Arc::new(LocalTools::new().raw_tool(
-        ToolDefinition::new("sleep", "Sleeps for a while", schema),
-        |call: ToolCall, cx| async move {
-            let ms = call.parsed_arguments()["ms"].as_u64().unwrap_or(0);
-            tokio::select! {
-                () = tokio::time::sleep(Duration::from_millis(ms)) => {
-                    ToolResult::text(call.id, format!("slept {ms} ms"))
-                }
-                () = cx.cancel.cancelled() => ToolResult::error(call.id, "cancelled"),
-            }
-        },
-    ))
+    Arc::new(
+        LocalTools::new()
+            .raw_tool(
+                ToolDefinition::new("sleep", "Sleeps for a while", schema),
+                |call: ToolCall, cx| async move {
+                    let ms = call.parsed_arguments()["ms"].as_u64().unwrap_or(0);
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_millis(ms)) => {
+                            ToolResult::text(call.id, format!("slept {ms} ms"))
+                        }
+                        () = cx.cancel.cancelled() => ToolResult::error(call.id, "cancelled"),
+                    }
+                },
+            )
+            .raw_tool(
+                ToolDefinition::new(
+                    "delegate",
+                    "Asks another agent",
+                    json!({"type": "object", "properties": {"task": {"type": "string"}}}),
+                ),
+                |call: ToolCall, cx| async move {
+                    let remote =
+                        |payload| AgentEvent::new("remote-1".into(), "remote-ctx".into(), payload);
+                    let chunk = |text: &str, append| EventPayload::ArtifactUpdate {
+                        artifact: Artifact::new("sub-answer", vec![Part::text(text)]),
+                        append,
+                        last_chunk: append,
+                    };
+                    let updates = [
+                        remote(EventPayload::StatusUpdate {
+                            status: TaskStatus::new(TaskState::Working)
+                                .with_message(Message::assistant("looking it up")),
+                            is_final: false,
+                            metadata: Default::default(),
+                        }),
+                        remote(chunk("The answer ", false)),
+                        remote(chunk("is 42.", true)),
+                    ];
+                    if let Some(sink) = &cx.events {
+                        for event in updates {
+                            sink.emit(EventPayload::SubAgent {
+                                path: format!("{}/remote-1", cx.task_id),
+                                tool: "delegate".into(),
+                                call_id: call.id.clone(),
+                                event: Box::new(event),
+                            });
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                    }
+                    ToolResult::text(call.id, "delegated")
+                },
+            ),
+    )
 }
 
 fn runner() -> AgentRunner {

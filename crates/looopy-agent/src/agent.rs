@@ -20,7 +20,7 @@ use looopy_core::store::{
     Acquire, AgentState, AgentStateStore, ArtifactStore, LifecycleState, MessageStore,
     StoredArtifact, TurnLock,
 };
-use looopy_core::{LlmProvider, Message, StoreError, TurnContext};
+use looopy_core::{History, LlmProvider, Message, StoreError, TurnContext};
 use looopy_loop::AgentLoop;
 use serde_json::{Map, Value};
 use tokio::sync::OwnedMutexGuard;
@@ -508,6 +508,18 @@ impl Agent {
         let stored = self.inner.messages.count(&self.inner.context_id).await?;
         let total = stored + self.status().unsaved.len();
         self.messages_in(total.saturating_sub(limit)..total).await
+    }
+
+    /// The tool calls waiting for a person's approval: those the last turn
+    /// asked about (it ended `input-required`) and no message has answered
+    /// yet. What a server shows again when an answer could not be read.
+    pub async fn pending_approvals(
+        &self,
+    ) -> Result<Vec<looopy_core::approval::ApprovalRequest>, AgentError> {
+        let stored = self.inner.messages.load(&self.inner.context_id).await?;
+        let unsaved = self.status().unsaved.clone();
+        let history: History = stored.into_iter().chain(unsaved).collect();
+        Ok(crate::client::pending_approvals(&history))
     }
 
     /// The conversation's artifacts, oldest first.

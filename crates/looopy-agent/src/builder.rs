@@ -103,6 +103,25 @@ impl AgentBuilder {
         self
     }
 
+    /// Asks a person before any call of these tools runs (a
+    /// [`RequireApproval`](looopy_loop::hooks::RequireApproval) hook on the
+    /// loop): the turn ends `input-required` with the question, and the
+    /// user's next message approves, denies or edits the call. For a policy
+    /// of your own, add a hook whose `approve_tool` returns
+    /// [`Approval::Ask`](looopy_loop::hooks::Approval::Ask) (for instance an
+    /// [`ApproveFn`](looopy_loop::hooks::ApproveFn)) with
+    /// [`configure_loop`](Self::configure_loop). Like `configure_loop`, not
+    /// with a prebuilt [`agent_loop`](Self::agent_loop): add the hook to
+    /// that loop instead.
+    pub fn require_approval<I, S>(self, tools: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let hook = looopy_loop::hooks::RequireApproval::new(tools);
+        self.configure_loop(move |b| b.hook(hook))
+    }
+
     /// Adjusts the loop the Agent builds (hooks, tool-output cache...):
     /// `f` gets the loop builder after the model, tools, settings and task
     /// store were applied.

@@ -19,7 +19,9 @@
 
 use std::collections::HashMap;
 
-use looopy_core::{History, Message, Role, ToolCall, ToolResult, ToolSignal};
+use looopy_core::approval::{ApprovalDecision, ApprovalRequest, Decision};
+use looopy_core::{History, Message, Part, Role, ToolCall, ToolFailure, ToolResult, ToolSignal};
+use looopy_loop::ApprovedCalls;
 use serde_json::Value;
 
 use crate::error::AgentError;
@@ -66,59 +68,212 @@ fn synthetic(call: &ToolCall, why: &str) -> Message {
     result.into_message()
 }
 
-/// The messages to append before the loop runs: a result for every open
-/// call (the client's, or an error), then the rest of the user message.
-pub(crate) fn prepare_input(
-    history: &History,
+/// What a turn starts with, beside the stored history.
+#[derive(Debug, Default)]
+pub(crate) struct Input {
+    /// Messages appended (and saved) before the loop runs: a result for
+    /// every open call that is not to run now, then the rest of the user
+    /// message (unless calls run first: then it is in `approved.then`).
+    pub(crate) messages: Vec<Message>,
+    /// Calls a person approved: the loop runs them first.
+    pub(crate) approved: Option<Box<ApprovedCalls>>,
+}
+
+/// What the user's message says about the open calls.
+struct Answers {
+    results: HashMap<String, Message>,
+    decisions: HashMap<String, Decision>,
+    rest: Option<Message>,
+}
+
+/// Reads client results and approval decisions out of the user message
+/// (see the module docs); a lone "yes"/"no" answers a single call waiting
+/// for approval.
+fn read_answers(
+    open: &[ToolCall],
+    asked: &[ApprovalRequest],
     user: Option<Message>,
-) -> Result<Vec<Message>, AgentError> {
+) -> Result<Answers, AgentError> {
+    let mut answers = Answers {
+        results: HashMap::new(),
+        decisions: HashMap::new(),
+        rest: None,
+    };
+    let Some(message) = user else {
+        return Ok(answers);
+    };
+    if message.role != Role::User {
+        // Only the user answers tool calls.
+        answers.rest = Some(message);
+        return Ok(answers);
+    }
+    let (results, left) = client_tool::split_results(message);
+    for r in results {
+        if !open.iter().any(|c| c.id == r.tool_call_id) {
+            return Err(AgentError::UnknownToolCall {
+                tool_call_id: r.tool_call_id,
+            });
+        }
+        answers
+            .results
+            .insert(r.tool_call_id.clone(), r.into_message());
+    }
+    let (decisions, mut left) = match left {
+        Some(m) => split_decisions(m)?,
+        None => (Vec::new(), None),
+    };
+    let mut decisions = decisions;
+    if decisions.is_empty()
+        && let [only] = asked
+        && let Some(m) = &left
+        && m.parts.iter().all(|p| matches!(p, Part::Text { .. }))
+        && let Some(d) = ApprovalDecision::from_text(&only.tool_call_id, &m.text())
+    {
+        decisions.push(d);
+        left = None;
+    }
+    for d in decisions {
+        if !asked.iter().any(|r| r.tool_call_id == d.tool_call_id) {
+            return Err(AgentError::NotAwaitingApproval {
+                tool_call_id: d.tool_call_id,
+            });
+        }
+        answers.decisions.insert(d.tool_call_id, d.decision);
+    }
+    answers.rest = left;
+    Ok(answers)
+}
+
+/// Splits the approval decisions out of a message; `None` for the rest
+/// when it held only decisions.
+fn split_decisions(
+    message: Message,
+) -> Result<(Vec<ApprovalDecision>, Option<Message>), AgentError> {
+    if !message
+        .parts
+        .iter()
+        .any(|p| ApprovalDecision::from_part(p).is_some())
+    {
+        return Ok((Vec::new(), Some(message)));
+    }
+    let mut message = message;
+    let mut decisions = Vec::new();
+    let mut rest = Vec::new();
+    for part in std::mem::take(&mut message.parts) {
+        match ApprovalDecision::from_part(&part) {
+            Some(d) => decisions.push(d?),
+            None => rest.push(part),
+        }
+    }
+    if rest.is_empty() {
+        return Ok((decisions, None));
+    }
+    message.parts = rest;
+    Ok((decisions, Some(message)))
+}
+
+/// The result of a call the person denied, as a denying hook gives it.
+fn denied(call: &ToolCall, reason: &str) -> Message {
+    ToolResult::failed(
+        &call.id,
+        ToolFailure::Denied,
+        format!("Tool call denied: {reason}"),
+    )
+    .into_message()
+}
+
+/// The input of the next turn: a result for every open call (the client's,
+/// a denial, or an error), the calls a person approved, then the rest of
+/// the user message.
+///
+/// A call waiting for approval that the message does not decide on is
+/// denied ("not approved"); one the message decides on but that is not
+/// waiting, or a malformed decision, is an error and nothing is saved.
+pub(crate) fn prepare_input(history: &History, user: Option<Message>) -> Result<Input, AgentError> {
     let open = open_tool_calls(history);
-    let mut given: HashMap<String, Message> = HashMap::new();
-    let mut rest = None;
-    // The common case: no open calls and no result parts, so the user
-    // message goes in as it came (no copy of its parts).
-    let carries_results = |m: &Message| {
+    // The common case: no open calls and no result or decision parts, so
+    // the user message goes in as it came (no copy of its parts).
+    let carries_answers = |m: &Message| {
         m.role == Role::User
-            && m.parts
-                .iter()
-                .any(|p| ClientToolResult::from_part(p).is_some())
+            && m.parts.iter().any(|p| {
+                ClientToolResult::from_part(p).is_some() || ApprovalDecision::from_part(p).is_some()
+            })
     };
     if open.is_empty()
         && let Some(message) = user.as_ref()
-        && !carries_results(message)
+        && !carries_answers(message)
     {
-        return Ok(user.into_iter().collect());
+        return Ok(Input {
+            messages: user.into_iter().collect(),
+            approved: None,
+        });
     }
-    if let Some(message) = user {
-        // Only the user answers client tool calls.
-        let (results, left) = if message.role == Role::User {
-            client_tool::split_results(message)
-        } else {
-            (Vec::new(), Some(message))
-        };
-        for r in results {
-            if !open.iter().any(|c| c.id == r.tool_call_id) {
-                return Err(AgentError::UnknownToolCall {
-                    tool_call_id: r.tool_call_id,
-                });
-            }
-            given.insert(r.tool_call_id.clone(), r.into_message());
+    let asked = waiting_in(history, &open);
+    let mut answers = read_answers(&open, &asked, user)?;
+    let mut messages = Vec::with_capacity(open.len() + 1);
+    let mut approved = Vec::new();
+    for call in &open {
+        if let Some(result) = answers.results.remove(&call.id) {
+            messages.push(result);
+            continue;
         }
-        rest = left;
+        match answers.decisions.remove(&call.id) {
+            Some(Decision::Approve) => approved.push(call.clone()),
+            Some(Decision::Edit { arguments }) => {
+                let mut edited = call.clone();
+                edited.arguments = Value::Object(arguments).to_string();
+                approved.push(edited);
+            }
+            Some(Decision::Deny { reason }) => {
+                let reason = reason
+                    .filter(|r| !r.trim().is_empty())
+                    .unwrap_or_else(|| "the user denied this call".to_owned());
+                messages.push(denied(call, &reason));
+            }
+            None if asked.iter().any(|r| r.tool_call_id == call.id) => {
+                messages.push(denied(call, "the user did not approve this call"));
+            }
+            None => messages.push(synthetic(
+                call,
+                "no result was received for this tool call; continue without it",
+            )),
+        }
     }
-    let mut out: Vec<Message> = open
+    if approved.is_empty() {
+        messages.extend(answers.rest);
+        return Ok(Input {
+            messages,
+            approved: None,
+        });
+    }
+    Ok(Input {
+        messages,
+        approved: Some(Box::new(ApprovedCalls {
+            calls: approved,
+            then: answers.rest,
+        })),
+    })
+}
+
+/// The calls of the history's last assistant message that wait for a
+/// person's approval (see `looopy_core::approval`): open, and asked about.
+pub fn pending_approvals(history: &History) -> Vec<ApprovalRequest> {
+    waiting_in(history, &open_tool_calls(history))
+}
+
+fn waiting_in(history: &History, open: &[ToolCall]) -> Vec<ApprovalRequest> {
+    if open.is_empty() {
+        return Vec::new();
+    }
+    history
         .iter()
-        .map(|call| {
-            given.remove(&call.id).unwrap_or_else(|| {
-                synthetic(
-                    call,
-                    "no result was received for this tool call; continue without it",
-                )
-            })
-        })
-        .collect();
-    out.extend(rest);
-    Ok(out)
+        .rev()
+        .find(|m| m.role == Role::Assistant)
+        .map(ApprovalRequest::recorded)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| open.iter().any(|c| c.id == r.tool_call_id))
+        .collect()
 }
 
 /// Closes the calls a turn left open (cancelled, failed): results the
@@ -180,7 +335,7 @@ mod tests {
                 Part::data(json!({"toolCallId": "b", "result": {"ok": true}})),
             ],
         );
-        let out = prepare_input(&waiting(), Some(user)).unwrap();
+        let out = prepare_input(&waiting(), Some(user)).unwrap().messages;
         assert_eq!(out.len(), 3);
         assert_eq!(out[0].tool_call_id.as_deref(), Some("b"));
         assert_eq!(out[0].text(), r#"{"ok":true}"#);
@@ -200,7 +355,7 @@ mod tests {
                 Part::data(json!({"toolCallId": "c", "result": "y", "isError": true})),
             ],
         );
-        let out = prepare_input(&waiting(), Some(user)).unwrap();
+        let out = prepare_input(&waiting(), Some(user)).unwrap().messages;
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].text(), "x");
         assert!(out[1].is_error());
@@ -208,7 +363,9 @@ mod tests {
 
     #[test]
     fn unanswered_calls_get_an_error_and_unknown_ids_are_refused() {
-        let out = prepare_input(&waiting(), Some(Message::user("never mind"))).unwrap();
+        let out = prepare_input(&waiting(), Some(Message::user("never mind")))
+            .unwrap()
+            .messages;
         assert_eq!(out.len(), 3);
         assert!(out[0].is_error() && out[1].is_error());
         assert_eq!(out[0].metadata[SYNTHETIC_RESULT_KEY], true);
@@ -223,7 +380,9 @@ mod tests {
                 tool_call_id: "zz".into()
             }
         );
-        let none = prepare_input(&History::from(vec![Message::user("a")]), None).unwrap();
+        let none = prepare_input(&History::from(vec![Message::user("a")]), None)
+            .unwrap()
+            .messages;
         assert!(none.is_empty());
     }
 

@@ -38,6 +38,8 @@ pub(crate) struct Prepared {
     pub(crate) stored_len: usize,
     /// The turn's input (client tool results, user message).
     pub(crate) input: Vec<Message>,
+    /// Calls a person approved, run before the first model call.
+    pub(crate) approved: Option<Box<looopy_loop::ApprovedCalls>>,
 }
 
 /// How a turn starts.
@@ -113,11 +115,16 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
                     window::apply(&prepared.history, &settings.window)
                 };
                 let base = sent.len();
-                let stream =
-                    agent
-                        .inner
-                        .agent_loop
-                        .start_turn_with(sent, cx.clone(), turn.settings.clone());
+                let agent_loop = &agent.inner.agent_loop;
+                let stream = match prepared.approved.take() {
+                    Some(approved) => agent_loop.start_turn_approved(
+                        sent,
+                        cx.clone(),
+                        turn.settings.clone(),
+                        *approved,
+                    ),
+                    None => agent_loop.start_turn_with(sent, cx.clone(), turn.settings.clone()),
+                };
                 (stream, base, compaction, compaction_error, false)
             }
             Start::Resume { saved } => {

@@ -80,6 +80,16 @@ pub enum AgentError {
         /// The id the client quoted.
         tool_call_id: String,
     },
+    /// The user message carries an approval decision that does not read as
+    /// one (see `looopy_core::approval`).
+    #[error("{0}")]
+    InvalidApproval(#[from] looopy_core::approval::InvalidDecision),
+    /// The user message decides on a call that is not waiting for approval.
+    #[error("approval decision for call '{tool_call_id}', which is not waiting for approval")]
+    NotAwaitingApproval {
+        /// The id the user quoted.
+        tool_call_id: String,
+    },
     /// A tool provider did not shut down cleanly (the Agent's state was
     /// saved and it is shut down all the same).
     #[error("a tool provider did not shut down cleanly: {0}")]

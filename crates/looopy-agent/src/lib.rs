@@ -34,7 +34,9 @@ pub mod window;
 pub use agent::Agent;
 pub use artifacts::{FLUSH_EVERY, TOOL_ARTIFACT_IDS_KEY, TOOL_ARTIFACTS_KEY, attach_artifact};
 pub use builder::AgentBuilder;
-pub use client::{CLIENT_TOOL_MARK, ClientToolResult, SYNTHETIC_RESULT_KEY, open_tool_calls};
+pub use client::{
+    CLIENT_TOOL_MARK, ClientToolResult, SYNTHETIC_RESULT_KEY, open_tool_calls, pending_approvals,
+};
 pub use compaction::{CompactionConfig, CompactionReport};
 pub use config::{
     DEFAULT_LOCK_TTL, DEFAULT_TOOL_OUTPUT_MAX_CHARS, DEFAULT_TOOL_OUTPUT_PREVIEW_CHARS,

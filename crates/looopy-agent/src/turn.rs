@@ -474,7 +474,10 @@ impl Agent {
         let mut stored_len = stored.len();
         let unsaved = self.status().unsaved.clone();
         let mut history: History = stored.into_iter().chain(unsaved.iter().cloned()).collect();
-        let input = client::prepare_input(&history, user)?;
+        let client::Input {
+            messages: input,
+            approved,
+        } = client::prepare_input(&history, user)?;
         if history.is_empty() && input.is_empty() {
             return Err(AgentError::EmptyTurn);
         }
@@ -491,6 +494,7 @@ impl Agent {
             history,
             stored_len,
             input,
+            approved,
         })
     }
 }

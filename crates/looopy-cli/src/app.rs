@@ -203,6 +203,9 @@ impl App {
             .lock_ttl(self.config.durability.lease_ttl())
             .artifact_tools(self.config.agent.artifact_tools)
             .owner(owner);
+        if !self.config.agent.approve_tools.is_empty() {
+            builder = builder.require_approval(self.config.agent.approve_tools.iter().cloned());
+        }
         builder = self.config.history.apply(builder);
         for tool in &self.tools {
             builder = builder.tools_shared(tool.clone());
@@ -249,5 +252,16 @@ mod tests {
         assert!(!defaults.config.agent.artifact_tools, "off by default");
         let on = Config::parse("[agent]\nartifact_tools = true").unwrap();
         assert!(on.agent.artifact_tools);
+    }
+
+    #[test]
+    fn approve_tools_are_read_and_empty_names_refused() {
+        let config =
+            Config::parse("[agent]\napprove_tools = [\"delete_file\", \"send_email\"]").unwrap();
+        assert_eq!(config.agent.approve_tools, ["delete_file", "send_email"]);
+        assert!(Config::parse("").unwrap().agent.approve_tools.is_empty());
+        let e = Config::parse("[agent]\napprove_tools = [\" \"]").unwrap_err();
+        assert!(e.to_string().contains("approve_tools"), "{e}");
+        assert!(Config::parse("[agent]\napprove_tools = \"delete_file\"").is_err());
     }
 }

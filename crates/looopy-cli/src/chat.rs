@@ -4,8 +4,11 @@
 //!
 //! Keys: the usual line editing and history (↑/↓) at the prompt; Ctrl-C
 //! during a turn cancels it, a second Ctrl-C leaves; at the prompt Ctrl-C
-//! or Ctrl-D (or `/quit`, or an empty line) leaves.
+//! or Ctrl-D (or `/quit`, or an empty line) leaves. A turn that waits for
+//! the approval of tool calls asks y/n for each; the answers go back as the
+//! next message.
 
+mod approval;
 mod input;
 mod turn;
 
@@ -38,18 +41,22 @@ pub async fn chat(url: &str, token: Option<String>) -> Result<()> {
     let reader = LineReader::start().context("starting the line editor")?;
     let mut conversation = Conversation::default();
     loop {
-        let line = tokio::select! {
-            input = reader.read("> ") => match input {
-                Input::Line(line) => line,
-                Input::Interrupted | Input::Eof => break,
-            },
-            // Piped input: Ctrl-C reaches the process, not the editor.
-            _ = tokio::signal::ctrl_c() => break,
+        let approvals = std::mem::take(&mut conversation.approvals);
+        let request = if approvals.is_empty() {
+            None
+        } else {
+            match approval::ask(&reader, &approvals).await {
+                Some(message) => Some(SendRequest::new(message)),
+                None => break,
+            }
         };
-        if line.is_empty() || line == "/quit" {
-            break;
-        }
-        let mut request = SendRequest::text(&line);
+        let mut request = match request {
+            Some(request) => request,
+            None => match next_line(&reader).await {
+                Some(line) => SendRequest::text(&line),
+                None => break,
+            },
+        };
         request.context_id.clone_from(&conversation.context_id);
         request.task_id = conversation.waiting_task.take();
         let stream = match client.stream(&request).await {
@@ -71,4 +78,18 @@ pub async fn chat(url: &str, token: Option<String>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The next line to send; `None` when the user leaves (Ctrl-C or Ctrl-D at
+/// the prompt, `/quit`, an empty line).
+async fn next_line(reader: &LineReader) -> Option<String> {
+    let line = tokio::select! {
+        input = reader.read("> ") => match input {
+            Input::Line(line) => line,
+            Input::Interrupted | Input::Eof => return None,
+        },
+        // Piped input: Ctrl-C reaches the process, not the editor.
+        _ = tokio::signal::ctrl_c() => return None,
+    };
+    (!line.is_empty() && line != "/quit").then_some(line)
 }

@@ -14,6 +14,7 @@
 //! max_turn_secs = 300         # per turn, then it ends failed (default: none)
 //! tool_failure_mode = "continue"  # or "fail": the first failed tool call ends the turn
 //! artifact_tools = false      # true: the model may create, append to and replace artifacts
+//! approve_tools = ["delete_file"]  # calls of these tools wait for a person's approval
 //!
 //! [agent.tool_timeouts]       # seconds, by tool name (0: no limit)
 //! slow_report = 120
@@ -194,6 +195,11 @@ pub struct AgentSection {
     /// `append_to_artifact`, `replace_artifact`); off by default.
     #[serde(default)]
     pub artifact_tools: bool,
+    /// Tools whose calls wait for a person's approval: the turn ends
+    /// `input-required` with a question, and the next message approves,
+    /// denies or edits each call (none by default).
+    #[serde(default)]
+    pub approve_tools: Vec<String>,
 }
 
 /// `[agent] tool_failure_mode`.
@@ -237,6 +243,7 @@ impl Default for AgentSection {
             max_turn_secs: None,
             tool_failure_mode: FailureMode::Continue,
             artifact_tools: false,
+            approve_tools: Vec::new(),
         }
     }
 }
@@ -450,6 +457,9 @@ impl Config {
             && !(0.01..=86_400.0).contains(&secs)
         {
             bail!("[agent] max_turn_secs must be between 0.01 and 86400 seconds, not {secs}");
+        }
+        if self.agent.approve_tools.iter().any(|t| t.trim().is_empty()) {
+            bail!("[agent] approve_tools must name tools; an empty name was given");
         }
         for (tool, secs) in &self.agent.tool_timeouts {
             if !(0.0..=86_400.0).contains(secs) {

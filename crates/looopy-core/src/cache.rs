@@ -12,6 +12,16 @@ use crate::store::StoreError;
 /// need no JSON dependency of their own).
 pub type CacheValue = Value;
 
+/// Which cache answered (see `EventPayload::CacheHit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheKind {
+    /// The model-answer cache: a model call was answered from it.
+    Llm,
+    /// The tool-result cache: a tool call was answered from it.
+    Tool,
+}
+
 /// Values that expire, by key. Implementations: memory
 /// (`looopy-stores-memory`), Redis (`looopy-stores-redis`); the
 /// conformance suite is `looopy_testkit::conformance::cache`.

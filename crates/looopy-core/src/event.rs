@@ -368,6 +368,16 @@ pub enum EventPayload {
         /// The remote agent's event, as it sent it.
         event: Box<AgentEvent>,
     },
+    /// A model call or a tool call was answered from a response cache
+    /// (`LlmCacheLayer`, `ToolCacheLayer`) instead of running.
+    #[serde(rename = "internal:cache-hit", rename_all = "camelCase")]
+    CacheHit {
+        /// Which cache.
+        cache: crate::cache::CacheKind,
+        /// The tool call answered (tool cache hits only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+    },
     /// Token usage of one model call, and the turn's running total.
     #[serde(rename = "internal:usage")]
     Usage {
@@ -397,6 +407,7 @@ impl EventPayload {
             EventPayload::Checkpoint { .. } => "internal:checkpoint",
             EventPayload::Usage { .. } => "internal:usage",
             EventPayload::SubAgent { .. } => "internal:sub-agent",
+            EventPayload::CacheHit { .. } => "internal:cache-hit",
             EventPayload::HistorySize { .. } => "internal:history-size",
             EventPayload::ExecutionStart { .. } => "internal:execution-start",
             EventPayload::ExecutionEnd { .. } => "internal:execution-end",

@@ -1,6 +1,7 @@
 #![forbid(unsafe_code)]
 #![doc = include_str!("../README.md")]
 
+pub mod approval;
 mod artifact_view;
 pub mod cache;
 pub mod client_tool;
@@ -16,7 +17,7 @@ mod tool;
 mod tool_provider;
 
 pub use artifact_view::ConversationArtifacts;
-pub use cache::CacheStore;
+pub use cache::{CacheKind, CacheStore};
 pub use client_tool::ClientToolResult;
 pub use context::{AuthContext, CallContext, ToolContext, TurnContext};
 pub use event::{AgentEvent, EventPayload, HistoryLimit, ToolOutcome};

@@ -124,22 +124,24 @@ async fn write_newest(
     }
 }
 
-/// The calls of the turn's last assistant message that have no result yet,
-/// with their position in that message. Results come from tool messages after
-/// it or from `completed`.
+/// The calls a resumed turn still has to run: those of the history's last
+/// assistant message with neither a tool message after it nor a result in
+/// `completed`. `approved` is true when that message is older than the
+/// turn (before `turn_start`): a turn runs calls of an earlier message only
+/// when a person approved them (see `AgentLoop::start_turn_approved`), so
+/// a resume runs them without asking again.
 pub(crate) fn pending_calls(
     history: &History,
     turn_start: usize,
     completed: &[ToolResult],
-) -> Vec<(usize, ToolCall)> {
+) -> Pending {
     let Some((position, assistant)) = history
         .iter()
         .enumerate()
-        .skip(turn_start)
         .rev()
         .find(|(_, m)| m.role == Role::Assistant)
     else {
-        return Vec::new();
+        return Pending::default();
     };
     let mut answered: HashSet<&str> = history
         .iter()
@@ -147,13 +149,26 @@ pub(crate) fn pending_calls(
         .filter_map(|m| m.tool_call_id.as_deref())
         .collect();
     answered.extend(completed.iter().map(|r| r.tool_call_id.as_str()));
-    assistant
+    let calls = assistant
         .tool_calls
         .iter()
         .enumerate()
         .filter(|(_, c)| !answered.contains(c.id.as_str()))
         .map(|(i, c)| (i, c.clone()))
-        .collect()
+        .collect();
+    Pending {
+        calls,
+        approved: position < turn_start,
+    }
+}
+
+/// What [`pending_calls`] found.
+#[derive(Default)]
+pub(crate) struct Pending {
+    /// The calls, with their position in the assistant message.
+    pub(crate) calls: Vec<(usize, ToolCall)>,
+    /// A person approved them (their message is older than the turn).
+    pub(crate) approved: bool,
 }
 
 #[cfg(test)]
@@ -177,12 +192,18 @@ mod tests {
         );
         h.push(ToolResult::text("a", "1").into_message());
         let pending = pending_calls(&h, 0, &[ToolResult::text("c", "3")]);
-        assert_eq!(pending.len(), 1);
-        assert_eq!(pending[0].0, 1);
-        assert_eq!(pending[0].1.id, "b");
-        assert!(
-            pending_calls(&h, 2, &[]).is_empty(),
-            "no assistant message after turn start"
-        );
+        assert!(!pending.approved);
+        assert_eq!(pending.calls.len(), 1);
+        assert_eq!(pending.calls[0].0, 1);
+        assert_eq!(pending.calls[0].1.id, "b");
+        // The message is older than the turn: calls a person approved.
+        let approved = pending_calls(&h, 2, &[]);
+        assert!(approved.approved);
+        let ids: Vec<&str> = approved.calls.iter().map(|(_, c)| c.id.as_str()).collect();
+        assert_eq!(ids, ["b", "c"]);
+        // Nothing open: nothing to run.
+        h.push(ToolResult::text("b", "2").into_message());
+        h.push(ToolResult::text("c", "3").into_message());
+        assert!(pending_calls(&h, 4, &[]).calls.is_empty());
     }
 }

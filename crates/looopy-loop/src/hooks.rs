@@ -159,12 +159,90 @@ pub enum Approval {
     /// (an empty reason reads `permission denied for tool '<name>'`) and the
     /// result's `failure` is [`ToolFailure::Denied`].
     Deny(String),
+    /// Ask a person: the call does not run yet. Once every call of the
+    /// model's response has run or is waiting, the turn ends
+    /// `input-required` with the waiting calls and their questions (see
+    /// [`looopy_core::approval`]); the user's next message approves, denies
+    /// or edits each. The other calls of the same response run as usual and
+    /// their results are kept.
+    Ask {
+        /// What the person is asked.
+        question: String,
+    },
 }
 
 impl Approval {
     /// A denial with this reason.
     pub fn deny(reason: impl Into<String>) -> Self {
         Approval::Deny(reason.into())
+    }
+
+    /// Asks a person this question about the call.
+    pub fn ask(question: impl Into<String>) -> Self {
+        Approval::Ask {
+            question: question.into(),
+        }
+    }
+}
+
+/// A hook that asks a person before any call of the named tools runs; the
+/// calls of other tools are allowed. The question names the tool and its
+/// arguments.
+///
+/// ```
+/// use looopy_loop::hooks::RequireApproval;
+///
+/// let hook = RequireApproval::new(["delete_file", "send_email"]);
+/// assert!(hook.requires("delete_file"));
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct RequireApproval {
+    tools: Vec<String>,
+}
+
+impl RequireApproval {
+    /// Asks before every call of these tools.
+    pub fn new<I, S>(tools: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        RequireApproval {
+            tools: tools.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// Whether calls of `tool` wait for approval.
+    pub fn requires(&self, tool: &str) -> bool {
+        self.tools.iter().any(|t| t == tool)
+    }
+
+    /// The question asked about `call`.
+    pub fn question(call: &ToolCall) -> String {
+        format!(
+            "Allow {} with arguments {}?",
+            call.name,
+            call.parsed_arguments()
+        )
+    }
+}
+
+#[async_trait]
+impl Hook for RequireApproval {
+    fn name(&self) -> &str {
+        "require-approval"
+    }
+
+    async fn approve_tool(
+        &self,
+        _cx: &HookContext,
+        call: &ToolCall,
+    ) -> Result<Approval, HookError> {
+        Ok(if self.requires(&call.name) {
+            Approval::ask(Self::question(call))
+        } else {
+            Approval::Allow
+        })
     }
 }
 
@@ -326,6 +404,25 @@ pub trait Hook: Send + Sync {
     }
 }
 
+/// What the gate decided about a call.
+pub(crate) enum Gate {
+    /// Run it.
+    Run,
+    /// Do not run it; this is its result.
+    Skip(ToolResult),
+    /// Ask a person this question; the call waits.
+    Ask(String),
+}
+
+/// The result of a denied call: the model reads `Tool call denied: <reason>`.
+pub(crate) fn denied(call_id: &str, reason: &str) -> ToolResult {
+    ToolResult::failed(
+        call_id,
+        ToolFailure::Denied,
+        format!("Tool call denied: {reason}"),
+    )
+}
+
 /// The hooks of a loop and what their failures do.
 #[derive(Clone, Default)]
 pub(crate) struct Hooks {
@@ -426,16 +523,23 @@ impl Hooks {
         Ok(())
     }
 
-    /// Approval, then `before_tool`. `Some(result)` when the call must not run.
+    /// Approval (unless a person `approved` the call already), then
+    /// `before_tool`.
     pub(crate) async fn gate_tool(
         &self,
         cx: &HookContext,
         emit: &Emitter,
         call: &mut ToolCall,
-    ) -> Result<Option<ToolResult>, FatalHook> {
-        for h in self.list.iter() {
+        approved: bool,
+    ) -> Result<Gate, FatalHook> {
+        let approvers = if approved { &[][..] } else { &self.list[..] };
+        for h in approvers {
             match h.approve_tool(cx, call).await {
                 Ok(Approval::Allow) => {}
+                Ok(Approval::Ask { question }) => {
+                    tracing::info!(tool = %call.name, hook = h.name(), "tool call waits for approval");
+                    return Ok(Gate::Ask(question));
+                }
                 Ok(Approval::Deny(reason)) => {
                     tracing::info!(tool = %call.name, hook = h.name(), %reason, "tool call denied");
                     let reason = if reason.trim().is_empty() {
@@ -443,11 +547,7 @@ impl Hooks {
                     } else {
                         reason
                     };
-                    return Ok(Some(ToolResult::failed(
-                        &call.id,
-                        ToolFailure::Denied,
-                        format!("Tool call denied: {reason}"),
-                    )));
+                    return Ok(Gate::Skip(denied(&call.id, &reason)));
                 }
                 Err(e) => self.failed(emit, h.as_ref(), "approve_tool", e)?,
             }
@@ -457,12 +557,12 @@ impl Hooks {
                 Ok(BeforeTool::Continue) => {}
                 Ok(BeforeTool::Skip(mut result)) => {
                     result.tool_call_id.clone_from(&call.id);
-                    return Ok(Some(result));
+                    return Ok(Gate::Skip(result));
                 }
                 Err(e) => self.failed(emit, h.as_ref(), "before_tool", e)?,
             }
         }
-        Ok(None)
+        Ok(Gate::Run)
     }
 
     pub(crate) async fn after_tool(

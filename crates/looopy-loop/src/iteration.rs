@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use looopy_core::{
-    History, LlmChunk, LlmError, LlmRequest, LlmResponse, ResponseAssembler, ToolChoice,
+    EventSink, History, LlmChunk, LlmError, LlmRequest, LlmResponse, ResponseAssembler, ToolChoice,
     ToolDefinition, TurnContext,
 };
 use tracing::Instrument;
@@ -67,6 +67,11 @@ pub(crate) async fn call_model(
         looopy.iteration = iteration,
         looopy.cache.hit = tracing::field::Empty,
     );
+    // Layers around the model (a cache) may add internal events to the turn.
+    let forward = emit.clone();
+    let cx = &cx
+        .clone()
+        .with_events(EventSink::new(move |payload| forward.forward(payload)));
     let work = async {
         if !config.stream {
             let response = llm.call(request, cx).await?;

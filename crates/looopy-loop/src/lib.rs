@@ -140,6 +140,33 @@ impl AgentLoop {
         TurnStream::new(Box::pin(turn.run(false)), rx, shared, messages)
     }
 
+    /// [`start_turn_with`](Self::start_turn_with) that first runs the
+    /// calls a person approved (see [`ApprovedCalls`]). `messages` ends with
+    /// the assistant message that made them and the results of its other
+    /// calls; the approval hooks do not run again for these calls (the
+    /// `before_tool` and `after_tool` hooks do).
+    pub fn start_turn_approved(
+        &self,
+        messages: History,
+        cx: TurnContext,
+        settings: TurnSettings,
+        approved: ApprovedCalls,
+    ) -> TurnStream {
+        let cx = cx.with_agent_id(self.config.agent_id.clone());
+        let (emit, rx) = self.channel(&cx);
+        let shared = Arc::new(TurnShared::default());
+        let turn = Turn::start(
+            self.clone(),
+            cx,
+            emit,
+            shared.clone(),
+            messages.clone(),
+            settings,
+        )
+        .with_approved(approved);
+        TurnStream::new(Box::pin(turn.run(false)), rx, shared, messages)
+    }
+
     /// Continues the turn of `cx.task_id` from its last checkpoint: tool calls
     /// whose results were recorded are not run again. A turn that had already
     /// ended just reports its final state again.
@@ -204,6 +231,18 @@ impl AgentLoop {
         };
         TurnStream::new(Box::pin(driver), rx, shared, History::new())
     }
+}
+
+/// Tool calls a person approved (or approved with edited arguments) after
+/// a turn asked (see [`hooks::Approval::Ask`]): a new turn runs them before
+/// its first model call, appends their results, then `then` (the rest of
+/// the person's message, if any), and goes on.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ApprovedCalls {
+    /// The calls to run, with the arguments to run them with.
+    pub calls: Vec<looopy_core::ToolCall>,
+    /// A message to append after their results.
+    pub then: Option<looopy_core::Message>,
 }
 
 /// Builds an [`AgentLoop`].

@@ -10,12 +10,12 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use looopy_core::{
     EventSink, ToolCall, ToolContext, ToolDefinition, ToolError, ToolFailure, ToolOutcome,
-    ToolProvider, ToolResult,
+    ToolProvider, ToolResult, ToolSignal,
 };
 use tracing::Instrument;
 
 use crate::events::Emitter;
-use crate::hooks::{FatalHook, HookContext, Hooks};
+use crate::hooks::{FatalHook, Gate, HookContext, Hooks};
 use crate::pause::PauseGate;
 use crate::telemetry::LoopMetrics;
 
@@ -126,6 +126,9 @@ pub(crate) struct Finished {
     pub(crate) duration_ms: u64,
     /// A hook failure that must end the turn.
     pub(crate) fatal: Option<FatalHook>,
+    /// The question a hook asks a person before the call may run (the call
+    /// did not run).
+    pub(crate) asked: Option<String>,
 }
 
 /// A call that started (its `internal:tool-start` was sent) and has not
@@ -194,6 +197,8 @@ pub(crate) struct CallEnv<'a> {
     pub(crate) pause: &'a PauseGate,
     pub(crate) iteration: u32,
     pub(crate) metrics: &'a LoopMetrics,
+    /// A person approved these calls: the approval hooks do not run again.
+    pub(crate) approved: bool,
 }
 
 impl CallEnv<'_> {
@@ -217,16 +222,32 @@ impl CallEnv<'_> {
             iteration: self.iteration,
         };
         let gate = if self.hooks.is_empty() {
-            Ok(None)
+            Ok(Gate::Run)
         } else {
-            self.hooks.gate_tool(&hcx, self.emit, &mut call).await
+            self.hooks
+                .gate_tool(&hcx, self.emit, &mut call, self.approved)
+                .await
         };
         self.emit.tool_start(&call);
         let started = Instant::now();
         self.running.start(&call, started);
         let (mut result, _) = match gate {
-            Ok(None) => self.registry.execute(&call, &cx).await,
-            Ok(Some(result)) => (result, ToolOutcome::Success),
+            Ok(Gate::Run) => self.registry.execute(&call, &cx).await,
+            Ok(Gate::Skip(result)) => (result, ToolOutcome::Success),
+            Ok(Gate::Ask(question)) => {
+                // Like a client tool's call: it waits, and the turn ends
+                // `input-required` once the batch is done.
+                let result = ToolResult::text(&call.id, "waiting for approval")
+                    .with_signal(ToolSignal::InputRequired);
+                return Finished {
+                    call,
+                    result,
+                    outcome: ToolOutcome::Success,
+                    duration_ms: 0,
+                    fatal: None,
+                    asked: Some(question),
+                };
+            }
             Err(fatal) => {
                 let result = ToolResult::error(&call.id, &fatal.message);
                 return Finished {
@@ -235,6 +256,7 @@ impl CallEnv<'_> {
                     outcome: ToolOutcome::Error,
                     duration_ms: 0,
                     fatal: Some(fatal),
+                    asked: None,
                 };
             }
         };
@@ -262,6 +284,7 @@ impl CallEnv<'_> {
             outcome,
             duration_ms: elapsed.as_millis() as u64,
             fatal,
+            asked: None,
         }
     }
 }

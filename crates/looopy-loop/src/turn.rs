@@ -1,11 +1,12 @@
 //! One turn: start, iterate, end. The only place that decides termination.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
+use looopy_core::approval::ApprovalRequest;
 use looopy_core::store::TaskCheckpoint;
 use looopy_core::{
     History, LlmError, LlmResponse, Message, Part, Role, TaskState, ToolCall, ToolFailure,
@@ -22,7 +23,7 @@ use crate::limits::{ToolFailureMode, TurnSettings};
 use crate::stream::{TurnOutcome, TurnShared};
 use crate::tools::{self, CallEnv, ToolRegistry};
 use crate::wrap_up;
-use crate::{AgentLoop, LoopError};
+use crate::{AgentLoop, ApprovedCalls, LoopError};
 
 /// The state of a turn in progress.
 pub(crate) struct Turn {
@@ -46,6 +47,8 @@ pub(crate) struct Turn {
     settings: TurnSettings,
     /// Saves checkpoints in the background.
     writer: CheckpointWriter,
+    /// Calls a person approved, run before the first iteration.
+    approved: Option<Box<ApprovedCalls>>,
 }
 
 /// How the loop body ended.
@@ -117,6 +120,7 @@ impl Turn {
             incomplete_prompts: 0,
             tool_calls: 0,
             settings,
+            approved: None,
         }
     }
 
@@ -130,6 +134,12 @@ impl Turn {
         settings: TurnSettings,
     ) -> Self {
         Self::new(agent, cx, emit, shared, history, settings)
+    }
+
+    /// Runs these approved calls before the first iteration.
+    pub(crate) fn with_approved(mut self, approved: ApprovedCalls) -> Self {
+        self.approved = Some(Box::new(approved));
+        self
     }
 
     /// A turn continuing from a checkpoint.
@@ -289,11 +299,24 @@ impl Turn {
         if resumed {
             let pending =
                 checkpoint::pending_calls(&self.history, self.turn_start, &self.completed);
-            let pending = self.interrupted_calls(registry, pending);
-            if (!pending.is_empty() || !self.completed.is_empty())
-                && let Step::End(ending) = self.run_tools(registry, pending).await
+            let approved = pending.approved;
+            let calls = self.interrupted_calls(registry, pending.calls);
+            if (!calls.is_empty() || !self.completed.is_empty())
+                && let Step::End(ending) = self.run_tools(registry, calls, approved).await
             {
                 return ending;
+            }
+        } else if let Some(approved) = self.approved.take() {
+            let approved = *approved;
+            // A crash while they run must find them: a resume runs them
+            // again (idempotent tools) or reports them interrupted.
+            self.checkpoint(TaskState::Working);
+            let calls: Vec<(usize, ToolCall)> = approved.calls.into_iter().enumerate().collect();
+            if let Step::End(ending) = self.run_tools(registry, calls, true).await {
+                return ending;
+            }
+            if let Some(message) = approved.then {
+                self.push(message);
             }
         }
         loop {
@@ -448,7 +471,7 @@ impl Turn {
             self.emit.text(text);
         }
         self.emit.tool_detected(iteration, &calls);
-        self.run_tools(registry, calls.into_iter().enumerate().collect())
+        self.run_tools(registry, calls.into_iter().enumerate().collect(), false)
             .await
     }
 
@@ -484,10 +507,13 @@ impl Turn {
 
     /// Runs the pending calls of the last assistant message, appends every
     /// result of that message in the model's order, and reads their signals.
+    /// `approved`: a person approved these calls (the approval hooks do
+    /// not run again).
     async fn run_tools(
         &mut self,
         registry: &ToolRegistry,
         mut calls: Vec<(usize, ToolCall)>,
+        approved: bool,
     ) -> Step {
         let limit = self.agent.config.max_parallel_tools.max(1);
         if let Some(max) = self.agent.config.max_tool_calls {
@@ -526,6 +552,7 @@ impl Turn {
             pause: &shared.pause,
             iteration: self.iteration,
             metrics: &self.agent.metrics,
+            approved,
         };
         let span = tracing::info_span!(
             "tools",
@@ -537,6 +564,7 @@ impl Turn {
         let futures = span.in_scope(|| tools::call_futures(&env, &calls));
         let mut running = futures::stream::iter(futures).buffer_unordered(limit);
         let mut fatal = None;
+        let mut asked: HashMap<String, String> = HashMap::new();
         let cancelled = loop {
             let next = tokio::select! {
                 biased;
@@ -548,6 +576,9 @@ impl Turn {
             emit.tool_complete(&f.call.name, &f.result, f.outcome, f.duration_ms);
             if fatal.is_none() {
                 fatal = f.fatal;
+            }
+            if let Some(question) = f.asked {
+                asked.insert(f.call.id.clone(), question);
             }
             let failed = fail_fast
                 && f.outcome != ToolOutcome::Success
@@ -607,7 +638,7 @@ impl Turn {
             return Step::End(ending);
         }
         if !waiting.is_empty() {
-            return Step::End(self.input_required(waiting));
+            return Step::End(self.input_required(waiting, &asked));
         }
         if let Some(message) = done {
             let text = message
@@ -619,23 +650,82 @@ impl Turn {
         Step::Continue
     }
 
-    fn input_required(&self, waiting: Vec<ToolCall>) -> Ending {
-        let names: Vec<&str> = waiting.iter().map(|c| c.name.as_str()).collect();
+    /// The `input-required` end: the calls waiting for the client, and
+    /// those waiting for a person's approval (`asked`: their questions,
+    /// by call id), which are also recorded on the assistant message that
+    /// made them, so that they are stored with the conversation.
+    fn input_required(
+        &mut self,
+        waiting: Vec<ToolCall>,
+        asked: &HashMap<String, String>,
+    ) -> Ending {
+        let requests: Vec<ApprovalRequest> = waiting
+            .iter()
+            .filter_map(|c| {
+                asked
+                    .get(&c.id)
+                    .map(|q| ApprovalRequest::new(c, q.as_str()))
+            })
+            .collect();
+        let client: Vec<&str> = waiting
+            .iter()
+            .filter(|c| !asked.contains_key(&c.id))
+            .map(|c| c.name.as_str())
+            .collect();
+        let mut lines: Vec<String> = requests.iter().map(|r| r.question.clone()).collect();
+        if !client.is_empty() {
+            lines.push(format!(
+                "Waiting for the client to run: {}",
+                client.join(", ")
+            ));
+        }
         let calls = serde_json::to_value(&waiting).unwrap_or(Value::Null);
+        let mut data = json!({ "pendingToolCalls": calls });
+        let mut ending_requests = None;
+        if !requests.is_empty() {
+            let value = serde_json::to_value(&requests).unwrap_or(Value::Null);
+            data[looopy_core::approval::REQUESTS_PART_KEY] = value.clone();
+            ending_requests = Some(value);
+            self.record_requests(&requests);
+        }
         let mut message = Message::with_parts(
             Role::Assistant,
-            vec![
-                Part::text(format!(
-                    "Waiting for the client to run: {}",
-                    names.join(", ")
-                )),
-                Part::data(json!({ "pendingToolCalls": calls })),
-            ],
+            vec![Part::text(lines.join("\n")), Part::data(data)],
         );
         message.tool_calls = waiting;
         let mut ending = Ending::new(TurnEnd::InputRequired, Some(message));
         ending.metadata.insert("pendingToolCalls".into(), calls);
+        if let Some(requests) = ending_requests {
+            ending.metadata.insert("approvalRequests".into(), requests);
+        }
         ending
+    }
+
+    /// Records approval requests on the turn's last assistant message.
+    fn record_requests(&mut self, requests: &[ApprovalRequest]) {
+        let Some(position) = self
+            .history
+            .iter()
+            .enumerate()
+            .skip(self.turn_start)
+            .rev()
+            .find(|(_, m)| m.role == Role::Assistant)
+            .map(|(i, _)| i)
+        else {
+            return;
+        };
+        let mut history = History::new();
+        for (i, m) in self.history.iter_from(0).enumerate() {
+            if i == position {
+                let mut marked = Message::clone(m);
+                ApprovalRequest::record(&mut marked, requests);
+                history.push(marked);
+            } else {
+                history.push_shared(m.clone());
+            }
+        }
+        self.history = history;
+        self.shared.set_history(self.history.clone());
     }
 
     fn last_assistant(&self) -> Option<&Message> {

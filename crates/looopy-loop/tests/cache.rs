@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use common::*;
 use looopy_core::{
-    AuthContext, CacheStore, EventPayload, History, LlmResponse, Message, ToolCall, ToolResult,
-    TurnContext,
+    AuthContext, CacheKind, CacheStore, EventPayload, History, LlmResponse, Message, ToolCall,
+    ToolResult, TurnContext,
 };
 use looopy_loop::AgentLoop;
 use looopy_loop::layers::{LlmCacheLayer, ToolCacheLayer};
@@ -26,10 +26,29 @@ fn answer(events: &[looopy_core::AgentEvent]) -> String {
 }
 
 async fn ask(agent: &AgentLoop, context: &str, text: &str) -> String {
+    ask_events(agent, context, text).await.0
+}
+
+/// A cache that answered, and the tool call it answered (tool hits).
+type Hit = (CacheKind, Option<String>);
+
+/// The answer, and the caches that answered in the turn (its
+/// `internal:cache-hit` events).
+async fn ask_events(agent: &AgentLoop, context: &str, text: &str) -> (String, Vec<Hit>) {
     let history = History::from(vec![Message::user(text)]);
-    answer(
-        &drain(agent.start_turn(history, TurnContext::new(format!("t-{context}"), context))).await,
-    )
+    let events =
+        drain(agent.start_turn(history, TurnContext::new(format!("t-{context}"), context))).await;
+    (answer(&events), hits(&events))
+}
+
+fn hits(events: &[looopy_core::AgentEvent]) -> Vec<Hit> {
+    events
+        .iter()
+        .filter_map(|e| match &*e.payload {
+            EventPayload::CacheHit { cache, call_id } => Some((*cache, call_id.clone())),
+            _ => None,
+        })
+        .collect()
 }
 
 #[tokio::test]
@@ -43,9 +62,17 @@ async fn a_request_seen_before_is_answered_from_the_cache_streamed_or_not() {
             .stream(stream)
             .llm_layer(LlmCacheLayer::new(store.clone(), Duration::from_secs(60)))
             .build();
-        assert_eq!(ask(&agent, "a", "capital of France?").await, "Paris");
+        let (first, hits_first) = ask_events(&agent, "a", "capital of France?").await;
+        assert_eq!(first, "Paris");
+        assert!(hits_first.is_empty(), "a miss is no hit event");
         // Another conversation, the same request (message ids differ).
-        assert_eq!(ask(&agent, "b", "capital of France?").await, "Paris");
+        let (again, hits_again) = ask_events(&agent, "b", "capital of France?").await;
+        assert_eq!(again, "Paris");
+        assert_eq!(
+            hits_again,
+            vec![(CacheKind::Llm, None)],
+            "stream={stream}: the hit is an event of the turn"
+        );
         assert_eq!(
             llm.request_count(),
             1,
@@ -105,14 +132,17 @@ async fn only_tools_declared_cacheable_are_cached_per_arguments_and_principal() 
         .tools(tools)
         .tool_layer(ToolCacheLayer::new(store, Duration::from_secs(60)).tool("weather"))
         .build();
+    let all_hits: Arc<std::sync::Mutex<Vec<Vec<Hit>>>> = Arc::default();
     let turn = |user: &'static str, n: &'static str| {
         let agent = agent.clone();
+        let seen_hits = all_hits.clone();
         async move {
             let cx = TurnContext::new(format!("t{n}"), format!("c{n}"))
                 .with_auth(AuthContext::new(user));
             let stream = agent.start_turn(History::from(vec![Message::user("weather?")]), cx);
             let handle = stream.handle();
-            drain(stream).await;
+            let events = drain(stream).await;
+            seen_hits.lock().unwrap().push(hits(&events));
             let history = handle.outcome().unwrap().history;
             let text = |id: String| {
                 history
@@ -136,4 +166,15 @@ async fn only_tools_declared_cacheable_are_cached_per_arguments_and_principal() 
     assert_eq!(turn("alice", "3").await.0, "sunny #1");
     assert_eq!(turn("bob", "4").await.0, "sunny #2");
     assert_eq!(runs.load(Ordering::SeqCst), 3);
+    // One hit event, in turn 2, naming the call it answered.
+    let all_hits = all_hits.lock().unwrap().clone();
+    assert_eq!(
+        all_hits,
+        vec![
+            vec![],
+            vec![(CacheKind::Tool, Some("w2".to_owned()))],
+            vec![],
+            vec![]
+        ]
+    );
 }

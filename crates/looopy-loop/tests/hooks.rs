@@ -564,3 +564,86 @@ async fn the_catalogue_reports_llm_errors_and_the_execution_end() {
     assert_eq!(state, TaskState::Failed);
     assert!(error.unwrap().contains("slow down"));
 }
+
+#[tokio::test]
+async fn an_ask_ends_the_turn_input_required_and_approved_calls_run_without_asking_again() {
+    use looopy_core::approval::ApprovalRequest;
+    use looopy_loop::ApprovedCalls;
+    use looopy_loop::hooks::RequireApproval;
+
+    let ran: Log = Arc::default();
+    let seen = ran.clone();
+    let tools = FnTools::new()
+        .tool("rm", move |call, _| {
+            seen.lock().unwrap().push(call.arguments.clone());
+            async move { ToolResult::text(&call.id, "removed") }
+        })
+        .tool(
+            "ls",
+            |call, _| async move { ToolResult::text(&call.id, "a b") },
+        );
+    let llm = ScriptedLlm::new()
+        .respond(LlmResponse::tool_calls(
+            "",
+            vec![
+                ToolCall::new("r1", "rm", r#"{"f":"a"}"#),
+                ToolCall::new("l1", "ls", "{}"),
+            ],
+        ))
+        .respond(LlmResponse::text("gone"));
+    let agent = AgentLoop::builder(llm.clone())
+        .tools(tools)
+        .hook(RequireApproval::new(["rm"]))
+        .build();
+    let stream = agent.start_turn(user("x"), cx());
+    let handle = stream.handle();
+    let events = drain(stream).await;
+    let last = final_event(&events);
+    assert_eq!(last.state(), Some(TaskState::InputRequired));
+    assert!(ran.lock().unwrap().is_empty(), "rm did not run");
+    let history = handle.history();
+    // The asked call waits; the other one ran and its result is kept.
+    let assistant = history.iter().find(|m| m.role == Role::Assistant).unwrap();
+    let requests = ApprovalRequest::recorded(assistant);
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].tool_call_id, "r1");
+    assert_eq!(
+        requests[0].question,
+        r#"Allow rm with arguments {"f":"a"}?"#
+    );
+    assert_eq!(tool_text(&history), "a b");
+    let EventPayload::StatusUpdate { status, .. } = &*last.payload else {
+        panic!("{last:?}")
+    };
+    assert_eq!(
+        ApprovalRequest::in_message(status.message.as_ref().unwrap()),
+        requests
+    );
+
+    // The next turn runs the approved call (edited) without asking again.
+    let approved = ApprovedCalls {
+        calls: vec![ToolCall::new("r1", "rm", r#"{"f":"b"}"#)],
+        then: Some(Message::user("thanks")),
+    };
+    let stream = agent.start_turn_approved(
+        history,
+        cx(),
+        looopy_loop::TurnSettings::default(),
+        approved,
+    );
+    let events = drain(stream).await;
+    assert_eq!(final_event(&events).state(), Some(TaskState::Completed));
+    assert_eq!(*ran.lock().unwrap(), vec![r#"{"f":"b"}"#.to_owned()]);
+    let sent = llm.requests().pop().unwrap().messages.to_vec();
+    let result = sent
+        .iter()
+        .position(|m| m.tool_call_id.as_deref() == Some("r1"))
+        .unwrap();
+    assert_eq!(sent[result].text(), "removed");
+    assert_eq!(
+        sent.last().unwrap().text(),
+        "thanks",
+        "then follows the results"
+    );
+    assert!(result < sent.len() - 1);
+}

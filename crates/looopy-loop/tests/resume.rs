@@ -462,3 +462,64 @@ async fn a_call_in_flight_for_a_tool_that_is_gone_is_not_retried() {
         .unwrap();
     assert!(last_result.text().contains("not retried"));
 }
+
+#[tokio::test]
+async fn approved_calls_interrupted_by_a_crash_run_again_on_resume_without_asking_again() {
+    use looopy_loop::hooks::RequireApproval;
+    use looopy_loop::{ApprovedCalls, TurnSettings};
+
+    // The turn that asked ended earlier; the history holds its calls, open.
+    let history = History::from(vec![
+        Message::user("go"),
+        LlmResponse::tool_calls(
+            "",
+            vec![
+                ToolCall::new("ca", "a", "{}"),
+                ToolCall::new("cc", "c", "{}"),
+            ],
+        )
+        .message,
+        ToolResult::text("ca", "result a").into_message(),
+    ]);
+    let store = Arc::new(MemoryTaskStateStore::new());
+    let agent = AgentLoop::builder(ScriptedLlm::new())
+        .tools(tools(Arc::default(), false))
+        .hook(RequireApproval::new(["c"]))
+        .task_store(store.clone())
+        .build();
+    let approved = ApprovedCalls {
+        calls: vec![ToolCall::new("cc", "c", "{}")],
+        then: None,
+    };
+    let mut stream = agent.start_turn_approved(history, cx(), TurnSettings::default(), approved);
+    // The approved call runs (and hangs): the process dies.
+    while let Some(e) = stream.next().await {
+        if e.kind() == "internal:tool-start" {
+            break;
+        }
+    }
+    wait_for(&store, |c| c.messages.len() == 3).await;
+    drop(stream);
+    drop(agent);
+
+    let runs = Arc::new(AtomicUsize::new(0));
+    let llm2 = ScriptedLlm::new().respond(LlmResponse::text("fine"));
+    let agent2 = AgentLoop::builder(llm2.clone())
+        .tools(tools(runs.clone(), true))
+        .hook(RequireApproval::new(["c"]))
+        .task_store(store.clone())
+        .build();
+    let events = drain(agent2.resume(cx())).await;
+    assert_eq!(
+        final_event(&events).state(),
+        Some(TaskState::Completed),
+        "not asked again"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "c ran again (idempotent)");
+    let sent = llm2.requests().pop().unwrap().messages.to_vec();
+    let c = sent
+        .iter()
+        .find(|m| m.tool_call_id.as_deref() == Some("cc"))
+        .unwrap();
+    assert_eq!(c.text(), "result c");
+}

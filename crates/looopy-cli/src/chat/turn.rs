@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use looopy_a2a::{A2aClient, A2aClientError, A2aStream, StreamEvent, TOOL_PROGRESS_EXTENSION};
-use looopy_core::{AgentEvent, EventPayload, Part, TaskState};
+use looopy_core::approval::ApprovalRequest;
+use looopy_core::{AgentEvent, EventPayload, Part, TaskState, TaskStatus};
 use serde_json::Value;
 
 use crate::render::{print_event, print_progress, usage_line};
@@ -34,6 +35,8 @@ pub(crate) struct Conversation {
     pub(crate) context_id: Option<String>,
     /// The task waiting for the user's answer (`input-required`).
     pub(crate) waiting_task: Option<String>,
+    /// The tool calls of that task waiting for the user's approval.
+    pub(crate) approvals: Vec<ApprovalRequest>,
 }
 
 /// One turn as it is followed.
@@ -133,6 +136,17 @@ impl Turn {
                     if state == TaskState::InputRequired {
                         // The next line answers this task.
                         conversation.waiting_task = Some(event.task_id.to_string());
+                        if let EventPayload::StatusUpdate {
+                            status:
+                                TaskStatus {
+                                    message: Some(message),
+                                    ..
+                                },
+                            ..
+                        } = &*event.payload
+                        {
+                            conversation.approvals = ApprovalRequest::in_message(message);
+                        }
                     }
                     return true;
                 }

@@ -6,7 +6,9 @@
 //!
 //! A hit is visible in the traces: `looopy.cache.hit = true` on the `chat`
 //! span of the model call or the `execute_tool` span of the tool call, and
-//! a `cache hit` event in it.
+//! a `cache hit` event in it; and in the turn's events: an
+//! `internal:cache-hit` event (`EventPayload::CacheHit`, with the tool
+//! call's id for a tool hit).
 //!
 //! Keys are a hash of a canonical JSON form of what decides the answer; the
 //! stored entry keeps that form too and a hit must match it exactly, so that
@@ -20,9 +22,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 use looopy_core::{
-    CacheStore, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream,
-    ResponseAssembler, ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider, ToolResult,
-    TurnContext,
+    CacheKind, CacheStore, EventPayload, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse,
+    LlmStream, ResponseAssembler, ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider,
+    ToolResult, TurnContext,
 };
 use serde_json::{Value, json};
 
@@ -141,10 +143,25 @@ async fn store(
 }
 
 /// Marks the current span (`chat` or `execute_tool`) as answered from the
-/// cache.
-fn record_hit(kind: &'static str) {
+/// cache, and tells the turn (through `cx.events`, which the loop sets for
+/// model and tool calls).
+fn record_hit(kind: CacheKind, cx: &TurnContext) {
+    let name = match kind {
+        CacheKind::Llm => "llm",
+        CacheKind::Tool => "tool",
+    };
     tracing::Span::current().record("looopy.cache.hit", true);
-    tracing::info!(cache = kind, "cache hit");
+    tracing::info!(cache = name, "cache hit");
+    if let Some(events) = &cx.events {
+        let call_id = match kind {
+            CacheKind::Tool => cx.call_id.as_deref().map(str::to_owned),
+            CacheKind::Llm => None,
+        };
+        events.emit(EventPayload::CacheHit {
+            cache: kind,
+            call_id,
+        });
+    }
 }
 
 impl CachedLlm {
@@ -159,7 +176,7 @@ impl LlmProvider for CachedLlm {
     async fn call(&self, request: LlmRequest, cx: &TurnContext) -> Result<LlmResponse, LlmError> {
         let (key, canonical) = request_key(self.inner.model_name(), &request);
         if let Some(response) = self.cached(&key, &canonical).await {
-            record_hit("llm");
+            record_hit(CacheKind::Llm, cx);
             return Ok(response);
         }
         let response = self.inner.call(request, cx).await?;
@@ -178,7 +195,7 @@ impl LlmProvider for CachedLlm {
         let (key, canonical) = request_key(self.inner.model_name(), &request);
         futures::stream::once(async move {
             if let Some(response) = self.cached(&key, &canonical).await {
-                record_hit("llm");
+                record_hit(CacheKind::Llm, cx);
                 return futures::stream::iter(response.into_chunks().into_iter().map(Ok)).boxed();
             }
             // Chunks pass through as they come; the answer is stored once
@@ -291,7 +308,7 @@ impl ToolProvider for CachedTools {
         if let Some(value) = lookup(store_ref, &key, &canonical).await
             && let Ok(mut result) = serde_json::from_value::<ToolResult>(value)
         {
-            record_hit("tool");
+            record_hit(CacheKind::Tool, cx);
             result.tool_call_id.clone_from(&call.id);
             return result;
         }

@@ -33,6 +33,7 @@
   const {
     STATE_LABELS, el, announce, when, createTurn, scrollToEnd, setState, answerText,
     setAnswer, setArtifact, showProblem, renderInfo, onProgress, finishTools,
+    approvalRequests, textOf, showApprovals,
   } = window.ChatView;
 
   // ------------------------------------------------------------- helpers
@@ -183,7 +184,11 @@
     if (!(run.cancelRequested && state === 'working')) setState(view, state);
     if (!ENDED.includes(state)) return;
     const text = status.message ? A2A.partsText(status.message.parts) : '';
-    if (state === 'failed' || state === 'rejected') {
+    const requests = state === 'input-required' ? approvalRequests(status.message) : [];
+    if (requests.length) {
+      setAnswer(view, textOf(status.message));
+      showApprovals(view, requests, decide);
+    } else if (state === 'failed' || state === 'rejected') {
       showProblem(view, explainFailure(metadata, text), text);
     } else if (text && !answerText(view).trim()) {
       setAnswer(view, text);
@@ -300,17 +305,25 @@
     $('send').disabled = running;
   }
 
-  async function send(text) {
+  /** Sends `parts` (a text part of `text` when not given), shown as `text`. */
+  async function send(text, parts) {
     if (S.run) return;
     hideBanner();
     const view = createTurn(text, S.agentName);
     setState(view, 'sending');
     scrollToEnd();
-    const message = { messageId: A2A.newId(), role: 'ROLE_USER', parts: [{ text }] };
+    const message = { messageId: A2A.newId(), role: 'ROLE_USER', parts: parts || [{ text }] };
     if (S.contextId) message.contextId = S.contextId;
     if (S.pendingTaskId) message.taskId = S.pendingTaskId;
     await runStream(view, 'SendStreamingMessage', { message });
     refreshList(true);
+  }
+
+  /** Answers an approval request with the typed data part
+   * (`{"approval": {"toolCallId", "decision"}}`) on the waiting task. */
+  function decide(request, decision) {
+    const label = (decision === 'approve' ? 'Approved' : 'Denied') + ': ' + (request.name || 'tool call');
+    send(label, [{ data: { approval: { toolCallId: request.toolCallId, decision } } }]);
   }
 
   async function sendCancel(run) {
@@ -447,7 +460,11 @@
     }
     setState(view, state);
     view.ended = true;
-    if (state === 'failed' || state === 'rejected') {
+    const requests = state === 'input-required' ? approvalRequests(task.status.message) : [];
+    if (requests.length) {
+      setAnswer(view, textOf(task.status.message));
+      showApprovals(view, requests, decide);
+    } else if (state === 'failed' || state === 'rejected') {
       if (answerText(view) === statusText) setAnswer(view, '');
       showProblem(view, explainFailure(task.metadata, statusText), statusText);
     } else if (!answerText(view).trim()) {

@@ -172,8 +172,35 @@
         view.trace = { id: data.traceId, generated: !!data.traceIdGenerated };
         renderInfo(view);
         break;
+      case 'tool-call-begin': {
+        // The model started writing the call: its arguments stream in
+        // until the call starts.
+        const item = toolItem(view, data);
+        if (!item.started) {
+          item.li.classList.replace('running', 'preparing');
+          item.status.textContent = 'preparing…';
+        }
+        scrollToEnd();
+        break;
+      }
+      case 'tool-call-delta': {
+        const item = toolItem(view, data);
+        if (!item.started && typeof data.delta === 'string') {
+          item.args.textContent += data.delta;
+          item.li.dataset.streamed = 'yes';
+        }
+        break;
+      }
+      case 'sub-agent':
+        onSubAgent(toolItem(view, data), data.update || {});
+        scrollToEnd();
+        break;
       case 'tool-start': {
         const item = toolItem(view, data);
+        item.started = true;
+        item.li.classList.remove('preparing');
+        item.li.classList.add('running');
+        item.status.textContent = 'running…';
         item.args.textContent = pretty(data.arguments);
         item.result.textContent = '…';
         announce('Running tool ' + data.name);
@@ -183,7 +210,7 @@
       case 'tool-complete': {
         const item = toolItem(view, data);
         const failed = !!data.isError;
-        item.li.classList.remove('running');
+        item.li.classList.remove('running', 'preparing');
         item.li.classList.add(failed ? 'failed' : 'done');
         item.status.textContent = failed ? failureLabel(data) : 'done';
         item.time.textContent = duration(data.durationMs);
@@ -197,6 +224,39 @@
         break;
       default:
         break;
+    }
+  }
+
+  /** The text parts of a core message (a sub-agent's). */
+  function coreText(message) {
+    return ((message && message.parts) || []).map((p) => (typeof p.text === 'string' ? p.text : '')).join('');
+  }
+
+  /** An event of the agent a tool called (`internal:sub-agent`), shown
+   * nested under that tool call: its state and status text, and its
+   * answer as it streams. */
+  function onSubAgent(item, update) {
+    if (!item.sub) {
+      const state = el('span', { class: 'sub-state' });
+      const status = el('p', { class: 'sub-status' });
+      const answer = el('pre', { class: 'sub-answer' });
+      const box = el('section', { class: 'sub-agent', 'aria-label': 'Called agent' },
+        el('p', { class: 'label' }, 'Called agent ', state), status, answer);
+      item.li.querySelector('.tool-body').append(box);
+      item.sub = { box, state, status, answer, artifacts: new Map() };
+    }
+    const sub = item.sub;
+    if (update.kind === 'status-update' || update.kind === 'task') {
+      const state = (update.status && update.status.state) || '';
+      sub.state.textContent = STATE_LABELS[state] || state;
+      sub.box.dataset.state = state;
+      const text = coreText(update.status && update.status.message);
+      if (text) sub.status.textContent = text;
+    } else if (update.kind === 'artifact-update' && update.artifact) {
+      const a = update.artifact;
+      const before = update.append ? sub.artifacts.get(a.artifactId) || '' : '';
+      sub.artifacts.set(a.artifactId, before + coreText(a));
+      sub.answer.textContent = [...sub.artifacts.values()].join('');
     }
   }
 
@@ -216,16 +276,64 @@
   /** Marks the tool calls still running when the turn ended. */
   function finishTools(view) {
     for (const item of view.toolItems.values()) {
-      if (item.li.classList.contains('running')) {
-        item.li.classList.replace('running', 'stopped');
+      if (item.li.classList.contains('running') || item.li.classList.contains('preparing')) {
+        item.li.classList.remove('running', 'preparing');
+        item.li.classList.add('stopped');
         item.status.textContent = 'did not finish';
         item.result.textContent = '';
       }
     }
   }
 
+  // ------------------------------------------------------------- approvals
+
+  /** The approval requests of an `input-required` status message (its
+   * data part's `approvalRequests`), or none. */
+  function approvalRequests(message) {
+    for (const p of (message && message.parts) || []) {
+      const list = p.data && p.data.approvalRequests;
+      if (Array.isArray(list)) return list.filter((r) => r && typeof r.toolCallId === 'string');
+    }
+    return [];
+  }
+
+  /** The text parts of a message only (no data parts as JSON). */
+  function textOf(message) {
+    return ((message && message.parts) || []).map((p) => (typeof p.text === 'string' ? p.text : '')).join('');
+  }
+
+  /** Shows each request's question, the call's arguments, and Approve /
+   * Deny buttons; a click calls `decide(request, 'approve' | 'deny')` once
+   * (every button of the turn is then disabled). */
+  function showApprovals(view, requests, decide) {
+    if (view.approvals) view.approvals.remove();
+    const box = el('div', { class: 'approvals', role: 'group', 'aria-label': 'Approval needed' });
+    const buttons = [];
+    for (const r of requests) {
+      const approve = el('button', { type: 'button', class: 'approve', 'data-call-id': r.toolCallId }, 'Approve');
+      const deny = el('button', { type: 'button', class: 'deny', 'data-call-id': r.toolCallId }, 'Deny');
+      const choose = (decision) => {
+        for (const b of buttons) b.disabled = true;
+        box.dataset.decided = decision;
+        decide(r, decision);
+      };
+      approve.addEventListener('click', () => choose('approve'));
+      deny.addEventListener('click', () => choose('deny'));
+      buttons.push(approve, deny);
+      box.append(el('div', { class: 'approval' },
+        el('p', { class: 'question' }, r.question || ('Allow ' + r.name + '?')),
+        el('pre', { class: 'args' }, pretty(r.arguments)),
+        el('div', { class: 'approval-buttons' }, approve, deny)));
+    }
+    view.approvals = box;
+    view.answer.after(box);
+    scrollToEnd();
+    if (buttons[0]) buttons[0].focus();
+  }
+
   window.ChatView = {
     STATE_LABELS, el, announce, duration, when, pretty, createTurn, scrollToEnd, setState,
     answerText, setAnswer, setArtifact, showProblem, renderInfo, onProgress, finishTools,
+    approvalRequests, textOf, showApprovals,
   };
 })();
