@@ -863,7 +863,11 @@ async fn a_recovered_turn_sends_the_rest_of_its_updates() {
             metadata: Default::default(),
         },
     );
-    let id = stores.events.append(task_id, &first).await.unwrap();
+    let id = stores
+        .events
+        .append(task_id, Arc::new(first))
+        .await
+        .unwrap();
     let mut record = TaskRecord::new(task_id, context_id, None, status);
     record.last_event_id = Some(id);
     record.turns = 1;

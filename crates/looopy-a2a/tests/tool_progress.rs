@@ -371,6 +371,95 @@ async fn resubscription_replays_progress_to_opted_in_clients_only() {
     assert!(progress_v1(&replay).is_empty());
 }
 
+/// The log's events of a task whose status update carries the extension.
+async fn logged_progress(server: &TestServer, task_id: &str) -> usize {
+    use looopy_core::store::EventLog;
+    server
+        .events
+        .read(task_id, None, 1000)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| match &*e.event.payload {
+            EventPayload::StatusUpdate { metadata, .. } => metadata.contains_key(EXT),
+            _ => false,
+        })
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn only_turns_that_asked_for_the_extension_build_and_log_its_updates() {
+    let server = start(ScriptedRunner::new(vec![
+        tool_script(),
+        tool_script(),
+        tool_script(),
+    ]))
+    .await;
+    let task_of = |events: &[SseEvent]| {
+        events[0].data["result"]["task"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+
+    // Without the extension: none in the stream, none in the log.
+    let (_, plain) = stream_all(
+        &server.url,
+        Some("1.0"),
+        &[],
+        "SendStreamingMessage",
+        v1_message("weather?"),
+    )
+    .await;
+    let plain_task = task_of(&plain);
+    assert!(progress_v1(&plain).is_empty());
+    assert_eq!(logged_progress(&server, &plain_task).await, 0);
+    // A later subscription that asks for them gets the turn's public events only.
+    let (_, replay) = stream_all(
+        &server.url,
+        Some("1.0"),
+        &[("A2A-Extensions", EXT), ("Last-Event-ID", "0")],
+        "SubscribeToTask",
+        json!({"id": plain_task}),
+    )
+    .await;
+    assert!(progress_v1(&replay).is_empty());
+    assert_eq!(
+        replay.last().unwrap().data["result"]["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+
+    // With it: the stream carries them and the log holds them.
+    let (_, opted) = stream_all(
+        &server.url,
+        Some("1.0"),
+        &[("A2A-Extensions", EXT)],
+        "SendStreamingMessage",
+        v1_message("weather?"),
+    )
+    .await;
+    assert_eq!(
+        kinds(&progress_v1(&opted)),
+        ["turn-start", "usage", "tool-start", "tool-complete"]
+    );
+    assert_eq!(logged_progress(&server, &task_of(&opted)).await, 4);
+
+    // A non-streaming send has no stream to carry them: none are logged.
+    let sent = rpc(
+        &server.url,
+        Some("1.0"),
+        "SendMessage",
+        v1_message("weather?"),
+    )
+    .await;
+    let sent_task = sent["result"]["task"]["id"].as_str().unwrap();
+    assert_eq!(
+        sent["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{sent}"
+    );
+    assert_eq!(logged_progress(&server, sent_task).await, 0);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn v03_clients_opt_in_with_either_header_name() {
     let server = start(ScriptedRunner::new(vec![tool_script()])).await;

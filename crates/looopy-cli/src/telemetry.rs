@@ -5,7 +5,11 @@
 //! - Terminal logs: `tracing-subscriber` to stderr, filtered by `RUST_LOG`
 //!   (default: [`TelemetryConfig::console_filter`], `info` for `serve`,
 //!   nothing for `run` and `chat` unless `-v`), readable or JSON
-//!   (`LOOOPY_LOG_FORMAT=json`).
+//!   (`LOOOPY_LOG_FORMAT=json`). Lines show the spans they happened in
+//!   only with `LOOOPY_LOG_SPANS=1` ([`TelemetryConfig::console_spans`]):
+//!   the terminal layer then formats every span's fields when the span
+//!   opens, printed or not, which cost a served turn about a fifth of its
+//!   CPU at `info`.
 //! - Export: traces, metrics and logs over OTLP, each to its own endpoint
 //!   (see [`OtlpConfig::from_env`]), over HTTP/protobuf or gRPC
 //!   (`OTEL_EXPORTER_OTLP_PROTOCOL`). Exported spans and logs follow
@@ -34,7 +38,10 @@ use opentelemetry_sdk::resource::{
 };
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tokio::runtime::Runtime;
+use tracing_subscriber::filter::{FilterExt, filter_fn};
+use tracing_subscriber::layer::Filter;
 use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
@@ -67,6 +74,10 @@ pub struct TelemetryConfig {
     pub log_format: LogFormat,
     /// Terminal log filter when `RUST_LOG` is unset (`off` shows nothing).
     pub console_filter: String,
+    /// Whether terminal lines show the spans they happened in (off by
+    /// default: the terminal layer then takes no spans, so it formats no
+    /// span fields; exported spans are not affected).
+    pub console_spans: bool,
     /// A mistake in the variables, reported by [`Telemetry::init`].
     pub error: Option<TelemetryError>,
 }
@@ -77,14 +88,16 @@ impl Default for TelemetryConfig {
             otlp: OtlpConfig::default(),
             log_format: LogFormat::Human,
             console_filter: "info".into(),
+            console_spans: false,
             error: None,
         }
     }
 }
 
 impl TelemetryConfig {
-    /// Reads the `OTEL_*` variables ([`OtlpConfig::from_env`]) and
-    /// `LOOOPY_LOG_FORMAT` from the process's environment.
+    /// Reads the `OTEL_*` variables ([`OtlpConfig::from_env`]),
+    /// `LOOOPY_LOG_FORMAT` and `LOOOPY_LOG_SPANS` (`1` or `true`: terminal
+    /// lines show their spans) from the process's environment.
     pub fn from_env() -> Self {
         Self::from_vars(&|k| std::env::var(k).ok())
     }
@@ -99,9 +112,12 @@ impl TelemetryConfig {
             Some("json") => LogFormat::Json,
             _ => LogFormat::Human,
         };
+        let console_spans = env("LOOOPY_LOG_SPANS")
+            .is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes" | "on"));
         TelemetryConfig {
             otlp,
             log_format,
+            console_spans,
             error,
             ..TelemetryConfig::default()
         }
@@ -138,6 +154,16 @@ pub fn resource(env: &dyn Fn(&str) -> Option<String>) -> Resource {
 /// `RUST_LOG`, else `default`.
 fn filter(default: &str) -> EnvFilter {
     EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default))
+}
+
+/// The terminal layer's filter: `RUST_LOG`, else `default`, for events;
+/// spans only when `spans` (a span no layer takes is never built, so with
+/// no exporter a turn's spans then cost nothing).
+fn console_filter<S>(default: &str, spans: bool) -> impl Filter<S> + Send + Sync + 'static
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+{
+    filter(default).and(filter_fn(move |meta| spans || meta.is_event()))
 }
 
 /// Keeps the exporters alive; [`Telemetry::shutdown`] flushes them.
@@ -197,7 +223,7 @@ impl Telemetry {
                 .with_writer(std::io::stderr)
                 .boxed(),
         }
-        .with_filter(filter(&config.console_filter));
+        .with_filter(console_filter(&config.console_filter, config.console_spans));
         // What is exported does not depend on what the terminal shows.
         let spans = tracer.as_ref().map(|t| {
             tracing_opentelemetry::layer()
@@ -255,5 +281,82 @@ impl Drop for Telemetry {
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_background();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    use tracing_subscriber::fmt::MakeWriter;
+
+    use super::*;
+
+    /// A terminal that keeps what is written to it.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> MakeWriter<'a> for Captured {
+        type Writer = Captured;
+        fn make_writer(&'a self) -> Self::Writer {
+            self.clone()
+        }
+    }
+
+    /// What the terminal layer prints for an event inside a span.
+    fn printed(spans: bool) -> String {
+        let out = Captured::default();
+        let layer = tracing_subscriber::fmt::layer()
+            .with_writer(out.clone())
+            .with_ansi(false)
+            .with_filter(console_filter("info", spans));
+        let subscriber = tracing_subscriber::registry().with(layer);
+        tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!("a2a.turn", task = "t-7");
+            let _entered = span.enter();
+            tracing::warn!(why = "boom", "turn failed");
+        });
+        String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[test]
+    fn terminal_lines_show_their_spans_only_when_asked() {
+        let plain = printed(false);
+        assert!(
+            plain.contains("turn failed") && plain.contains("why=\"boom\""),
+            "{plain}"
+        );
+        assert!(!plain.contains("a2a.turn"), "{plain}");
+        let with_spans = printed(true);
+        assert!(
+            with_spans.contains("a2a.turn{task=\"t-7\"}"),
+            "{with_spans}"
+        );
+        assert!(with_spans.contains("turn failed"), "{with_spans}");
+    }
+
+    #[test]
+    fn log_spans_is_read_from_the_environment() {
+        let config = |v: Option<&str>| {
+            let v = v.map(str::to_owned);
+            TelemetryConfig::from_vars(&move |k| {
+                (k == "LOOOPY_LOG_SPANS").then(|| v.clone()).flatten()
+            })
+        };
+        assert!(!config(None).console_spans);
+        assert!(config(Some("1")).console_spans);
+        assert!(config(Some("true")).console_spans);
+        assert!(!config(Some("0")).console_spans);
     }
 }

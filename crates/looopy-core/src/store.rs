@@ -15,6 +15,7 @@
 //! | [`TurnStore`] | an Agent turn's start and end as one operation each, over the stores above | context id |
 
 use std::ops::Range;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -307,15 +308,17 @@ pub struct StoredEvent {
     /// Position in the task's log; ids of one task sort in append order as
     /// the log compares them (opaque to callers: pass them back as `after`).
     pub id: String,
-    /// The event.
-    pub event: AgentEvent,
+    /// The event, shared: a log that keeps events in memory hands every
+    /// reader the one it stored instead of a copy.
+    pub event: Arc<AgentEvent>,
 }
 
 /// Ordered events per task: what SSE resubscription replays.
 #[async_trait]
 pub trait EventLog: Send + Sync {
-    /// Appends an event and returns its id.
-    async fn append(&self, task_id: &str, event: &AgentEvent) -> Result<String, StoreError>;
+    /// Appends an event and returns its id. The log takes a share of the
+    /// event (one allocation for the appender, the log and its readers).
+    async fn append(&self, task_id: &str, event: Arc<AgentEvent>) -> Result<String, StoreError>;
     /// Events after `after` (from the start when `None`), at most `limit`.
     async fn read(
         &self,

@@ -19,14 +19,15 @@ const FOLLOW_BATCH: usize = 256;
 #[derive(Debug, Clone)]
 struct Entry {
     seq: u64,
-    event: AgentEvent,
+    /// Shared with the appender and every reader: reading copies no event.
+    event: Arc<AgentEvent>,
 }
 
 impl Entry {
     fn stored(&self) -> StoredEvent {
         StoredEvent {
             id: self.seq.to_string(),
-            event: self.event.clone(),
+            event: Arc::clone(&self.event),
         }
     }
 }
@@ -76,7 +77,8 @@ impl MemoryEventLog {
     pub fn with_retention(retention: &MemoryRetention) -> Self {
         MemoryEventLog {
             inner: Arc::new(Mutex::new(Inner {
-                logs: Retained::new(retention.ttl(), retention.cap()),
+                // An evicted task's log is freed after the lock (appends wait on it).
+                logs: Retained::new(retention.ttl(), retention.cap()).defer_drops(),
                 ..Inner::default()
             })),
         }
@@ -189,9 +191,8 @@ impl Follow {
 
 #[async_trait]
 impl EventLog for MemoryEventLog {
-    async fn append(&self, task_id: &str, event: &AgentEvent) -> Result<String, StoreError> {
-        let event = event.clone();
-        let (seq, notify) = {
+    async fn append(&self, task_id: &str, event: Arc<AgentEvent>) -> Result<String, StoreError> {
+        let (seq, notify, evicted) = {
             let mut inner = lock(&self.inner);
             inner.last_seq += 1;
             let seq = inner.last_seq;
@@ -200,8 +201,9 @@ impl EventLog for MemoryEventLog {
                 .entry_or_insert_with(task_id, Vec::new)
                 .push(Entry { seq, event });
             let notify = inner.watchers.get(task_id).map(|(n, _)| Arc::clone(n));
-            (seq, notify)
+            (seq, notify, inner.logs.take_evicted())
         };
+        drop(evicted); // the logs the cap or expiry dropped, freed outside the lock
         if let Some(notify) = notify {
             notify.notify_waiters();
         }
@@ -254,22 +256,22 @@ mod tests {
     use super::*;
     use looopy_core::EventPayload;
 
-    fn text(n: u32) -> AgentEvent {
-        AgentEvent::new(
+    fn text(n: u32) -> Arc<AgentEvent> {
+        Arc::new(AgentEvent::new(
             "t".into(),
             "c".into(),
             EventPayload::Text {
                 text: n.to_string(),
             },
-        )
+        ))
     }
 
     #[tokio::test]
     async fn ids_keep_growing_after_a_delete() {
         let log = MemoryEventLog::new();
-        let first = log.append("t", &text(1)).await.unwrap();
+        let first = log.append("t", text(1)).await.unwrap();
         log.delete("t").await.unwrap();
-        let second = log.append("t", &text(2)).await.unwrap();
+        let second = log.append("t", text(2)).await.unwrap();
         assert!(second.parse::<u64>().unwrap() > first.parse::<u64>().unwrap());
         // A reader that had seen `first` still gets the new event.
         let after = log.read("t", Some(&first), 10).await.unwrap();
@@ -295,7 +297,7 @@ mod tests {
         assert_eq!(lock(&log.inner).watchers.get("t").map(|w| w.1), Some(2));
         drop(second);
         let event = text(1);
-        log.append("t", &event).await.unwrap();
+        log.append("t", Arc::clone(&event)).await.unwrap();
         assert_eq!(first.next().await.unwrap().unwrap().event, event);
         drop(first);
         assert!(lock(&log.inner).watchers.is_empty());

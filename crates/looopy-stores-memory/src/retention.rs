@@ -101,6 +101,11 @@ pub(crate) struct Retained<V> {
     cap: Option<usize>,
     clock: u64,
     next_sweep: Instant,
+    /// Values evicted or swept, kept for the caller to free after it
+    /// releases its lock ([`take_evicted`](Self::take_evicted)); `None`:
+    /// freed at once, under the lock ([`defer_drops`](Self::defer_drops)
+    /// was not called).
+    evicted: Option<Vec<V>>,
 }
 
 impl<V> std::fmt::Debug for Retained<V> {
@@ -128,6 +133,33 @@ impl<V> Retained<V> {
             cap,
             clock: 0,
             next_sweep: Instant::now() + SWEEP_EVERY,
+            evicted: None,
+        }
+    }
+
+    /// Keeps what eviction and expiry drop until [`take_evicted`](Self::take_evicted),
+    /// so that a caller frees large values (a task's event log) after
+    /// releasing the lock the map is used under. A caller that defers must
+    /// take them after every write.
+    pub(crate) fn defer_drops(mut self) -> Self {
+        self.evicted = Some(Vec::new());
+        self
+    }
+
+    /// What eviction and expiry dropped since the last call (empty unless
+    /// [`defer_drops`](Self::defer_drops)): free it outside the lock.
+    pub(crate) fn take_evicted(&mut self) -> Vec<V> {
+        self.evicted
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Drops `gone` now, or keeps it for [`take_evicted`](Self::take_evicted).
+    fn discard(&mut self, gone: impl Iterator<Item = V>) {
+        match &mut self.evicted {
+            Some(kept) => kept.extend(gone),
+            None => gone.for_each(drop),
         }
     }
 
@@ -253,8 +285,12 @@ impl<V> Retained<V> {
             return;
         }
         self.next_sweep = now + SWEEP_EVERY;
-        self.map
-            .retain(|_, s| now.saturating_duration_since(s.written) < ttl);
+        let gone: Vec<V> = self
+            .map
+            .extract_if(|_, s| now.saturating_duration_since(s.written) >= ttl)
+            .map(|(_, s)| s.value)
+            .collect();
+        self.discard(gone.into_iter());
     }
 
     /// Before a new key goes in: drops expired entries (at most once per
@@ -274,7 +310,12 @@ impl<V> Retained<V> {
         // The `drop_count`-th smallest use: everything at or under it goes.
         let (_, threshold, _) = order.select_nth_unstable(drop_count - 1);
         let threshold = *threshold;
-        self.map.retain(|_, s| s.used > threshold);
+        let gone: Vec<V> = self
+            .map
+            .extract_if(|_, s| s.used <= threshold)
+            .map(|(_, s)| s.value)
+            .collect();
+        self.discard(gone.into_iter());
     }
 }
 
@@ -296,6 +337,26 @@ mod tests {
         for k in ["a", "c", "d", "e"] {
             assert!(m.peek(k).is_some(), "{k} was evicted");
         }
+    }
+
+    #[test]
+    fn deferred_drops_hand_the_evicted_values_to_the_caller() {
+        let mut m: Retained<String> = Retained::new(None, Some(16)).defer_drops();
+        for i in 0..16 {
+            m.insert(format!("k{i}"), format!("v{i}"));
+        }
+        assert!(m.take_evicted().is_empty());
+        m.insert("k16".into(), "v16".into());
+        // At the cap a sixteenth (one entry) goes: the least recently used.
+        assert_eq!(m.take_evicted(), ["v0"]);
+        assert!(m.take_evicted().is_empty(), "taken once");
+        assert!(m.peek("k0").is_none());
+        // Without deferring, nothing is kept.
+        let mut plain: Retained<String> = Retained::new(None, Some(1));
+        plain.insert("a".into(), "x".into());
+        plain.insert("b".into(), "y".into());
+        assert!(plain.take_evicted().is_empty());
+        assert_eq!(plain.held(), 1);
     }
 
     #[test]

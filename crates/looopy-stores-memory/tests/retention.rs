@@ -3,6 +3,7 @@
 //! write, as the Redis stores' TTLs do.
 #![allow(clippy::unwrap_used)]
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -92,7 +93,7 @@ async fn checkpoints_event_logs_and_states_are_capped_too() {
     let stores = capped(2);
     for t in ["t1", "t2", "t3"] {
         stores.tasks.save(&checkpoint(t)).await.unwrap();
-        stores.events.append(t, &working(t)).await.unwrap();
+        stores.events.append(t, Arc::new(working(t))).await.unwrap();
         stores.agents.save(&owned_state(t, "me")).await.unwrap();
     }
     assert!(stores.tasks.load("t1").await.unwrap().is_none());

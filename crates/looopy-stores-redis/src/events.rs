@@ -1,6 +1,7 @@
 //! [`RedisEventLog`]: one Redis stream per task.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::stream::{self, BoxStream, StreamExt};
@@ -191,9 +192,9 @@ impl Follow<'_> {
 
 #[async_trait]
 impl EventLog for RedisEventLog {
-    async fn append(&self, task_id: &str, event: &AgentEvent) -> Result<String, StoreError> {
+    async fn append(&self, task_id: &str, event: Arc<AgentEvent>) -> Result<String, StoreError> {
         let key = self.backend.keys().events(task_id);
-        let json = serde_json::to_string(event)?;
+        let json = serde_json::to_string(&*event)?;
         let ttl = self.backend.ttl_ms();
         let mut pipe = redis::pipe();
         pipe.atomic()

@@ -6,6 +6,7 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use looopy_core::store::Stores;
 use looopy_core::store::{AgentState, AgentStateStore, EventLog, LifecycleState, MessageStore};
@@ -141,11 +142,11 @@ async fn keys_of_different_contexts_live_on_different_masters() {
             .events
             .append(
                 &task,
-                &AgentEvent::new(
+                Arc::new(AgentEvent::new(
                     task.as_str().into(),
                     ctx.as_str().into(),
                     EventPayload::Text { text: "x".into() },
-                ),
+                )),
             )
             .await
             .unwrap();

@@ -4,6 +4,7 @@
 
 mod support;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::TryStreamExt;
@@ -58,10 +59,18 @@ async fn many_blocked_followers_do_not_block_a_pool_of_one() {
     for n in 0..8 {
         let task = format!("task-{n}");
         for k in 0..3 {
-            stores.events.append(&task, &event(&task, k)).await.unwrap();
+            stores
+                .events
+                .append(&task, Arc::new(event(&task, k)))
+                .await
+                .unwrap();
         }
         assert_eq!(stores.events.read(&task, None, 10).await.unwrap().len(), 3);
-        stores.events.append(&task, &done(&task)).await.unwrap();
+        stores
+            .events
+            .append(&task, Arc::new(done(&task)))
+            .await
+            .unwrap();
     }
     for (n, follower) in followers.into_iter().enumerate() {
         let got = tokio::time::timeout(Duration::from_secs(30), follower)

@@ -7,6 +7,7 @@ mod support;
 
 use std::future::Future;
 use std::process::Command;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -68,7 +69,11 @@ async fn all_work(stores: &RedisStores, round: &str) {
             == Acquire::Acquired
     );
     assert!(stores.locks.release(&ctx, "me").await.unwrap());
-    let id = stores.events.append(&ctx, &text(&ctx, "x")).await.unwrap();
+    let id = stores
+        .events
+        .append(&ctx, Arc::new(text(&ctx, "x")))
+        .await
+        .unwrap();
     assert_eq!(stores.events.read(&ctx, None, 10).await.unwrap()[0].id, id);
     assert!(stores.tasks.load(&ctx).await.unwrap().is_none());
 }
@@ -108,7 +113,11 @@ async fn a_killed_server_gives_unavailable_and_a_restarted_one_works_again() {
     );
     unavailable(
         "event append",
-        bounded("event append", stores.events.append("t", &text("t", "x"))).await,
+        bounded(
+            "event append",
+            stores.events.append("t", Arc::new(text("t", "x"))),
+        )
+        .await,
     );
     unavailable("load", bounded("load", stores.tasks.load("t")).await);
     let got = bounded("follow", follower.next()).await;

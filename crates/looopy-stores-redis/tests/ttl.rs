@@ -4,6 +4,7 @@
 
 mod support;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -70,11 +71,11 @@ async fn write_everything(stores: &RedisStores, ctx: &str, task: &str) -> Vec<St
         .events
         .append(
             task,
-            &AgentEvent::new(
+            Arc::new(AgentEvent::new(
                 task.into(),
                 ctx.into(),
                 EventPayload::Text { text: "e".into() },
-            ),
+            )),
         )
         .await
         .unwrap();

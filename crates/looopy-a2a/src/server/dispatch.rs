@@ -16,7 +16,7 @@ use crate::server::sse::{self, StreamSpec};
 use crate::server::{ServerState, progress, push};
 use crate::trace;
 use crate::version::ProtocolVersion;
-use crate::wire::{self, SendParams};
+use crate::wire::{self, SendParams, StreamResult};
 
 /// An A2A operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,7 +173,7 @@ pub(crate) enum Opened {
     /// A task's events from the log.
     Follow(Box<StreamSpec>),
     /// One item (a direct message reply), in the request's version.
-    Single(Value),
+    Single(StreamResult),
 }
 
 /// A JSON-RPC request: runs it and answers with the envelope. Errors of
@@ -282,7 +282,8 @@ async fn send(
     }
     let (blocking, history_length) = (params.blocking, params.history_length);
     let inline = push::inline(state, v, params.push.take()).await?;
-    let started = state.tasks.start(auth, params).await?;
+    // No stream of this request carries tool-progress updates: none are built.
+    let started = state.tasks.start(auth, params, false).await?;
     push::started(state, &started, inline).await?;
     trace::record_task(&started.task_id, None);
     if blocking {
@@ -350,11 +351,12 @@ async fn stream(
         let mut params = wire::decode_send_params(v, params)?;
         check_message(state, &params)?;
         if let Some(reply) = direct_reply(state, auth, &params).await? {
-            let item = wire::encode_stream_event(v, &StreamEvent::Message(reply));
-            return Ok(Opened::Single(item.unwrap_or(Value::Null)));
+            let item = wire::stream_result(v, &StreamEvent::Message(reply))
+                .ok_or_else(|| RpcError::internal("a message reply has no stream form"))?;
+            return Ok(Opened::Single(item));
         }
         let inline = push::inline(state, v, params.push.take()).await?;
-        let started = state.tasks.start(auth, params).await?;
+        let started = state.tasks.start(auth, params, progress).await?;
         push::started(state, &started, inline).await?;
         trace::record_task(&started.task_id, None);
         StreamSpec {

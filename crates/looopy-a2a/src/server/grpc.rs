@@ -29,6 +29,7 @@ use crate::server::dispatch::{self, Answer, Method, Opened, StreamOptions};
 use crate::server::rest;
 use crate::server::sse;
 use crate::trace;
+use crate::wire::StreamResult;
 
 /// The service's routes (`/lf.a2a.v1.A2AService/*`), to merge into the
 /// server's router (only that path: tonic's own router would also answer
@@ -143,9 +144,17 @@ fn value(answer: Answer) -> Result<Value, Status> {
 
 type Responses = Pin<Box<dyn Stream<Item = Result<proto::StreamResponse, Status>> + Send>>;
 
-fn stream_response(result: Result<Value, RpcError>) -> Result<proto::StreamResponse, Status> {
-    let r: a2a::StreamResponse = read(result.map_err(|e| status(&e))?)?;
-    Ok(pbconv::to_proto_stream_response(&r))
+fn stream_response(
+    result: Result<StreamResult, RpcError>,
+) -> Result<proto::StreamResponse, Status> {
+    match result.map_err(|e| status(&e))? {
+        // A 1.0 item is already the official type: no trip through JSON.
+        StreamResult::V1(r) => Ok(pbconv::to_proto_stream_response(&r)),
+        other => {
+            let r: a2a::StreamResponse = read(other.to_value())?;
+            Ok(pbconv::to_proto_stream_response(&r))
+        }
+    }
 }
 
 struct Grpc {

@@ -5,14 +5,20 @@
 //! usage after each model call. Clients that do not activate it never see
 //! them.
 //!
-//! The server turns the runner's `internal:tool-call-begin`,
-//! `internal:tool-call-delta` (a streamed call's arguments as the model
-//! writes them), `internal:tool-start`, `internal:tool-complete` and
-//! `internal:usage` events into such status updates and appends them to the
-//! event log with the turn's other events (so that `SubscribeToTask` with
-//! or without `Last-Event-ID` replays them); each stream filters them out
-//! unless its request activated the extension. They are marked by the
-//! extension's URI as a key of the status update's `metadata`.
+//! For a turn whose streaming request (`SendStreamingMessage`,
+//! `message/stream`) activated the extension, the server turns the
+//! runner's `internal:tool-call-begin`, `internal:tool-call-delta` (a
+//! streamed call's arguments as the model writes them),
+//! `internal:tool-start`, `internal:tool-complete` and `internal:usage`
+//! events into such status updates and appends them to the event log with
+//! the turn's other events (so that `SubscribeToTask` with or without
+//! `Last-Event-ID` replays them); each stream filters them out unless its
+//! request activated the extension. A turn started without it (or by
+//! `SendMessage`) builds and logs none: a later subscription with the
+//! extension sees that turn's public events only. A turn recovered from a
+//! process that died logs them whenever the server offers the extension
+//! (its request is gone). They are marked by the extension's URI as a key
+//! of the status update's `metadata`.
 
 use std::sync::Arc;
 

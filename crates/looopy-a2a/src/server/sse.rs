@@ -6,9 +6,12 @@
 //!
 //! A stream follows the [`EventLog`](looopy_core::store::EventLog), not the
 //! running turn: a client that goes away does not affect the task, and any
-//! server process sharing the stores can serve the stream.
+//! server process sharing the stores can serve the stream. The follower
+//! runs in the response's own stream (no task of its own per stream).
 
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,7 +29,7 @@ use crate::server::dispatch::Opened;
 use crate::server::tasks::Tasks;
 use crate::server::{ServerState, progress, rest};
 use crate::version::ProtocolVersion;
-use crate::wire;
+use crate::wire::{self, StreamResult};
 
 /// Events buffered between the log and a slow client.
 const BUFFER: usize = 64;
@@ -77,23 +80,22 @@ pub(crate) fn error(envelope: Option<&Value>, e: &RpcError) -> Response {
     sse(stream::once(async move { Ok(event) }))
 }
 
-/// One item of a stream: the stream result in the request's version (or
-/// the error that ended the stream) and the log id it came from (none for
-/// the snapshot a subscription starts with and for single items).
+/// One item of a stream: the stream result in the request's version, in
+/// its typed form (or the error that ended the stream), and the log id it
+/// came from (none for the snapshot a subscription starts with and for
+/// single items).
 pub(crate) struct Item {
     pub(crate) id: Option<String>,
-    pub(crate) result: Result<Value, RpcError>,
+    pub(crate) result: Result<StreamResult, RpcError>,
 }
 
 /// An opened stream as SSE; `envelope`: the JSON-RPC id items are wrapped
-/// with (`None`: bare items, as the HTTP+JSON binding sends them).
+/// with (`None`: bare items, as the HTTP+JSON binding sends them). Each
+/// item is serialised once, with its envelope, into the frame's data.
 pub(crate) fn respond(state: &ServerState, opened: Opened, envelope: Option<Value>) -> Response {
     let to_event = move |item: Item| {
         let event = match &item.result {
-            Ok(result) => data(&match &envelope {
-                Some(id) => jsonrpc::success(id, result.clone()),
-                None => result.clone(),
-            }),
+            Ok(result) => Event::default().data(result.frame(envelope.as_ref())),
             Err(e) => error_item(envelope.as_ref(), e),
         };
         match item.id {
@@ -118,20 +120,40 @@ pub(crate) fn respond(state: &ServerState, opened: Opened, envelope: Option<Valu
 
 /// Follows a task's events in the log until its turn ends (or the server
 /// shuts down, or the reader goes away).
+///
+/// The follower runs inside the returned stream, on whatever task polls it
+/// (the connection's), not on a task of its own: each poll first takes what
+/// it queued, then lets it go on. Dropping the stream (the client went
+/// away) drops the follower; the turn itself runs elsewhere and goes on.
 pub(crate) fn items(
     tasks: Arc<Tasks>,
     spec: StreamSpec,
     shutdown: CancellationToken,
 ) -> impl Stream<Item = Item> + Send + 'static {
     let (tx, rx) = mpsc::channel::<Item>(BUFFER);
-    tokio::spawn(async move {
+    let follower: Follower = Box::pin(async move {
         tokio::select! {
             () = forward(&tasks, spec, &tx) => {}
             () = shutdown.cancelled() => {}
         }
     });
-    stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) })
+    stream::unfold((rx, Some(follower)), |(mut rx, mut follower)| async move {
+        loop {
+            let Some(running) = follower.as_mut() else {
+                // The follower ended: what it queued is all there is.
+                return rx.recv().await.map(|item| (item, (rx, None)));
+            };
+            tokio::select! {
+                biased;
+                item = rx.recv() => return item.map(|item| (item, (rx, follower))),
+                () = running => follower = None,
+            }
+        }
+    })
 }
+
+/// The future that follows the log for one stream.
+type Follower = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Waits until the log holds an event after `after` (the next turn of a
 /// task that waits for input began). False when the client went away or
@@ -173,7 +195,7 @@ async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Item>) {
         next_turn,
     } = spec;
     if let Some(task) = first
-        && let Some(result) = wire::encode_stream_event(version, &StreamEvent::Task(task))
+        && let Some(result) = wire::stream_result(version, &StreamEvent::Task(task))
         && tx
             .send(Item {
                 id: None,
@@ -214,9 +236,7 @@ async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Item>) {
                 if !progress && progress::is_progress(&stored.event) {
                     continue; // the client did not activate the extension
                 }
-                let Some(result) =
-                    wire::encode_stream_event(version, &StreamEvent::Update(stored.event.clone()))
-                else {
+                let Some(result) = wire::update_result(version, &stored.event) else {
                     continue; // internal events never leave
                 };
                 let event = Item {

@@ -1,5 +1,5 @@
 //! The two wire forms (`v1` = A2A 1.0, `v03` = A2A 0.3) behind one set of
-//! functions chosen by [`ProtocolVersion`]. Everything else in the crate
+//! functions, each a `WireFormat` chosen by [`ProtocolVersion`]. Everything else in the crate
 //! speaks the neutral [`model`](crate::model) and looopy-core types; the
 //! mapping table is in `docs/events.md`.
 
@@ -7,7 +7,8 @@ mod v03;
 mod v1;
 
 use chrono::{DateTime, Utc};
-use looopy_core::{Message, TaskState};
+use looopy_core::{AgentEvent, Message, TaskState};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::RpcError;
@@ -112,29 +113,169 @@ pub(crate) fn history_length(n: Option<i64>) -> Result<Option<usize>, RpcError> 
     }
 }
 
+/// One wire form of A2A: how a version reads and writes each object. The
+/// functions below pick the form of a request's version once
+/// ([`format`]) instead of each matching on it.
+trait WireFormat: Sync {
+    /// Makes params readable whichever field-name spelling they use.
+    fn normalize_params(&self, params: &mut Value);
+    fn decode_send_params(&self, params: Value) -> Result<SendParams, RpcError>;
+    fn decode_task_query(&self, params: Value) -> Result<TaskQuery, RpcError>;
+    fn encode_task(&self, t: &TaskSnapshot) -> Value;
+    fn encode_send_response(&self, r: &SendResponse) -> Value;
+    /// A stream item in its typed form; `None` for internal events.
+    fn stream_result(&self, e: &StreamEvent) -> Option<StreamResult>;
+    /// A logged event as a stream item, borrowed (no copy of the event).
+    fn update_result(&self, e: &AgentEvent) -> Option<StreamResult>;
+    fn encode_send_params(&self, r: &SendRequest) -> Value;
+    fn decode_send_response(&self, value: Value) -> Result<SendResponse, String>;
+    fn decode_task(&self, value: Value) -> Result<TaskSnapshot, String>;
+    fn decode_stream_event(&self, value: Value) -> Result<StreamEvent, String>;
+}
+
+/// A2A 0.3 (`kind`-tagged objects, lower-case states).
+struct V03;
+/// A2A 1.0 (ProtoJSON: wrapped results, `TASK_STATE_*` states).
+struct V1;
+
+impl WireFormat for V03 {
+    fn normalize_params(&self, _params: &mut Value) {}
+    fn decode_send_params(&self, params: Value) -> Result<SendParams, RpcError> {
+        v03::decode_send_params(params)
+    }
+    fn decode_task_query(&self, params: Value) -> Result<TaskQuery, RpcError> {
+        v03::decode_task_query(params)
+    }
+    fn encode_task(&self, t: &TaskSnapshot) -> Value {
+        v03::encode_task(t)
+    }
+    fn encode_send_response(&self, r: &SendResponse) -> Value {
+        v03::encode_send_response(r)
+    }
+    fn stream_result(&self, e: &StreamEvent) -> Option<StreamResult> {
+        v03::stream_result(e).map(|r| StreamResult::V03(Box::new(r)))
+    }
+    fn update_result(&self, e: &AgentEvent) -> Option<StreamResult> {
+        v03::update_result(e).map(|r| StreamResult::V03(Box::new(r)))
+    }
+    fn encode_send_params(&self, r: &SendRequest) -> Value {
+        v03::encode_send_params(r)
+    }
+    fn decode_send_response(&self, value: Value) -> Result<SendResponse, String> {
+        v03::decode_send_response(value)
+    }
+    fn decode_task(&self, value: Value) -> Result<TaskSnapshot, String> {
+        v03::decode_task(value)
+    }
+    fn decode_stream_event(&self, value: Value) -> Result<StreamEvent, String> {
+        v03::decode_stream_event(value)
+    }
+}
+
+impl WireFormat for V1 {
+    fn normalize_params(&self, params: &mut Value) {
+        v1::camel_case_names(params);
+    }
+    fn decode_send_params(&self, params: Value) -> Result<SendParams, RpcError> {
+        v1::decode_send_params(params)
+    }
+    fn decode_task_query(&self, params: Value) -> Result<TaskQuery, RpcError> {
+        v1::decode_task_query(params)
+    }
+    fn encode_task(&self, t: &TaskSnapshot) -> Value {
+        v1::encode_task(t)
+    }
+    fn encode_send_response(&self, r: &SendResponse) -> Value {
+        v1::encode_send_response(r)
+    }
+    fn stream_result(&self, e: &StreamEvent) -> Option<StreamResult> {
+        v1::stream_result(e).map(|r| StreamResult::V1(Box::new(r)))
+    }
+    fn update_result(&self, e: &AgentEvent) -> Option<StreamResult> {
+        v1::update_result(e).map(|r| StreamResult::V1(Box::new(r)))
+    }
+    fn encode_send_params(&self, r: &SendRequest) -> Value {
+        v1::encode_send_params(r)
+    }
+    fn decode_send_response(&self, value: Value) -> Result<SendResponse, String> {
+        v1::decode_send_response(value)
+    }
+    fn decode_task(&self, value: Value) -> Result<TaskSnapshot, String> {
+        v1::decode_task(value)
+    }
+    fn decode_stream_event(&self, value: Value) -> Result<StreamEvent, String> {
+        v1::decode_stream_event(value)
+    }
+}
+
+/// The wire form of a version.
+fn format(v: ProtocolVersion) -> &'static dyn WireFormat {
+    match v {
+        ProtocolVersion::V0_3 => &V03,
+        ProtocolVersion::V1_0 => &V1,
+    }
+}
+
+/// A stream item (the `result` of a stream's JSON-RPC response, or the bare
+/// HTTP+JSON item) in its version's typed form. It is serialised once,
+/// straight into the bytes sent ([`StreamResult::frame`]), never through a
+/// [`Value`].
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum StreamResult {
+    /// A 1.0 `StreamResponse` (boxed, as the 0.3 form: both are large,
+    /// and items queue).
+    V1(Box<a2a::StreamResponse>),
+    /// A 0.3 object tagged by `kind`.
+    V03(Box<v03::StreamResult03>),
+}
+
+/// A JSON-RPC success response borrowing its id and result.
+#[derive(Serialize)]
+struct Envelope<'a, R> {
+    jsonrpc: &'static str,
+    id: &'a Value,
+    result: &'a R,
+}
+
+impl StreamResult {
+    /// The item's JSON text: wrapped in a JSON-RPC response with `id`, or
+    /// bare (`None`, the HTTP+JSON binding).
+    pub(crate) fn frame(&self, id: Option<&Value>) -> String {
+        let text = match id {
+            Some(id) => serde_json::to_string(&Envelope {
+                jsonrpc: "2.0",
+                id,
+                result: self,
+            }),
+            None => serde_json::to_string(self),
+        };
+        // Serialising these types cannot fail (string keys, no custom
+        // serialisers that error); `null` keeps the stream going if it did.
+        text.unwrap_or_else(|_| "null".to_owned())
+    }
+
+    /// The item as a JSON value (for the gRPC binding and push bodies).
+    pub(crate) fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
 /// Makes 1.0 params readable whichever ProtoJSON field names they use
 /// (`history_length` or `historyLength`); 0.3 params are left as they are.
 pub(crate) fn normalize_params(v: ProtocolVersion, params: &mut Value) {
-    if v == ProtocolVersion::V1_0 {
-        v1::camel_case_names(params);
-    }
+    format(v).normalize_params(params);
 }
 
 pub(crate) fn decode_send_params(
     v: ProtocolVersion,
     params: Value,
 ) -> Result<SendParams, RpcError> {
-    match v {
-        ProtocolVersion::V0_3 => v03::decode_send_params(params),
-        ProtocolVersion::V1_0 => v1::decode_send_params(params),
-    }
+    format(v).decode_send_params(params)
 }
 
 pub(crate) fn decode_task_query(v: ProtocolVersion, params: Value) -> Result<TaskQuery, RpcError> {
-    match v {
-        ProtocolVersion::V0_3 => v03::decode_task_query(params),
-        ProtocolVersion::V1_0 => v1::decode_task_query(params),
-    }
+    format(v).decode_task_query(params)
 }
 
 pub(crate) fn decode_list_query(params: Value) -> Result<ListQuery, RpcError> {
@@ -151,50 +292,38 @@ pub(crate) fn encode_list(
 }
 
 pub(crate) fn encode_task(v: ProtocolVersion, t: &TaskSnapshot) -> Value {
-    match v {
-        ProtocolVersion::V0_3 => v03::encode_task(t),
-        ProtocolVersion::V1_0 => v1::encode_task(t),
-    }
+    format(v).encode_task(t)
 }
 
 pub(crate) fn encode_send_response(v: ProtocolVersion, r: &SendResponse) -> Value {
-    match v {
-        ProtocolVersion::V0_3 => v03::encode_send_response(r),
-        ProtocolVersion::V1_0 => v1::encode_send_response(r),
-    }
+    format(v).encode_send_response(r)
 }
 
-/// The stream result for an event; `None` for events that never leave the
-/// process (`internal:*`).
-pub(crate) fn encode_stream_event(v: ProtocolVersion, e: &StreamEvent) -> Option<Value> {
-    match v {
-        ProtocolVersion::V0_3 => v03::encode_stream_event(e),
-        ProtocolVersion::V1_0 => v1::encode_stream_event(e),
-    }
+/// The stream result for an item in its typed form; `None` for events
+/// that never leave the process (`internal:*`).
+pub(crate) fn stream_result(v: ProtocolVersion, e: &StreamEvent) -> Option<StreamResult> {
+    format(v).stream_result(e)
+}
+
+/// The stream result for a logged event, read from the shared event
+/// itself; `None` for events that never leave the process.
+pub(crate) fn update_result(v: ProtocolVersion, e: &AgentEvent) -> Option<StreamResult> {
+    format(v).update_result(e)
 }
 
 pub(crate) fn encode_send_params(v: ProtocolVersion, r: &SendRequest) -> Value {
-    match v {
-        ProtocolVersion::V0_3 => v03::encode_send_params(r),
-        ProtocolVersion::V1_0 => v1::encode_send_params(r),
-    }
+    format(v).encode_send_params(r)
 }
 
 pub(crate) fn decode_send_response(
     v: ProtocolVersion,
     value: Value,
 ) -> Result<SendResponse, String> {
-    match v {
-        ProtocolVersion::V0_3 => v03::decode_send_response(value),
-        ProtocolVersion::V1_0 => v1::decode_send_response(value),
-    }
+    format(v).decode_send_response(value)
 }
 
 pub(crate) fn decode_task(v: ProtocolVersion, value: Value) -> Result<TaskSnapshot, String> {
-    match v {
-        ProtocolVersion::V0_3 => v03::decode_task(value),
-        ProtocolVersion::V1_0 => v1::decode_task(value),
-    }
+    format(v).decode_task(value)
 }
 
 pub(crate) fn decode_list(value: Value) -> Result<(Vec<TaskSnapshot>, String), String> {
@@ -202,8 +331,118 @@ pub(crate) fn decode_list(value: Value) -> Result<(Vec<TaskSnapshot>, String), S
 }
 
 pub(crate) fn decode_stream_event(v: ProtocolVersion, value: Value) -> Result<StreamEvent, String> {
-    match v {
-        ProtocolVersion::V0_3 => v03::decode_stream_event(value),
-        ProtocolVersion::V1_0 => v1::decode_stream_event(value),
+    format(v).decode_stream_event(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use looopy_core::{Artifact, EventPayload, Part, TaskStatus};
+    use serde_json::json;
+
+    use super::*;
+
+    fn event(payload: EventPayload) -> AgentEvent {
+        AgentEvent::new("t-1".into(), "c-1".into(), payload)
+    }
+
+    /// One event of each kind a stream carries.
+    fn events() -> Vec<AgentEvent> {
+        let mut metadata = Map::new();
+        metadata.insert("k".into(), json!({"n": 1}));
+        vec![
+            event(EventPayload::Task {
+                status: TaskStatus::new(TaskState::Submitted),
+                metadata: Map::new(),
+            }),
+            event(EventPayload::StatusUpdate {
+                status: TaskStatus::new(TaskState::Working),
+                is_final: false,
+                metadata,
+            }),
+            event(EventPayload::ArtifactUpdate {
+                artifact: Artifact {
+                    artifact_id: "a-1".into(),
+                    name: Some("answer".into()),
+                    description: None,
+                    parts: vec![Part::text("It is \"sunny\"\n")],
+                    metadata: Map::new(),
+                },
+                append: true,
+                last_chunk: false,
+            }),
+            event(EventPayload::StatusUpdate {
+                status: TaskStatus::new(TaskState::InputRequired)
+                    .with_message(Message::assistant("which city?")),
+                is_final: true,
+                metadata: Map::new(),
+            }),
+        ]
+    }
+
+    #[test]
+    fn frames_hold_the_same_json_as_the_value_path_in_both_versions() {
+        for v in [ProtocolVersion::V0_3, ProtocolVersion::V1_0] {
+            for e in events() {
+                let result = update_result(v, &e).unwrap();
+                // What the server sent before: the typed result as a value,
+                // wrapped in the JSON-RPC response.
+                let value = result.to_value();
+                assert!(value.is_object(), "{v:?} {}: {value}", e.kind());
+                for id in [json!(7), json!("req-1"), Value::Null] {
+                    let framed: Value = serde_json::from_str(&result.frame(Some(&id))).unwrap();
+                    assert_eq!(
+                        framed,
+                        json!({"jsonrpc": "2.0", "id": id, "result": value}),
+                        "{v:?} {}",
+                        e.kind()
+                    );
+                }
+                let bare: Value = serde_json::from_str(&result.frame(None)).unwrap();
+                assert_eq!(bare, value, "{v:?} {}", e.kind());
+                // The typed item of a stream event is the logged event's.
+                let item = stream_result(v, &StreamEvent::Update(e.clone())).unwrap();
+                assert_eq!(item.to_value(), value);
+            }
+        }
+    }
+
+    #[test]
+    fn an_artifact_chunk_is_framed_as_each_version_spells_it() {
+        let chunk = &events()[2];
+        let v1: Value = serde_json::from_str(
+            &update_result(ProtocolVersion::V1_0, chunk)
+                .unwrap()
+                .frame(Some(&json!(1))),
+        )
+        .unwrap();
+        assert_eq!(
+            v1,
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"artifactUpdate": {
+                "taskId": "t-1", "contextId": "c-1", "append": true, "lastChunk": false,
+                "artifact": {"artifactId": "a-1", "name": "answer",
+                             "parts": [{"text": "It is \"sunny\"\n"}]}}}})
+        );
+        let v03: Value = serde_json::from_str(
+            &update_result(ProtocolVersion::V0_3, chunk)
+                .unwrap()
+                .frame(None),
+        )
+        .unwrap();
+        assert_eq!(
+            v03,
+            json!({"kind": "artifact-update", "taskId": "t-1", "contextId": "c-1",
+                   "append": true, "lastChunk": false,
+                   "artifact": {"artifactId": "a-1", "name": "answer",
+                                "parts": [{"kind": "text", "text": "It is \"sunny\"\n"}]}})
+        );
+    }
+
+    #[test]
+    fn internal_events_have_no_stream_form() {
+        let e = event(EventPayload::Text { text: "x".into() });
+        assert!(e.is_internal());
+        for v in [ProtocolVersion::V0_3, ProtocolVersion::V1_0] {
+            assert!(update_result(v, &e).is_none());
+        }
     }
 }

@@ -310,54 +310,61 @@ fn wire_message(m: &WireMessage) -> Message03 {
     out
 }
 
+/// A 0.3 stream result in its typed form, serialised as the object itself
+/// tagged by `kind` (the field is private: only this module builds one).
+#[derive(Debug, Serialize)]
+#[serde(transparent)]
+pub(crate) struct StreamResult03(Kinded03);
+
 /// A stream result: the object itself, tagged by `kind`.
-pub(super) fn encode_stream_event(e: &StreamEvent) -> Option<Value> {
-    Some(match e {
-        StreamEvent::Task(t) => encode_task(t),
-        StreamEvent::Message(m) => to_value(Kinded03::Message(wire_message(m))),
-        StreamEvent::Update(event) => encode_event(event)?,
-    })
+pub(super) fn stream_result(e: &StreamEvent) -> Option<StreamResult03> {
+    Some(StreamResult03(match e {
+        StreamEvent::Task(t) => Kinded03::Task(task(t)),
+        StreamEvent::Message(m) => Kinded03::Message(wire_message(m)),
+        StreamEvent::Update(event) => return update_result(event),
+    }))
 }
 
-fn encode_event(e: &AgentEvent) -> Option<Value> {
+/// The stream result of a logged event; `None` for events that never leave.
+pub(super) fn update_result(e: &AgentEvent) -> Option<StreamResult03> {
     let (task_id, context_id) = (&*e.task_id, &*e.context_id);
-    Some(match &*e.payload {
+    Some(StreamResult03(match &*e.payload {
         EventPayload::Task {
             status: s,
             metadata,
-        } => to_value(Kinded03::Task(Task03 {
+        } => Kinded03::Task(Task03 {
             id: task_id.into(),
             context_id: context_id.into(),
             status: status(s, task_id, context_id),
             history: None,
             artifacts: None,
             metadata: non_empty(metadata),
-        })),
+        }),
         EventPayload::StatusUpdate {
             status: s,
             is_final,
             metadata,
-        } => to_value(Kinded03::StatusUpdate(StatusUpdate03 {
+        } => Kinded03::StatusUpdate(StatusUpdate03 {
             task_id: task_id.into(),
             context_id: context_id.into(),
             status: status(s, task_id, context_id),
             is_final: *is_final,
             metadata: non_empty(metadata),
-        })),
+        }),
         EventPayload::ArtifactUpdate {
             artifact: a,
             append,
             last_chunk,
-        } => to_value(Kinded03::ArtifactUpdate(ArtifactUpdate03 {
+        } => Kinded03::ArtifactUpdate(ArtifactUpdate03 {
             task_id: task_id.into(),
             context_id: context_id.into(),
             artifact: artifact(a),
             append: Some(*append),
             last_chunk: Some(*last_chunk),
             metadata: None,
-        })),
+        }),
         _ => return None,
-    })
+    }))
 }
 
 /// `message/send` params, as the client sends them.
@@ -561,7 +568,7 @@ mod tests {
                 metadata: Map::new(),
             },
         );
-        let v = encode_event(&e).unwrap();
+        let v = serde_json::to_value(update_result(&e).unwrap()).unwrap();
         assert_eq!(v["kind"], "status-update");
         assert_eq!(v["final"], true);
         assert_eq!(v["status"]["state"], "input-required");

@@ -149,13 +149,17 @@ pub(super) fn encode_send_response(r: &SendResponse) -> Value {
 }
 
 /// A `StreamResponse`.
-pub(super) fn encode_stream_event(e: &StreamEvent) -> Option<Value> {
-    let r = match e {
+pub(super) fn stream_result(e: &StreamEvent) -> Option<StreamResponse> {
+    Some(match e {
         StreamEvent::Task(t) => StreamResponse::Task(task(t)),
         StreamEvent::Message(m) => StreamResponse::Message(wire_message(m)),
         StreamEvent::Update(event) => stream_response(event)?,
-    };
-    Some(to_value(&r))
+    })
+}
+
+/// The `StreamResponse` of a logged event; `None` for events that never leave.
+pub(super) fn update_result(e: &AgentEvent) -> Option<StreamResponse> {
+    stream_response(e)
 }
 
 fn stream_response(e: &AgentEvent) -> Option<StreamResponse> {
@@ -514,7 +518,7 @@ mod tests {
                 metadata: Map::new(),
             },
         );
-        let v = encode_stream_event(&StreamEvent::Update(e)).unwrap();
+        let v = serde_json::to_value(update_result(&e).unwrap()).unwrap();
         let u = &v["statusUpdate"];
         assert_eq!(u["taskId"], "t");
         assert_eq!(u["status"]["state"], "TASK_STATE_INPUT_REQUIRED");

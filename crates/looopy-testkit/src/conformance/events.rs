@@ -32,11 +32,9 @@ pub async fn event_log(log: Arc<dyn EventLog>, ids: &UniqueIds) {
 async fn append_all(log: &dyn EventLog, task: &str, events: &[AgentEvent]) -> Vec<StoredEvent> {
     let mut stored = Vec::new();
     for event in events {
-        let id = ok(log.append(task, event).await, "append");
-        stored.push(StoredEvent {
-            id,
-            event: event.clone(),
-        });
+        let event = Arc::new(event.clone());
+        let id = ok(log.append(task, Arc::clone(&event)).await, "append");
+        stored.push(StoredEvent { id, event });
     }
     stored
 }
@@ -234,7 +232,7 @@ async fn concurrent_appends(log: Arc<dyn EventLog>, ids: &UniqueIds) {
             })
         })
         .collect();
-    let mut by_id: HashMap<String, AgentEvent> = HashMap::new();
+    let mut by_id: HashMap<String, Arc<AgentEvent>> = HashMap::new();
     for writer in writers {
         for stored in join(writer).await {
             assert!(

@@ -22,7 +22,6 @@ use tokio::sync::Notify;
 
 use super::ssrf::{self, GuardedResolver};
 use super::{Push, PushSettings};
-use crate::model::StreamEvent;
 use crate::server::progress;
 use crate::server::tasks::Tasks;
 use crate::version::ProtocolVersion;
@@ -340,9 +339,7 @@ impl Payloads {
         match v {
             ProtocolVersion::V1_0 => self
                 .v1
-                .get_or_insert_with(|| {
-                    wire::encode_stream_event(v, &StreamEvent::Update(stored.event.clone()))
-                })
+                .get_or_insert_with(|| wire::update_result(v, &stored.event).map(|r| r.to_value()))
                 .clone(),
             ProtocolVersion::V0_3 => {
                 if self.v03.is_none() {

@@ -1,5 +1,6 @@
 //! Cancelling tasks: here, in another process, or while they wait for input.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -121,7 +122,7 @@ impl Tasks {
         );
         let id = self
             .log
-            .append(&task_id, &event)
+            .append(&task_id, Arc::new(event))
             .await
             .map_err(|e| RpcError::internal(format!("event log: {e}")))?;
         let turn = claimed.turns;

@@ -57,7 +57,8 @@ pub(crate) struct Tasks {
     tracker: TaskTracker,
     cancel_poll: Duration,
     cancel_wait: Duration,
-    /// Whether tool progress updates are logged (the extension is offered).
+    /// Whether the server offers the tool-progress extension (a turn logs
+    /// its updates only when its request also activated it).
     tool_progress: bool,
     /// The turn registry, when stranded turns are recovered here.
     recovery: Option<Arc<dyn TurnLock>>,
@@ -72,6 +73,9 @@ struct TurnState {
     turn: u32,
     last_state: TaskState,
     ended: bool,
+    /// Whether the turn logs tool-progress updates: the request that
+    /// started it activated the extension. Other turns never build them.
+    progress: bool,
 }
 
 /// The span of a turn driven here (`recovered`: taken over from a process
@@ -165,11 +169,13 @@ impl Tasks {
     /// Accepts a message: a new task (in a new or existing context) or the
     /// next turn of a task that waits for input. The turn runs on a task of
     /// its own; its first event (`task`, submitted) is already logged when
-    /// this returns.
+    /// this returns. `progress`: the request activated the tool-progress
+    /// extension, so the turn logs its updates (when the server offers it).
     pub(crate) async fn start(
         self: &Arc<Self>,
         auth: &AuthContext,
         params: SendParams,
+        progress: bool,
     ) -> Result<Started, RpcError> {
         let principal = auth.principal.as_str();
         let wire = params.message;
@@ -242,8 +248,10 @@ impl Tasks {
         };
         let span = turn_span(&task_id, &context_id, false);
         let this = Arc::clone(self);
-        self.tracker
-            .spawn(this.drive(request, turn, done_tx).instrument(span));
+        self.tracker.spawn(
+            this.drive(request, turn, progress, done_tx)
+                .instrument(span),
+        );
         Ok(started)
     }
 
@@ -309,7 +317,7 @@ impl Tasks {
                 metadata: Map::new(),
             },
         );
-        let id = match self.log.append(&task_id, &event).await {
+        let id = match self.log.append(&task_id, Arc::new(event)).await {
             Ok(id) => id,
             Err(e) => {
                 let why = format!("event log: {e}");
@@ -345,16 +353,23 @@ impl Tasks {
 
     /// Runs a turn to its end: every public event goes to the log, state
     /// changes and the end go to the record.
-    async fn drive(self: Arc<Self>, request: TurnRequest, turn: u32, done: watch::Sender<bool>) {
+    async fn drive(
+        self: Arc<Self>,
+        request: TurnRequest,
+        turn: u32,
+        progress: bool,
+        done: watch::Sender<bool>,
+    ) {
         let mut turn = TurnState {
             task_id: request.task_id.clone(),
             context_id: request.context_id.clone(),
             turn,
             last_state: TaskState::Submitted,
             ended: false,
+            progress: self.tool_progress && progress,
         };
         let cancel = request.cancel.clone();
-        if self.tool_progress {
+        if turn.progress {
             let (trace_id, generated) = crate::trace::current_trace_id();
             let event = progress::turn_start(
                 turn.task_id.clone(),
@@ -447,8 +462,9 @@ impl Tasks {
 
     async fn on_event(&self, turn: &mut TurnState, mut event: AgentEvent) {
         if event.is_internal() {
-            // Only the tool-progress extension's share of them is logged.
-            if self.tool_progress
+            // Only the tool-progress extension's share of them is logged,
+            // and only for a turn whose request asked for it.
+            if turn.progress
                 && let Some(update) = progress::from_internal(&event)
             {
                 self.append_progress(turn, update).await;
@@ -461,7 +477,8 @@ impl Tasks {
         }
         event.task_id = turn.task_id.clone();
         event.context_id = turn.context_id.clone();
-        let id = match self.log.append(&turn.task_id, &event).await {
+        let event = Arc::new(event);
+        let id = match self.log.append(&turn.task_id, Arc::clone(&event)).await {
             Ok(id) => Some(id),
             Err(e) => {
                 tracing::warn!(error = %e, kind = event.kind(), "could not log an event");
@@ -495,7 +512,7 @@ impl Tasks {
     async fn append_progress(&self, turn: &TurnState, mut update: AgentEvent) {
         update.task_id = turn.task_id.clone();
         update.context_id = turn.context_id.clone();
-        if let Err(e) = self.log.append(&turn.task_id, &update).await {
+        if let Err(e) = self.log.append(&turn.task_id, Arc::new(update)).await {
             tracing::warn!(error = %e, "could not log a tool progress update");
         }
     }

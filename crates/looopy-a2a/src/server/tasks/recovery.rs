@@ -110,6 +110,10 @@ impl Tasks {
             turn: record.turns,
             last_state: record.status.state,
             ended: false,
+            // The request that started the turn is gone: whether it asked
+            // for the extension is unknown, so a recovered turn logs the
+            // updates whenever the server offers them.
+            progress: self.tool_progress,
         };
         let this = Arc::clone(self);
         self.tracker.spawn(
