@@ -11,7 +11,7 @@ use axum::routing::get;
 use looopy::a2a::{A2aServer, AgentCardConfig, LoopRunner};
 use looopy::openai::LiteLlmProvider;
 use looopy::prelude::*;
-use looopy::stores::memory::{MemoryEventLog, MemoryMessageStore, MemoryTaskStore};
+use looopy::stores::memory::{MemoryEventLog, MemoryMessageStore, MemoryTaskRecordStore};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -22,7 +22,7 @@ async fn main() -> anyhow::Result<()> {
     let server = A2aServer::builder(
         runner,
         Arc::new(MemoryEventLog::new()),
-        Arc::new(MemoryTaskStore::new()),
+        Arc::new(MemoryTaskRecordStore::new()),
     )
     .card(AgentCardConfig::new(
         "weather",

@@ -6,8 +6,8 @@
 use async_trait::async_trait;
 use futures::StreamExt;
 use looopy_core::{
-    LlmResponse, Message, ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider,
-    ToolResult, TurnContext,
+    LlmResponse, Message, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult,
+    TurnContext,
 };
 use looopy_loop::AgentLoop;
 use looopy_testkit::ScriptedLlm;
@@ -17,7 +17,7 @@ struct Calculator;
 
 #[async_trait]
 impl ToolProvider for Calculator {
-    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         Ok(vec![ToolDefinition::new(
             "add",
             "Adds two numbers",
@@ -25,7 +25,7 @@ impl ToolProvider for Calculator {
         )])
     }
 
-    async fn execute(&self, call: &ToolCall, _cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, _cx: &TurnContext) -> ToolResult {
         let args = call.parsed_arguments();
         match (args["a"].as_f64(), args["b"].as_f64()) {
             (Some(a), Some(b)) => ToolResult::text(&call.id, (a + b).to_string()),

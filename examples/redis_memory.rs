@@ -24,7 +24,7 @@ async fn main() -> anyhow::Result<()> {
         .message_store(stores.messages.clone())
         .artifact_store(stores.artifacts.clone())
         .state_store(stores.agents.clone())
-        .task_store(stores.tasks.clone())
+        .task_store(stores.checkpoints.clone())
         .turn_lock(stores.locks.clone()) // one turn at a time per conversation, across processes
         .build()?;
     let summary = agent

@@ -21,7 +21,7 @@ async fn main() -> anyhow::Result<()> {
     let calculator = LocalTools::new().tool(
         "add",
         "Adds two numbers",
-        |args: Add, _cx: ToolContext| async move { Ok::<_, ToolFnError>(args.a + args.b) },
+        |args: Add, _cx: TurnContext| async move { Ok::<_, ToolFnError>(args.a + args.b) },
     );
     let agent = AgentLoop::builder(llm)
         .system_prompt("You are a careful calculator. Use the add tool.")

@@ -47,7 +47,7 @@ const BENCHES: &[(&str, &str, &str)] = &[
     (
         "looopy-bench",
         "redis_roundtrips",
-        "Redis round trips and added latency: loop checkpoints (RedisTaskStateStore) per iteration, and whole Agent turns with every store in Redis, at history 10, 100 and 1000, on a private redis-server",
+        "Redis round trips and added latency: loop checkpoints (RedisCheckpointStore) per iteration, and whole Agent turns with every store in Redis, at history 10, 100 and 1000, on a private redis-server",
     ),
     (
         "looopy-bench",

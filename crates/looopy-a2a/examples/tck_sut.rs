@@ -32,7 +32,7 @@ use looopy_core::{
     AgentEvent, Artifact, AuthContext, EventPayload, FileContent, Message, Part, TaskState,
     TaskStatus,
 };
-use looopy_stores_memory::{MemoryEventLog, MemoryPushConfigStore, MemoryTaskStore};
+use looopy_stores_memory::{MemoryEventLog, MemoryPushConfigStore, MemoryTaskRecordStore};
 use serde_json::{Map, json};
 use tokio::sync::mpsc;
 
@@ -340,7 +340,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = A2aServer::builder(
         runner,
         Arc::new(MemoryEventLog::new()),
-        Arc::new(MemoryTaskStore::new()),
+        Arc::new(MemoryTaskRecordStore::new()),
     )
     .card(card)
     .card_default_version(args.card)

@@ -27,7 +27,7 @@ pub use client::{
 };
 pub use jsonrpc::{RpcError, UNAUTHENTICATED};
 pub use loop_runner::LoopRunner;
-pub use model::{SendResponse, StreamEvent, TaskSnapshot, WireMessage};
+pub use model::{SendResponse, StreamEvent, TaskSnapshot};
 #[cfg(feature = "client")]
 pub use remote_tool::RemoteAgentTools;
 pub use runner::{ResumeRequest, RunnerError, TurnEvents, TurnRequest, TurnRunner};
@@ -38,3 +38,4 @@ pub use server::{
 };
 pub use version::{ProtocolVersion, VERSION_HEADER};
 pub use wire::SendRequest;
+pub use wire::WireMessage;

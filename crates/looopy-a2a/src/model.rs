@@ -5,6 +5,8 @@
 use looopy_core::{AgentEvent, Artifact, Message, TaskStatus};
 use serde_json::{Map, Value};
 
+use crate::wire::WireMessage;
+
 /// A task as A2A shows it (`Task` in both versions).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskSnapshot {
@@ -41,31 +43,6 @@ impl TaskSnapshot {
             }
         }
         out
-    }
-}
-
-/// A message with the A2A ids that travel beside it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WireMessage {
-    /// The message. Role `User` is the client, `Assistant` the agent.
-    pub message: Message,
-    /// The task it belongs to or continues.
-    pub task_id: Option<String>,
-    /// The conversation.
-    pub context_id: Option<String>,
-    /// Other tasks it refers to.
-    pub reference_task_ids: Vec<String>,
-}
-
-impl WireMessage {
-    /// A message outside any task or context (the start of a conversation).
-    pub fn new(message: Message) -> Self {
-        WireMessage {
-            message,
-            task_id: None,
-            context_id: None,
-            reference_task_ids: Vec::new(),
-        }
     }
 }
 

@@ -6,8 +6,8 @@ use std::sync::{Mutex, PoisonError};
 use async_trait::async_trait;
 use futures::StreamExt;
 use looopy_core::{
-    EventPayload, TaskState, ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider,
-    ToolResult,
+    EventPayload, TaskState, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult,
+    TurnContext,
 };
 use serde_json::{Value, json};
 use tracing::Instrument;
@@ -120,7 +120,7 @@ impl RemoteAgentTools {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn client_for(&self, cx: &ToolContext) -> A2aClient {
+    fn client_for(&self, cx: &TurnContext) -> A2aClient {
         match (
             self.forward_credentials,
             cx.auth.as_ref().and_then(|a| a.credentials.clone()),
@@ -137,7 +137,7 @@ impl RemoteAgentTools {
         &self,
         client: &A2aClient,
         request: SendRequest,
-        cx: &ToolContext,
+        cx: &TurnContext,
     ) -> Result<TaskSnapshot, String> {
         let mut events = match client.stream(&request).await {
             Ok(events) => events,
@@ -214,11 +214,11 @@ fn message_task(message: looopy_core::Message, context_id: Option<String>) -> Ta
 
 #[async_trait]
 impl ToolProvider for RemoteAgentTools {
-    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         Ok(vec![self.definition.clone()])
     }
 
-    async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, cx: &TurnContext) -> ToolResult {
         if call.name != self.definition.name {
             return ToolResult::error(
                 &call.id,

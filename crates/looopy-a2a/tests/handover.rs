@@ -12,7 +12,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 use looopy_a2a::{RunnerError, TurnEvents, TurnRequest, TurnRunner};
-use looopy_core::store::{EventLog, TaskStore, TurnLock};
+use looopy_core::store::{EventLog, TaskRecordStore, TurnLock};
 use looopy_core::{AgentEvent, EventPayload, TaskState, TaskStatus};
 use looopy_stores_memory::MemoryTurnLock;
 use serde_json::json;

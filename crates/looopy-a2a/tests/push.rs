@@ -843,7 +843,7 @@ impl looopy_a2a::TurnRunner for ResumingRunner {
 /// following it for the task's webhooks: the rest of the turn is delivered.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_recovered_turn_sends_the_rest_of_its_updates() {
-    use looopy_core::store::{EventLog, TaskRecord, TaskStore, TurnLock};
+    use looopy_core::store::{EventLog, TaskRecord, TaskRecordStore, TurnLock};
     use looopy_core::{AgentEvent, EventPayload, TaskState, TaskStatus};
 
     let receiver = Receiver::start(Mode::Accept, 0).await;

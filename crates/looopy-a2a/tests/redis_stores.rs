@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use looopy_a2a::A2aServer;
 use looopy_core::TaskState;
-use looopy_core::store::{EventLog, TaskStore};
+use looopy_core::store::{EventLog, TaskRecordStore};
 use looopy_stores_redis::{RedisConfig, RedisStores};
 use looopy_testkit::conformance::UniqueIds;
 use serde_json::json;

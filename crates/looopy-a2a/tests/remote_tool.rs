@@ -6,9 +6,7 @@ mod support;
 use std::sync::Arc;
 
 use looopy_a2a::{A2aClient, RemoteAgentTools};
-use looopy_core::{
-    LlmResponse, Message, Role, TaskState, ToolCall, ToolContext, ToolProvider, TurnContext,
-};
+use looopy_core::{LlmResponse, Message, Role, TaskState, ToolCall, ToolProvider, TurnContext};
 use looopy_loop::AgentLoop;
 use looopy_testkit::ScriptedLlm;
 use support::*;
@@ -31,7 +29,7 @@ async fn an_agent_loop_asks_a_remote_agent() {
         .await
         .unwrap()
         .with_name("weather_agent");
-    let defs = tool.tools(&ToolContext::new("t", "c")).await.unwrap();
+    let defs = tool.tools(&TurnContext::new("t", "c")).await.unwrap();
     assert_eq!(defs[0].name, "weather_agent");
     assert!(defs[0].description.contains("Test agent"));
     assert_eq!(defs[0].parameters["required"][0], "message");
@@ -79,7 +77,7 @@ async fn an_agent_loop_asks_a_remote_agent() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn failures_become_error_results() {
-    let cx = ToolContext::new("t", "c");
+    let cx = TurnContext::new("t", "c");
     // Unreachable.
     let dead = RemoteAgentTools::new(A2aClient::new("http://127.0.0.1:9"), "remote", "x");
     let r = dead
@@ -123,7 +121,7 @@ async fn a_question_from_the_remote_agent_is_answered_by_the_next_call() {
     ]))
     .await;
     let tool = RemoteAgentTools::new(A2aClient::new(&server.url), "weather", "x");
-    let cx = ToolContext::new("t", "c");
+    let cx = TurnContext::new("t", "c");
     let r = tool
         .execute(
             &ToolCall::new("1", "weather", r#"{"message":"weather?"}"#),
@@ -148,7 +146,7 @@ async fn cancelling_the_local_turn_cancels_the_remote_task() {
         "slow",
         "x",
     ));
-    let cx = ToolContext::new("t", "c");
+    let cx = TurnContext::new("t", "c");
     let cancel = cx.cancel.clone();
     let call = tokio::spawn({
         let tool = tool.clone();
@@ -161,7 +159,7 @@ async fn cancelling_the_local_turn_cancels_the_remote_task() {
     // Wait until the remote task runs, then cancel the local turn.
     let tasks = server.tasks.clone();
     eventually(async || {
-        use looopy_core::store::TaskStore;
+        use looopy_core::store::TaskRecordStore;
         tasks
             .list(None, None, 10)
             .await
@@ -174,7 +172,7 @@ async fn cancelling_the_local_turn_cancels_the_remote_task() {
     let r = call.await.unwrap();
     assert!(r.is_error);
     eventually(async || {
-        use looopy_core::store::TaskStore;
+        use looopy_core::store::TaskRecordStore;
         tasks
             .list(None, None, 10)
             .await

@@ -7,7 +7,7 @@ mod support;
 use std::time::Duration;
 
 use looopy_core::TaskState;
-use looopy_core::store::TaskStore;
+use looopy_core::store::TaskRecordStore;
 use support::*;
 
 #[tokio::test(flavor = "multi_thread")]

@@ -5,7 +5,7 @@
 mod support;
 
 use looopy_a2a::{A2aClient, RemoteAgentTools};
-use looopy_core::store::TaskStore;
+use looopy_core::store::TaskRecordStore;
 use looopy_core::{EventPayload, LlmResponse, Message, TaskState, ToolCall, TurnContext};
 use looopy_loop::AgentLoop;
 use looopy_testkit::ScriptedLlm;

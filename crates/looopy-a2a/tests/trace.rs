@@ -6,7 +6,7 @@
 mod support;
 
 use looopy_a2a::{A2aClient, RemoteAgentTools, SendRequest};
-use looopy_core::{ToolCall, ToolContext, ToolProvider};
+use looopy_core::{ToolCall, ToolProvider, TurnContext};
 use looopy_testkit::{SpanCapture, attribute as attr};
 use opentelemetry::Value;
 use opentelemetry::trace::TraceContextExt;
@@ -30,7 +30,7 @@ async fn the_server_continues_the_callers_trace() {
         let r = tool
             .execute(
                 &ToolCall::new("1", "remote", r#"{"message":"again"}"#),
-                &ToolContext::new("t", "c"),
+                &TurnContext::new("t", "c"),
             )
             .await;
         assert!(!r.is_error, "{}", r.text_content());

@@ -19,7 +19,7 @@ use futures::StreamExt;
 use futures::stream;
 use looopy_a2a::{AgentCardConfig, AgentRunner, AuthConfig};
 use looopy_agent::Agent;
-use looopy_core::store::TaskStore;
+use looopy_core::store::TaskRecordStore;
 use looopy_core::{
     AgentEvent, Artifact, EventPayload, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse,
     LlmStream, Message, Part, Role, TaskState, TaskStatus, ToolCall, ToolDefinition, ToolProvider,

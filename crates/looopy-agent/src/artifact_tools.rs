@@ -14,7 +14,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use looopy_core::store::ArtifactStore;
 use looopy_core::{
-    Artifact, Part, ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider, ToolResult,
+    Artifact, Part, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext,
 };
 use serde::Deserialize;
 use serde_json::json;
@@ -54,7 +54,7 @@ impl ArtifactTools {
         ArtifactTools { store }
     }
 
-    async fn run(&self, call: &ToolCall, cx: &ToolContext) -> Result<ToolResult, String> {
+    async fn run(&self, call: &ToolCall, cx: &TurnContext) -> Result<ToolResult, String> {
         let arguments = if call.arguments.trim().is_empty() {
             "{}"
         } else {
@@ -131,7 +131,7 @@ impl ArtifactTools {
 
 #[async_trait]
 impl ToolProvider for ArtifactTools {
-    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         let id = json!({"type": "string", "description": "The artifact's id (letters, digits, '-', '_')."});
         let text = json!({"type": "string"});
         Ok(vec![
@@ -160,7 +160,7 @@ impl ToolProvider for ArtifactTools {
         ])
     }
 
-    async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, cx: &TurnContext) -> ToolResult {
         match self.run(call, cx).await {
             Ok(result) => result,
             Err(message) => ToolResult::error(&call.id, message),

@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use looopy_core::store::{
-    AgentStateStore, ArtifactStore, MessageStore, SeparateStores, Stores, TaskStateStore, TurnLock,
-    TurnStore,
+    AgentStateStore, ArtifactStore, CheckpointStore, MessageStore, SeparateStores, Stores,
+    TurnLock, TurnStore,
 };
 use looopy_core::{LlmProvider, ToolProvider};
 use looopy_loop::tool_output::ToolOutputCache;
@@ -30,7 +30,7 @@ pub struct AgentBuilder {
     tools: Vec<Arc<dyn ToolProvider>>,
     loop_config: Option<AgentLoopConfig>,
     agent_loop: Option<AgentLoop>,
-    task_store: Option<Arc<dyn TaskStateStore>>,
+    task_store: Option<Arc<dyn CheckpointStore>>,
     messages: Option<Arc<dyn MessageStore>>,
     artifacts: Option<Arc<dyn ArtifactStore>>,
     states: Option<Arc<dyn AgentStateStore>>,
@@ -148,7 +148,7 @@ impl AgentBuilder {
     /// only).
     pub fn stores(self, stores: &Stores) -> Self {
         let mut b = self
-            .task_store(stores.tasks.clone())
+            .task_store(stores.checkpoints.clone())
             .message_store(stores.messages.clone())
             .artifact_store(stores.artifacts.clone())
             .state_store(stores.agents.clone())
@@ -160,7 +160,7 @@ impl AgentBuilder {
     }
 
     /// Loop checkpoints go here (crash safety within a turn).
-    pub fn task_store(mut self, store: Arc<dyn TaskStateStore>) -> Self {
+    pub fn task_store(mut self, store: Arc<dyn CheckpointStore>) -> Self {
         self.task_store = Some(store);
         self
     }

@@ -27,7 +27,7 @@ use crate::commit;
 use crate::compaction::{self, CompactionReport};
 use crate::lease::Lease;
 use crate::pause::PauseRelay;
-use crate::turn::TurnSummary;
+use crate::turn::FinishedTurn;
 use crate::window;
 
 /// The history a turn starts from.
@@ -65,7 +65,7 @@ pub(crate) struct TurnRun {
     pub(crate) turn_number: u64,
     pub(crate) tx: UnboundedSender<AgentEvent>,
     /// Boxed: empty until the turn ends, and every running turn has one.
-    pub(crate) summary: Arc<Mutex<Option<Box<TurnSummary>>>>,
+    pub(crate) summary: Arc<Mutex<Option<Box<FinishedTurn>>>>,
     /// Pause requests from the `AgentTurn`.
     pub(crate) pause: Arc<PauseRelay>,
     /// The turn's settings, handed to the loop.
@@ -231,7 +231,7 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
             _ => Vec::new(),
         };
         *turn.summary.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some(Box::new(TurnSummary {
+            Some(Box::new(FinishedTurn {
                 task_id: cx.task_id.to_string(),
                 turn_number: turn.turn_number,
                 end,

@@ -46,7 +46,7 @@ pub use config::{
 };
 pub use error::{AgentBusy, AgentError, BusyHolder};
 pub use tokens::{CalibratedCounter, HeuristicCounter, SharedCounter, TokenCounter};
-pub use turn::{AgentTurn, TurnOptions, TurnSummary};
+pub use turn::{AgentTurn, FinishedTurn, TurnOptions};
 pub use window::{WindowConfig, WindowedLlm};
 
 // Re-exported so that users of the Agent name the same types.

@@ -128,7 +128,7 @@ impl TurnOptions {
 
 /// How a turn ended, once it has.
 #[derive(Debug, Clone)]
-pub struct TurnSummary {
+pub struct FinishedTurn {
     /// The turn's task id.
     pub task_id: String,
     /// 1-based number of the turn in the conversation.
@@ -172,7 +172,7 @@ pub struct AgentTurn {
     task_id: Arc<str>,
     turn_number: u64,
     cancel: CancellationToken,
-    summary: Arc<Mutex<Option<Box<TurnSummary>>>>,
+    summary: Arc<Mutex<Option<Box<FinishedTurn>>>>,
     pause: Arc<PauseRelay>,
     cancel_on_drop: bool,
     ended: bool,
@@ -218,7 +218,7 @@ impl AgentTurn {
     }
 
     /// How the turn ended, once the final event was sent.
-    pub fn summary(&self) -> Option<TurnSummary> {
+    pub fn summary(&self) -> Option<FinishedTurn> {
         self.summary
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -227,7 +227,7 @@ impl AgentTurn {
     }
 
     /// Reads every event to the end; returns them with the summary.
-    pub async fn collect_all(mut self) -> (Vec<AgentEvent>, Option<TurnSummary>) {
+    pub async fn collect_all(mut self) -> (Vec<AgentEvent>, Option<FinishedTurn>) {
         let mut events = Vec::new();
         while let Some(e) = self.next().await {
             events.push(e);
@@ -238,13 +238,13 @@ impl AgentTurn {
 
     /// Runs the turn to its end, discarding the events (without keeping
     /// them on the way: a long turn costs no memory here).
-    pub async fn finish(mut self) -> Option<TurnSummary> {
+    pub async fn finish(mut self) -> Option<FinishedTurn> {
         while self.next().await.is_some() {}
         self.take_summary()
     }
 
     /// Moves the summary out (for the consuming readers: no copy).
-    fn take_summary(&self) -> Option<TurnSummary> {
+    fn take_summary(&self) -> Option<FinishedTurn> {
         self.summary
             .lock()
             .unwrap_or_else(PoisonError::into_inner)

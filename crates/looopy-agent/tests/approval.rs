@@ -12,8 +12,8 @@ use looopy_agent::{Agent, AgentError, TurnEnd};
 use looopy_core::approval::{ApprovalDecision, ApprovalRequest, Decision};
 use looopy_core::store::MessageStore;
 use looopy_core::{
-    LlmResponse, Message, Part, Role, TaskState, ToolCall, ToolContext, ToolDefinition, ToolError,
-    ToolFailure, ToolProvider, ToolResult,
+    LlmResponse, Message, Part, Role, TaskState, ToolCall, ToolDefinition, ToolError, ToolFailure,
+    ToolProvider, ToolResult, TurnContext,
 };
 use looopy_loop::hooks::{Approval, ApproveFn};
 use looopy_stores_memory::MemoryStores;
@@ -35,14 +35,14 @@ impl Files {
 
 #[async_trait]
 impl ToolProvider for Files {
-    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         Ok(vec![
             ToolDefinition::without_parameters("delete_file", "Deletes a file"),
             ToolDefinition::without_parameters("lookup", "Looks up"),
         ])
     }
 
-    async fn execute(&self, call: &ToolCall, _cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, _cx: &TurnContext) -> ToolResult {
         match call.name.as_str() {
             "delete_file" => match call.parsed_arguments()["path"].as_str() {
                 Some(path) => {
@@ -82,7 +82,7 @@ fn decision(d: &ApprovalDecision) -> Message {
     Message::with_parts(Role::User, vec![d.to_part()])
 }
 
-async fn send(agent: &Agent, message: Message) -> looopy_agent::TurnSummary {
+async fn send(agent: &Agent, message: Message) -> looopy_agent::FinishedTurn {
     agent
         .execute_turn(Some(message), None)
         .await

@@ -8,7 +8,7 @@ mod support;
 use std::sync::Arc;
 
 use looopy_core::LlmResponse;
-use looopy_core::store::TaskStateStore;
+use looopy_core::store::CheckpointStore;
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use support::*;
@@ -21,11 +21,18 @@ async fn a_completed_turn_leaves_no_checkpoint() {
         .respond(LlmResponse::text("done"));
     let agent = builder("c-ckpt-done", &llm, &stores)
         .tools(TestTools::default())
-        .task_store(stores.tasks.clone())
+        .task_store(stores.checkpoints.clone())
         .build()
         .unwrap();
     let (_, summary) = turn(&agent, "look it up").await;
-    assert!(stores.tasks.load(&summary.task_id).await.unwrap().is_none());
+    assert!(
+        stores
+            .checkpoints
+            .load(&summary.task_id)
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
 
 #[tokio::test]
@@ -35,10 +42,10 @@ async fn a_turn_waiting_for_input_keeps_its_checkpoint() {
     let tools = Arc::new(TestTools::default());
     let agent = builder("c-ckpt-input", &llm, &stores)
         .tools_shared(tools)
-        .task_store(stores.tasks.clone())
+        .task_store(stores.checkpoints.clone())
         .build()
         .unwrap();
     let (_, summary) = turn(&agent, "ask the client").await;
-    let checkpoint = stores.tasks.load(&summary.task_id).await.unwrap();
+    let checkpoint = stores.checkpoints.load(&summary.task_id).await.unwrap();
     assert!(checkpoint.is_some(), "the input-required turn's checkpoint");
 }

@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use looopy_agent::{Agent, AgentError, BusyHolder, TurnOptions};
-use looopy_core::store::{MessageStore, TaskStateStore, TurnLock};
+use looopy_core::store::{CheckpointStore, MessageStore, TurnLock};
 use looopy_core::{
-    LlmResponse, Message, Role, TaskState, ToolCall, ToolContext, ToolDefinition, ToolError,
-    ToolProvider, ToolResult,
+    LlmResponse, Message, Role, TaskState, ToolCall, ToolDefinition, ToolError, ToolProvider,
+    ToolResult, TurnContext,
 };
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
@@ -35,13 +35,13 @@ struct Tools {
 
 #[async_trait]
 impl ToolProvider for Tools {
-    async fn tools(&self, _: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, _: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         Ok(vec![
             ToolDefinition::without_parameters("fast", "answers at once"),
             ToolDefinition::without_parameters("hang", "never answers"),
         ])
     }
-    async fn execute(&self, call: &ToolCall, _: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, _: &TurnContext) -> ToolResult {
         if call.name == "fast" {
             self.fast.fetch_add(1, Ordering::SeqCst);
             return ToolResult::text(&call.id, "fast result");
@@ -54,7 +54,7 @@ impl ToolProvider for Tools {
 fn agent(ctx: &str, llm: &ScriptedLlm, stores: &MemoryStores, tools: Arc<Tools>) -> Agent {
     builder(ctx, llm, stores)
         .tools_shared(tools)
-        .task_store(stores.tasks.clone())
+        .task_store(stores.checkpoints.clone())
         .turn_lock(stores.locks.clone())
         .lock_ttl(TTL)
         .build()
@@ -92,7 +92,7 @@ fn run_and_die(ctx: &str, stores: &MemoryStores, tools: Arc<Tools>) -> String {
         drop(turn);
         // Until the checkpoint holds fast's result.
         for _ in 0..500 {
-            if let Some(c) = stores.tasks.load(&task_id).await.unwrap()
+            if let Some(c) = stores.checkpoints.load(&task_id).await.unwrap()
                 && c.completed_tool_results
                     .iter()
                     .any(|r| r.tool_call_id == "call-fast")

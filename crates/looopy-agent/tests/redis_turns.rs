@@ -8,7 +8,7 @@
 mod support;
 
 use looopy_agent::Agent;
-use looopy_core::store::{AgentStateStore, MessageStore, TaskStateStore, TurnLock};
+use looopy_core::store::{AgentStateStore, CheckpointStore, MessageStore, TurnLock};
 use looopy_core::{LlmResponse, Message, Role, TaskState};
 use looopy_stores_redis::{RedisConfig, RedisStores};
 use looopy_testkit::ScriptedLlm;
@@ -32,7 +32,7 @@ fn agent(ctx: &str, llm: &ScriptedLlm, stores: &RedisStores, combined: bool) -> 
         .artifact_store(stores.artifacts.clone())
         .state_store(stores.agents.clone())
         .turn_lock(stores.locks.clone())
-        .task_store(stores.tasks.clone())
+        .task_store(stores.checkpoints.clone())
         .owner("someone");
     if combined {
         b = b.turn_store(stores.turns.clone());
@@ -108,7 +108,7 @@ async fn combined_start_and_end_store_what_the_separate_calls_store() {
             assert_eq!(completed.state, TaskState::Completed);
             assert!(
                 stores
-                    .tasks
+                    .checkpoints
                     .load(&completed.task_id)
                     .await
                     .unwrap()
@@ -117,7 +117,12 @@ async fn combined_start_and_end_store_what_the_separate_calls_store() {
             );
         }
         assert!(
-            stores.tasks.load(&ends[2].task_id).await.unwrap().is_some(),
+            stores
+                .checkpoints
+                .load(&ends[2].task_id)
+                .await
+                .unwrap()
+                .is_some(),
             "an input-required turn keeps its checkpoint"
         );
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use looopy_core::store::MessageStore;
 use looopy_core::{
-    AgentEvent, EventPayload, LlmResponse, Role, ToolContext, ToolFailure, ToolOutcome, ToolResult,
+    AgentEvent, EventPayload, LlmResponse, Role, ToolFailure, ToolOutcome, ToolResult, TurnContext,
 };
 use looopy_loop::hooks::{Approval, ApproveFn, HookContext};
 use looopy_stores_memory::MemoryStores;
@@ -36,7 +36,7 @@ async fn a_timed_out_tool_is_reported_as_a_timeout() {
     let tools = TimeoutTools::new(LocalTools::new().tool(
         "slow",
         "Takes its time",
-        |_: NoArgs, _: ToolContext| async move {
+        |_: NoArgs, _: TurnContext| async move {
             tokio::time::sleep(Duration::from_secs(3600)).await;
             Ok::<_, ToolFnError>("never")
         },
@@ -85,7 +85,7 @@ async fn a_denied_call_is_reported_as_denied_and_does_not_run() {
     let tools = LocalTools::new().sync_tool(
         "delete_all",
         "Deletes everything",
-        move |_: NoArgs, _: &ToolContext| {
+        move |_: NoArgs, _: &TurnContext| {
             counter.fetch_add(1, Ordering::SeqCst);
             Ok::<_, ToolFnError>("deleted")
         },

@@ -6,8 +6,8 @@ mod support;
 use async_trait::async_trait;
 use looopy_core::store::ArtifactStore;
 use looopy_core::{
-    Artifact, LlmResponse, Part, ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider,
-    ToolResult,
+    Artifact, LlmResponse, Part, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult,
+    TurnContext,
 };
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
@@ -19,14 +19,14 @@ struct Reader;
 
 #[async_trait]
 impl ToolProvider for Reader {
-    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         Ok(vec![ToolDefinition::without_parameters(
             "list_artifacts",
             "lists the conversation's artifacts",
         )])
     }
 
-    async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, cx: &TurnContext) -> ToolResult {
         let Some(view) = &cx.artifacts else {
             return ToolResult::error(&call.id, "no artifacts in the context");
         };

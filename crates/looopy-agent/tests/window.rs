@@ -62,7 +62,7 @@ async fn the_model_sees_a_tool_safe_window_and_the_store_keeps_everything() {
 struct LastSaved(std::sync::Mutex<Option<looopy_core::store::TaskCheckpoint>>);
 
 #[async_trait::async_trait]
-impl looopy_core::store::TaskStateStore for LastSaved {
+impl looopy_core::store::CheckpointStore for LastSaved {
     async fn save(
         &self,
         checkpoint: &looopy_core::store::TaskCheckpoint,

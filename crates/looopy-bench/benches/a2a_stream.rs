@@ -21,7 +21,7 @@ use looopy_a2a::{A2aServer, AgentCardConfig, AgentRunner};
 use looopy_agent::Agent;
 use looopy_bench::{Case, comment, cpu_seconds, ms, percentile};
 use looopy_core::{FinishReason, LlmChunk};
-use looopy_stores_memory::{MemoryStores, MemoryTaskStore};
+use looopy_stores_memory::{MemoryStores, MemoryTaskRecordStore};
 use looopy_testkit::{ScriptStep, ScriptedLlm};
 use serde_json::json;
 
@@ -66,7 +66,7 @@ fn run_server(nodelay: bool) {
         let server = A2aServer::builder(
             runner,
             stores.events.clone(),
-            Arc::new(MemoryTaskStore::new()),
+            Arc::new(MemoryTaskRecordStore::new()),
         )
         .card(AgentCardConfig::new("Bench agent", "Streams 20 chunks"))
         .build();

@@ -33,14 +33,14 @@ use async_trait::async_trait;
 use common::{Proxy, commands, redis_cpu_seconds};
 use looopy_agent::{Agent, TurnOptions};
 use looopy_bench::{Case, comment, cpu_seconds_fine, ms, percentile, us};
-use looopy_core::store::{Acquire, MessageStore, TaskStateStore, TurnLease, TurnLock};
+use looopy_core::store::{Acquire, CheckpointStore, MessageStore, TurnLease, TurnLock};
 use looopy_core::{
     LlmError, LlmProvider, LlmRequest, LlmResponse, Message, Role, StoreError, TaskState, ToolCall,
-    ToolContext, ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext,
+    ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext,
 };
 use looopy_stores_redis::{
-    RedisAgentStateStore, RedisArtifactStore, RedisBackend, RedisConfig, RedisMessageStore,
-    RedisTaskStateStore, RedisTurnLock, RedisTurnStore,
+    RedisAgentStateStore, RedisArtifactStore, RedisBackend, RedisCheckpointStore, RedisConfig,
+    RedisMessageStore, RedisTurnLock, RedisTurnStore,
 };
 use looopy_testkit::RedisServer;
 use tokio::sync::Notify;
@@ -78,13 +78,13 @@ struct Tools {
 
 #[async_trait]
 impl ToolProvider for Tools {
-    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         Ok(vec![
             ToolDefinition::without_parameters("noop", "does nothing"),
             ToolDefinition::without_parameters("hang", "never answers"),
         ])
     }
-    async fn execute(&self, call: &ToolCall, _cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, _cx: &TurnContext) -> ToolResult {
         if call.name == "hang" {
             self.entered.notify_one();
             std::future::pending::<()>().await;
@@ -115,7 +115,7 @@ impl LlmProvider for OneTool {
 /// through different proxies, to count their round trips apart.
 #[derive(Clone)]
 struct Stores {
-    tasks: Arc<RedisTaskStateStore>,
+    tasks: Arc<RedisCheckpointStore>,
     messages: Arc<RedisMessageStore>,
     artifacts: Arc<RedisArtifactStore>,
     agents: Arc<RedisAgentStateStore>,
@@ -137,7 +137,7 @@ impl Stores {
             backend(state_url).await.expect("connect"),
             backend(lock_url).await.expect("connect"),
         );
-        let tasks = Arc::new(RedisTaskStateStore::new(m.clone()));
+        let tasks = Arc::new(RedisCheckpointStore::new(m.clone()));
         let messages = Arc::new(RedisMessageStore::new(m.clone()));
         let agents = Arc::new(RedisAgentStateStore::new(s));
         let lock = Arc::new(RedisTurnLock::new(l.clone()));

@@ -2,7 +2,7 @@
 //! `redis-server` (looopy-testkit's `RedisServer`):
 //!
 //! - checkpoints: `AgentLoop` turns of 10 iterations with two no-op tool
-//!   calls each (plus the wrap-up call) with `RedisTaskStateStore`, against
+//!   calls each (plus the wrap-up call) with `RedisCheckpointStore`, against
 //!   the same turns with no store; per iteration: added latency, round
 //!   trips, Redis commands; at history 10, 100 and 1000;
 //! - message appends and the rest of an Agent turn: `Agent` turns (two
@@ -27,16 +27,16 @@ use common::{Proxy, commands};
 use futures::StreamExt;
 use looopy_agent::Agent;
 use looopy_bench::{Case, comment, percentile, us};
-use looopy_core::store::{MessageStore, TaskStateStore};
+use looopy_core::store::{CheckpointStore, MessageStore};
 use looopy_core::{
-    History, LlmResponse, Message, Role, ToolCall, ToolContext, ToolDefinition, ToolError,
-    ToolProvider, ToolResult, TurnContext,
+    History, LlmResponse, Message, Role, ToolCall, ToolDefinition, ToolError, ToolProvider,
+    ToolResult, TurnContext,
 };
 use looopy_loop::AgentLoop;
 use looopy_stores_memory::MemoryStores;
 use looopy_stores_redis::{
-    RedisAgentStateStore, RedisArtifactStore, RedisBackend, RedisConfig, RedisMessageStore,
-    RedisStores, RedisTaskStateStore, RedisTurnLock, RedisTurnStore,
+    RedisAgentStateStore, RedisArtifactStore, RedisBackend, RedisCheckpointStore, RedisConfig,
+    RedisMessageStore, RedisStores, RedisTurnLock, RedisTurnStore,
 };
 use looopy_testkit::{RedisServer, ScriptStep, ScriptedLlm};
 
@@ -64,13 +64,13 @@ struct NoopTools;
 
 #[async_trait]
 impl ToolProvider for NoopTools {
-    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         Ok(vec![
             ToolDefinition::without_parameters("noop_a", "does nothing"),
             ToolDefinition::without_parameters("noop_b", "does nothing"),
         ])
     }
-    async fn execute(&self, call: &ToolCall, _cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, _cx: &TurnContext) -> ToolResult {
         ToolResult::text(&call.id, "ok")
     }
 }
@@ -113,7 +113,7 @@ async fn ping(conn: &redis::aio::MultiplexedConnection) {
 
 // ------------------------------------------------------------------ loop turns
 
-fn tool_loop(store: Option<Arc<dyn TaskStateStore>>) -> AgentLoop {
+fn tool_loop(store: Option<Arc<dyn CheckpointStore>>) -> AgentLoop {
     let calls = LlmResponse::tool_calls(
         "",
         vec![
@@ -150,9 +150,9 @@ async fn checkpoints(
 ) {
     let plain = tool_loop(None);
     let direct = redis_stores(&server.url(), "bench-cp").await;
-    let redis_loop = tool_loop(Some(direct.tasks.clone()));
+    let redis_loop = tool_loop(Some(direct.checkpoints.clone()));
     let proxied = redis_stores(&proxy.url, "bench-cp-proxied").await;
-    let proxied_loop = tool_loop(Some(proxied.tasks.clone()));
+    let proxied_loop = tool_loop(Some(proxied.checkpoints.clone()));
     let iterations = f64::from(K + 1);
     for n in histories() {
         let base = History::from(history(n));
@@ -178,7 +178,7 @@ async fn checkpoints(
         loop_turns(&proxied_loop, &base, counted, &format!("c{n}")).await;
         let (rt, cmds) = (proxy.round_trips() - rt0, commands(info).await - c0);
         let per_iter = |x: u64| x as f64 / (counted as f64 * iterations);
-        Case::new(BENCH, format!("checkpoints (RedisTaskStateStore), history {n}, added per iteration"), "µs")
+        Case::new(BENCH, format!("checkpoints (RedisCheckpointStore), history {n}, added per iteration"), "µs")
             .median_p99(m1 - m0, p1 - m0)
             .num("no_store_median_us", m0)
             .num("redis_median_us", m1)
@@ -204,7 +204,7 @@ async fn checkpoints(
 /// through different proxies (to count their round trips apart).
 #[derive(Clone)]
 struct RedisAgentStores {
-    tasks: Arc<RedisTaskStateStore>,
+    tasks: Arc<RedisCheckpointStore>,
     messages: Arc<RedisMessageStore>,
     artifacts: Arc<RedisArtifactStore>,
     agents: Arc<RedisAgentStateStore>,
@@ -226,7 +226,7 @@ impl RedisAgentStores {
             backend(messages_url).await.expect("connect"),
             backend(rest_url).await.expect("connect"),
         );
-        let tasks = Arc::new(RedisTaskStateStore::new(t));
+        let tasks = Arc::new(RedisCheckpointStore::new(t));
         let messages = Arc::new(RedisMessageStore::new(m));
         let agents = Arc::new(RedisAgentStateStore::new(r.clone()));
         let locks = Arc::new(RedisTurnLock::new(r.clone()));
@@ -296,7 +296,7 @@ fn agent(context: &str, stores: &AgentStores) -> Agent {
             .artifact_store(s.artifacts.clone())
             .state_store(s.agents.clone())
             .turn_lock(s.locks.clone())
-            .task_store(s.tasks.clone()),
+            .task_store(s.checkpoints.clone()),
     }
     .build()
     .expect("agent")

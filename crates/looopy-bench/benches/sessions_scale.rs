@@ -22,7 +22,7 @@ use looopy_bench::{
 };
 use looopy_core::{
     LlmError, LlmProvider, LlmRequest, LlmResponse, Message, Role, TaskState, ToolCall,
-    ToolContext, ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext,
+    ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext,
 };
 use looopy_stores_memory::MemoryStores;
 
@@ -113,13 +113,13 @@ struct NoopTools;
 
 #[async_trait]
 impl ToolProvider for NoopTools {
-    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         Ok(vec![ToolDefinition::without_parameters(
             "noop",
             "does nothing",
         )])
     }
-    async fn execute(&self, call: &ToolCall, _cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, _cx: &TurnContext) -> ToolResult {
         ToolResult::text(&call.id, "ok")
     }
 }

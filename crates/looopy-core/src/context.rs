@@ -172,13 +172,6 @@ impl TurnContext {
     }
 }
 
-/// What an LLM provider is told about the call (an alias: one context type
-/// serves models and tools alike).
-pub type CallContext = TurnContext;
-
-/// What a tool is told about the call.
-pub type ToolContext = TurnContext;
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,7 +19,7 @@ mod tool_provider;
 pub use artifact_view::ConversationArtifacts;
 pub use cache::{CacheKind, CacheStore};
 pub use client_tool::ClientToolResult;
-pub use context::{AuthContext, CallContext, ToolContext, TurnContext};
+pub use context::{AuthContext, TurnContext};
 pub use event::{AgentEvent, EventPayload, HistoryLimit, ToolOutcome};
 pub use event_sink::EventSink;
 pub use history::History;

@@ -4,13 +4,13 @@
 //!
 //! | trait | holds | keyed by |
 //! |---|---|---|
-//! | [`TaskStateStore`] | loop checkpoints of a running turn | task id |
+//! | [`CheckpointStore`] | loop checkpoints of a running turn | task id |
 //! | [`MessageStore`] | conversation history | context id |
 //! | [`ArtifactStore`] | artifacts, appended chunk by chunk | context id + artifact id |
 //! | [`AgentStateStore`] | agent lifecycle metadata | context id |
 //! | [`EventLog`] | ordered events of a task, readable after an id | task id |
 //! | [`TurnLock`] | turn ownership: one turn at a time per context, across processes, and the registry of running turns | context id |
-//! | [`TaskStore`] | A2A task records (owner, status, event cursors, version; a cancel flag) | task id |
+//! | [`TaskRecordStore`] | A2A task records (owner, status, event cursors, version; a cancel flag) | task id |
 //! | [`PushConfigStore`] | A2A push notification configs (webhooks) | task id + config id |
 //! | [`TurnStore`] | an Agent turn's start and end as one operation each, over the stores above | context id |
 
@@ -136,7 +136,7 @@ pub struct TaskCheckpoint {
 
 /// Loop checkpoints, so that a turn can resume after a crash.
 #[async_trait]
-pub trait TaskStateStore: Send + Sync {
+pub trait CheckpointStore: Send + Sync {
     /// Stores (replaces) the checkpoint of `checkpoint.task_id`.
     async fn save(&self, checkpoint: &TaskCheckpoint) -> Result<(), StoreError>;
     /// The last checkpoint of a task.
@@ -457,7 +457,7 @@ pub struct TaskRecord {
     pub turn_message_ids: Vec<String>,
     /// The version of the record in its store: set by the store on every
     /// write (the first write gives 1), checked by
-    /// [`TaskStore::compare_and_put`]. 0 for a record not read from a store.
+    /// [`TaskRecordStore::compare_and_put`]. 0 for a record not read from a store.
     /// A store may keep it apart from the rest of the record.
     #[serde(default)]
     pub version: u64,
@@ -493,7 +493,7 @@ impl TaskRecord {
     }
 }
 
-/// How many times [`TaskStore::update`] reads and tries again when other
+/// How many times [`TaskRecordStore::update`] reads and tries again when other
 /// writers keep winning.
 pub const TASK_UPDATE_ATTEMPTS: usize = 64;
 
@@ -502,24 +502,24 @@ pub const TASK_UPDATE_ATTEMPTS: usize = 64;
 /// Atomicity rules:
 /// - every write of a record is atomic and gives it the next
 ///   [`version`](TaskRecord::version) (the first write gives 1);
-/// - [`compare_and_put`](TaskStore::compare_and_put) writes only while the
+/// - [`compare_and_put`](TaskRecordStore::compare_and_put) writes only while the
 ///   stored version is the one the caller read: of any number of writers
 ///   that read one version, exactly one wins. Version 0 matches a missing
 ///   record (and one stored before records had versions);
-/// - [`update`](TaskStore::update) is read, change, compare-and-put, tried
+/// - [`update`](TaskRecordStore::update) is read, change, compare-and-put, tried
 ///   again when another writer won: no update is lost. Every change of a
 ///   record that others may change at the same time goes through it (or
-///   through `compare_and_put`); [`put`](TaskStore::put) replaces blindly;
+///   through `compare_and_put`); [`put`](TaskRecordStore::put) replaces blindly;
 /// - the cancel flag of a task is a key of its own, apart from the record:
-///   [`request_cancel`](TaskStore::request_cancel) raises it and
-///   [`take_cancel`](TaskStore::take_cancel) lowers it and says whether it
+///   [`request_cancel`](TaskRecordStore::request_cancel) raises it and
+///   [`take_cancel`](TaskRecordStore::take_cancel) lowers it and says whether it
 ///   was raised, atomically, so one request is taken once. Polling it costs
 ///   no read of the record;
-/// - the indexes that [`list`](TaskStore::list) reads may lag a write
+/// - the indexes that [`list`](TaskRecordStore::list) reads may lag a write
 ///   (they can live apart from the record); `list` returns records as they
 ///   are stored and never one that no longer matches.
 #[async_trait]
-pub trait TaskStore: Send + Sync {
+pub trait TaskRecordStore: Send + Sync {
     /// Stores (replaces) a record, whatever version is stored; the stored
     /// record gets the next version (`record.version` is ignored).
     async fn put(&self, record: &TaskRecord) -> Result<(), StoreError>;
@@ -547,7 +547,7 @@ pub trait TaskStore: Send + Sync {
     async fn take_cancel(&self, task_id: &str) -> Result<bool, StoreError>;
 
     /// Reads a record, lets `change` change it and stores it with
-    /// [`compare_and_put`](TaskStore::compare_and_put), reading again and
+    /// [`compare_and_put`](TaskRecordStore::compare_and_put), reading again and
     /// calling `change` again when another writer came first (at most
     /// [`TASK_UPDATE_ATTEMPTS`] times, then [`StoreError::Conflict`]).
     /// `change` returns `false` to leave the record as it is.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::context::ToolContext;
+use crate::context::TurnContext;
 use crate::tool::{ToolCall, ToolDefinition, ToolFailure, ToolResult};
 
 /// Why a provider could not list or run its tools.
@@ -97,10 +97,10 @@ impl std::fmt::Debug for dyn ToolProvider {
 #[async_trait]
 pub trait ToolProvider: Send + Sync {
     /// The tools this provider offers now.
-    async fn tools(&self, cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError>;
+    async fn tools(&self, cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError>;
 
     /// Runs one call of one of this provider's tools.
-    async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> ToolResult;
+    async fn execute(&self, call: &ToolCall, cx: &TurnContext) -> ToolResult;
 
     /// Releases what the provider holds (child processes, sessions,
     /// connections), for a clean stop: `Agent::shutdown` and a server's
@@ -115,10 +115,10 @@ pub trait ToolProvider: Send + Sync {
 
 #[async_trait]
 impl<P: ToolProvider + ?Sized> ToolProvider for Arc<P> {
-    async fn tools(&self, cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         (**self).tools(cx).await
     }
-    async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, cx: &TurnContext) -> ToolResult {
         (**self).execute(call, cx).await
     }
     async fn shutdown(&self) -> Result<(), ToolError> {

@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use futures::StreamExt;
 use looopy_core::{
-    History, Message, ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider, ToolResult,
-    TurnContext,
+    History, Message, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext,
 };
 use looopy_llm_litellm::{LiteLlmConfig, LiteLlmProvider};
 use looopy_loop::AgentLoop;
@@ -68,10 +67,10 @@ struct NoopTools;
 
 #[async_trait]
 impl ToolProvider for NoopTools {
-    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         Ok(tool_defs())
     }
-    async fn execute(&self, call: &ToolCall, _cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, _cx: &TurnContext) -> ToolResult {
         ToolResult::text(&call.id, "ok")
     }
 }

@@ -5,7 +5,7 @@ mod support;
 
 use async_trait::async_trait;
 use looopy_core::{
-    Role, TaskState, ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider, ToolResult,
+    Role, TaskState, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext,
 };
 use looopy_llm_litellm::{RetryPolicy, RetryingLlm};
 use looopy_loop::AgentLoop;
@@ -18,7 +18,7 @@ struct Adder;
 
 #[async_trait]
 impl ToolProvider for Adder {
-    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         Ok(vec![ToolDefinition::new(
             "add",
             "Adds two numbers",
@@ -27,7 +27,7 @@ impl ToolProvider for Adder {
         )])
     }
 
-    async fn execute(&self, call: &ToolCall, _cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, _cx: &TurnContext) -> ToolResult {
         let args = call.parsed_arguments();
         match (args["a"].as_f64(), args["b"].as_f64()) {
             (Some(a), Some(b)) => ToolResult::text(&call.id, format!("{}", a + b)),

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use futures::StreamExt;
 use looopy_core::{
-    History, LlmResponse, Message, ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider,
-    ToolResult, TurnContext,
+    History, LlmResponse, Message, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult,
+    TurnContext,
 };
 use looopy_loop::AgentLoop;
 use looopy_testkit::{ScriptStep, ScriptedLlm};
@@ -18,13 +18,13 @@ struct NoopTools;
 
 #[async_trait]
 impl ToolProvider for NoopTools {
-    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         Ok(vec![
             ToolDefinition::without_parameters("noop_a", "does nothing"),
             ToolDefinition::without_parameters("noop_b", "does nothing"),
         ])
     }
-    async fn execute(&self, call: &ToolCall, _cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, _cx: &TurnContext) -> ToolResult {
         ToolResult::text(&call.id, "ok")
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use looopy_core::store::TaskStateStore;
+use looopy_core::store::CheckpointStore;
 use looopy_core::{LlmProvider, ToolProvider};
 
 use crate::AgentLoop;
@@ -30,7 +30,7 @@ use crate::tool_output;
 pub struct AgentLoopBuilder {
     llm: Arc<dyn LlmProvider>,
     tools: Vec<Arc<dyn ToolProvider>>,
-    task_store: Option<Arc<dyn TaskStateStore>>,
+    task_store: Option<Arc<dyn CheckpointStore>>,
     config: AgentLoopConfig,
     hooks: Vec<Arc<dyn Hook>>,
     hook_failure_mode: HookFailureMode,
@@ -116,7 +116,7 @@ impl AgentLoopBuilder {
     }
 
     /// Persists checkpoints here (enables [`AgentLoop::resume`]).
-    pub fn task_store(mut self, store: Arc<dyn TaskStateStore>) -> Self {
+    pub fn task_store(mut self, store: Arc<dyn CheckpointStore>) -> Self {
         self.task_store = Some(store);
         self
     }

@@ -16,7 +16,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use looopy_core::store::{TaskCheckpoint, TaskStateStore};
+use looopy_core::store::{CheckpointStore, TaskCheckpoint};
 use looopy_core::{History, Role, TaskState, ToolCall, ToolResult, TurnContext, Usage};
 use tokio::sync::{mpsc, oneshot};
 
@@ -65,7 +65,7 @@ pub(crate) struct CheckpointWriter {
 
 impl CheckpointWriter {
     /// A writer to `store`; without a store, snapshots are dropped.
-    pub(crate) fn new(store: Option<Arc<dyn TaskStateStore>>, emit: Emitter) -> Self {
+    pub(crate) fn new(store: Option<Arc<dyn CheckpointStore>>, emit: Emitter) -> Self {
         let Some(store) = store else {
             return CheckpointWriter { tx: None };
         };
@@ -95,7 +95,7 @@ impl CheckpointWriter {
 /// Saves the newest of the waiting snapshots, one save at a time, and
 /// answers flushes once what came before them is written.
 async fn write_newest(
-    store: Arc<dyn TaskStateStore>,
+    store: Arc<dyn CheckpointStore>,
     mut rx: mpsc::UnboundedReceiver<Request>,
     emit: Emitter,
 ) {

@@ -20,6 +20,6 @@ pub enum LoopError {
         task_id: String,
     },
     /// Resume needs a task state store.
-    #[error("resume needs a TaskStateStore")]
+    #[error("resume needs a CheckpointStore")]
     NoTaskStore,
 }

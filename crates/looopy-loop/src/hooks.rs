@@ -297,7 +297,7 @@ where
 
 /// A summary of how a turn is about to end, for `incomplete_work` and `after_turn`.
 #[derive(Debug, Clone)]
-pub struct TurnSummary {
+pub struct EndingTurn {
     /// The state it ends (or would end) in.
     pub state: TaskState,
     /// Why (`finished`, `max_iterations`, ...).
@@ -388,7 +388,7 @@ pub trait Hook: Send + Sync {
     async fn incomplete_work(
         &self,
         _cx: &HookContext,
-        _summary: &TurnSummary,
+        _summary: &EndingTurn,
     ) -> Result<Option<String>, HookError> {
         Ok(None)
     }
@@ -398,7 +398,7 @@ pub trait Hook: Send + Sync {
     async fn after_turn(
         &self,
         _cx: &HookContext,
-        _summary: &TurnSummary,
+        _summary: &EndingTurn,
     ) -> Result<AfterTurn, HookError> {
         Ok(AfterTurn::Keep)
     }
@@ -601,7 +601,7 @@ impl Hooks {
         &self,
         cx: &HookContext,
         emit: &Emitter,
-        summary: &TurnSummary,
+        summary: &EndingTurn,
     ) -> Result<Option<String>, FatalHook> {
         for h in self.list.iter() {
             match h.incomplete_work(cx, summary).await {
@@ -619,7 +619,7 @@ impl Hooks {
         &self,
         cx: &HookContext,
         emit: &Emitter,
-        summary: &mut TurnSummary,
+        summary: &mut EndingTurn,
     ) -> Result<Option<Message>, FatalHook> {
         let mut replaced = None;
         for h in self.list.iter() {

@@ -22,7 +22,7 @@ mod wrap_up;
 
 use std::sync::Arc;
 
-use looopy_core::store::TaskStateStore;
+use looopy_core::store::CheckpointStore;
 use looopy_core::{History, LlmProvider, ToolProvider, TurnContext};
 
 pub use builder::AgentLoopBuilder;
@@ -47,7 +47,7 @@ use crate::turn::Turn;
 pub struct AgentLoop {
     llm: Arc<dyn LlmProvider>,
     tools: Arc<[Arc<dyn ToolProvider>]>,
-    task_store: Option<Arc<dyn TaskStateStore>>,
+    task_store: Option<Arc<dyn CheckpointStore>>,
     config: Arc<AgentLoopConfig>,
     hooks: Hooks,
     metrics: LoopMetrics,
@@ -71,7 +71,7 @@ impl AgentLoop {
     }
 
     /// Where the loop keeps its checkpoints, if anywhere.
-    pub fn checkpoint_store(&self) -> Option<&Arc<dyn TaskStateStore>> {
+    pub fn checkpoint_store(&self) -> Option<&Arc<dyn CheckpointStore>> {
         self.task_store.as_ref()
     }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use looopy_core::store::ArtifactStore;
 use looopy_core::{
-    Artifact, Part, ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider, ToolResult,
+    Artifact, Part, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext,
 };
 use serde_json::{Value, json};
 
@@ -126,7 +126,7 @@ impl Hook for ToolOutputCache {
 
 #[async_trait]
 impl ToolProvider for ToolOutputCache {
-    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         Ok(vec![ToolDefinition::new(
             READ_TOOL_OUTPUT,
             "Reads a page of a tool output that was too long to show in full.",
@@ -144,7 +144,7 @@ impl ToolProvider for ToolOutputCache {
         .idempotent(true)])
     }
 
-    async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, cx: &TurnContext) -> ToolResult {
         let args = call.parsed_arguments();
         let Some(id) = args.get("artifact_id").and_then(Value::as_str) else {
             return ToolResult::error(&call.id, "missing string argument 'artifact_id'");

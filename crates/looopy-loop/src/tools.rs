@@ -9,8 +9,8 @@ use std::time::Instant;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use looopy_core::{
-    EventSink, ToolCall, ToolContext, ToolDefinition, ToolError, ToolFailure, ToolOutcome,
-    ToolProvider, ToolResult, ToolSignal,
+    EventSink, ToolCall, ToolDefinition, ToolError, ToolFailure, ToolOutcome, ToolProvider,
+    ToolResult, ToolSignal, TurnContext,
 };
 use tracing::Instrument;
 
@@ -32,7 +32,7 @@ impl ToolRegistry {
     /// name is a configuration error ([`ToolError::DuplicateName`]).
     pub async fn build(
         providers: Arc<[Arc<dyn ToolProvider>]>,
-        cx: &ToolContext,
+        cx: &TurnContext,
     ) -> Result<Self, ToolError> {
         let listed = futures::future::try_join_all(providers.iter().map(|p| p.tools(cx))).await?;
         let mut routes = HashMap::new();
@@ -78,7 +78,7 @@ impl ToolRegistry {
     /// [`ToolFailure::UnknownTool`] result and a panicking tool a
     /// [`ToolFailure::Panicked`] one; nothing here fails the turn. The
     /// result's `is_error` and `failure` agree ([`ToolResult::settle`]).
-    pub async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> (ToolResult, ToolOutcome) {
+    pub async fn execute(&self, call: &ToolCall, cx: &TurnContext) -> (ToolResult, ToolOutcome) {
         let Some(&index) = self.routes.get(&call.name) else {
             let e = ToolError::UnknownTool {
                 name: call.name.clone(),
@@ -191,7 +191,7 @@ impl Running {
 pub(crate) struct CallEnv<'a> {
     pub(crate) running: &'a Running,
     pub(crate) registry: &'a ToolRegistry,
-    pub(crate) cx: &'a ToolContext,
+    pub(crate) cx: &'a TurnContext,
     pub(crate) emit: &'a Emitter,
     pub(crate) hooks: &'a Hooks,
     pub(crate) pause: &'a PauseGate,

@@ -18,7 +18,7 @@ use tracing::Instrument;
 
 use crate::checkpoint::{self, CheckpointWriter, Snapshot};
 use crate::events::{Emitter, TurnEnd};
-use crate::hooks::{FatalHook, HookContext, TurnSummary};
+use crate::hooks::{EndingTurn, FatalHook, HookContext};
 use crate::limits::{ToolFailureMode, TurnSettings};
 use crate::model_call;
 use crate::stream::{TurnOutcome, TurnShared};
@@ -789,8 +789,8 @@ impl Turn {
         self.shared.set_history(self.history.clone());
     }
 
-    fn summary(&self, end: TurnEnd, message: Option<&Message>) -> TurnSummary {
-        TurnSummary {
+    fn summary(&self, end: TurnEnd, message: Option<&Message>) -> EndingTurn {
+        EndingTurn {
             state: end.state(),
             reason: end.as_str(),
             final_text: message.map(Message::text),

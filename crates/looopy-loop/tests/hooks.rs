@@ -14,8 +14,8 @@ use looopy_core::{
 };
 use looopy_loop::AgentLoop;
 use looopy_loop::hooks::{
-    AfterTurn, Approval, ApproveFn, BeforeLlm, BeforeTool, BeforeTurn, Hook, HookContext,
-    HookError, HookFailureMode, TurnSummary,
+    AfterTurn, Approval, ApproveFn, BeforeLlm, BeforeTool, BeforeTurn, EndingTurn, Hook,
+    HookContext, HookError, HookFailureMode,
 };
 use looopy_testkit::ScriptedLlm;
 use support::*;
@@ -68,7 +68,7 @@ impl Hook for Recorder {
             .push(format!("{}:after_llm", self.name));
         Ok(())
     }
-    async fn after_turn(&self, _cx: &HookContext, s: &TurnSummary) -> Result<AfterTurn, HookError> {
+    async fn after_turn(&self, _cx: &HookContext, s: &EndingTurn) -> Result<AfterTurn, HookError> {
         self.log
             .lock()
             .unwrap()
@@ -501,7 +501,7 @@ impl Hook for Nag {
     async fn incomplete_work(
         &self,
         _cx: &HookContext,
-        s: &TurnSummary,
+        s: &EndingTurn,
     ) -> Result<Option<String>, HookError> {
         self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Ok(Some(format!(

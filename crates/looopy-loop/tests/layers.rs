@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use looopy_core::{
     AgentEvent, EventPayload, History, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream,
-    Message, TaskState, ToolCall, ToolContext, ToolDefinition, ToolError, ToolFailure,
-    ToolProvider, ToolResult, TurnContext,
+    Message, TaskState, ToolCall, ToolDefinition, ToolError, ToolFailure, ToolProvider, ToolResult,
+    TurnContext,
 };
 use looopy_loop::AgentLoop;
 use looopy_loop::layers::RetryPolicy;
@@ -222,11 +222,11 @@ impl LlmProvider for Recorded<dyn LlmProvider> {
 
 #[async_trait]
 impl ToolProvider for Recorded<dyn ToolProvider> {
-    async fn tools(&self, cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         self.inner.tools(cx).await
     }
 
-    async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, cx: &TurnContext) -> ToolResult {
         self.note(format!("{} in", self.name));
         let result = self.inner.execute(call, cx).await;
         self.note(format!("{} out failure={:?}", self.name, result.failure));

@@ -13,7 +13,7 @@ use looopy_core::{
     EventPayload, History, LlmResponse, Message, Role, TaskState, ToolCall, ToolFailure,
     ToolResult, TurnContext,
 };
-use looopy_loop::hooks::{AfterTurn, BeforeTurn, Hook, HookContext, HookError, TurnSummary};
+use looopy_loop::hooks::{AfterTurn, BeforeTurn, EndingTurn, Hook, HookContext, HookError};
 use looopy_loop::{AgentLoop, ToolFailureMode, TurnEnd, TurnSettings};
 use looopy_testkit::ScriptedLlm;
 use support::*;
@@ -278,7 +278,7 @@ impl Hook for Rewriter {
     async fn after_turn(
         &self,
         _cx: &HookContext,
-        summary: &TurnSummary,
+        summary: &EndingTurn,
     ) -> Result<AfterTurn, HookError> {
         let text = summary.final_text.clone().unwrap_or_default();
         Ok(AfterTurn::ReplaceMessage(Message::assistant(format!(

@@ -8,12 +8,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
-use looopy_core::store::TaskStateStore;
+use looopy_core::store::CheckpointStore;
 use looopy_core::{
     EventPayload, History, LlmResponse, Message, Role, TaskState, ToolCall, ToolResult, TurnContext,
 };
 use looopy_loop::AgentLoop;
-use looopy_stores_memory::MemoryTaskStateStore;
+use looopy_stores_memory::MemoryCheckpointStore;
 use looopy_testkit::ScriptedLlm;
 use support::*;
 
@@ -43,7 +43,7 @@ fn tools(runs: Arc<AtomicUsize>, c_works: bool) -> FnTools {
 
 /// Waits (at most 5 s) until the stored checkpoint of the test task satisfies `ok`.
 async fn wait_for(
-    store: &MemoryTaskStateStore,
+    store: &MemoryCheckpointStore,
     ok: impl Fn(&looopy_core::store::TaskCheckpoint) -> bool,
 ) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
@@ -74,7 +74,7 @@ fn three_calls() -> LlmResponse {
 
 #[tokio::test]
 async fn checkpoints_are_taken_and_the_last_one_holds_the_final_state() {
-    let store = Arc::new(MemoryTaskStateStore::new());
+    let store = Arc::new(MemoryCheckpointStore::new());
     let llm = ScriptedLlm::new()
         .respond(LlmResponse::tool_calls(
             "",
@@ -110,7 +110,7 @@ async fn checkpoints_are_taken_and_the_last_one_holds_the_final_state() {
 
 #[tokio::test]
 async fn resume_after_a_crash_mid_batch_runs_only_the_missing_calls() {
-    let store = Arc::new(MemoryTaskStateStore::new());
+    let store = Arc::new(MemoryCheckpointStore::new());
     let first_runs = Arc::new(AtomicUsize::new(0));
     let llm = ScriptedLlm::new().respond(three_calls());
     let agent = AgentLoop::builder(llm)
@@ -167,7 +167,7 @@ async fn resume_after_a_crash_mid_batch_runs_only_the_missing_calls() {
 
 #[tokio::test]
 async fn resume_after_a_crash_before_the_tools_ran_runs_them_all_once() {
-    let store = Arc::new(MemoryTaskStateStore::new());
+    let store = Arc::new(MemoryCheckpointStore::new());
     let llm = ScriptedLlm::new().respond(three_calls());
     let agent = AgentLoop::builder(llm)
         .tools(tools(Arc::default(), false))
@@ -202,7 +202,7 @@ async fn resume_after_a_crash_before_the_tools_ran_runs_them_all_once() {
 
 #[tokio::test]
 async fn resume_of_an_ended_task_reports_it_without_calling_the_model() {
-    let store = Arc::new(MemoryTaskStateStore::new());
+    let store = Arc::new(MemoryCheckpointStore::new());
     let llm = ScriptedLlm::new().respond(LlmResponse::text("answer"));
     let agent = AgentLoop::builder(llm).task_store(store.clone()).build();
     drain(agent.start_turn(History::from(vec![Message::user("q")]), cx())).await;
@@ -217,7 +217,7 @@ async fn resume_of_an_ended_task_reports_it_without_calling_the_model() {
 #[tokio::test]
 async fn resume_without_a_checkpoint_fails_clearly() {
     let agent = AgentLoop::builder(ScriptedLlm::new())
-        .task_store(Arc::new(MemoryTaskStateStore::new()))
+        .task_store(Arc::new(MemoryCheckpointStore::new()))
         .build();
     let events = drain(agent.resume(cx())).await;
     let last = final_event(&events);
@@ -293,7 +293,7 @@ fn crash_tools(seen: Seen, work: bool) -> FnTools {
 
 #[tokio::test]
 async fn after_a_crash_completed_calls_stay_done_idempotent_calls_rerun_and_others_are_reported() {
-    let store = Arc::new(MemoryTaskStateStore::new());
+    let store = Arc::new(MemoryCheckpointStore::new());
     // The model gives `lookup` no call id: the loop makes one.
     let llm = ScriptedLlm::new().respond(LlmResponse::tool_calls(
         "",
@@ -425,7 +425,7 @@ async fn after_a_crash_completed_calls_stay_done_idempotent_calls_rerun_and_othe
 
 #[tokio::test]
 async fn a_call_in_flight_for_a_tool_that_is_gone_is_not_retried() {
-    let store = Arc::new(MemoryTaskStateStore::new());
+    let store = Arc::new(MemoryCheckpointStore::new());
     let llm = ScriptedLlm::new().respond(LlmResponse::tool_calls(
         "",
         vec![ToolCall::new("c1", "lookup", "{}")],
@@ -481,7 +481,7 @@ async fn approved_calls_interrupted_by_a_crash_run_again_on_resume_without_askin
         .message,
         ToolResult::text("ca", "result a").into_message(),
     ]);
-    let store = Arc::new(MemoryTaskStateStore::new());
+    let store = Arc::new(MemoryCheckpointStore::new());
     let agent = AgentLoop::builder(ScriptedLlm::new())
         .tools(tools(Arc::default(), false))
         .hook(RequireApproval::new(["c"]))
@@ -526,7 +526,7 @@ async fn approved_calls_interrupted_by_a_crash_run_again_on_resume_without_askin
 
 #[tokio::test]
 async fn resuming_without_a_checkpoint_ends_failed_with_an_outcome_saying_why() {
-    let store = Arc::new(MemoryTaskStateStore::default());
+    let store = Arc::new(MemoryCheckpointStore::default());
     let agent = AgentLoop::builder(ScriptedLlm::new())
         .task_store(store)
         .build();

@@ -4,13 +4,13 @@
 mod agents;
 mod artifacts;
 mod cache;
+mod checkpoints;
 mod events;
 mod locks;
 mod messages;
 mod push_configs;
 mod retention;
 mod task_records;
-mod tasks;
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -19,13 +19,13 @@ use looopy_core::store::Stores;
 pub use agents::MemoryAgentStateStore;
 pub use artifacts::MemoryArtifactStore;
 pub use cache::MemoryCacheStore;
+pub use checkpoints::MemoryCheckpointStore;
 pub use events::MemoryEventLog;
 pub use locks::MemoryTurnLock;
 pub use messages::MemoryMessageStore;
 pub use push_configs::MemoryPushConfigStore;
 pub use retention::MemoryRetention;
-pub use task_records::MemoryTaskStore;
-pub use tasks::MemoryTaskStateStore;
+pub use task_records::MemoryTaskRecordStore;
 
 /// Every in-memory store, each behind an [`Arc`] so that it can be handed to
 /// an Agent as `Arc<dyn Trait>` (`stores.messages.clone()` coerces) while the
@@ -35,7 +35,7 @@ pub use tasks::MemoryTaskStateStore;
 #[derive(Debug, Clone, Default)]
 pub struct MemoryStores {
     /// Loop checkpoints.
-    pub tasks: Arc<MemoryTaskStateStore>,
+    pub checkpoints: Arc<MemoryCheckpointStore>,
     /// Conversation histories.
     pub messages: Arc<MemoryMessageStore>,
     /// Artifacts.
@@ -59,7 +59,7 @@ impl MemoryStores {
     /// turn or runs out).
     pub fn with_retention(retention: &MemoryRetention) -> Self {
         MemoryStores {
-            tasks: Arc::new(MemoryTaskStateStore::with_retention(retention)),
+            checkpoints: Arc::new(MemoryCheckpointStore::with_retention(retention)),
             messages: Arc::new(MemoryMessageStore::with_retention(retention)),
             artifacts: Arc::new(MemoryArtifactStore::with_retention(retention)),
             agents: Arc::new(MemoryAgentStateStore::with_retention(retention)),
@@ -88,13 +88,13 @@ impl MemoryStores {
 pub fn stores(retention: &MemoryRetention) -> Stores {
     let m = MemoryStores::with_retention(retention);
     Stores {
-        tasks: m.tasks,
+        checkpoints: m.checkpoints,
         messages: m.messages,
         artifacts: m.artifacts,
         agents: m.agents,
         events: m.events,
         locks: m.locks,
-        task_records: Arc::new(MemoryTaskStore::with_retention(retention)),
+        task_records: Arc::new(MemoryTaskRecordStore::with_retention(retention)),
         push_configs: Arc::new(MemoryPushConfigStore::new()),
         turns: None,
     }

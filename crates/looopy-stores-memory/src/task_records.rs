@@ -1,4 +1,4 @@
-//! [`MemoryTaskStore`]: A2A task records in memory.
+//! [`MemoryTaskRecordStore`]: A2A task records in memory.
 
 use std::cmp::Reverse;
 use std::collections::HashSet;
@@ -6,14 +6,14 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use looopy_core::StoreError;
-use looopy_core::store::{TaskRecord, TaskStore};
+use looopy_core::store::{TaskRecord, TaskRecordStore};
 
 use crate::lock;
 use crate::retention::{MemoryRetention, Retained};
 
 /// A2A task records in memory.
 ///
-/// [`TaskStore::list`] scans every record (O(n log n) in the number of
+/// [`TaskRecordStore::list`] scans every record (O(n log n) in the number of
 /// records): fine for tests and single-process servers of modest size. Ties in
 /// `updated_at` are broken by task id, so pages are stable. Every write
 /// happens under one lock, so `compare_and_put` is atomic; cancel flags are
@@ -22,12 +22,12 @@ use crate::retention::{MemoryRetention, Retained};
 /// drops a record `ttl_secs` after its last write and keeps at most
 /// `max_entries` of them.
 #[derive(Debug, Default)]
-pub struct MemoryTaskStore {
+pub struct MemoryTaskRecordStore {
     records: Mutex<Retained<TaskRecord>>,
     cancels: Mutex<HashSet<String>>,
 }
 
-impl MemoryTaskStore {
+impl MemoryTaskRecordStore {
     /// An empty store that keeps every record.
     pub fn new() -> Self {
         Self::default()
@@ -35,7 +35,7 @@ impl MemoryTaskStore {
 
     /// An empty store whose records expire and are capped as `retention` says.
     pub fn with_retention(retention: &MemoryRetention) -> Self {
-        MemoryTaskStore {
+        MemoryTaskRecordStore {
             records: Mutex::new(Retained::new(retention.ttl(), retention.cap())),
             cancels: Mutex::default(),
         }
@@ -53,7 +53,7 @@ impl MemoryTaskStore {
 }
 
 #[async_trait]
-impl TaskStore for MemoryTaskStore {
+impl TaskRecordStore for MemoryTaskRecordStore {
     async fn put(&self, record: &TaskRecord) -> Result<(), StoreError> {
         let mut record = record.clone();
         let previous = {
@@ -144,7 +144,7 @@ mod tests {
 
     #[tokio::test]
     async fn put_get_replace_delete() {
-        let store = MemoryTaskStore::new();
+        let store = MemoryTaskRecordStore::new();
         assert!(store.get("t1").await.unwrap().is_none());
         let mut r = record("t1", "c1", Some("alice"), 0);
         store.put(&r).await.unwrap();
@@ -164,7 +164,7 @@ mod tests {
 
     #[tokio::test]
     async fn list_filters_by_owner_and_context_newest_first() {
-        let store = MemoryTaskStore::new();
+        let store = MemoryTaskRecordStore::new();
         store
             .put(&record("old", "c1", Some("alice"), 30))
             .await

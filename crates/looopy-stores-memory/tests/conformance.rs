@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use looopy_core::store::Stores;
-use looopy_stores_memory::{MemoryRetention, MemoryTaskStore};
+use looopy_stores_memory::{MemoryRetention, MemoryTaskRecordStore};
 use looopy_testkit::conformance::{self, StoreUnderTest, UniqueIds};
 
 /// The bundle an Agent and a server take, keeping everything (the suite
@@ -33,7 +33,7 @@ async fn two_suites_share_one_set_of_stores() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn task_records_are_atomic_across_two_handles() {
-    let records = Arc::new(MemoryTaskStore::new());
+    let records = Arc::new(MemoryTaskRecordStore::new());
     conformance::task_store_across_handles(records.clone(), records, &UniqueIds::new()).await;
 }
 
@@ -48,7 +48,7 @@ async fn memory_stores_pass_the_turn_store_rules_through_the_default_methods() {
         messages: stores.messages,
         states: Some(stores.agents),
         lock: Some(stores.locks),
-        checkpoints: Some(stores.tasks),
+        checkpoints: Some(stores.checkpoints),
     });
     conformance::turn_store(turns, &UniqueIds::new()).await;
 }

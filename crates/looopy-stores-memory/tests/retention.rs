@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use chrono::Utc;
 use looopy_core::store::{
-    AgentState, AgentStateStore, EventLog, LifecycleState, MessageStore, TaskCheckpoint,
-    TaskStateStore,
+    AgentState, AgentStateStore, CheckpointStore, EventLog, LifecycleState, MessageStore,
+    TaskCheckpoint,
 };
 use looopy_core::{AgentEvent, EventPayload, History, Message, TaskState, TaskStatus, Usage};
 use looopy_stores_memory::{MemoryRetention, MemoryStores};
@@ -92,13 +92,13 @@ async fn the_message_store_keeps_the_most_recently_used_conversations() {
 async fn checkpoints_event_logs_and_states_are_capped_too() {
     let stores = capped(2);
     for t in ["t1", "t2", "t3"] {
-        stores.tasks.save(&checkpoint(t)).await.unwrap();
+        stores.checkpoints.save(&checkpoint(t)).await.unwrap();
         stores.events.append(t, Arc::new(working(t))).await.unwrap();
         stores.agents.save(&owned_state(t, "me")).await.unwrap();
     }
-    assert!(stores.tasks.load("t1").await.unwrap().is_none());
-    assert!(stores.tasks.load("t3").await.unwrap().is_some());
-    assert_eq!(stores.tasks.len(), 2);
+    assert!(stores.checkpoints.load("t1").await.unwrap().is_none());
+    assert!(stores.checkpoints.load("t3").await.unwrap().is_some());
+    assert_eq!(stores.checkpoints.len(), 2);
     assert!(stores.events.read("t1", None, 10).await.unwrap().is_empty());
     assert_eq!(stores.events.read("t3", None, 10).await.unwrap().len(), 1);
     // The owner index lists only the states still kept.
@@ -126,7 +126,7 @@ async fn conversations_expire_after_their_last_write() {
         .append("old", &[Message::user("x")])
         .await
         .unwrap();
-    stores.tasks.save(&checkpoint("t")).await.unwrap();
+    stores.checkpoints.save(&checkpoint("t")).await.unwrap();
     tokio::time::sleep(Duration::from_millis(600)).await;
     stores
         .messages
@@ -136,7 +136,7 @@ async fn conversations_expire_after_their_last_write() {
     tokio::time::sleep(Duration::from_millis(600)).await;
     // "old" was written 1.2 s ago, "kept" 0.6 s ago.
     assert_eq!(stores.messages.count("old").await.unwrap(), 0);
-    assert!(stores.tasks.load("t").await.unwrap().is_none());
+    assert!(stores.checkpoints.load("t").await.unwrap().is_none());
     assert_eq!(stores.messages.count("kept").await.unwrap(), 1);
     // A conversation that expired starts again empty.
     stores

@@ -6,6 +6,7 @@ mod agents;
 mod artifacts;
 mod backend;
 mod cache;
+mod checkpoints;
 mod config;
 mod connection;
 mod error;
@@ -17,7 +18,6 @@ mod messages;
 mod push_configs;
 mod scripts;
 mod task_records;
-mod tasks;
 mod turns;
 
 use std::sync::Arc;
@@ -29,6 +29,7 @@ pub use agents::RedisAgentStateStore;
 pub use artifacts::RedisArtifactStore;
 pub use backend::RedisBackend;
 pub use cache::RedisCacheStore;
+pub use checkpoints::RedisCheckpointStore;
 pub use config::RedisConfig;
 pub use error::ConfigError;
 pub use events::RedisEventLog;
@@ -36,8 +37,7 @@ pub use keys::KeyLayout;
 pub use locks::RedisTurnLock;
 pub use messages::RedisMessageStore;
 pub use push_configs::RedisPushConfigStore;
-pub use task_records::RedisTaskStore;
-pub use tasks::RedisTaskStateStore;
+pub use task_records::RedisTaskRecordStore;
 pub use turns::RedisTurnStore;
 
 /// Every Redis store on one [`RedisBackend`] (one pool), each behind an
@@ -48,7 +48,7 @@ pub struct RedisStores {
     /// The shared pool and settings.
     pub backend: RedisBackend,
     /// Loop checkpoints.
-    pub tasks: Arc<RedisTaskStateStore>,
+    pub checkpoints: Arc<RedisCheckpointStore>,
     /// Conversation histories.
     pub messages: Arc<RedisMessageStore>,
     /// Artifacts.
@@ -60,7 +60,7 @@ pub struct RedisStores {
     /// Turn leases.
     pub locks: Arc<RedisTurnLock>,
     /// A2A task records.
-    pub task_records: Arc<RedisTaskStore>,
+    pub task_records: Arc<RedisTaskRecordStore>,
     /// An Agent turn's start and end over the stores above (give it to
     /// `AgentBuilder::turn_store` with them).
     pub turns: Arc<RedisTurnStore>,
@@ -69,7 +69,7 @@ pub struct RedisStores {
 impl RedisStores {
     /// Every store on `backend`.
     pub fn new(backend: RedisBackend) -> Self {
-        let tasks = Arc::new(RedisTaskStateStore::new(backend.clone()));
+        let tasks = Arc::new(RedisCheckpointStore::new(backend.clone()));
         let messages = Arc::new(RedisMessageStore::new(backend.clone()));
         let agents = Arc::new(RedisAgentStateStore::new(backend.clone()));
         let locks = Arc::new(RedisTurnLock::new(backend.clone()));
@@ -81,13 +81,13 @@ impl RedisStores {
             tasks.clone(),
         ));
         RedisStores {
-            tasks,
+            checkpoints: tasks,
             messages,
             artifacts: Arc::new(RedisArtifactStore::new(backend.clone())),
             agents,
             events: Arc::new(RedisEventLog::new(backend.clone())),
             locks,
-            task_records: Arc::new(RedisTaskStore::new(backend.clone())),
+            task_records: Arc::new(RedisTaskRecordStore::new(backend.clone())),
             turns,
             backend,
         }
@@ -115,7 +115,7 @@ pub async fn connect(config: RedisConfig) -> Result<Stores, StoreError> {
 impl From<RedisStores> for Stores {
     fn from(r: RedisStores) -> Self {
         Stores {
-            tasks: r.tasks,
+            checkpoints: r.checkpoints,
             messages: r.messages,
             artifacts: r.artifacts,
             agents: r.agents,

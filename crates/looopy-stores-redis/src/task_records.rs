@@ -1,9 +1,9 @@
-//! [`RedisTaskStore`]: A2A task records.
+//! [`RedisTaskRecordStore`]: A2A task records.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use looopy_core::StoreError;
-use looopy_core::store::{TaskRecord, TaskStore};
+use looopy_core::store::{TaskRecord, TaskRecordStore};
 
 use crate::backend::{RedisBackend, Retry};
 use crate::index::{self, Listing, score};
@@ -30,7 +30,7 @@ const PUT_ATTEMPTS: usize = 64;
 /// removes the entries of the previous owner and context when they changed; `list` checks each
 /// record's owner and context, so entries left behind are never returned.
 #[derive(Debug, Clone)]
-pub struct RedisTaskStore {
+pub struct RedisTaskRecordStore {
     backend: RedisBackend,
 }
 
@@ -48,10 +48,10 @@ fn order_of(record: &TaskRecord) -> (DateTime<Utc>, &str) {
     (record.updated_at, &record.task_id)
 }
 
-impl RedisTaskStore {
+impl RedisTaskRecordStore {
     /// Task records on `backend`.
     pub fn new(backend: RedisBackend) -> Self {
-        RedisTaskStore { backend }
+        RedisTaskRecordStore { backend }
     }
 
     /// Removes `task_id` from the indexes of `previous` that `current` does
@@ -76,7 +76,7 @@ impl RedisTaskStore {
     }
 }
 
-impl RedisTaskStore {
+impl RedisTaskRecordStore {
     /// Adds the record to its indexes, then writes it when the stored
     /// version is `expected`: `Ok(Ok(previous JSON))` when written,
     /// `Ok(Err(stored version))` when not.
@@ -129,7 +129,7 @@ impl RedisTaskStore {
 }
 
 #[async_trait]
-impl TaskStore for RedisTaskStore {
+impl TaskRecordStore for RedisTaskRecordStore {
     async fn put(&self, record: &TaskRecord) -> Result<(), StoreError> {
         let mut expected = record.version;
         for _ in 0..PUT_ATTEMPTS {

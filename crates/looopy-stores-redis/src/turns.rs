@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use looopy_core::store::{
-    Acquire, AgentState, AgentStateStore, BegunTurn, HistoryMark, LoadedHistory, MessageStore,
-    TaskStateStore, TurnBegin, TurnBegun, TurnCommit, TurnLock, TurnStore, begin_separately,
+    Acquire, AgentState, AgentStateStore, BegunTurn, CheckpointStore, HistoryMark, LoadedHistory,
+    MessageStore, TurnBegin, TurnBegun, TurnCommit, TurnLock, TurnStore, begin_separately,
     commit_separately,
 };
 use looopy_core::{Message, StoreError};
@@ -15,7 +15,7 @@ use crate::backend::{RedisBackend, Retry};
 use crate::index::score;
 use crate::messages::new_epoch;
 use crate::scripts::{TURN_BEGIN, TURN_COMMIT};
-use crate::{RedisAgentStateStore, RedisMessageStore, RedisTaskStateStore, RedisTurnLock};
+use crate::{RedisAgentStateStore, RedisCheckpointStore, RedisMessageStore, RedisTurnLock};
 
 /// The [`TurnStore`] of the Redis stores: on one server, a turn's start
 /// (take the lease, read the state and the history or only its new tail,
@@ -35,7 +35,7 @@ pub struct RedisTurnStore {
     messages: Arc<RedisMessageStore>,
     states: Arc<RedisAgentStateStore>,
     lock: Arc<RedisTurnLock>,
-    checkpoints: Arc<RedisTaskStateStore>,
+    checkpoints: Arc<RedisCheckpointStore>,
 }
 
 impl RedisTurnStore {
@@ -45,7 +45,7 @@ impl RedisTurnStore {
         messages: Arc<RedisMessageStore>,
         states: Arc<RedisAgentStateStore>,
         lock: Arc<RedisTurnLock>,
-        checkpoints: Arc<RedisTaskStateStore>,
+        checkpoints: Arc<RedisCheckpointStore>,
     ) -> Self {
         RedisTurnStore {
             backend,
@@ -94,7 +94,7 @@ impl TurnStore for RedisTurnStore {
         Some(self.lock.as_ref())
     }
 
-    fn checkpoints(&self) -> Option<&dyn TaskStateStore> {
+    fn checkpoints(&self) -> Option<&dyn CheckpointStore> {
         Some(self.checkpoints.as_ref())
     }
 

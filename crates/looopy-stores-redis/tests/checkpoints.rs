@@ -5,7 +5,7 @@
 mod support;
 
 use chrono::Utc;
-use looopy_core::store::{TaskCheckpoint, TaskStateStore};
+use looopy_core::store::{CheckpointStore, TaskCheckpoint};
 use looopy_core::{History, Message, TaskState};
 use looopy_stores_redis::RedisStores;
 use looopy_testkit::RedisServer;
@@ -51,7 +51,7 @@ async fn a_growing_history_is_saved_with_one_script_call_that_sends_only_new_mes
     let client = redis::Client::open(server.url()).unwrap();
     let mut history = History::from(vec![Message::user("q")]);
     stores
-        .tasks
+        .checkpoints
         .save(&checkpoint("t", history.clone(), 0))
         .await
         .unwrap();
@@ -63,9 +63,9 @@ async fn a_growing_history_is_saved_with_one_script_call_that_sends_only_new_mes
     for n in 1..=20 {
         history.push(Message::assistant(format!("step {n}")));
         let cp = checkpoint("t", history.clone(), n);
-        stores.tasks.save(&cp).await.unwrap();
+        stores.checkpoints.save(&cp).await.unwrap();
         // A save that adds nothing (the loop checkpoints around tool calls).
-        stores.tasks.save(&cp).await.unwrap();
+        stores.checkpoints.save(&cp).await.unwrap();
     }
     assert_eq!(
         calls(&client, "evalsha").await - evals,
@@ -82,7 +82,7 @@ async fn a_growing_history_is_saved_with_one_script_call_that_sends_only_new_mes
         20,
         "only the new message is pushed, and nothing when none is new"
     );
-    let loaded = stores.tasks.load("t").await.unwrap().unwrap();
+    let loaded = stores.checkpoints.load("t").await.unwrap().unwrap();
     assert_eq!(loaded.messages.to_vec(), history.to_vec());
     assert_eq!(loaded.iteration, 20);
 }
@@ -94,16 +94,16 @@ async fn a_save_by_another_process_or_a_rewritten_history_forces_a_full_write() 
     let a = support::stores(config.clone()).await;
     let b = RedisStores::connect(config).await.unwrap(); // another process
     let mut history = History::from(vec![Message::user("q"), Message::assistant("a1")]);
-    a.tasks
+    a.checkpoints
         .save(&checkpoint("t", history.clone(), 1))
         .await
         .unwrap();
 
     // B resumes the task, adds two messages and saves.
-    let mut theirs = b.tasks.load("t").await.unwrap().unwrap().messages;
+    let mut theirs = b.checkpoints.load("t").await.unwrap().unwrap().messages;
     theirs.push(Message::assistant("b1"));
     theirs.push(Message::assistant("b2"));
-    b.tasks
+    b.checkpoints
         .save(&checkpoint("t", theirs.clone(), 2))
         .await
         .unwrap();
@@ -112,49 +112,73 @@ async fn a_save_by_another_process_or_a_rewritten_history_forces_a_full_write() 
     // stored would have been after one more message, but another epoch.
     history.push(Message::assistant("a2"));
     history.push(Message::assistant("a3"));
-    a.tasks
+    a.checkpoints
         .save(&checkpoint("t", history.clone(), 3))
         .await
         .unwrap();
     assert_eq!(
-        b.tasks.load("t").await.unwrap().unwrap().messages.to_vec(),
+        b.checkpoints
+            .load("t")
+            .await
+            .unwrap()
+            .unwrap()
+            .messages
+            .to_vec(),
         history.to_vec(),
         "the last save wins whole: never B's messages with A's appended"
     );
 
     // B saves again on top of what it thinks is stored: detected, rewritten.
     theirs.push(Message::assistant("b3"));
-    b.tasks
+    b.checkpoints
         .save(&checkpoint("t", theirs.clone(), 4))
         .await
         .unwrap();
     assert_eq!(
-        a.tasks.load("t").await.unwrap().unwrap().messages.to_vec(),
+        a.checkpoints
+            .load("t")
+            .await
+            .unwrap()
+            .unwrap()
+            .messages
+            .to_vec(),
         theirs.to_vec()
     );
 
     // A history that shrank (compaction) or changed is written anew.
     let compacted = History::from(vec![Message::user("summary"), Message::assistant("x")]);
-    a.tasks
+    a.checkpoints
         .save(&checkpoint("t", compacted.clone(), 5))
         .await
         .unwrap();
     assert_eq!(
-        a.tasks.load("t").await.unwrap().unwrap().messages.to_vec(),
+        a.checkpoints
+            .load("t")
+            .await
+            .unwrap()
+            .unwrap()
+            .messages
+            .to_vec(),
         compacted.to_vec()
     );
     // And deleting forgets it everywhere.
-    b.tasks.delete("t").await.unwrap();
+    b.checkpoints.delete("t").await.unwrap();
     let mut more = compacted.clone();
     more.push(Message::user("y"));
-    a.tasks
+    a.checkpoints
         .save(&checkpoint("t", more.clone(), 6))
         .await
         .unwrap();
     assert_eq!(
-        b.tasks.load("t").await.unwrap().unwrap().messages.to_vec(),
+        b.checkpoints
+            .load("t")
+            .await
+            .unwrap()
+            .unwrap()
+            .messages
+            .to_vec(),
         more.to_vec(),
         "a save after another process deleted the task writes everything"
     );
-    a.tasks.delete("t").await.unwrap();
+    a.checkpoints.delete("t").await.unwrap();
 }

@@ -21,10 +21,10 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use looopy_core::store::TaskStateStore;
+use looopy_core::store::CheckpointStore;
 use looopy_core::{
-    History, LlmResponse, Message, Role, TaskState, ToolCall, ToolContext, ToolDefinition,
-    ToolError, ToolProvider, ToolResult, TurnContext,
+    History, LlmResponse, Message, Role, TaskState, ToolCall, ToolDefinition, ToolError,
+    ToolProvider, ToolResult, TurnContext,
 };
 use looopy_loop::AgentLoop;
 use looopy_stores_redis::{RedisConfig, RedisStores};
@@ -45,7 +45,7 @@ struct FileTools {
 
 #[async_trait]
 impl ToolProvider for FileTools {
-    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         Ok(TOOLS
             .iter()
             // Idempotent: a resumed turn runs a call cut off by the kill again.
@@ -55,7 +55,7 @@ impl ToolProvider for FileTools {
             .collect())
     }
 
-    async fn execute(&self, call: &ToolCall, _cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, _cx: &TurnContext) -> ToolResult {
         let mut file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -107,7 +107,7 @@ async fn child_process_role() {
         ));
     let agent = AgentLoop::builder(llm)
         .tools(FileTools { runs, hang: &["c"] })
-        .task_store(stores.tasks.clone())
+        .task_store(stores.checkpoints.clone())
         .build();
     let mut events = agent.start_turn(History::from(vec![Message::user("go")]), cx());
     while events.next().await.is_some() {}
@@ -161,7 +161,7 @@ async fn killed_mid_batch_then_resumed(config: RedisConfig) {
     let observer = support::stores(config.clone()).await;
     let deadline = Instant::now() + Duration::from_secs(120);
     let at_kill = loop {
-        if let Some(cp) = observer.tasks.load(TASK).await.unwrap()
+        if let Some(cp) = observer.checkpoints.load(TASK).await.unwrap()
             && cp.completed_tool_results.len() == 2
         {
             break cp;
@@ -205,7 +205,7 @@ async fn killed_mid_batch_then_resumed(config: RedisConfig) {
             runs: runs.clone(),
             hang: &[],
         })
-        .task_store(stores.tasks.clone())
+        .task_store(stores.checkpoints.clone())
         .build();
     let stream = agent.resume(cx());
     let handle = stream.handle();
@@ -262,9 +262,9 @@ async fn killed_mid_batch_then_resumed(config: RedisConfig) {
     assert_eq!(runs_of(&runs, "c"), 2, "c is run again, once");
 
     // The final checkpoint in Redis says the same.
-    let saved = observer.tasks.load(TASK).await.unwrap().unwrap();
+    let saved = observer.checkpoints.load(TASK).await.unwrap().unwrap();
     assert_eq!(saved.state, TaskState::Completed);
     assert_eq!(saved.messages.to_vec(), history.to_vec());
-    observer.tasks.delete(TASK).await.unwrap();
+    observer.checkpoints.delete(TASK).await.unwrap();
     let _ = std::fs::remove_file(&runs);
 }

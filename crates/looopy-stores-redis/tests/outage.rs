@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use looopy_core::store::Acquire;
-use looopy_core::store::{EventLog, MessageStore, TaskStateStore, TurnLock};
+use looopy_core::store::{CheckpointStore, EventLog, MessageStore, TurnLock};
 use looopy_core::{AgentEvent, EventPayload, Message, StoreError};
 use looopy_stores_redis::{RedisConfig, RedisStores};
 use looopy_testkit::RedisServer;
@@ -75,7 +75,7 @@ async fn all_work(stores: &RedisStores, round: &str) {
         .await
         .unwrap();
     assert_eq!(stores.events.read(&ctx, None, 10).await.unwrap()[0].id, id);
-    assert!(stores.tasks.load(&ctx).await.unwrap().is_none());
+    assert!(stores.checkpoints.load(&ctx).await.unwrap().is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -119,7 +119,7 @@ async fn a_killed_server_gives_unavailable_and_a_restarted_one_works_again() {
         )
         .await,
     );
-    unavailable("load", bounded("load", stores.tasks.load("t")).await);
+    unavailable("load", bounded("load", stores.checkpoints.load("t")).await);
     let got = bounded("follow", follower.next()).await;
     assert!(
         matches!(got, Some(Err(StoreError::Unavailable { .. }))),

@@ -10,8 +10,8 @@ use std::time::Duration;
 use chrono::Utc;
 use looopy_core::store::Acquire;
 use looopy_core::store::{
-    AgentState, AgentStateStore, ArtifactStore, EventLog, LifecycleState, MessageStore,
-    TaskCheckpoint, TaskRecord, TaskStateStore, TaskStore, TurnLock,
+    AgentState, AgentStateStore, ArtifactStore, CheckpointStore, EventLog, LifecycleState,
+    MessageStore, TaskCheckpoint, TaskRecord, TaskRecordStore, TurnLock,
 };
 use looopy_core::{AgentEvent, Artifact, EventPayload, Message, Part, TaskState, TaskStatus};
 use looopy_stores_redis::RedisStores;
@@ -35,7 +35,7 @@ fn checkpoint(task: &str) -> TaskCheckpoint {
 
 /// Writes one thing of every kind under `ctx` / `task`; returns their keys.
 async fn write_everything(stores: &RedisStores, ctx: &str, task: &str) -> Vec<String> {
-    stores.tasks.save(&checkpoint(task)).await.unwrap();
+    stores.checkpoints.save(&checkpoint(task)).await.unwrap();
     stores
         .messages
         .append(ctx, &[Message::user("m")])
@@ -172,7 +172,7 @@ async fn short_ttls_make_every_key_expire() {
     for key in &keys {
         assert_eq!(pttl(&client, key).await, -2, "{key} must be gone");
     }
-    assert!(stores.tasks.load("t2").await.unwrap().is_none());
+    assert!(stores.checkpoints.load("t2").await.unwrap().is_none());
     assert_eq!(stores.messages.count("c2").await.unwrap(), 0);
     assert!(stores.artifacts.list("c2").await.unwrap().is_empty());
     assert!(

@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use looopy_core::{
-    ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider, ToolResult, ToolSignal,
+    ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult, ToolSignal, TurnContext,
 };
 use serde_json::{Value, json};
 
@@ -74,11 +74,11 @@ impl DoneTool {
 
 #[async_trait]
 impl ToolProvider for DoneTool {
-    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         Ok(vec![self.definition()])
     }
 
-    async fn execute(&self, call: &ToolCall, _cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, _cx: &TurnContext) -> ToolResult {
         if call.name != self.name {
             let error = ToolError::UnknownTool {
                 name: call.name.clone(),

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use looopy_core::{
-    ToolCall, ToolContext, ToolDefinition, ToolError, ToolFailure, ToolProvider, ToolResult,
+    ToolCall, ToolDefinition, ToolError, ToolFailure, ToolProvider, ToolResult, TurnContext,
 };
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-type Handler = Arc<dyn Fn(ToolCall, ToolContext) -> BoxFuture<'static, ToolResult> + Send + Sync>;
+type Handler = Arc<dyn Fn(ToolCall, TurnContext) -> BoxFuture<'static, ToolResult> + Send + Sync>;
 
 struct LocalTool {
     definition: ToolDefinition,
@@ -33,7 +33,7 @@ pub struct NoArgs {}
 /// A [`ToolProvider`] of Rust functions.
 ///
 /// Each tool takes one argument struct (`Deserialize + JsonSchema`) and the
-/// call's [`ToolContext`]; the parameters schema the model sees is generated
+/// call's [`TurnContext`]; the parameters schema the model sees is generated
 /// from the struct by `schemars` (inlined, without `$schema`). Arguments that
 /// do not fit come back to the model as an error result naming the problem.
 /// A return value is serialized to JSON text, except that a string stays plain
@@ -50,7 +50,7 @@ pub struct NoArgs {}
 ///
 /// ```
 /// use looopy_tools::{LocalTools, ToolFnError};
-/// use looopy_core::ToolContext;
+/// use looopy_core::TurnContext;
 ///
 /// #[derive(serde::Deserialize, schemars::JsonSchema)]
 /// struct AddArgs {
@@ -61,11 +61,11 @@ pub struct NoArgs {}
 /// }
 ///
 /// let tools = LocalTools::new()
-///     .tool("add", "Adds two numbers", |args: AddArgs, _cx: ToolContext| async move {
+///     .tool("add", "Adds two numbers", |args: AddArgs, _cx: TurnContext| async move {
 ///         Ok::<_, ToolFnError>(args.a + args.b)
 ///     })
 ///     .idempotent()
-///     .sync_tool("negate", "Negates a number", |args: AddArgs, _cx: &ToolContext| {
+///     .sync_tool("negate", "Negates a number", |args: AddArgs, _cx: &TurnContext| {
 ///         Ok::<_, ToolFnError>(-args.a)
 ///     });
 /// assert_eq!(tools.len(), 2);
@@ -102,13 +102,13 @@ impl LocalTools {
         A: DeserializeOwned + JsonSchema + Send + 'static,
         R: Serialize + 'static,
         E: fmt::Display + 'static,
-        F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
+        F: Fn(A, TurnContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, E>> + Send + 'static,
     {
         let name = name.into();
         let definition = ToolDefinition::new(name, description, schema_for::<A>());
         let f = Arc::new(f);
-        let handler: Handler = Arc::new(move |call: ToolCall, cx: ToolContext| {
+        let handler: Handler = Arc::new(move |call: ToolCall, cx: TurnContext| {
             let f = Arc::clone(&f);
             let id = call.id.clone();
             let tool = call.name.clone();
@@ -137,11 +137,11 @@ impl LocalTools {
         A: DeserializeOwned + JsonSchema + Send + 'static,
         R: Serialize + Send + 'static,
         E: fmt::Display + Send + 'static,
-        F: Fn(A, &ToolContext) -> Result<R, E> + Send + Sync + 'static,
+        F: Fn(A, &TurnContext) -> Result<R, E> + Send + Sync + 'static,
     {
         // An async tool whose future is ready at once: argument checks and
         // panic handling are the async path's.
-        self.tool(name, description, move |args: A, cx: ToolContext| {
+        self.tool(name, description, move |args: A, cx: TurnContext| {
             std::future::ready(f(args, &cx))
         })
     }
@@ -151,11 +151,11 @@ impl LocalTools {
     /// turned into error results.
     pub fn raw_tool<F, Fut>(self, definition: ToolDefinition, f: F) -> Self
     where
-        F: Fn(ToolCall, ToolContext) -> Fut + Send + Sync + 'static,
+        F: Fn(ToolCall, TurnContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ToolResult> + Send + 'static,
     {
         let f = Arc::new(f);
-        let handler: Handler = Arc::new(move |call: ToolCall, cx: ToolContext| {
+        let handler: Handler = Arc::new(move |call: ToolCall, cx: TurnContext| {
             let id = call.id.clone();
             let tool = call.name.clone();
             let f = Arc::clone(&f);
@@ -166,7 +166,7 @@ impl LocalTools {
 
     /// Declares the tool registered last idempotent: running the same call
     /// twice has the effect of running it once (it only reads, or it
-    /// deduplicates by [`ToolContext::idempotency_key`]). A turn resumed
+    /// deduplicates by [`TurnContext::idempotency_key`]). A turn resumed
     /// after a crash runs an interrupted call of such a tool again; a call of
     /// any other tool is reported to the model as interrupted instead. Does
     /// nothing before the first tool.
@@ -220,11 +220,11 @@ impl LocalTools {
 
 #[async_trait]
 impl ToolProvider for LocalTools {
-    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         Ok(self.tools.iter().map(|t| t.definition.clone()).collect())
     }
 
-    async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, cx: &TurnContext) -> ToolResult {
         let Some(tool) = self.tools.iter().find(|t| t.definition.name == call.name) else {
             let error = ToolError::UnknownTool {
                 name: call.name.clone(),

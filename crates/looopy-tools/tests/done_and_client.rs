@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
 
 use looopy_core::{
-    Message, Part, Role, ToolCall, ToolContext, ToolDefinition, ToolProvider, ToolSignal,
+    Message, Part, Role, ToolCall, ToolDefinition, ToolProvider, ToolSignal, TurnContext,
 };
 use looopy_tools::{
     CLIENT_TOOLS_KEY, ClientToolResult, ClientTools, DoneTool, PendingClientCall, client_results,
@@ -10,8 +10,8 @@ use looopy_tools::{
 };
 use serde_json::{Map, Value, json};
 
-fn cx() -> ToolContext {
-    ToolContext::new("t", "c")
+fn cx() -> TurnContext {
+    TurnContext::new("t", "c")
 }
 
 #[tokio::test]

@@ -1,7 +1,7 @@
 //! Typed local tools: schema, arguments, results, errors, panics, context.
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
 
-use looopy_core::{AuthContext, ToolCall, ToolContext, ToolDefinition, ToolProvider, ToolResult};
+use looopy_core::{AuthContext, ToolCall, ToolDefinition, ToolProvider, ToolResult, TurnContext};
 use looopy_tools::{LocalTools, NoArgs, ToolFnError};
 use serde_json::{Value, json};
 
@@ -35,8 +35,8 @@ struct Receipt {
     items: Vec<&'static str>,
 }
 
-fn cx() -> ToolContext {
-    ToolContext::new("task-1", "ctx-1")
+fn cx() -> TurnContext {
+    TurnContext::new("task-1", "ctx-1")
 }
 
 fn tools() -> LocalTools {
@@ -44,15 +44,15 @@ fn tools() -> LocalTools {
         .tool(
             "add",
             "Adds two numbers",
-            |args: AddArgs, _cx: ToolContext| async move { Ok::<_, ToolFnError>(args.a + args.b) },
+            |args: AddArgs, _cx: TurnContext| async move { Ok::<_, ToolFnError>(args.a + args.b) },
         )
-        .sync_tool("greet", "Greets", |_: NoArgs, _cx: &ToolContext| {
+        .sync_tool("greet", "Greets", |_: NoArgs, _cx: &TurnContext| {
             Ok::<_, ToolFnError>("hello")
         })
         .sync_tool(
             "order",
             "Places an order",
-            |args: Order, _cx: &ToolContext| {
+            |args: Order, _cx: &TurnContext| {
                 Ok::<_, ToolFnError>(Receipt {
                     total: args.quantity * 3,
                     items: vec!["tea"],
@@ -62,32 +62,32 @@ fn tools() -> LocalTools {
         .tool(
             "fails",
             "Always fails",
-            |_: NoArgs, _cx: ToolContext| async move {
+            |_: NoArgs, _cx: TurnContext| async move {
                 Err::<(), _>(ToolFnError::new("the database is down"))
             },
         )
-        .sync_tool("parse", "Parses", |_: NoArgs, _cx: &ToolContext| {
+        .sync_tool("parse", "Parses", |_: NoArgs, _cx: &TurnContext| {
             let n: i32 = "x".parse()?;
             Ok::<_, ToolFnError>(n)
         })
         .tool(
             "panics",
             "Panics",
-            |_: NoArgs, _cx: ToolContext| async move {
+            |_: NoArgs, _cx: TurnContext| async move {
                 if true {
                     panic!("kaboom");
                 }
                 Ok::<_, ToolFnError>(())
             },
         )
-        .sync_tool("panics_sync", "Panics", |_: NoArgs, _cx: &ToolContext| {
+        .sync_tool("panics_sync", "Panics", |_: NoArgs, _cx: &TurnContext| {
             let v: Vec<u8> = Vec::new();
             Ok::<_, ToolFnError>(v[3])
         })
         .tool(
             "whoami",
             "Reports the caller",
-            |_: NoArgs, cx: ToolContext| async move {
+            |_: NoArgs, cx: TurnContext| async move {
                 let auth = cx.auth.ok_or_else(|| ToolFnError::new("anonymous"))?;
                 Ok::<_, ToolFnError>(json!({
                     "principal": auth.principal,
@@ -250,10 +250,10 @@ async fn the_tool_sees_the_turns_auth_and_ids() {
 #[tokio::test]
 async fn a_later_registration_replaces_an_earlier_one() {
     let tools = LocalTools::new()
-        .sync_tool("t", "first", |_: NoArgs, _: &ToolContext| {
+        .sync_tool("t", "first", |_: NoArgs, _: &TurnContext| {
             Ok::<_, String>(1)
         })
-        .sync_tool("t", "second", |_: NoArgs, _: &ToolContext| {
+        .sync_tool("t", "second", |_: NoArgs, _: &TurnContext| {
             Ok::<_, String>(2)
         });
     assert_eq!(tools.len(), 1);
@@ -267,7 +267,7 @@ async fn a_later_registration_replaces_an_earlier_one() {
 async fn raw_tools_build_their_own_result() {
     let tools = LocalTools::new().raw_tool(
         ToolDefinition::without_parameters("raw", "Raw"),
-        |call: ToolCall, _cx: ToolContext| async move {
+        |call: ToolCall, _cx: TurnContext| async move {
             let mut r = ToolResult::text(call.id, "raw!");
             r.metadata.insert("k".into(), json!(1));
             r
@@ -282,19 +282,19 @@ async fn raw_tools_build_their_own_result() {
 async fn a_tool_is_idempotent_only_when_declared_so() {
     let tools = LocalTools::new()
         .idempotent() // no tool yet: nothing happens
-        .sync_tool("lookup", "Reads", |_: NoArgs, _: &ToolContext| {
+        .sync_tool("lookup", "Reads", |_: NoArgs, _: &TurnContext| {
             Ok::<_, String>(1)
         })
         .idempotent()
-        .sync_tool("send", "Sends", |_: NoArgs, _: &ToolContext| {
+        .sync_tool("send", "Sends", |_: NoArgs, _: &TurnContext| {
             Ok::<_, String>(2)
         })
         .raw_tool(
             ToolDefinition::without_parameters("raw_read", "Reads raw").idempotent(true),
-            |call: ToolCall, _cx: ToolContext| async move { ToolResult::text(call.id, "r") },
+            |call: ToolCall, _cx: TurnContext| async move { ToolResult::text(call.id, "r") },
         )
         // Replacing `send` marks the new `send`, not the tool added last.
-        .sync_tool("send", "Sends again", |_: NoArgs, _: &ToolContext| {
+        .sync_tool("send", "Sends again", |_: NoArgs, _: &TurnContext| {
             Ok::<_, String>(3)
         })
         .idempotent();
@@ -309,7 +309,7 @@ async fn a_tool_is_idempotent_only_when_declared_so() {
     );
     assert_eq!(definition(&defs, "send").description, "Sends again");
     let plain =
-        LocalTools::new().sync_tool("x", "X", |_: NoArgs, _: &ToolContext| Ok::<_, String>(0));
+        LocalTools::new().sync_tool("x", "X", |_: NoArgs, _: &TurnContext| Ok::<_, String>(0));
     assert!(!plain.tools(&cx()).await.unwrap()[0].idempotent);
     // The flagged tool still runs.
     let r = tools.execute(&ToolCall::new("1", "send", ""), &cx()).await;
@@ -318,7 +318,7 @@ async fn a_tool_is_idempotent_only_when_declared_so() {
 
 #[tokio::test]
 async fn a_tool_reads_its_calls_idempotency_key_from_the_context() {
-    let tools = LocalTools::new().sync_tool("key", "Key", |_: NoArgs, cx: &ToolContext| {
+    let tools = LocalTools::new().sync_tool("key", "Key", |_: NoArgs, cx: &TurnContext| {
         Ok::<_, String>(cx.idempotency_key().unwrap_or("none").to_owned())
     });
     let r = tools

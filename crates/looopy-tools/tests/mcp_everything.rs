@@ -7,12 +7,12 @@ mod support;
 
 use std::path::Path;
 
-use looopy_core::{Part, ToolCall, ToolContext, ToolProvider};
+use looopy_core::{Part, ToolCall, ToolProvider, TurnContext};
 use looopy_tools::{McpToolProvider, StdioServer};
 use serde_json::{Value, json};
 
-fn cx() -> ToolContext {
-    ToolContext::new("t", "c")
+fn cx() -> TurnContext {
+    TurnContext::new("t", "c")
 }
 
 fn provider(bin: &Path) -> McpToolProvider {

@@ -8,14 +8,14 @@ mod support;
 use std::path::Path;
 use std::time::Duration;
 
-use looopy_core::{Part, ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider};
+use looopy_core::{Part, ToolCall, ToolDefinition, ToolError, ToolProvider, TurnContext};
 use looopy_tools::{
     HttpServer, IDEMPOTENCY_KEY_META, McpToolProvider, StdioServer, ToolProviderExt,
 };
 use serde_json::json;
 
-fn cx() -> ToolContext {
-    ToolContext::new("t", "c")
+fn cx() -> TurnContext {
+    TurnContext::new("t", "c")
 }
 
 fn stdio_provider(python: &Path) -> McpToolProvider {

@@ -9,7 +9,7 @@
 
 mod support;
 
-use looopy_core::{ToolCall, ToolContext, ToolProvider};
+use looopy_core::{ToolCall, ToolProvider, TurnContext};
 use looopy_testkit::SpanCapture;
 use looopy_tools::{HttpServer, McpToolProvider, StdioServer};
 use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
@@ -19,7 +19,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 /// What the server saw: its `_meta` and the `traceparent` header.
 async fn seen(mcp: &McpToolProvider) -> Value {
-    let cx = ToolContext::new("t", "c");
+    let cx = TurnContext::new("t", "c");
     let r = mcp
         .execute(&ToolCall::new("1", "trace_context", ""), &cx)
         .await;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use looopy_core::{ToolCall, ToolContext, ToolError, ToolFailure, ToolProvider};
+use looopy_core::{ToolCall, ToolError, ToolFailure, ToolProvider, TurnContext};
 use looopy_tools::{LocalTools, NoArgs, TimeoutTools, ToolFnError, ToolProviderExt};
 
 /// Sets its flag when dropped: shows that a tool's future was dropped.
@@ -28,7 +28,7 @@ fn sleepy(dropped: Arc<AtomicBool>, finished: Arc<AtomicBool>) -> LocalTools {
     LocalTools::new().tool(
         "sleep",
         "Sleeps",
-        move |args: SleepArgs, _cx: ToolContext| {
+        move |args: SleepArgs, _cx: TurnContext| {
             let dropped = Arc::clone(&dropped);
             let finished = Arc::clone(&finished);
             async move {
@@ -41,8 +41,8 @@ fn sleepy(dropped: Arc<AtomicBool>, finished: Arc<AtomicBool>) -> LocalTools {
     )
 }
 
-fn cx() -> ToolContext {
-    ToolContext::new("t", "c")
+fn cx() -> TurnContext {
+    TurnContext::new("t", "c")
 }
 
 #[tokio::test(start_paused = true)]
@@ -135,16 +135,16 @@ async fn cancelling_the_turn_ends_the_call() {
 #[tokio::test]
 async fn local_tools_give_typed_failures() {
     let tools = LocalTools::new()
-        .sync_tool("need", "Needs seconds", |a: SleepArgs, _: &ToolContext| {
+        .sync_tool("need", "Needs seconds", |a: SleepArgs, _: &TurnContext| {
             Ok::<_, ToolFnError>(a.seconds)
         })
-        .sync_tool("fail", "Fails", |_: NoArgs, _: &ToolContext| {
+        .sync_tool("fail", "Fails", |_: NoArgs, _: &TurnContext| {
             Err::<u8, _>(ToolFnError::new("no luck"))
         })
         .sync_tool(
             "boom",
             "Panics",
-            |_: NoArgs, _: &ToolContext| -> Result<u8, ToolFnError> { panic!("kaboom") },
+            |_: NoArgs, _: &TurnContext| -> Result<u8, ToolFnError> { panic!("kaboom") },
         );
     let kind = |r: &looopy_core::ToolResult| (r.is_error, r.failure);
     let r = tools

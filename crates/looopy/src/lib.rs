@@ -6,7 +6,7 @@ pub mod prelude;
 pub mod structured;
 
 // Everything of the core vocabulary, at the top: `looopy::Message`,
-// `looopy::ToolCall`, `looopy::store::TaskStore`...
+// `looopy::ToolCall`, `looopy::store::TaskRecordStore`...
 pub use looopy_core::*;
 
 /// The single-turn engine: [`AgentLoop`](turn::AgentLoop), its builder,

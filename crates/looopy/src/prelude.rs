@@ -5,8 +5,8 @@ pub use futures::StreamExt as _;
 pub use looopy_agent::{Agent, AgentBuilder, AgentError};
 pub use looopy_core::{
     AgentEvent, EventPayload, History, LlmProvider, LlmRequest, LlmResponse, Message, Part,
-    ResponseFormat, Role, TaskState, ToolCall, ToolContext, ToolDefinition, ToolError,
-    ToolProvider, ToolResult, TurnContext,
+    ResponseFormat, Role, TaskState, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult,
+    TurnContext,
 };
 pub use looopy_loop::{AgentLoop, TurnOutcome, TurnStream};
 pub use looopy_stores_memory::MemoryStores;

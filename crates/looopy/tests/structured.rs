@@ -157,7 +157,7 @@ async fn a_turn_with_tools_ends_in_a_typed_answer() {
     let tools = LocalTools::new().sync_tool(
         "population",
         "Inhabitants of a city",
-        |args: Lookup, _cx: &ToolContext| {
+        |args: Lookup, _cx: &TurnContext| {
             Ok::<_, ToolFnError>(if args.city == "Oslo" { 709000 } else { 0 })
         },
     );

@@ -10,12 +10,13 @@ use serde_json::Value;
 
 use crate::RpcError;
 use crate::jsonrpc::{self, RpcRequest};
-use crate::model::{SendResponse, StreamEvent, WireMessage};
+use crate::model::{SendResponse, StreamEvent};
 use crate::server::router::header_str;
 use crate::server::sse::{self, StreamSpec};
 use crate::server::{ServerState, progress, push};
 use crate::trace;
 use crate::version::ProtocolVersion;
+use crate::wire::WireMessage;
 use crate::wire::{self, SendParams, StreamResult};
 
 /// An A2A operation.

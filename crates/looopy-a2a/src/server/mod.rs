@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use looopy_core::CancellationToken;
-use looopy_core::store::{EventLog, PushConfigStore, Stores, TaskStore, TurnLock};
+use looopy_core::store::{EventLog, PushConfigStore, Stores, TaskRecordStore, TurnLock};
 use tokio::net::TcpListener;
 
 pub use auth::{ANONYMOUS, API_KEY_HEADER, AuthConfig};
@@ -85,9 +85,9 @@ pub const DEFAULT_RECOVERY_SCAN: Duration = Duration::from_secs(10);
 /// # use std::sync::Arc;
 /// # async fn demo(runner: impl looopy_a2a::TurnRunner) -> std::io::Result<()> {
 /// use looopy_a2a::{A2aServer, AgentCardConfig, AuthConfig};
-/// use looopy_stores_memory::{MemoryEventLog, MemoryTaskStore};
+/// use looopy_stores_memory::{MemoryEventLog, MemoryTaskRecordStore};
 ///
-/// let server = A2aServer::builder(runner, Arc::new(MemoryEventLog::new()), Arc::new(MemoryTaskStore::new()))
+/// let server = A2aServer::builder(runner, Arc::new(MemoryEventLog::new()), Arc::new(MemoryTaskRecordStore::new()))
 ///     .card(AgentCardConfig::new("Helper", "Answers questions"))
 ///     .auth(AuthConfig::none().bearer("s3cret", "alice"))
 ///     .build();
@@ -107,7 +107,7 @@ impl A2aServer {
     pub fn builder(
         runner: impl TurnRunner,
         events: Arc<dyn EventLog>,
-        tasks: Arc<dyn TaskStore>,
+        tasks: Arc<dyn TaskRecordStore>,
     ) -> A2aServerBuilder {
         A2aServerBuilder {
             runner: Arc::new(runner),
@@ -233,7 +233,7 @@ impl A2aServer {
 pub struct A2aServerBuilder {
     runner: Arc<dyn TurnRunner>,
     events: Arc<dyn EventLog>,
-    tasks: Arc<dyn TaskStore>,
+    tasks: Arc<dyn TaskRecordStore>,
     card: AgentCardConfig,
     auth: AuthConfig,
     rpc_path: String,

@@ -3,6 +3,7 @@
 //! speaks the neutral [`model`](crate::model) and looopy-core types; the
 //! mapping table is in `docs/events.md`.
 
+mod message;
 mod v03;
 mod v1;
 
@@ -12,8 +13,10 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::RpcError;
-use crate::model::{SendResponse, StreamEvent, TaskSnapshot, WireMessage};
+use crate::model::{SendResponse, StreamEvent, TaskSnapshot};
 use crate::version::ProtocolVersion;
+
+pub use message::WireMessage;
 
 /// A message to send to a remote agent (the client's side of
 /// `SendMessage` / `message/send`).

@@ -12,7 +12,8 @@ use looopy_core::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::model::{SendResponse, StreamEvent, TaskSnapshot, WireMessage};
+use super::WireMessage;
+use crate::model::{SendResponse, StreamEvent, TaskSnapshot};
 use crate::wire::{SendParams, SendRequest, TaskQuery};
 
 /// A part (`TextPart` | `FilePart` | `DataPart`).

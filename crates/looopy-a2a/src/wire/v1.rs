@@ -14,8 +14,9 @@ use looopy_core::{
 };
 use serde_json::{Map, Value};
 
+use super::WireMessage;
 use crate::RpcError;
-use crate::model::{SendResponse, StreamEvent, TaskSnapshot, WireMessage};
+use crate::model::{SendResponse, StreamEvent, TaskSnapshot};
 use crate::wire::{ListQuery, SendParams, SendRequest, TaskQuery};
 
 // ----------------------------------------------------------------- core -> wire

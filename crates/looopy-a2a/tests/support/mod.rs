@@ -17,7 +17,7 @@ use looopy_core::{
     AgentEvent, Artifact, EventPayload, LlmResponse, Message, Part, TaskState, TaskStatus,
     ToolProvider,
 };
-use looopy_stores_memory::{MemoryEventLog, MemoryStores, MemoryTaskStore};
+use looopy_stores_memory::{MemoryEventLog, MemoryStores, MemoryTaskRecordStore};
 use looopy_testkit::ScriptedLlm;
 use serde_json::{Map, Value, json};
 use tokio::sync::{Semaphore, mpsc, oneshot};
@@ -26,7 +26,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 pub struct TestServer {
     pub url: String,
     pub events: Arc<MemoryEventLog>,
-    pub tasks: Arc<MemoryTaskStore>,
+    pub tasks: Arc<MemoryTaskRecordStore>,
     stop: Option<oneshot::Sender<()>>,
     done: Option<tokio::task::JoinHandle<()>>,
 }
@@ -58,7 +58,7 @@ impl Drop for TestServer {
 #[derive(Clone, Default)]
 pub struct SharedStores {
     pub events: Arc<MemoryEventLog>,
-    pub tasks: Arc<MemoryTaskStore>,
+    pub tasks: Arc<MemoryTaskRecordStore>,
 }
 
 pub fn builder(runner: impl TurnRunner, stores: &SharedStores) -> A2aServerBuilder {

@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use looopy_agent::{Agent, AgentBuilder, AgentTurn, TurnSummary};
+use looopy_agent::{Agent, AgentBuilder, AgentTurn, FinishedTurn};
 use looopy_core::store::MessageStore;
 use looopy_core::{
-    AgentEvent, EventPayload, LlmResponse, Message, Part, Role, StoreError, ToolCall, ToolContext,
-    ToolDefinition, ToolError, ToolProvider, ToolResult, ToolSignal,
+    AgentEvent, EventPayload, LlmResponse, Message, Part, Role, StoreError, ToolCall,
+    ToolDefinition, ToolError, ToolProvider, ToolResult, ToolSignal, TurnContext,
 };
 use looopy_stores_memory::{MemoryMessageStore, MemoryStores};
 use looopy_testkit::ScriptedLlm;
@@ -38,7 +38,7 @@ pub fn call(name: &str, ids: &[&str]) -> LlmResponse {
 }
 
 /// Runs a turn with a user message to its end.
-pub async fn turn(agent: &Agent, text: &str) -> (Vec<AgentEvent>, TurnSummary) {
+pub async fn turn(agent: &Agent, text: &str) -> (Vec<AgentEvent>, FinishedTurn) {
     let t = agent
         .execute_turn(Some(Message::user(text)), None)
         .await
@@ -130,14 +130,14 @@ impl TestTools {
 
 #[async_trait]
 impl ToolProvider for TestTools {
-    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         Ok(["lookup", "slow", "client", "chart"]
             .into_iter()
             .map(|n| ToolDefinition::without_parameters(n, n))
             .collect())
     }
 
-    async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, cx: &TurnContext) -> ToolResult {
         self.seen.lock().unwrap().push(Seen {
             call_id: call.id.clone(),
             principal: cx.auth.as_ref().map(|a| a.principal.clone()),

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use looopy_core::{ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider, ToolResult};
+use looopy_core::{ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext};
 use looopy_testkit::openai_fixture::openai;
 use looopy_testkit::{FixtureReply, OpenAiFixture};
 use serde_json::{Value, json};
@@ -78,10 +78,10 @@ pub(crate) struct NoopTools;
 
 #[async_trait]
 impl ToolProvider for NoopTools {
-    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         Ok(tool_defs())
     }
-    async fn execute(&self, call: &ToolCall, _cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, _cx: &TurnContext) -> ToolResult {
         ToolResult::text(&call.id, "ok")
     }
 }

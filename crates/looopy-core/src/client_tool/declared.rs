@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use crate::context::ToolContext;
+use crate::context::TurnContext;
 use crate::message::{Message, Part};
 use crate::tool::{ToolCall, ToolDefinition, ToolResult, ToolSignal};
 use crate::tool_provider::{ToolError, ToolProvider};
@@ -128,7 +128,7 @@ impl ClientTools {
 
 #[async_trait]
 impl ToolProvider for ClientTools {
-    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         Ok(self
             .tools
             .iter()
@@ -136,7 +136,7 @@ impl ToolProvider for ClientTools {
             .collect())
     }
 
-    async fn execute(&self, call: &ToolCall, _cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, _cx: &TurnContext) -> ToolResult {
         if !self.contains(&call.name) {
             let error = ToolError::UnknownTool {
                 name: call.name.clone(),

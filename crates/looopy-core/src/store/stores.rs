@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use super::{
-    AgentStateStore, ArtifactStore, EventLog, MessageStore, PushConfigStore, TaskStateStore,
-    TaskStore, TurnLock, TurnStore,
+    AgentStateStore, ArtifactStore, CheckpointStore, EventLog, MessageStore, PushConfigStore,
+    TaskRecordStore, TurnLock, TurnStore,
 };
 
 /// Every store, as the trait objects an Agent and a server take: one type
@@ -16,7 +16,7 @@ use super::{
 #[derive(Clone)]
 pub struct Stores {
     /// Loop checkpoints.
-    pub tasks: Arc<dyn TaskStateStore>,
+    pub checkpoints: Arc<dyn CheckpointStore>,
     /// Conversation histories.
     pub messages: Arc<dyn MessageStore>,
     /// Artifacts.
@@ -28,7 +28,7 @@ pub struct Stores {
     /// Turn leases.
     pub locks: Arc<dyn TurnLock>,
     /// A2A task records.
-    pub task_records: Arc<dyn TaskStore>,
+    pub task_records: Arc<dyn TaskRecordStore>,
     /// A2A push notification configs.
     pub push_configs: Arc<dyn PushConfigStore>,
     /// A turn's start and end in one operation each, for a backend that

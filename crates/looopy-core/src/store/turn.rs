@@ -20,7 +20,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{
-    Acquire, AgentState, AgentStateStore, MessageStore, StoreError, TaskStateStore, TurnLock,
+    Acquire, AgentState, AgentStateStore, CheckpointStore, MessageStore, StoreError, TurnLock,
 };
 use crate::message::Message;
 
@@ -134,7 +134,7 @@ pub trait TurnStore: Send + Sync {
     /// The turn lock, if any.
     fn lock(&self) -> Option<&dyn TurnLock>;
     /// The checkpoint store, if any.
-    fn checkpoints(&self) -> Option<&dyn TaskStateStore>;
+    fn checkpoints(&self) -> Option<&dyn CheckpointStore>;
 
     /// Takes the lease, reads the state and the history (see
     /// [`TurnBegin`]). On an error the lease is not held.
@@ -249,7 +249,7 @@ pub struct SeparateStores {
     /// The turn lock.
     pub lock: Option<Arc<dyn TurnLock>>,
     /// The checkpoint store.
-    pub checkpoints: Option<Arc<dyn TaskStateStore>>,
+    pub checkpoints: Option<Arc<dyn CheckpointStore>>,
 }
 
 impl std::fmt::Debug for SeparateStores {
@@ -276,7 +276,7 @@ impl TurnStore for SeparateStores {
         self.lock.as_deref()
     }
 
-    fn checkpoints(&self) -> Option<&dyn TaskStateStore> {
+    fn checkpoints(&self) -> Option<&dyn CheckpointStore> {
         self.checkpoints.as_deref()
     }
 }

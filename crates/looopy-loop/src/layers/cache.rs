@@ -23,8 +23,8 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use looopy_core::{
     CacheKind, CacheStore, EventPayload, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse,
-    LlmStream, ResponseAssembler, ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider,
-    ToolResult, TurnContext,
+    LlmStream, ResponseAssembler, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult,
+    TurnContext,
 };
 use serde_json::{Value, json};
 
@@ -291,11 +291,11 @@ struct CachedTools {
 
 #[async_trait]
 impl ToolProvider for CachedTools {
-    async fn tools(&self, cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         self.inner.tools(cx).await
     }
 
-    async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, cx: &TurnContext) -> ToolResult {
         if !self.cache.tools.contains(&call.name) {
             return self.inner.execute(call, cx).await;
         }

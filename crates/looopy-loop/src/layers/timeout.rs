@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use looopy_core::{ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider, ToolResult};
+use looopy_core::{ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext};
 
 use super::ToolLayer;
 
@@ -153,11 +153,11 @@ impl<P> TimeoutTools<P> {
 
 #[async_trait]
 impl<P: ToolProvider> ToolProvider for TimeoutTools<P> {
-    async fn tools(&self, cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         self.inner.tools(cx).await
     }
 
-    async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, cx: &TurnContext) -> ToolResult {
         let run = self.inner.execute(call, cx);
         let limit = self.limit_for(&call.name);
         let timed = async {

@@ -10,11 +10,11 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use looopy_core::{
-    AgentEvent, ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider, ToolResult,
+    AgentEvent, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext,
 };
 use looopy_loop::TurnStream;
 
-type Handler = Arc<dyn Fn(ToolCall, ToolContext) -> BoxFuture<'static, ToolResult> + Send + Sync>;
+type Handler = Arc<dyn Fn(ToolCall, TurnContext) -> BoxFuture<'static, ToolResult> + Send + Sync>;
 
 /// Tools backed by closures.
 #[derive(Clone, Default)]
@@ -30,7 +30,7 @@ impl FnTools {
 
     pub fn tool<F, Fut>(mut self, name: &str, f: F) -> Self
     where
-        F: Fn(ToolCall, ToolContext) -> Fut + Send + Sync + 'static,
+        F: Fn(ToolCall, TurnContext) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = ToolResult> + Send + 'static,
     {
         self.defs.push(ToolDefinition::without_parameters(
@@ -65,11 +65,11 @@ impl FnTools {
 
 #[async_trait]
 impl ToolProvider for FnTools {
-    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         Ok(self.defs.clone())
     }
 
-    async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, cx: &TurnContext) -> ToolResult {
         match self.handlers.get(&call.name) {
             Some(h) => h(call.clone(), cx.clone()).await,
             None => ToolResult::error(&call.id, "not mine"),

@@ -13,7 +13,7 @@
 //! ```
 //!
 //! A backend that keeps only some stores builds the [`StoreUnderTest`] from
-//! them ([`StoreUnderTest::new`]) and adds its [`TaskStore`]
+//! them ([`StoreUnderTest::new`]) and adds its [`TaskRecordStore`]
 //! ([`StoreUnderTest::with_task_records`]) and [`PushConfigStore`]
 //! ([`StoreUnderTest::with_push_configs`]) when it has them: `run_all`
 //! checks those when set.
@@ -51,7 +51,7 @@
 //!   lease that ran out is stranded: listed, refused to new turns with its
 //!   task id, renewable by its owner until one of many concurrent take-overs
 //!   wins it.
-//! - [`TaskStore`]: `list` is most recently updated first with ties broken
+//! - [`TaskRecordStore`]: `list` is most recently updated first with ties broken
 //!   by task id (ascending), follows owner and context changes and deletes,
 //!   lists a record under its final owner only after concurrent puts, and a
 //!   limit of 0 lists nothing.
@@ -75,8 +75,8 @@ use std::time::Duration;
 
 use looopy_core::StoreError;
 use looopy_core::store::{
-    AgentStateStore, ArtifactStore, EventLog, MessageStore, PushConfigStore, Stores,
-    TaskStateStore, TaskStore, TurnLock,
+    AgentStateStore, ArtifactStore, CheckpointStore, EventLog, MessageStore, PushConfigStore,
+    Stores, TaskRecordStore, TurnLock,
 };
 
 pub use agents::agent_state_store;
@@ -132,7 +132,7 @@ impl Default for UniqueIds {
 /// The stores of one implementation, as the suite sees them.
 pub struct StoreUnderTest {
     /// Loop checkpoints.
-    pub tasks: Arc<dyn TaskStateStore>,
+    pub checkpoints: Arc<dyn CheckpointStore>,
     /// Conversation histories.
     pub messages: Arc<dyn MessageStore>,
     /// Artifacts.
@@ -145,7 +145,7 @@ pub struct StoreUnderTest {
     pub locks: Arc<dyn TurnLock>,
     /// A2A task records, when the backend keeps them (checked by `run_all`
     /// when set).
-    pub task_records: Option<Arc<dyn TaskStore>>,
+    pub task_records: Option<Arc<dyn TaskRecordStore>>,
     /// A2A push notification configs, when the backend keeps them (checked
     /// by `run_all` when set).
     pub push_configs: Option<Arc<dyn PushConfigStore>>,
@@ -156,7 +156,7 @@ pub struct StoreUnderTest {
 impl StoreUnderTest {
     /// The stores, with keys under a random prefix.
     pub fn new(
-        tasks: Arc<dyn TaskStateStore>,
+        tasks: Arc<dyn CheckpointStore>,
         messages: Arc<dyn MessageStore>,
         artifacts: Arc<dyn ArtifactStore>,
         agents: Arc<dyn AgentStateStore>,
@@ -164,7 +164,7 @@ impl StoreUnderTest {
         locks: Arc<dyn TurnLock>,
     ) -> Self {
         StoreUnderTest {
-            tasks,
+            checkpoints: tasks,
             messages,
             artifacts,
             agents,
@@ -180,7 +180,7 @@ impl StoreUnderTest {
     /// included, with keys under a random prefix.
     pub fn from_stores(stores: &Stores) -> Self {
         StoreUnderTest::new(
-            stores.tasks.clone(),
+            stores.checkpoints.clone(),
             stores.messages.clone(),
             stores.artifacts.clone(),
             stores.agents.clone(),
@@ -192,7 +192,7 @@ impl StoreUnderTest {
     }
 
     /// Adds the backend's task record store to what `run_all` checks.
-    pub fn with_task_records(mut self, task_records: Arc<dyn TaskStore>) -> Self {
+    pub fn with_task_records(mut self, task_records: Arc<dyn TaskRecordStore>) -> Self {
         self.task_records = Some(task_records);
         self
     }
@@ -221,7 +221,7 @@ impl std::fmt::Debug for StoreUnderTest {
 /// Runs the whole suite (the task record checks only when
 /// [`StoreUnderTest::task_records`] is set); panics at the first broken rule.
 pub async fn run_all(stores: &StoreUnderTest) {
-    task_state_store(Arc::clone(&stores.tasks), &stores.ids).await;
+    task_state_store(Arc::clone(&stores.checkpoints), &stores.ids).await;
     message_store(Arc::clone(&stores.messages), &stores.ids).await;
     artifact_store(Arc::clone(&stores.artifacts), &stores.ids).await;
     agent_state_store(Arc::clone(&stores.agents), &stores.ids).await;

@@ -1,9 +1,9 @@
-//! [`TaskStore`] rules.
+//! [`TaskRecordStore`] rules.
 
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use looopy_core::store::{TaskRecord, TaskStore};
+use looopy_core::store::{TaskRecord, TaskRecordStore};
 use looopy_core::{TaskState, TaskStatus};
 use tokio::sync::Barrier;
 
@@ -53,26 +53,26 @@ fn ids_of(records: &[TaskRecord]) -> Vec<&str> {
     records.iter().map(|r| r.task_id.as_str()).collect()
 }
 
-/// Checks a [`TaskStore`]: round trips of every field and state, versions,
+/// Checks a [`TaskRecordStore`]: round trips of every field and state, versions,
 /// replacement, delete, and `list` by owner, by context, by both and for
 /// all owners (order, ties, limit, owner and context changes, deletes,
 /// concurrent replacements); compare-and-put races, updates that lose
 /// nothing, and the cancel flag.
-pub async fn task_store(store: Arc<dyn TaskStore>, ids: &UniqueIds) {
+pub async fn task_store(store: Arc<dyn TaskRecordStore>, ids: &UniqueIds) {
     round_trips(&*store, ids).await;
     listing(&*store, ids).await;
     concurrent_owner_changes(Arc::clone(&store), ids).await;
     task_store_across_handles(Arc::clone(&store), store, ids).await;
 }
 
-/// The atomic operations of a [`TaskStore`] seen from two handles on one
+/// The atomic operations of a [`TaskRecordStore`] seen from two handles on one
 /// backend (two processes sharing it): a compare-and-put race where exactly
-/// one writer wins each version, concurrent [`TaskStore::update`]s that
+/// one writer wins each version, concurrent [`TaskRecordStore::update`]s that
 /// lose nothing, and a cancel flag raised through one handle and taken once
 /// through the other.
 pub async fn task_store_across_handles(
-    a: Arc<dyn TaskStore>,
-    b: Arc<dyn TaskStore>,
+    a: Arc<dyn TaskRecordStore>,
+    b: Arc<dyn TaskRecordStore>,
     ids: &UniqueIds,
 ) {
     compare_and_put_rules(&*a, &*b, ids).await;
@@ -81,7 +81,7 @@ pub async fn task_store_across_handles(
     cancel_flag(&a, &b, ids).await;
 }
 
-async fn compare_and_put_rules(a: &dyn TaskStore, b: &dyn TaskStore, ids: &UniqueIds) {
+async fn compare_and_put_rules(a: &dyn TaskRecordStore, b: &dyn TaskRecordStore, ids: &UniqueIds) {
     let task = ids.next("task");
     let ctx = ids.next("ctx");
     let record = full_record(&task, &ctx, Some("owner"), TaskState::Submitted, at(1));
@@ -161,7 +161,11 @@ async fn compare_and_put_rules(a: &dyn TaskStore, b: &dyn TaskStore, ids: &Uniqu
     ok(a.delete(&task).await, "cleanup delete");
 }
 
-async fn compare_and_put_race(a: &Arc<dyn TaskStore>, b: &Arc<dyn TaskStore>, ids: &UniqueIds) {
+async fn compare_and_put_race(
+    a: &Arc<dyn TaskRecordStore>,
+    b: &Arc<dyn TaskRecordStore>,
+    ids: &UniqueIds,
+) {
     let task = ids.next("task");
     let ctx = ids.next("ctx");
     let base = full_record(&task, &ctx, Some("owner"), TaskState::Working, at(1));
@@ -204,7 +208,11 @@ async fn compare_and_put_race(a: &Arc<dyn TaskStore>, b: &Arc<dyn TaskStore>, id
     ok(a.delete(&task).await, "cleanup delete");
 }
 
-async fn updates_lose_nothing(a: &Arc<dyn TaskStore>, b: &Arc<dyn TaskStore>, ids: &UniqueIds) {
+async fn updates_lose_nothing(
+    a: &Arc<dyn TaskRecordStore>,
+    b: &Arc<dyn TaskRecordStore>,
+    ids: &UniqueIds,
+) {
     const EACH: usize = 5;
     let task = ids.next("task");
     let ctx = ids.next("ctx");
@@ -263,7 +271,7 @@ async fn updates_lose_nothing(a: &Arc<dyn TaskStore>, b: &Arc<dyn TaskStore>, id
     ok(a.delete(&task).await, "cleanup delete");
 }
 
-async fn cancel_flag(a: &Arc<dyn TaskStore>, b: &Arc<dyn TaskStore>, ids: &UniqueIds) {
+async fn cancel_flag(a: &Arc<dyn TaskRecordStore>, b: &Arc<dyn TaskRecordStore>, ids: &UniqueIds) {
     let task = ids.next("task");
     assert!(
         !ok(b.take_cancel(&task).await, "take_cancel"),
@@ -305,7 +313,7 @@ async fn cancel_flag(a: &Arc<dyn TaskStore>, b: &Arc<dyn TaskStore>, ids: &Uniqu
     );
 }
 
-async fn round_trips(store: &dyn TaskStore, ids: &UniqueIds) {
+async fn round_trips(store: &dyn TaskRecordStore, ids: &UniqueIds) {
     let missing = ids.next("task");
     assert_eq!(ok(store.get(&missing).await, "get of a missing task"), None);
     ok(store.delete(&missing).await, "delete of a missing task");
@@ -378,7 +386,7 @@ async fn round_trips(store: &dyn TaskStore, ids: &UniqueIds) {
     ok(store.delete(&task).await, "second delete");
 }
 
-async fn listing(store: &dyn TaskStore, ids: &UniqueIds) {
+async fn listing(store: &dyn TaskRecordStore, ids: &UniqueIds) {
     let (alice, bob) = (ids.next("owner"), ids.next("owner"));
     let (c1, c2) = (ids.next("ctx"), ids.next("ctx"));
     // (owner, context, updated_at seconds)
@@ -543,7 +551,7 @@ async fn listing(store: &dyn TaskStore, ids: &UniqueIds) {
     assert!(list(None, Some(&c1), 10).await.is_empty());
 }
 
-async fn concurrent_owner_changes(store: Arc<dyn TaskStore>, ids: &UniqueIds) {
+async fn concurrent_owner_changes(store: Arc<dyn TaskRecordStore>, ids: &UniqueIds) {
     let task = ids.next("task");
     let ctx = ids.next("ctx");
     let owners: Vec<String> = (0..CONTENDERS).map(|_| ids.next("owner")).collect();

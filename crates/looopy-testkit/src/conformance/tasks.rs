@@ -1,16 +1,16 @@
-//! [`TaskStateStore`] rules.
+//! [`CheckpointStore`] rules.
 
 use std::sync::Arc;
 
 use looopy_core::TaskState;
-use looopy_core::store::TaskStateStore;
+use looopy_core::store::CheckpointStore;
 
 use super::fixtures::{TASK_STATES, at, full_checkpoint, full_message};
 use super::{UniqueIds, ok};
 
-/// Checks a [`TaskStateStore`]: round trips of every field and state,
+/// Checks a [`CheckpointStore`]: round trips of every field and state,
 /// replacement, isolation between tasks, delete, missing tasks.
-pub async fn task_state_store(store: Arc<dyn TaskStateStore>, ids: &UniqueIds) {
+pub async fn task_state_store(store: Arc<dyn CheckpointStore>, ids: &UniqueIds) {
     let task = ids.next("task");
     let context = ids.next("ctx");
 

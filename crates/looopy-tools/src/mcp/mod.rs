@@ -13,7 +13,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use looopy_core::{ToolCall, ToolContext, ToolDefinition, ToolError, ToolProvider, ToolResult};
+use looopy_core::{ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext};
 use rmcp::RoleClient;
 use rmcp::ServiceError;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, RequestParamsMeta};
@@ -54,7 +54,7 @@ const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// Every call carries its idempotency key in `params._meta` under
 /// [`IDEMPOTENCY_KEY_META`]: the call's id
-/// ([`ToolContext::idempotency_key`]), the same when a resumed turn runs an
+/// ([`TurnContext::idempotency_key`]), the same when a resumed turn runs an
 /// interrupted call again, so that a server can recognise a repeat. A tool
 /// the server annotates `idempotentHint: true` or `readOnlyHint: true` is
 /// listed as idempotent ([`ToolDefinition::idempotent()`]), so that a resumed
@@ -411,11 +411,11 @@ impl McpToolProvider {
 
 #[async_trait]
 impl ToolProvider for McpToolProvider {
-    async fn tools(&self, _cx: &ToolContext) -> Result<Vec<ToolDefinition>, ToolError> {
+    async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
         self.list().await
     }
 
-    async fn execute(&self, call: &ToolCall, cx: &ToolContext) -> ToolResult {
+    async fn execute(&self, call: &ToolCall, cx: &TurnContext) -> ToolResult {
         tokio::select! {
             // Dropping the call sends the server a cancellation.
             () = cx.cancel.cancelled() => {

@@ -1,5 +1,5 @@
 //! [`Tasks`]: starts turns, runs them detached from any connection, records
-//! their events in the [`EventLog`] and their state in the [`TaskStore`],
+//! their events in the [`EventLog`] and their state in the [`TaskRecordStore`],
 //! cancels them.
 //!
 //! All state that another server process needs lives in the two stores: the
@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use futures::StreamExt;
-use looopy_core::store::{EventLog, TaskRecord, TaskStore, TurnLock};
+use looopy_core::store::{EventLog, TaskRecord, TaskRecordStore, TurnLock};
 use looopy_core::{
     AgentEvent, AuthContext, CancellationToken, EventPayload, Message, TaskState, TaskStatus,
 };
@@ -52,7 +52,7 @@ struct Running {
 pub(crate) struct Tasks {
     runner: Arc<dyn TurnRunner>,
     pub(crate) log: Arc<dyn EventLog>,
-    pub(crate) store: Arc<dyn TaskStore>,
+    pub(crate) store: Arc<dyn TaskRecordStore>,
     running: Mutex<HashMap<String, Running>>,
     tracker: TaskTracker,
     cancel_poll: Duration,
@@ -114,7 +114,7 @@ impl Tasks {
     pub(crate) fn new(
         runner: Arc<dyn TurnRunner>,
         log: Arc<dyn EventLog>,
-        store: Arc<dyn TaskStore>,
+        store: Arc<dyn TaskRecordStore>,
         cancel_poll: Duration,
         cancel_wait: Duration,
         tool_progress: bool,

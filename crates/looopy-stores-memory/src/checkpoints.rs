@@ -1,10 +1,10 @@
-//! [`MemoryTaskStateStore`].
+//! [`MemoryCheckpointStore`].
 
 use std::sync::Mutex;
 
 use async_trait::async_trait;
 use looopy_core::StoreError;
-use looopy_core::store::{TaskCheckpoint, TaskStateStore};
+use looopy_core::store::{CheckpointStore, TaskCheckpoint};
 
 use crate::lock;
 use crate::retention::{MemoryRetention, Retained};
@@ -17,11 +17,11 @@ use crate::retention::{MemoryRetention, Retained};
 /// [`with_retention`](Self::with_retention) lets them expire
 /// `task_ttl_secs` after their last save and caps how many are kept.
 #[derive(Debug, Default)]
-pub struct MemoryTaskStateStore {
+pub struct MemoryCheckpointStore {
     checkpoints: Mutex<Retained<TaskCheckpoint>>,
 }
 
-impl MemoryTaskStateStore {
+impl MemoryCheckpointStore {
     /// An empty store that keeps checkpoints until they are deleted.
     pub fn new() -> Self {
         Self::default()
@@ -29,7 +29,7 @@ impl MemoryTaskStateStore {
 
     /// An empty store whose checkpoints expire and are capped as `retention` says.
     pub fn with_retention(retention: &MemoryRetention) -> Self {
-        MemoryTaskStateStore {
+        MemoryCheckpointStore {
             checkpoints: Mutex::new(Retained::new(retention.task_ttl(), retention.cap())),
         }
     }
@@ -46,7 +46,7 @@ impl MemoryTaskStateStore {
 }
 
 #[async_trait]
-impl TaskStateStore for MemoryTaskStateStore {
+impl CheckpointStore for MemoryCheckpointStore {
     async fn save(&self, checkpoint: &TaskCheckpoint) -> Result<(), StoreError> {
         let checkpoint = checkpoint.clone();
         let previous = lock(&self.checkpoints).insert(checkpoint.task_id.clone(), checkpoint);

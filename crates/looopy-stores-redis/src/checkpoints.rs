@@ -1,4 +1,4 @@
-//! [`RedisTaskStateStore`]: checkpoints that cost one round trip each.
+//! [`RedisCheckpointStore`]: checkpoints that cost one round trip each.
 //!
 //! A checkpoint is two keys of the task's slot: a hash with the header (the
 //! checkpoint as JSON without its messages), an `epoch` and the message
@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use looopy_core::store::{TaskCheckpoint, TaskStateStore};
+use looopy_core::store::{CheckpointStore, TaskCheckpoint};
 use looopy_core::{History, Message, StoreError};
 use serde_json::Value;
 
@@ -47,14 +47,14 @@ struct Saved {
 
 /// Loop checkpoints in Redis (see the module docs for the layout and why a
 /// save is one round trip).
-pub struct RedisTaskStateStore {
+pub struct RedisCheckpointStore {
     backend: RedisBackend,
     saved: Mutex<HashMap<String, Saved>>,
 }
 
-impl std::fmt::Debug for RedisTaskStateStore {
+impl std::fmt::Debug for RedisCheckpointStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisTaskStateStore")
+        f.debug_struct("RedisCheckpointStore")
             .field("backend", &self.backend)
             .finish_non_exhaustive()
     }
@@ -84,10 +84,10 @@ fn head_json(checkpoint: &TaskCheckpoint) -> Result<String, StoreError> {
     Ok(json.to_string())
 }
 
-impl RedisTaskStateStore {
+impl RedisCheckpointStore {
     /// Checkpoints on `backend`, expiring `task_ttl_secs` after their last save.
     pub fn new(backend: RedisBackend) -> Self {
-        RedisTaskStateStore {
+        RedisCheckpointStore {
             backend,
             saved: Mutex::new(HashMap::new()),
         }
@@ -139,7 +139,7 @@ impl RedisTaskStateStore {
 }
 
 #[async_trait]
-impl TaskStateStore for RedisTaskStateStore {
+impl CheckpointStore for RedisCheckpointStore {
     async fn save(&self, checkpoint: &TaskCheckpoint) -> Result<(), StoreError> {
         let head = head_json(checkpoint)?;
         let task_id = checkpoint.task_id.as_str();
