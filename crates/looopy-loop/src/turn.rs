@@ -91,6 +91,10 @@ impl Ending {
 }
 
 /// What one iteration decided.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "returned once per iteration and matched at once, never stored"
+)]
 enum Step {
     Continue,
     End(Ending),

@@ -126,7 +126,8 @@ impl SubAgents {
                     };
                     let mut line = format!("{INDENT}{style}[{}]{style:#}", status.state.as_str());
                     // A final message repeats the answer shown above.
-                    if !text.is_empty() && !(*is_final && text == called.answer_text()) {
+                    let repeats_answer = *is_final && text == called.answer_text();
+                    if !text.is_empty() && !repeats_answer {
                         line.push_str(&format!(" {}", clip(&text)));
                     }
                     let _ = writeln!(err, "{line}");
