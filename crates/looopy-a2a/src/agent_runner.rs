@@ -152,9 +152,7 @@ impl TurnRunner for AgentRunner {
                 .with_task_id(request.task_id.to_string())
                 .with_cancel(request.cancel.clone())
                 .with_metadata(request.metadata.clone())
-                .with_settings(
-                    TurnSettings::new().with_internal_events(request.internal_events()),
-                )
+                .with_settings(TurnSettings::new().with_internal_events(request.internal_events()))
                 .keep_running_on_drop(true)
                 .run_on_reader(true);
             if let Some(tools) = &client_tools {
@@ -188,7 +186,7 @@ impl TurnRunner for AgentRunner {
             .with_auth(request.auth.clone())
             .with_cancel(request.cancel.clone())
             .keep_running_on_drop(true)
-                .run_on_reader(true);
+            .run_on_reader(true);
         // The client tools the turn's message declared are offered again:
         // that message is the last one stored (a turn saves the rest at its end).
         let last = agent

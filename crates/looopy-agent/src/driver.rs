@@ -121,12 +121,9 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
                 let base = sent.len();
                 let agent_loop = &agent.inner.agent_loop;
                 let stream = match prepared.approved.take() {
-                    Some(approved) => agent_loop.start_turn_approved(
-                        sent,
-                        cx.clone(),
-                        loop_settings,
-                        *approved,
-                    ),
+                    Some(approved) => {
+                        agent_loop.start_turn_approved(sent, cx.clone(), loop_settings, *approved)
+                    }
                     None => agent_loop.start_turn_with(sent, cx.clone(), loop_settings),
                 };
                 (stream, base, compaction, compaction_error, false)

@@ -104,11 +104,7 @@ impl AgentLoop {
     /// internal events is taken out of `settings`: it is fixed when the
     /// turn starts, and left in it would make the settings non-empty (the
     /// turn would copy the loop's configuration to apply them).
-    fn channel(
-        &self,
-        cx: &TurnContext,
-        settings: &mut TurnSettings,
-    ) -> (Emitter, Arc<EventQueue>) {
+    fn channel(&self, cx: &TurnContext, settings: &mut TurnSettings) -> (Emitter, Arc<EventQueue>) {
         let queue = Arc::new(EventQueue::default());
         let wanted = settings.internal_events.take().unwrap_or_default();
         (
