@@ -7,6 +7,7 @@ mod config;
 mod error;
 mod events;
 pub mod hooks;
+mod interest;
 pub mod layers;
 mod limits;
 mod model_call;
@@ -29,6 +30,7 @@ pub use builder::AgentLoopBuilder;
 pub use config::AgentLoopConfig;
 pub use error::LoopError;
 pub use events::TurnEnd;
+pub use interest::InternalEvents;
 pub use limits::{ToolFailureMode, TurnSettings};
 pub use stream::{TurnHandle, TurnOutcome, TurnStream};
 pub use tools::ToolRegistry;
@@ -98,10 +100,20 @@ impl AgentLoop {
         first.map_or(Ok(()), Err)
     }
 
-    fn channel(&self, cx: &TurnContext) -> (Emitter, Arc<EventQueue>) {
+    /// The turn's event queue and the emitter that fills it. The set of
+    /// internal events is taken out of `settings`: it is fixed when the
+    /// turn starts, and left in it would make the settings non-empty (the
+    /// turn would copy the loop's configuration to apply them).
+    fn channel(&self, cx: &TurnContext, settings: &mut TurnSettings) -> (Emitter, Arc<EventQueue>) {
         let queue = Arc::new(EventQueue::default());
+        let wanted = settings.internal_events.take().unwrap_or_default();
         (
-            Emitter::new(queue.clone(), cx.task_id.clone(), cx.context_id.clone()),
+            Emitter::new(
+                queue.clone(),
+                cx.task_id.clone(),
+                cx.context_id.clone(),
+                wanted,
+            ),
             queue,
         )
     }
@@ -120,10 +132,10 @@ impl AgentLoop {
         &self,
         messages: History,
         cx: TurnContext,
-        settings: TurnSettings,
+        mut settings: TurnSettings,
     ) -> TurnStream {
         let cx = cx.with_agent_id(self.config.agent_id.clone());
-        let (emit, rx) = self.channel(&cx);
+        let (emit, rx) = self.channel(&cx, &mut settings);
         let shared = Arc::new(TurnShared::default());
         let turn = Turn::start(
             self.clone(),
@@ -145,11 +157,11 @@ impl AgentLoop {
         &self,
         messages: History,
         cx: TurnContext,
-        settings: TurnSettings,
+        mut settings: TurnSettings,
         approved: ApprovedCalls,
     ) -> TurnStream {
         let cx = cx.with_agent_id(self.config.agent_id.clone());
-        let (emit, rx) = self.channel(&cx);
+        let (emit, rx) = self.channel(&cx, &mut settings);
         let shared = Arc::new(TurnShared::default());
         let turn = Turn::start(
             self.clone(),

@@ -24,9 +24,9 @@ impl AgentLoop {
     /// [`resume`](Self::resume) with settings for the rest of the turn (the
     /// checkpoint does not keep the ones it started with). A wall-time
     /// limit counts from the resume.
-    pub fn resume_with(&self, cx: TurnContext, settings: TurnSettings) -> TurnStream {
+    pub fn resume_with(&self, cx: TurnContext, mut settings: TurnSettings) -> TurnStream {
         let cx = cx.with_agent_id(self.config.agent_id.clone());
-        let (emit, rx) = self.channel(&cx);
+        let (emit, rx) = self.channel(&cx, &mut settings);
         let shared = Arc::new(TurnShared::default());
         let this = self.clone();
         let shared2 = shared.clone();
