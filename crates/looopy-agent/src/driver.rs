@@ -68,8 +68,9 @@ pub(crate) struct TurnRun {
     pub(crate) summary: Arc<Mutex<Option<Box<FinishedTurn>>>>,
     /// Pause requests from the `AgentTurn`.
     pub(crate) pause: Arc<PauseRelay>,
-    /// The turn's settings, handed to the loop.
-    pub(crate) settings: looopy_loop::TurnSettings,
+    /// The turn's settings and per-turn tools, handed to the loop (again
+    /// at a resume: checkpoints keep neither).
+    pub(crate) input: looopy_loop::TurnInput,
 }
 
 /// What the loop left once its stream ended.
@@ -123,10 +124,10 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
                     Some(approved) => agent_loop.start_turn_approved(
                         sent,
                         cx.clone(),
-                        turn.settings.clone(),
+                        turn.input.clone(),
                         *approved,
                     ),
-                    None => agent_loop.start_turn_with(sent, cx.clone(), turn.settings.clone()),
+                    None => agent_loop.start_turn_with(sent, cx.clone(), turn.input.clone()),
                 };
                 (stream, base, compaction, compaction_error, false)
             }
@@ -134,7 +135,7 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
                 let stream = agent
                     .inner
                     .agent_loop
-                    .resume_with(cx.clone(), turn.settings.clone());
+                    .resume_with(cx.clone(), turn.input.clone());
                 (stream, 0, None, None, *saved)
             }
         };

@@ -7,6 +7,7 @@ mod config;
 mod error;
 mod events;
 pub mod hooks;
+mod input;
 pub mod layers;
 mod limits;
 mod model_call;
@@ -29,6 +30,7 @@ pub use builder::AgentLoopBuilder;
 pub use config::AgentLoopConfig;
 pub use error::LoopError;
 pub use events::TurnEnd;
+pub use input::TurnInput;
 pub use limits::{ToolFailureMode, TurnSettings};
 pub use stream::{TurnHandle, TurnOutcome, TurnStream};
 pub use tools::ToolRegistry;
@@ -110,17 +112,19 @@ impl AgentLoop {
     /// with the new user message). The turn's task id, context, principal and
     /// cancellation come from `cx`; its agent id is this loop's.
     pub fn start_turn(&self, messages: History, cx: TurnContext) -> TurnStream {
-        self.start_turn_with(messages, cx, TurnSettings::default())
+        self.start_turn_with(messages, cx, TurnInput::new())
     }
 
-    /// [`start_turn`](Self::start_turn) with settings for this turn only
-    /// (system prompt, limits, tool failure mode): each field set replaces
-    /// the loop's value for this turn.
+    /// [`start_turn`](Self::start_turn) with inputs for this turn only
+    /// ([`TurnInput`]): settings (system prompt, limits, tool failure mode),
+    /// each field set replacing the loop's value, and tools offered beside
+    /// the loop's own. A [`TurnSettings`] alone converts into a
+    /// [`TurnInput`] without tools.
     pub fn start_turn_with(
         &self,
         messages: History,
         cx: TurnContext,
-        settings: TurnSettings,
+        input: impl Into<TurnInput>,
     ) -> TurnStream {
         let cx = cx.with_agent_id(self.config.agent_id.clone());
         let (emit, rx) = self.channel(&cx);
@@ -131,7 +135,7 @@ impl AgentLoop {
             emit,
             shared.clone(),
             messages.clone(),
-            settings,
+            input.into(),
         );
         TurnStream::new(Box::pin(turn.run(false)), rx, shared, messages)
     }
@@ -145,7 +149,7 @@ impl AgentLoop {
         &self,
         messages: History,
         cx: TurnContext,
-        settings: TurnSettings,
+        input: impl Into<TurnInput>,
         approved: ApprovedCalls,
     ) -> TurnStream {
         let cx = cx.with_agent_id(self.config.agent_id.clone());
@@ -157,7 +161,7 @@ impl AgentLoop {
             emit,
             shared.clone(),
             messages.clone(),
-            settings,
+            input.into(),
         )
         .with_approved(approved);
         TurnStream::new(Box::pin(turn.run(false)), rx, shared, messages)
