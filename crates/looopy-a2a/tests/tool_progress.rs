@@ -14,7 +14,8 @@ use looopy_core::{
     ToolResult, Usage,
 };
 use looopy_testkit::ScriptedLlm;
-use looopy_tools::{LocalTools, TimeoutTools};
+use looopy_loop::layers::TimeoutTools;
+use looopy_tools::LocalTools;
 use serde_json::{Value, json};
 use support::*;
 use tokio::sync::Semaphore;
