@@ -13,8 +13,8 @@ use looopy_core::{
     EventPayload, LlmResponse, TaskState, ToolCall, ToolDefinition, ToolOutcome, ToolProvider,
     ToolResult, Usage,
 };
-use looopy_testkit::ScriptedLlm;
 use looopy_loop::layers::TimeoutTools;
+use looopy_testkit::ScriptedLlm;
 use looopy_tools::LocalTools;
 use serde_json::{Value, json};
 use support::*;

@@ -291,10 +291,10 @@ async fn per_turn_tools_given_to_resume_turn_serve_the_resumed_turn() {
         .unwrap();
     assert_eq!(summary.state, TaskState::Completed);
     assert_eq!(tools.fast.load(Ordering::SeqCst), 2);
-    let offered: Vec<&str> = llm.requests()[0]
+    let offered: Vec<String> = llm.requests()[0]
         .tools
         .iter()
-        .map(|t| t.name.as_str())
+        .map(|t| t.name.clone())
         .collect();
     assert_eq!(offered, ["fast", "hang"]);
     let again = llm.requests()[1]
