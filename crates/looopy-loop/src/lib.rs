@@ -8,6 +8,7 @@ mod error;
 mod events;
 pub mod hooks;
 mod input;
+mod interest;
 pub mod layers;
 mod limits;
 mod model_call;
@@ -31,6 +32,7 @@ pub use config::AgentLoopConfig;
 pub use error::LoopError;
 pub use events::TurnEnd;
 pub use input::TurnInput;
+pub use interest::InternalEvents;
 pub use limits::{ToolFailureMode, TurnSettings};
 pub use stream::{TurnHandle, TurnOutcome, TurnStream};
 pub use tools::ToolRegistry;
@@ -100,10 +102,20 @@ impl AgentLoop {
         first.map_or(Ok(()), Err)
     }
 
-    fn channel(&self, cx: &TurnContext) -> (Emitter, Arc<EventQueue>) {
+    /// The turn's event queue and the emitter that fills it. The set of
+    /// internal events is taken out of `settings`: it is fixed when the
+    /// turn starts, and left in it would make the settings non-empty (the
+    /// turn would copy the loop's configuration to apply them).
+    fn channel(&self, cx: &TurnContext, settings: &mut TurnSettings) -> (Emitter, Arc<EventQueue>) {
         let queue = Arc::new(EventQueue::default());
+        let wanted = settings.internal_events.take().unwrap_or_default();
         (
-            Emitter::new(queue.clone(), cx.task_id.clone(), cx.context_id.clone()),
+            Emitter::new(
+                queue.clone(),
+                cx.task_id.clone(),
+                cx.context_id.clone(),
+                wanted,
+            ),
             queue,
         )
     }
@@ -126,8 +138,9 @@ impl AgentLoop {
         cx: TurnContext,
         input: impl Into<TurnInput>,
     ) -> TurnStream {
+        let mut input = input.into();
         let cx = cx.with_agent_id(self.config.agent_id.clone());
-        let (emit, rx) = self.channel(&cx);
+        let (emit, rx) = self.channel(&cx, &mut input.settings);
         let shared = Arc::new(TurnShared::default());
         let turn = Turn::start(
             self.clone(),
@@ -135,7 +148,7 @@ impl AgentLoop {
             emit,
             shared.clone(),
             messages.clone(),
-            input.into(),
+            input,
         );
         TurnStream::new(Box::pin(turn.run(false)), rx, shared, messages)
     }
@@ -152,8 +165,9 @@ impl AgentLoop {
         input: impl Into<TurnInput>,
         approved: ApprovedCalls,
     ) -> TurnStream {
+        let mut input = input.into();
         let cx = cx.with_agent_id(self.config.agent_id.clone());
-        let (emit, rx) = self.channel(&cx);
+        let (emit, rx) = self.channel(&cx, &mut input.settings);
         let shared = Arc::new(TurnShared::default());
         let turn = Turn::start(
             self.clone(),
@@ -161,7 +175,7 @@ impl AgentLoop {
             emit,
             shared.clone(),
             messages.clone(),
-            input.into(),
+            input,
         )
         .with_approved(approved);
         TurnStream::new(Box::pin(turn.run(false)), rx, shared, messages)

@@ -28,9 +28,9 @@ impl AgentLoop {
     /// the turn hands them again here). A wall-time limit counts from the
     /// resume.
     pub fn resume_with(&self, cx: TurnContext, input: impl Into<TurnInput>) -> TurnStream {
-        let input = input.into();
+        let mut input = input.into();
         let cx = cx.with_agent_id(self.config.agent_id.clone());
-        let (emit, rx) = self.channel(&cx);
+        let (emit, rx) = self.channel(&cx, &mut input.settings);
         let shared = Arc::new(TurnShared::default());
         let this = self.clone();
         let shared2 = shared.clone();
