@@ -13,8 +13,9 @@ use looopy_core::{
     EventPayload, LlmResponse, TaskState, ToolCall, ToolDefinition, ToolOutcome, ToolProvider,
     ToolResult, Usage,
 };
+use looopy_loop::layers::TimeoutTools;
 use looopy_testkit::ScriptedLlm;
-use looopy_tools::{LocalTools, TimeoutTools};
+use looopy_tools::LocalTools;
 use serde_json::{Value, json};
 use support::*;
 use tokio::sync::Semaphore;

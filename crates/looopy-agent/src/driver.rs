@@ -68,8 +68,9 @@ pub(crate) struct TurnRun {
     pub(crate) summary: Arc<Mutex<Option<Box<FinishedTurn>>>>,
     /// Pause requests from the `AgentTurn`.
     pub(crate) pause: Arc<PauseRelay>,
-    /// The turn's settings, handed to the loop.
-    pub(crate) settings: looopy_loop::TurnSettings,
+    /// The turn's settings and per-turn tools, handed to the loop (again
+    /// at a resume: checkpoints keep neither).
+    pub(crate) input: looopy_loop::TurnInput,
 }
 
 /// What the loop left once its stream ended.
@@ -96,7 +97,10 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
         let cx = &turn.cx;
         // Sent after the turn's first event (its task), which must come first.
         let mut warnings = Vec::new();
-        let loop_settings = turn.settings.clone().also_building(DRIVER_READS);
+        let loop_input = looopy_loop::TurnInput {
+            settings: turn.input.settings.clone().also_building(DRIVER_READS),
+            tools: turn.input.tools.clone(),
+        };
         let (stream, base, compaction, compaction_error, saved_before) = match &mut turn.start {
             Start::New(prepared) => {
                 let (compaction, compaction_error) =
@@ -122,17 +126,14 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
                 let agent_loop = &agent.inner.agent_loop;
                 let stream = match prepared.approved.take() {
                     Some(approved) => {
-                        agent_loop.start_turn_approved(sent, cx.clone(), loop_settings, *approved)
+                        agent_loop.start_turn_approved(sent, cx.clone(), loop_input, *approved)
                     }
-                    None => agent_loop.start_turn_with(sent, cx.clone(), loop_settings),
+                    None => agent_loop.start_turn_with(sent, cx.clone(), loop_input),
                 };
                 (stream, base, compaction, compaction_error, false)
             }
             Start::Resume { saved } => {
-                let stream = agent
-                    .inner
-                    .agent_loop
-                    .resume_with(cx.clone(), loop_settings);
+                let stream = agent.inner.agent_loop.resume_with(cx.clone(), loop_input);
                 (stream, 0, None, None, *saved)
             }
         };

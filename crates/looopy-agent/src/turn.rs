@@ -24,7 +24,7 @@ use looopy_core::{
     AgentEvent, AuthContext, CancellationToken, ConversationArtifacts, Message, TaskState,
     ToolCall, ToolProvider, TurnContext, Usage,
 };
-use looopy_loop::{TurnEnd, TurnSettings};
+use looopy_loop::{TurnEnd, TurnInput, TurnSettings};
 use serde_json::{Map, Value};
 use tokio::sync::OwnedMutexGuard;
 use tracing::Instrument;
@@ -57,6 +57,9 @@ pub struct TurnOptions {
     pub keep_running_on_drop: bool,
     /// Tools offered in this turn only, beside the agent's own: the client
     /// tools a message declared (`looopy_tools::ClientTools`), for instance.
+    /// Handed to the loop as [`TurnInput::tools`], not through the
+    /// `TurnContext`. Not kept in the checkpoint: a turn carried on with
+    /// [`Agent::resume_turn`] offers the tools given to that call.
     pub tools: Option<Arc<dyn ToolProvider>>,
     /// Settings of this turn only (system prompt, iteration and tool-call
     /// limits, wall-time limit, tool failure mode); each field set replaces
@@ -467,9 +470,6 @@ impl Agent {
         if let Some(auth) = options.auth {
             cx = cx.with_auth(auth);
         }
-        if let Some(tools) = options.tools {
-            cx = cx.with_turn_tools(tools);
-        }
         cx = cx.with_artifacts(ConversationArtifacts::new(
             self.inner.artifacts.clone(),
             self.inner.context_id.clone(),
@@ -487,7 +487,10 @@ impl Agent {
             tx,
             summary: summary.clone(),
             pause: pause.clone(),
-            settings: options.settings,
+            input: TurnInput {
+                settings: options.settings,
+                tools: options.tools,
+            },
         };
         let turn = driver::drive(run).in_current_span();
         let driver: Option<Driver> = if options.run_on_reader {

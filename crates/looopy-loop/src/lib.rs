@@ -7,6 +7,7 @@ mod config;
 mod error;
 mod events;
 pub mod hooks;
+mod input;
 mod interest;
 pub mod layers;
 mod limits;
@@ -30,6 +31,7 @@ pub use builder::AgentLoopBuilder;
 pub use config::AgentLoopConfig;
 pub use error::LoopError;
 pub use events::TurnEnd;
+pub use input::TurnInput;
 pub use interest::InternalEvents;
 pub use limits::{ToolFailureMode, TurnSettings};
 pub use stream::{TurnHandle, TurnOutcome, TurnStream};
@@ -122,20 +124,23 @@ impl AgentLoop {
     /// with the new user message). The turn's task id, context, principal and
     /// cancellation come from `cx`; its agent id is this loop's.
     pub fn start_turn(&self, messages: History, cx: TurnContext) -> TurnStream {
-        self.start_turn_with(messages, cx, TurnSettings::default())
+        self.start_turn_with(messages, cx, TurnInput::new())
     }
 
-    /// [`start_turn`](Self::start_turn) with settings for this turn only
-    /// (system prompt, limits, tool failure mode): each field set replaces
-    /// the loop's value for this turn.
+    /// [`start_turn`](Self::start_turn) with inputs for this turn only
+    /// ([`TurnInput`]): settings (system prompt, limits, tool failure mode),
+    /// each field set replacing the loop's value, and tools offered beside
+    /// the loop's own. A [`TurnSettings`] alone converts into a
+    /// [`TurnInput`] without tools.
     pub fn start_turn_with(
         &self,
         messages: History,
         cx: TurnContext,
-        mut settings: TurnSettings,
+        input: impl Into<TurnInput>,
     ) -> TurnStream {
+        let mut input = input.into();
         let cx = cx.with_agent_id(self.config.agent_id.clone());
-        let (emit, rx) = self.channel(&cx, &mut settings);
+        let (emit, rx) = self.channel(&cx, &mut input.settings);
         let shared = Arc::new(TurnShared::default());
         let turn = Turn::start(
             self.clone(),
@@ -143,7 +148,7 @@ impl AgentLoop {
             emit,
             shared.clone(),
             messages.clone(),
-            settings,
+            input,
         );
         TurnStream::new(Box::pin(turn.run(false)), rx, shared, messages)
     }
@@ -157,11 +162,12 @@ impl AgentLoop {
         &self,
         messages: History,
         cx: TurnContext,
-        mut settings: TurnSettings,
+        input: impl Into<TurnInput>,
         approved: ApprovedCalls,
     ) -> TurnStream {
+        let mut input = input.into();
         let cx = cx.with_agent_id(self.config.agent_id.clone());
-        let (emit, rx) = self.channel(&cx, &mut settings);
+        let (emit, rx) = self.channel(&cx, &mut input.settings);
         let shared = Arc::new(TurnShared::default());
         let turn = Turn::start(
             self.clone(),
@@ -169,7 +175,7 @@ impl AgentLoop {
             emit,
             shared.clone(),
             messages.clone(),
-            settings,
+            input,
         )
         .with_approved(approved);
         TurnStream::new(Box::pin(turn.run(false)), rx, shared, messages)
