@@ -12,7 +12,7 @@ use looopy_core::store::CheckpointStore;
 use looopy_core::{
     EventPayload, History, LlmResponse, Message, Role, TaskState, ToolCall, ToolResult, TurnContext,
 };
-use looopy_loop::AgentLoop;
+use looopy_loop::{AgentLoop, TurnInput};
 use looopy_stores_memory::MemoryCheckpointStore;
 use looopy_testkit::ScriptedLlm;
 use support::*;
@@ -106,6 +106,49 @@ async fn checkpoints_are_taken_and_the_last_one_holds_the_final_state() {
     assert_eq!(saved.messages.len(), 4);
     assert_eq!(saved.turn_start, 1);
     assert_eq!(saved.iteration, 2);
+}
+
+#[tokio::test]
+async fn per_turn_tools_handed_again_to_resume_with_run_the_missing_call() {
+    let store = Arc::new(MemoryCheckpointStore::new());
+    let first_runs = Arc::new(AtomicUsize::new(0));
+    let llm = ScriptedLlm::new().respond(three_calls());
+    // The loop has no tools of its own: a, b and c are the turn's.
+    let agent = AgentLoop::builder(llm).task_store(store.clone()).build();
+    let input = TurnInput::new().with_tools(Arc::new(tools(first_runs.clone(), false)));
+    let mut stream = agent.start_turn_with(History::from(vec![Message::user("go")]), cx(), input);
+    let mut completed = 0;
+    while let Some(e) = stream.next().await {
+        if e.kind() == "internal:tool-complete" {
+            completed += 1;
+            if completed == 2 {
+                break;
+            }
+        }
+    }
+    wait_for(&store, |c| c.completed_tool_results.len() == 2).await;
+    drop(stream);
+    drop(agent);
+
+    // A new process hands the turn's tools again (checkpoints cannot keep
+    // a provider): only c, still missing, runs.
+    let second_runs = Arc::new(AtomicUsize::new(0));
+    let llm2 = ScriptedLlm::new().respond(LlmResponse::text("all three done"));
+    let agent2 = AgentLoop::builder(llm2.clone())
+        .task_store(store.clone())
+        .build();
+    let input = TurnInput::new().with_tools(Arc::new(tools(second_runs.clone(), true)));
+    let events = drain(agent2.resume_with(cx(), input)).await;
+    assert_eq!(final_event(&events).state(), Some(TaskState::Completed));
+    assert_eq!(second_runs.load(Ordering::SeqCst), 1);
+    let request = &llm2.requests()[0];
+    let names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["a", "b", "c"]);
+    let c_result = request
+        .messages
+        .iter()
+        .find(|m| m.role == Role::Tool && m.text().contains("result c"));
+    assert!(c_result.is_some(), "{:?}", request.messages);
 }
 
 #[tokio::test]
