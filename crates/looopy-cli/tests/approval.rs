@@ -29,19 +29,6 @@ fn python() -> Option<PathBuf> {
     )
 }
 
-/// The text of an OpenAI message's content (a string or text parts).
-fn content(message: &Value) -> String {
-    match &message["content"] {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
-    }
-}
-
 /// The model: asks for `quick_note` on the user's job; once the call's
 /// result is in, answers `final: <result>`.
 fn model(body: &Value) -> FixtureReply {
@@ -53,10 +40,10 @@ fn model(body: &Value) -> FixtureReply {
     let results: Vec<String> = messages[last_user..]
         .iter()
         .filter(|m| m["role"] == "tool")
-        .map(content)
+        .map(support::message_text)
         .collect();
     if results.is_empty() {
-        let job = content(&messages[last_user]);
+        let job = support::message_text(&messages[last_user]);
         let args = json!({ "job": job }).to_string();
         return FixtureReply::json(openai::tool_calls_completion(&[(
             &format!("call-{job}"),

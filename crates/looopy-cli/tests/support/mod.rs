@@ -342,3 +342,17 @@ pub fn exported_spans(received: &Received) -> Vec<opentelemetry_proto::tonic::tr
         .flat_map(|ss| ss.spans.iter().cloned())
         .collect()
 }
+
+/// The text of an OpenAI chat message's content (a string or text parts),
+/// as a scripted model reads the messages it is sent.
+pub fn message_text(message: &serde_json::Value) -> String {
+    match &message["content"] {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
