@@ -321,6 +321,8 @@ impl Turn {
             // A crash while they run must find them: a resume runs them
             // again (idempotent tools) or reports them interrupted.
             self.checkpoint(TaskState::Working);
+            self.record_before_side_effects(registry, &approved.calls)
+                .await;
             let calls: Vec<(usize, ToolCall)> = approved.calls.into_iter().enumerate().collect();
             if let Step::End(ending) = self.run_tools(registry, calls, true).await {
                 return ending;
@@ -481,6 +483,7 @@ impl Turn {
             self.emit.text(text);
         }
         self.emit.tool_detected(iteration, &calls);
+        self.record_before_side_effects(registry, &calls).await;
         self.run_tools(registry, calls.into_iter().enumerate().collect(), false)
             .await
     }
@@ -806,6 +809,17 @@ impl Turn {
             history: self.history.clone(),
             iterations: self.iteration,
             usage: self.usage,
+        }
+    }
+
+    /// Waits until the checkpoint that holds `calls` is saved when one of
+    /// them is for a tool that is not idempotent. At most once needs the
+    /// call on record before it runs: a resume that cannot see the call
+    /// would ask the model again and run the tool a second time. Idempotent
+    /// calls keep overlapping the save.
+    async fn record_before_side_effects(&self, registry: &ToolRegistry, calls: &[ToolCall]) {
+        if calls.iter().any(|c| !registry.is_idempotent(&c.name)) {
+            self.writer.flush().await;
         }
     }
 

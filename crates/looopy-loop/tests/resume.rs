@@ -580,3 +580,64 @@ async fn resuming_without_a_checkpoint_ends_failed_with_an_outcome_saying_why() 
     let text = outcome.message.map(|m| m.text()).unwrap_or_default();
     assert!(text.starts_with("cannot resume:"), "{text}");
 }
+
+/// A checkpoint store whose saves land late, as on a slow network.
+struct SlowSaves(MemoryCheckpointStore);
+
+#[async_trait::async_trait]
+impl CheckpointStore for SlowSaves {
+    async fn save(
+        &self,
+        checkpoint: &looopy_core::store::TaskCheckpoint,
+    ) -> Result<(), looopy_core::store::StoreError> {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        self.0.save(checkpoint).await
+    }
+    async fn load(
+        &self,
+        task_id: &str,
+    ) -> Result<Option<looopy_core::store::TaskCheckpoint>, looopy_core::store::StoreError> {
+        self.0.load(task_id).await
+    }
+    async fn delete(&self, task_id: &str) -> Result<(), looopy_core::store::StoreError> {
+        self.0.delete(task_id).await
+    }
+}
+
+#[tokio::test]
+async fn a_call_of_a_tool_that_is_not_idempotent_is_saved_before_it_runs() {
+    // With saves landing late, a tool with side effects must still find its
+    // own call in the saved checkpoint when it starts: a crash from then on
+    // resumes with the call on record (reported interrupted, not run again)
+    // instead of asking the model again and running the tool twice.
+    let store = Arc::new(SlowSaves(MemoryCheckpointStore::new()));
+    let on_record = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let tools = {
+        let (store, on_record) = (store.clone(), on_record.clone());
+        FnTools::new().tool("pay", move |call, _| {
+            let (store, on_record) = (store.clone(), on_record.clone());
+            async move {
+                let saved = store.load("task-r").await.unwrap();
+                let recorded = saved.is_some_and(|c| {
+                    c.messages
+                        .iter()
+                        .any(|m| m.tool_calls.iter().any(|t| t.id == call.id))
+                });
+                on_record.lock().unwrap().push(recorded);
+                ToolResult::text(&call.id, "paid")
+            }
+        })
+    };
+    let llm = ScriptedLlm::new()
+        .respond(LlmResponse::tool_calls(
+            "",
+            vec![ToolCall::new("c-pay", "pay", "{}")],
+        ))
+        .respond(LlmResponse::text("done"));
+    let agent = AgentLoop::builder(llm)
+        .tools(tools)
+        .task_store(store.clone())
+        .build();
+    drain(agent.start_turn(History::from(vec![Message::user("go")]), cx())).await;
+    assert_eq!(*on_record.lock().unwrap(), vec![true]);
+}
