@@ -397,30 +397,13 @@ async fn the_chat_page_approves_a_tool_call_with_a_click() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn looopy_chat_asks_y_or_n_and_sends_the_approval() {
     use std::io::Write;
-    use std::process::Stdio;
-    use support::{BIN, Captured, Running};
 
     let Some(setup) = Setup::new("").await else {
         return;
     };
     let (server, url) = serve_running(&setup.config, &[]);
     let screen = tokio::task::spawn_blocking(move || {
-        let pty = nix::pty::openpty(None, None).unwrap();
-        let slave = std::fs::File::from(pty.slave);
-        let mut child = Running::new(
-            Command::new(BIN)
-                .args(["chat", &url])
-                .env("TERM", "xterm")
-                .env("LOOOPY_TOKEN", "py-token")
-                .env_remove("RUST_LOG")
-                .stdin(Stdio::from(slave.try_clone().unwrap()))
-                .stdout(Stdio::from(slave.try_clone().unwrap()))
-                .stderr(Stdio::from(slave))
-                .spawn()
-                .unwrap(),
-        );
-        let mut master = std::fs::File::from(pty.master);
-        let screen = Captured::spawn(master.try_clone().unwrap());
+        let (mut child, mut master, screen) = support::chat_on_pty(&url, Some("py-token"));
         screen.wait_for("> ");
         master.write_all(b"tty\r").unwrap();
         screen.wait_for("approve quick_note? [y/n] ");

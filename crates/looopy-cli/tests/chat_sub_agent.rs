@@ -6,14 +6,12 @@
 
 mod support;
 
-use std::fs::File;
 use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use looopy_testkit::openai_fixture::openai;
 use looopy_testkit::{FixtureReply, OpenAiFixture};
-use support::{BIN, Captured, Running, serve_running, write_config};
+use support::{serve_running, write_config};
 
 /// One agent's config on the shared model fixture, with `tools` after it.
 fn config(
@@ -59,22 +57,7 @@ async fn the_called_agents_progress_is_shown_nested_under_the_tool() {
     let (parent, url) = serve_running(&config(&llm, &parent_dir, "parent", &remote), &[]);
 
     let (screen, status) = tokio::task::spawn_blocking(move || {
-        let pty = nix::pty::openpty(None, None).unwrap();
-        let slave = File::from(pty.slave);
-        let mut chat = Running::new(
-            Command::new(BIN)
-                .args(["chat", &url])
-                .env("TERM", "xterm")
-                .env_remove("LOOOPY_TOKEN")
-                .env_remove("RUST_LOG")
-                .stdin(Stdio::from(slave.try_clone().unwrap()))
-                .stdout(Stdio::from(slave.try_clone().unwrap()))
-                .stderr(Stdio::from(slave))
-                .spawn()
-                .unwrap(),
-        );
-        let mut master = File::from(pty.master);
-        let screen = Captured::spawn(master.try_clone().unwrap());
+        let (mut chat, mut master, screen) = support::chat_on_pty(&url, None);
         screen.wait_for("> ");
         master.write_all(b"what's the weather?\r").unwrap();
         screen.wait_for("The forecaster says: sunny.");
