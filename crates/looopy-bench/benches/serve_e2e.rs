@@ -18,6 +18,8 @@
 mod client;
 #[path = "serve/floor.rs"]
 mod floor;
+#[path = "serve/library.rs"]
+mod library;
 #[path = "serve/looopy.rs"]
 mod looopy;
 #[path = "serve/peer.rs"]
@@ -44,14 +46,28 @@ use process::{spawn, wait_for_stdin_close};
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Server {
     Looopy,
+    /// `looopy serve` with a memory store that keeps few conversations.
+    LooopyFewKept,
+    Library,
     Floor,
     Peer,
+}
+
+/// Conversations (and tasks) each memory store keeps in the
+/// [`Server::LooopyFewKept`] case: few against the 2,000 to 3,200 turns of
+/// a case, so that its memory is the server's rather than the
+/// conversations'; but twice the turns in flight, since a cap below them
+/// evicts running tasks' logs from under their streams.
+fn few_kept(concurrency: usize) -> usize {
+    (2 * concurrency).max(200)
 }
 
 impl Server {
     fn role(self) -> &'static str {
         match self {
             Server::Looopy => "looopy",
+            Server::LooopyFewKept => "looopy-few-kept",
+            Server::Library => "library",
             Server::Floor => "floor",
             Server::Peer => "peer",
         }
@@ -60,6 +76,8 @@ impl Server {
     fn label(self) -> &'static str {
         match self {
             Server::Looopy => "looopy serve",
+            Server::LooopyFewKept => "looopy serve, memory store keeping few conversations",
+            Server::Library => "library path (axum SSE + AgentLoop + LiteLlmProvider)",
             Server::Floor => "floor (axum SSE + bare reqwest loop)",
             Server::Peer => "peer (a2a-server-lf + bare reqwest loop)",
         }
@@ -94,7 +112,8 @@ fn run_server(role: &str) {
         .unwrap();
     rt.block_on(async {
         match role {
-            "looopy" => looopy::serve(&base).await,
+            "looopy" | "looopy-few-kept" => looopy::serve(&base).await,
+            "library" => serve_router(library::router(&base, events)).await,
             "floor" => serve_router(floor::router(&base, events)).await,
             "peer" => serve_router(peer::router(&base, events)).await,
             other => panic!("unknown role {other}"),
@@ -121,13 +140,20 @@ fn turns_for(concurrency: usize) -> usize {
 }
 
 async fn measure(server: Server, base: &str, events: &mut usize, concurrency: usize) -> Measured {
-    let (child, url) = spawn(
-        server.role(),
-        &[
-            ("BENCH_MOCK", base.to_owned()),
-            ("BENCH_EVENTS", events.to_string()),
-        ],
-    );
+    let mut envs = vec![
+        ("BENCH_MOCK", base.to_owned()),
+        ("BENCH_EVENTS", events.to_string()),
+    ];
+    if server == Server::LooopyFewKept {
+        envs.push((
+            "BENCH_TOML",
+            format!(
+                "[store]\nbackend = \"memory\"\nmax_entries = {}\n",
+                few_kept(concurrency)
+            ),
+        ));
+    }
+    let (child, url) = spawn(server.role(), &envs);
     let url = format!("{url}/");
     let pid = child.id();
     let client = reqwest::Client::new();
@@ -174,7 +200,13 @@ fn main() {
     rt.block_on(async {
         for concurrency in levels {
             let mut by_server = Vec::new();
-            for server in [Server::Looopy, Server::Floor, Server::Peer] {
+            for server in [
+                Server::Looopy,
+                Server::LooopyFewKept,
+                Server::Library,
+                Server::Floor,
+                Server::Peer,
+            ] {
                 if only.as_deref().is_some_and(|o| o != server.role()) {
                     continue;
                 }
@@ -188,10 +220,19 @@ fn main() {
                 .iter()
                 .find(|(s, _)| *s == Server::Floor)
                 .map_or(1.0, |(_, m)| m.peak_rss_mb);
+            let library_cpu = by_server
+                .iter()
+                .find(|(s, _)| *s == Server::Library)
+                .map_or(f64::NAN, |(_, m)| m.cpu_ms_per_turn);
             for (server, m) in &by_server {
                 let ratio = m.turns_per_s / floor_tps;
                 let rss_ratio = m.peak_rss_mb / floor_rss;
-                Case::new(BENCH, format!("{}, concurrency {concurrency}", server.label()), "ms")
+                let cpu_ratio = m.cpu_ms_per_turn / library_cpu;
+                let label = match server {
+                    Server::LooopyFewKept => format!("{} ({})", server.label(), few_kept(concurrency)),
+                    _ => server.label().to_owned(),
+                };
+                Case::new(BENCH, format!("{label}, concurrency {concurrency}"), "ms")
                     .median_p99(m.first_p50_ms, m.first_p99_ms)
                     .num("concurrency", concurrency as f64)
                     .num("turns", turns_for(concurrency) as f64)
@@ -199,10 +240,11 @@ fn main() {
                     .num("ratio_to_floor", ratio)
                     .num("server_cpu_ms_per_turn", m.cpu_ms_per_turn)
                     .num("server_peak_rss_mb", m.peak_rss_mb)
+                    .num("cpu_ratio_to_library", cpu_ratio)
                     .num("peak_rss_ratio_to_floor", rss_ratio)
                     .num("events_per_turn", m.events_per_turn)
                     .notes(format!(
-                        "{:.0} turns/s ({ratio:.2}x the floor), server CPU {:.3} ms/turn, peak RSS {:.0} MB ({rss_ratio:.2}x the floor), {:.0} events/turn",
+                        "{:.0} turns/s ({ratio:.2}x the floor), server CPU {:.3} ms/turn ({cpu_ratio:.2}x the library path's), peak RSS {:.0} MB ({rss_ratio:.2}x the floor), {:.0} events/turn",
                         m.turns_per_s, m.cpu_ms_per_turn, m.peak_rss_mb, m.events_per_turn
                     ))
                     .print();
@@ -211,6 +253,6 @@ fn main() {
     });
     process::stop(mock);
     comment(
-        "median/p99: time from before the request to the first SSE event the client reads. Each row is a fresh server process (this bench binary with BENCH_ROLE): `looopy serve` is the binary's own `App` and `looopy_cli::serve::serve` (memory store, its looopy.toml defaults, telemetry at info to /dev/null) with two local Rust tools added to `App::tools`; the floor is an axum SSE handler running a bare reqwest loop; the peer is a2a-server-lf's DefaultRequestHandler and JSON-RPC router hosting the same bare loop. Every server streams its model calls from the same mock (a child process, one Tokio worker) and sends the same number of events per turn (looopy's: task, working, the answer's chunks, final). Server CPU from /proc/<pid>/task/*/sched over the measured turns (warm-up excluded); peak RSS is the server's VmHWM over warm-up and measurement. Clients, servers and the mock share the machine's cores, so turns/s are ratios of one run, not capacities. Budgets: looopy >= 0.7x the floor's turns/s at concurrency 100 and ahead of the peer; first SSE event p99 <= 5 ms at concurrency 100; peak RSS within 1.2x the floor's.",
+        "median/p99: time from before the request to the first SSE event the client reads. Each row is a fresh server process (this bench binary with BENCH_ROLE): `looopy serve` is the binary's own `App` and `looopy_cli::serve::serve` (memory store, its looopy.toml defaults, telemetry at info to /dev/null) with two local Rust tools added to `App::tools`, once with its default memory store (which keeps every conversation of a case) and once with `[store] max_entries` at twice the clients, at least 200 (the figure in brackets); the library path is `AgentLoop` + `LiteLlmProvider` (default layers, streaming, the same tools) in an axum SSE handler writing the turn's public events; the floor is an axum SSE handler running a bare reqwest loop; the peer is a2a-server-lf's DefaultRequestHandler and JSON-RPC router hosting the same bare loop. Every server streams its model calls from the same mock (a child process, one Tokio worker) and sends the same number of events per turn (looopy's: task, working, the answer's chunks, final). Server CPU from /proc/<pid>/task/*/sched over the measured turns (warm-up excluded); peak RSS is the server's VmHWM over warm-up and measurement. Clients, servers and the mock share the machine's cores, so turns/s are ratios of one run, not capacities. Budgets: looopy >= 0.7x the floor's turns/s at concurrency 100 and ahead of the peer; first SSE event p99 <= 5 ms at concurrency 100; server CPU per turn <= 2x the library path's; peak RSS within 1.2x the floor's.",
     );
 }

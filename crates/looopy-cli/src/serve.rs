@@ -4,6 +4,7 @@ use std::future::Future;
 
 use anyhow::{Context, Result};
 use looopy_a2a::{A2aServer, AgentCardConfig, AgentRunner, AuthConfig};
+use looopy_stores::StoreConfig;
 use tokio::net::TcpListener;
 
 use crate::app::App;
@@ -25,7 +26,8 @@ pub fn server(
         .public_url(public_url);
     let push = config.push.settings();
     let factory_app = app.clone();
-    let runner = AgentRunner::new(move |context_id, owner| factory_app.agent(context_id, owner));
+    let runner = AgentRunner::new(move |context_id, owner| factory_app.agent(context_id, owner))
+        .max_cached(agents_cached(&config.store));
     let builder = A2aServer::with_stores(runner, &app.stores)
         .card(card)
         .auth(auth)
@@ -41,6 +43,20 @@ pub fn server(
         None => builder,
     };
     Ok(builder.build())
+}
+
+/// How many idle Agents the runner keeps between turns: 1,024, or fewer
+/// when the memory store keeps fewer conversations (an Agent kept for a
+/// conversation the store has let go would only hold memory; the next turn
+/// of it builds one again).
+fn agents_cached(store: &StoreConfig) -> usize {
+    const AGENTS_CACHED: usize = 1024;
+    match store {
+        StoreConfig::Memory(retention) => retention
+            .cap()
+            .map_or(AGENTS_CACHED, |n| n.min(AGENTS_CACHED)),
+        _ => AGENTS_CACHED,
+    }
 }
 
 /// Serves until `shutdown` completes; running turns get a grace period to
@@ -93,4 +109,26 @@ pub async fn shutdown_signal() {
         _ = term => {}
     }
     tracing::info!("shutdown requested");
+}
+
+#[cfg(test)]
+mod tests {
+    use looopy_stores::{MemoryRetention, StoreConfig};
+
+    use super::agents_cached;
+
+    fn memory(max_entries: usize) -> StoreConfig {
+        StoreConfig::Memory(MemoryRetention {
+            max_entries,
+            ..MemoryRetention::default()
+        })
+    }
+
+    #[test]
+    fn the_runner_keeps_no_more_agents_than_the_memory_store_keeps_conversations() {
+        assert_eq!(agents_cached(&memory(100)), 100);
+        assert_eq!(agents_cached(&memory(10_000)), 1024);
+        // No cap on the store: the runner's own limit.
+        assert_eq!(agents_cached(&memory(0)), 1024);
+    }
 }

@@ -5,13 +5,14 @@
 //! and so aborts the request on the server.
 
 use std::collections::VecDeque;
+use std::pin::Pin;
 
 use bytes::Bytes;
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::stream::{self, BoxStream, StreamExt};
 use looopy_core::{LlmChunk, LlmError, LlmRequest, LlmStream, TurnContext};
 use reqwest::header;
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 use tracing::Instrument;
 
 use crate::client::{CallSpan, LiteLlmProvider, snippet};
@@ -30,13 +31,82 @@ enum Phase {
     Done,
 }
 
-/// What bounds the wait for each piece (shared, `Copy`).
-#[derive(Clone, Copy)]
+/// What bounds the wait for each piece, made once per call when it is
+/// sent: every read waits on the same cancellation, deadline and idle
+/// timers (the idle one moved forward before each read) rather than
+/// registering new ones per chunk.
 struct Limits<'a> {
     provider: &'a LiteLlmProvider,
-    cx: &'a TurnContext,
-    deadline: Instant,
+    cancelled: Pin<Box<dyn Future<Output = ()> + Send + 'a>>,
+    /// The whole request's limit, counted from the first poll.
+    deadline: Pin<Box<Sleep>>,
+    /// No data for `stream_idle_timeout`.
+    idle: Pin<Box<Sleep>>,
 }
+
+impl<'a> Limits<'a> {
+    fn new(provider: &'a LiteLlmProvider, cx: &'a TurnContext) -> Self {
+        let idle = after(provider.config.stream_idle_timeout);
+        Limits {
+            provider,
+            cancelled: Box::pin(cx.cancel.cancelled()),
+            deadline: Box::pin(tokio::time::sleep_until(provider.deadline())),
+            idle: Box::pin(tokio::time::sleep_until(idle)),
+        }
+    }
+
+    /// Runs `work` unless the turn is cancelled or the request deadline
+    /// passes (cancellation first, then the work, then the deadline).
+    async fn guard<T>(
+        &mut self,
+        work: impl Future<Output = Result<T, LlmError>>,
+    ) -> Result<T, LlmError> {
+        let provider = self.provider;
+        tokio::select! {
+            biased;
+            () = &mut self.cancelled => Err(LlmError::Cancelled),
+            r = work => r,
+            () = &mut self.deadline => Err(provider.timeout_error(
+                "the stream did not finish in time",
+                provider.config.request_timeout,
+            )),
+        }
+    }
+
+    /// [`guard`](Self::guard) on waiting for the next event, which must
+    /// come within the idle timeout.
+    async fn next_event(&mut self, events: &mut Events) -> Result<Option<EventItem>, LlmError> {
+        let provider = self.provider;
+        let idle = provider.config.stream_idle_timeout;
+        self.idle.as_mut().reset(after(idle));
+        let Limits {
+            cancelled,
+            deadline,
+            idle: idle_timer,
+            ..
+        } = self;
+        tokio::select! {
+            biased;
+            () = cancelled => Err(LlmError::Cancelled),
+            next = events.next() => Ok(next),
+            () = idle_timer => Err(provider.timeout_error("no stream data within the idle timeout", idle)),
+            () = deadline => Err(provider.timeout_error(
+                "the stream did not finish in time",
+                provider.config.request_timeout,
+            )),
+        }
+    }
+}
+
+/// `limit` from now; a limit too long to add is about thirty years away
+/// (as `tokio::time::timeout` takes it).
+fn after(limit: std::time::Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(limit)
+        .unwrap_or_else(|| now + std::time::Duration::from_secs(86_400 * 365 * 30))
+}
+
+type EventItem = Result<Event, EventStreamError<reqwest::Error>>;
 
 struct State<'a> {
     limits: Limits<'a>,
@@ -53,11 +123,7 @@ pub(crate) fn chat_stream<'a>(
     cx: &'a TurnContext,
 ) -> LlmStream<'a> {
     let state = State {
-        limits: Limits {
-            provider,
-            cx,
-            deadline: provider.deadline(),
-        },
+        limits: Limits::new(provider, cx),
         span: provider.call_span(provider.model_for(&request)),
         phase: Phase::Start(Box::new(request)),
         decoder: ChunkDecoder::default(),
@@ -107,21 +173,22 @@ async fn next(state: &mut State<'_>) -> Option<Result<LlmChunk, LlmError>> {
 /// answer is queued, for servers that answer a stream request with JSON).
 async fn start(state: &mut State<'_>, request: LlmRequest) -> Result<(), LlmError> {
     // The whole-request limit counts from the first poll, not from creation.
-    state.limits.deadline = state.limits.provider.deadline();
-    let limits = state.limits;
-    let provider = limits.provider;
+    let provider = state.limits.provider;
+    state.limits.deadline.as_mut().reset(provider.deadline());
+    let limits = &mut state.limits;
     let body = provider.body(&request, true)?;
-    let response = guard(limits, provider.send(body, true)).await?;
+    let response = limits.guard(provider.send(body, true)).await?;
     let status = response.status();
     if !status.is_success() {
         let headers = response.headers().clone();
-        let bytes = guard(limits, async {
-            response
-                .bytes()
-                .await
-                .map_err(|e| from_reqwest(&e, "reading the error response"))
-        })
-        .await?;
+        let bytes = limits
+            .guard(async {
+                response
+                    .bytes()
+                    .await
+                    .map_err(|e| from_reqwest(&e, "reading the error response"))
+            })
+            .await?;
         return Err(from_status(
             status.as_u16(),
             &headers,
@@ -134,13 +201,14 @@ async fn start(state: &mut State<'_>, request: LlmRequest) -> Result<(), LlmErro
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
     if is_json {
-        let bytes = guard(limits, async {
-            response
-                .bytes()
-                .await
-                .map_err(|e| from_reqwest(&e, "reading the response"))
-        })
-        .await?;
+        let bytes = limits
+            .guard(async {
+                response
+                    .bytes()
+                    .await
+                    .map_err(|e| from_reqwest(&e, "reading the response"))
+            })
+            .await?;
         let completion: ChatCompletion =
             serde_json::from_slice(&bytes).map_err(|e| LlmError::MalformedResponse {
                 message: format!("invalid completion JSON ({e}): {}", snippet(&bytes)),
@@ -161,19 +229,8 @@ async fn start(state: &mut State<'_>, request: LlmRequest) -> Result<(), LlmErro
 
 /// Reads events until some chunks are queued. `Ok(false)` after `[DONE]`.
 async fn read(state: &mut State<'_>, events: &mut Events) -> Result<bool, LlmError> {
-    let limits = state.limits;
-    let idle = limits.provider.config.stream_idle_timeout;
     while state.pending.is_empty() {
-        let next = guard(limits, async {
-            tokio::time::timeout(idle, events.next())
-                .await
-                .map_err(|_| {
-                    limits
-                        .provider
-                        .timeout_error("no stream data within the idle timeout", idle)
-                })
-        })
-        .await?;
+        let next = state.limits.next_event(events).await?;
         let event = match next {
             None => {
                 return Err(LlmError::MalformedResponse {
@@ -205,19 +262,4 @@ async fn read(state: &mut State<'_>, events: &mut Events) -> Result<bool, LlmErr
         state.decoder.decode(chunk, &mut state.pending)?;
     }
     Ok(true)
-}
-
-/// Runs `work` unless the turn is cancelled or the request deadline passes.
-async fn guard<T>(
-    limits: Limits<'_>,
-    work: impl Future<Output = Result<T, LlmError>>,
-) -> Result<T, LlmError> {
-    let provider = limits.provider;
-    tokio::select! {
-        biased;
-        _ = limits.cx.cancel.cancelled() => Err(LlmError::Cancelled),
-        r = tokio::time::timeout_at(limits.deadline, work) => r.unwrap_or_else(|_| {
-            Err(provider.timeout_error("the stream did not finish in time", provider.config.request_timeout))
-        }),
-    }
 }

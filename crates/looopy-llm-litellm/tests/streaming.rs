@@ -229,6 +229,28 @@ async fn idle_gap_times_out() {
 }
 
 #[tokio::test]
+async fn the_idle_limit_counts_from_the_last_event() {
+    // Each gap is under the idle limit, the whole stream well over it: the
+    // limit restarts with every event.
+    let f = OpenAiFixture::start().await.unwrap();
+    let mut chunks: Vec<_> = (0..10).map(|_| openai::text_chunk("t")).collect();
+    chunks.push(openai::finish_chunk("stop"));
+    f.push(
+        SseReply::new(chunks)
+            .interval(Duration::from_millis(60))
+            .into(),
+    );
+    let llm = LiteLlmProvider::new(
+        support::config(&f).with_stream_idle_timeout(Duration::from_millis(250)),
+    )
+    .unwrap();
+    let cx = cx();
+    let (chunks, err) = drain(llm.stream(ask("a"), &cx)).await;
+    assert_eq!(err, None);
+    assert_eq!(assemble(&chunks).message.text(), "tttttttttt");
+}
+
+#[tokio::test]
 async fn dropping_the_stream_aborts_the_request() {
     let f = OpenAiFixture::start().await.unwrap();
     let many: Vec<_> = (0..500)

@@ -90,13 +90,16 @@ pub(crate) async fn call_model(
         let mut calls: Vec<(String, String)> = Vec::new();
         while let Some(chunk) = chunks.next().await {
             let chunk = chunk?;
-            match &chunk {
-                LlmChunk::TextDelta(delta) => {
-                    if let Some(previous) = held.replace(delta.clone()) {
-                        emit.text_chunk(artifact_id, previous, first, false);
-                        first = false;
-                    }
+            assembler.push(&chunk);
+            // A text delta is held by value (the assembler has its copy).
+            if let LlmChunk::TextDelta(delta) = chunk {
+                if let Some(previous) = held.replace(delta) {
+                    emit.text_chunk(artifact_id, previous, first, false);
+                    first = false;
                 }
+                continue;
+            }
+            match &chunk {
                 LlmChunk::ToolCallStart { index, id, name } => {
                     if calls.len() <= *index {
                         calls.resize(*index + 1, Default::default());
@@ -118,7 +121,6 @@ pub(crate) async fn call_model(
                 }
                 _ => {}
             }
-            assembler.push(&chunk);
         }
         if let Some(last) = held {
             emit.text_chunk(artifact_id, last, first, true);
