@@ -25,7 +25,6 @@ use workload::{NoopTools, tools_json};
 
 const TURNS: usize = 1000;
 
-const TURNS: usize = 1000;
 fn cpu_seconds() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     let fields: Vec<&str> = stat
