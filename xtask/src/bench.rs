@@ -22,7 +22,7 @@ const BENCHES: &[(&str, &str, &str)] = &[
     (
         "looopy-llm-litellm",
         "turn_throughput",
-        "Whole turns (three model calls, four tool calls) over HTTP against a fast OpenAI-compatible mock in another process, 1,000 turns per case, next to a bare reqwest loop sending the same requests",
+        "Whole turns (three model calls, four tool calls) over HTTP against a fast OpenAI-compatible mock in another process, 1,000 turns per case, next to a bare reqwest loop sending the same requests, with whole answers and with streamed ones",
     ),
     (
         "looopy-bench",
@@ -37,7 +37,7 @@ const BENCHES: &[(&str, &str, &str)] = &[
     (
         "looopy-bench",
         "serve_e2e",
-        "`looopy serve` end to end: A2A 1.0 streaming turns from 1, 100 and 1,000 concurrent clients, each turn three streamed model calls and four local Rust tools against a fast OpenAI-compatible mock in its own process; beside it in the same run a floor (an axum SSE handler running a bare reqwest loop, same events) and a peer (the official a2a-server-lf crate hosting the same loop): turns/s, first SSE event, server CPU per turn, server peak RSS",
+        "`looopy serve` end to end: A2A 1.0 streaming turns from 1, 100 and 1,000 concurrent clients, each turn three streamed model calls and four local Rust tools against a fast OpenAI-compatible mock in its own process; beside it in the same run `looopy serve` with a memory store keeping few conversations, the library path (`AgentLoop` + `LiteLlmProvider` in an axum SSE handler), a floor (an axum SSE handler running a bare reqwest loop, same events) and a peer (the official a2a-server-lf crate hosting the same loop): turns/s, first SSE event, server CPU per turn, server peak RSS",
     ),
     (
         "looopy-bench",
