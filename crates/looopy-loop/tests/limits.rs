@@ -240,12 +240,7 @@ async fn tool_failure_mode_fail_ends_the_turn_on_the_first_failed_call() {
 #[tokio::test]
 async fn tool_failure_mode_continue_lets_the_model_read_the_error() {
     let (tools, _) = failing_and_ok();
-    let llm = ScriptedLlm::new()
-        .respond(LlmResponse::tool_calls(
-            "",
-            vec![ToolCall::new("b1", "broken", "{}")],
-        ))
-        .respond(LlmResponse::text("went on"));
+    let llm = calls_then(&[("b1", "broken", "{}")], "went on");
     let agent = AgentLoop::builder(llm.clone())
         .tools(tools)
         .tool_failure_mode(ToolFailureMode::Fail)

@@ -176,17 +176,15 @@ async fn unknown_tools_bad_json_and_panics_become_error_results_and_the_loop_goe
         })
         .tool("boom", |_call, _| async move { panic!("kaboom") })
         .echo("fine", Duration::ZERO);
-    let llm = ScriptedLlm::new()
-        .respond(LlmResponse::tool_calls(
-            "",
-            vec![
-                ToolCall::new("a", "nope", "{}"),
-                ToolCall::new("b", "raw", "{not json"),
-                ToolCall::new("c", "boom", "{}"),
-                ToolCall::new("d", "fine", "{\"x\":1}"),
-            ],
-        ))
-        .respond(LlmResponse::text("recovered"));
+    let llm = calls_then(
+        &[
+            ("a", "nope", "{}"),
+            ("b", "raw", "{not json"),
+            ("c", "boom", "{}"),
+            ("d", "fine", "{\"x\":1}"),
+        ],
+        "recovered",
+    );
     let stream = AgentLoop::builder(llm)
         .tools(tools)
         .build()
@@ -547,15 +545,7 @@ async fn auth_and_ids_reach_every_tool_call() {
         ));
         async move { ToolResult::text(&call.id, "me") }
     });
-    let llm = ScriptedLlm::new()
-        .respond(LlmResponse::tool_calls(
-            "",
-            vec![
-                ToolCall::new("1", "who", "{}"),
-                ToolCall::new("2", "who", "{}"),
-            ],
-        ))
-        .respond(LlmResponse::text("ok"));
+    let llm = calls_then(&[("1", "who", "{}"), ("2", "who", "{}")], "ok");
     let cx = cx().with_auth(looopy_core::AuthContext::new("alice"));
     drain(
         AgentLoop::builder(llm)
