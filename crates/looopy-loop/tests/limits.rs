@@ -303,10 +303,7 @@ async fn before_turn_rewrites_the_history_and_after_turn_the_final_message() {
     assert_eq!(req.system_prompt.as_deref(), Some("from the hook"));
     let last = final_event(&events);
     assert_eq!(last.state(), Some(TaskState::Completed));
-    let EventPayload::StatusUpdate { status, .. } = &*last.payload else {
-        unreachable!()
-    };
-    assert_eq!(status.message.as_ref().unwrap().text(), "answer (reviewed)");
+    assert_eq!(final_text(&events), "answer (reviewed)");
     let outcome = handle.outcome().unwrap();
     // What is stored is what the caller was shown; the turn's own messages
     // start after the rewritten history.

@@ -64,10 +64,7 @@ async fn plain_answer_follows_the_event_order_and_keeps_the_system_prompt_out_of
     let meta = final_meta(&events);
     assert_eq!(meta["finishReason"], "finished");
     assert_eq!(meta["usage"]["totalTokens"], 7);
-    let EventPayload::StatusUpdate { status, .. } = &*last.payload else {
-        unreachable!()
-    };
-    assert_eq!(status.message.as_ref().unwrap().text(), "Hello there");
+    assert_eq!(final_text(&events), "Hello there");
 
     let req = &llm.requests()[0];
     assert_eq!(req.system_prompt.as_deref(), Some("You are terse."));
@@ -240,19 +237,8 @@ async fn duplicate_tool_names_fail_the_turn_with_a_clear_message() {
             .start_turn(user("x"), cx()),
     )
     .await;
-    let last = final_event(&events);
-    assert_eq!(last.state(), Some(TaskState::Failed));
-    let EventPayload::StatusUpdate { status, .. } = &*last.payload else {
-        unreachable!()
-    };
-    assert!(
-        status
-            .message
-            .as_ref()
-            .unwrap()
-            .text()
-            .contains("duplicate tool name 'same'")
-    );
+    assert_eq!(final_event(&events).state(), Some(TaskState::Failed));
+    assert!(final_text(&events).contains("duplicate tool name 'same'"));
     assert_eq!(llm.request_count(), 0);
 }
 

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use looopy_core::{
-    AgentEvent, LlmResponse, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult,
-    TurnContext,
+    AgentEvent, EventPayload, LlmResponse, ToolCall, ToolDefinition, ToolError, ToolProvider,
+    ToolResult, TurnContext,
 };
 use looopy_loop::TurnStream;
 use looopy_testkit::ScriptedLlm;
@@ -122,6 +122,18 @@ pub fn calls_then(calls: &[(&str, &str, &str)], text: &str) -> ScriptedLlm {
     ScriptedLlm::new()
         .respond(LlmResponse::tool_calls("", calls))
         .respond(LlmResponse::text(text))
+}
+
+/// The text of the message that the final event of a turn carries.
+pub fn final_text(events: &[AgentEvent]) -> String {
+    let EventPayload::StatusUpdate { status, .. } = &*final_event(events).payload else {
+        panic!("the final event is a status update")
+    };
+    status
+        .message
+        .as_ref()
+        .map(|m| m.text())
+        .expect("the final event carries a message")
 }
 
 pub async fn drain(mut s: TurnStream) -> Vec<AgentEvent> {
