@@ -6,9 +6,7 @@
 mod support;
 
 use looopy_agent::TurnOptions;
-use looopy_core::store::MessageStore;
 use looopy_core::{AgentEvent, Message, TaskState};
-use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use support::*;
 
@@ -18,7 +16,7 @@ fn kinds(events: &[AgentEvent]) -> Vec<&'static str> {
 
 /// One turn with a tool call, read to its end; its events and what it saved.
 async fn read_to_end(context: &str, on_reader: bool) -> (Vec<AgentEvent>, Vec<Message>) {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = lookup_then_done();
     let agent = tool_agent(context, &llm, &stores);
     let t = start_turn(&agent, "go", TurnOptions::new().run_on_reader(on_reader)).await;
@@ -41,7 +39,7 @@ async fn a_turn_run_by_its_reader_streams_and_saves_what_a_spawned_turn_does() {
 
 #[tokio::test]
 async fn a_turn_run_by_its_reader_and_kept_running_finishes_and_saves_when_dropped() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = lookup_then_done();
     let agent = tool_agent("c-inline-detach", &llm, &stores);
     let options = TurnOptions::new()
@@ -57,7 +55,7 @@ async fn a_turn_run_by_its_reader_and_kept_running_finishes_and_saves_when_dropp
 
 #[tokio::test]
 async fn a_turn_run_by_its_reader_is_cancelled_and_saved_when_dropped() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new().respond(call("slow", &["s1"]));
     let agent = tool_agent("c-inline-drop", &llm, &stores);
     let mut t = start_turn(&agent, "start", TurnOptions::new().run_on_reader(true)).await;

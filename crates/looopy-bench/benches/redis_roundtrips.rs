@@ -8,7 +8,7 @@
 //! - message appends and the rest of an Agent turn: `Agent` turns (two
 //!   iterations: one tool call, then the answer) with every store in Redis
 //!   (messages, artifacts, agent state, turn lease, checkpoints) against
-//!   the same with `MemoryStores`; per turn.
+//!   the same with the memory stores; per turn.
 //!
 //! Round trips are counted by a TCP proxy between the stores and Redis: a
 //! round trip begins each time the client sends after Redis last answered,
@@ -30,14 +30,13 @@ use common::{
 use futures::StreamExt;
 use looopy_agent::Agent;
 use looopy_bench::{Case, comment, percentile, us};
-use looopy_core::store::{CheckpointStore, MessageStore};
+use looopy_core::store::{CheckpointStore, MessageStore, Stores};
 use looopy_core::{
     History, LlmResponse, Message, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult,
     TurnContext,
 };
 use looopy_loop::AgentLoop;
-use looopy_stores_memory::MemoryStores;
-use looopy_stores_redis::{RedisConfig, RedisStores};
+use looopy_stores_redis::RedisConfig;
 use looopy_testkit::{RedisServer, ScriptStep, ScriptedLlm};
 
 /// The allocator `looopy serve` runs with (see `looopy_bench::Allocator`).
@@ -75,8 +74,8 @@ impl ToolProvider for NoopTools {
     }
 }
 
-async fn redis_stores(url: &str, prefix: &str) -> RedisStores {
-    RedisStores::connect(RedisConfig::new(url).with_key_prefix(prefix.to_owned()))
+async fn redis_stores(url: &str, prefix: &str) -> Stores {
+    looopy_stores_redis::connect(RedisConfig::new(url).with_key_prefix(prefix.to_owned()))
         .await
         .expect("connect to the bench Redis")
 }
@@ -215,7 +214,7 @@ async fn redis_agent_stores(
 #[derive(Clone)]
 enum AgentStores {
     Redis(RedisAgentStores),
-    Memory(MemoryStores),
+    Memory(Stores),
 }
 
 fn agent(context: &str, stores: &AgentStores) -> Agent {
@@ -295,7 +294,7 @@ async fn agent_turns(
 async fn agent_part(server: &RedisServer, info: &redis::aio::MultiplexedConnection) {
     let url = server.url();
     let redis = AgentStores::Redis(redis_agent_stores(&url, &url, &url, "bench-agent").await);
-    let memory = AgentStores::Memory(MemoryStores::new());
+    let memory = AgentStores::Memory(looopy_stores_memory::stores());
     let proxies = three_proxies(server.port()).await;
     let proxied = AgentStores::Redis(
         redis_agent_stores(
@@ -356,7 +355,7 @@ async fn agent_part(server: &RedisServer, info: &redis::aio::MultiplexedConnecti
         .num("other_round_trips_per_turn", per_turn(rts[2]))
         .num("commands_per_turn", per_turn(cmds))
         .notes(format!(
-            "{:.1} round trips per turn of 2 iterations ({:.1} checkpoints, {:.1} message store calls, {:.1} turn start and end (RedisTurnStore: lease, agent state, history, input, messages, checkpoint delete) and artifacts), {:.1} commands; turn {m0:.0} µs with MemoryStores, {m1:.0} µs with Redis (medians; added = a Redis turn minus the median in-memory turn)",
+            "{:.1} round trips per turn of 2 iterations ({:.1} checkpoints, {:.1} message store calls, {:.1} turn start and end (RedisTurnStore: lease, agent state, history, input, messages, checkpoint delete) and artifacts), {:.1} commands; turn {m0:.0} µs with the memory stores, {m1:.0} µs with Redis (medians; added = a Redis turn minus the median in-memory turn)",
             per_turn(total),
             per_turn(rts[0]),
             per_turn(rts[1]),

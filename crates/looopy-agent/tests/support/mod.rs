@@ -10,16 +10,17 @@ use std::time::Duration;
 use async_trait::async_trait;
 use looopy_agent::{Agent, AgentBuilder, AgentTurn, FinishedTurn, TurnOptions};
 use looopy_core::store::MessageStore;
+use looopy_core::store::Stores;
 use looopy_core::{
     AgentEvent, EventPayload, LlmResponse, Message, Part, Role, StoreError, ToolCall,
     ToolDefinition, ToolError, ToolProvider, ToolResult, ToolSignal, TurnContext,
 };
-use looopy_stores_memory::{MemoryMessageStore, MemoryStores};
+use looopy_stores_memory::MemoryMessageStore;
 use looopy_testkit::ScriptedLlm;
 use serde_json::json;
 
 /// An agent on the given stores (messages, artifacts, agent state).
-pub fn builder(context: &str, llm: &ScriptedLlm, stores: &MemoryStores) -> AgentBuilder {
+pub fn builder(context: &str, llm: &ScriptedLlm, stores: &Stores) -> AgentBuilder {
     Agent::builder(context)
         .llm(llm.clone())
         .message_store(stores.messages.clone())
@@ -28,7 +29,7 @@ pub fn builder(context: &str, llm: &ScriptedLlm, stores: &MemoryStores) -> Agent
 }
 
 /// An agent with the [`TestTools`] on the given stores.
-pub fn tool_agent(context: &str, llm: &ScriptedLlm, stores: &MemoryStores) -> Agent {
+pub fn tool_agent(context: &str, llm: &ScriptedLlm, stores: &Stores) -> Agent {
     builder(context, llm, stores)
         .tools(TestTools::default())
         .build()
@@ -96,8 +97,7 @@ pub fn roles(messages: &[Message]) -> Vec<Role> {
 
 /// Asserts what a turn cancelled in its one tool call saved in `context`:
 /// the user message, the call and its error result, and a cancelled last turn.
-pub async fn assert_saved_cancelled_in_tool(stores: &MemoryStores, context: &str) {
-    use looopy_core::store::AgentStateStore;
+pub async fn assert_saved_cancelled_in_tool(stores: &Stores, context: &str) {
     let stored = stores.messages.load(context).await.unwrap();
     assert_eq!(
         roles(&stored),
@@ -113,7 +113,7 @@ pub async fn assert_saved_cancelled_in_tool(stores: &MemoryStores, context: &str
 
 /// Asserts what [`lookup_then_done`] saved in `context` when its turn ran to
 /// its end: the user message, the call, its result and the answer.
-pub async fn assert_saved_lookup_then_done(stores: &MemoryStores, context: &str) {
+pub async fn assert_saved_lookup_then_done(stores: &Stores, context: &str) {
     let stored = stores.messages.load(context).await.unwrap();
     assert_eq!(
         roles(&stored),
