@@ -194,12 +194,10 @@ async fn resume_after_a_crash_mid_batch_runs_only_the_missing_calls() {
     assert_eq!(final_event(&events).state(), Some(TaskState::Completed));
     assert_eq!(second_runs.load(Ordering::SeqCst), 1, "only c ran again");
     let history = handle.outcome().unwrap().history;
-    let results: Vec<String> = history
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.text())
-        .collect();
-    assert_eq!(results, vec!["result a", "result b", "result c"]);
+    assert_eq!(
+        tool_texts(&history),
+        vec!["result a", "result b", "result c"]
+    );
     assert_eq!(history.last().unwrap().text(), "all three done");
     assert_eq!(llm2.requests()[0].messages.len(), 5);
     assert_eq!(

@@ -143,12 +143,7 @@ async fn tools_run_in_parallel_within_the_limit_and_results_keep_the_model_order
     );
 
     let history = handle.outcome().unwrap().history;
-    let results: Vec<String> = history
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.text())
-        .collect();
-    assert_eq!(results, vec!["r0", "r1", "r2", "r3", "r4"]);
+    assert_eq!(tool_texts(&history), vec!["r0", "r1", "r2", "r3", "r4"]);
     // The second request saw every result.
     assert_eq!(llm.requests()[1].messages.len(), 7);
     // Order: text, then per call start/complete.

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use looopy_core::{
-    AgentEvent, EventPayload, LlmResponse, ToolCall, ToolDefinition, ToolError, ToolProvider,
-    ToolResult, TurnContext,
+    AgentEvent, EventPayload, History, LlmResponse, Role, ToolCall, ToolDefinition, ToolError,
+    ToolProvider, ToolResult, TurnContext,
 };
 use looopy_loop::TurnStream;
 use looopy_testkit::ScriptedLlm;
@@ -134,6 +134,15 @@ pub fn final_text(events: &[AgentEvent]) -> String {
         .as_ref()
         .map(|m| m.text())
         .expect("the final event carries a message")
+}
+
+/// The texts of the tool messages in `history`, in order.
+pub fn tool_texts(history: &History) -> Vec<String> {
+    history
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.text())
+        .collect()
 }
 
 pub async fn drain(mut s: TurnStream) -> Vec<AgentEvent> {
