@@ -100,21 +100,9 @@ async fn a_server_can_default_to_the_0_3_card() {
         &stores,
     )
     .await;
-    let plain: Value = card(&server.url, "/.well-known/agent-card.json", &[])
-        .await
-        .json()
-        .await
-        .unwrap();
+    let plain = agent_card(&server.url, None).await;
     assert_eq!(plain["protocolVersion"], "0.3.0");
-    let v1: Value = card(
-        &server.url,
-        "/.well-known/agent-card.json",
-        &[("A2A-Version", "1.0")],
-    )
-    .await
-    .json()
-    .await
-    .unwrap();
+    let v1 = agent_card(&server.url, Some("1.0")).await;
     assert!(v1.get("url").is_none());
 }
 
@@ -169,13 +157,7 @@ async fn proto_field_names_are_read_like_json_names() {
     // A negative history length is refused, in both versions.
     let bad = rpc(url, V1, "GetTask", json!({"id": id, "historyLength": -1})).await;
     assert_eq!(bad["error"]["code"], -32602);
-    let bad = rpc(
-        url,
-        None,
-        "tasks/get",
-        json!({"id": id, "historyLength": -1}),
-    )
-    .await;
+    let bad = rpc_v03(url, "tasks/get", json!({"id": id, "historyLength": -1})).await;
     assert_eq!(bad["error"]["code"], -32602);
 }
 
@@ -301,7 +283,7 @@ async fn a_runner_may_answer_with_a_message_instead_of_a_task() {
         "pong"
     );
     // 0.3: the message itself, with its kind.
-    let v = rpc(url, None, "message/send", v03_message("ping")).await;
+    let v = rpc_v03(url, "message/send", v03_message("ping")).await;
     assert_eq!(v["result"]["kind"], "message");
     assert_eq!(v["result"]["role"], "agent");
     // No task was made; other messages still get one.

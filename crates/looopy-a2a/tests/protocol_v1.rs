@@ -12,19 +12,9 @@ const V1: Option<&str> = Some("1.0");
 #[tokio::test(flavor = "multi_thread")]
 async fn card_is_negotiated_by_version() {
     let server = start(ScriptedRunner::hello()).await;
-    let get = |path: &str, version: Option<&str>| {
-        let mut req = http().get(format!("{}{path}", server.url));
-        if let Some(v) = version {
-            req = req.header("A2A-Version", v);
-        }
-        req.send()
-    };
-    let v1: serde_json::Value = get("/.well-known/agent-card.json", V1)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let url = server.url.as_str();
+    let get = move |path: &'static str, version| get_json(url, path, version);
+    let v1 = get("/.well-known/agent-card.json", V1).await;
     assert_eq!(v1["name"], "Test agent");
     assert_eq!(v1["capabilities"]["streaming"], true);
     let interfaces = v1["supportedInterfaces"].as_array().unwrap();
@@ -42,37 +32,17 @@ async fn card_is_negotiated_by_version() {
 
     // No header: the 1.0 card too (the document the 1.0 spec defines for
     // this URI), without any 0.3 field.
-    let plain: serde_json::Value = get("/.well-known/agent-card.json", None)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let plain = get("/.well-known/agent-card.json", None).await;
     assert_eq!(plain, v1);
     // A 0.3 client names its version (header or query parameter).
-    let v03: serde_json::Value = get("/.well-known/agent-card.json", Some("0.3"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v03 = get("/.well-known/agent-card.json", Some("0.3")).await;
     assert_eq!(v03["protocolVersion"], "0.3.0");
     assert_eq!(v03["url"], format!("{}/", server.url));
     assert_eq!(v03["preferredTransport"], "JSONRPC");
     assert_eq!(v03["supportedInterfaces"][0]["protocolVersion"], "1.0");
-    let by_query: serde_json::Value = get("/.well-known/agent-card.json?A2A-Version=0.3", None)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let by_query = get("/.well-known/agent-card.json?A2A-Version=0.3", None).await;
     assert_eq!(by_query, v03);
-    let legacy: serde_json::Value = get("/.well-known/agent.json", V1)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let legacy = get("/.well-known/agent.json", V1).await;
     assert_eq!(legacy["protocolVersion"], "0.3.0");
 }
 
@@ -302,12 +272,6 @@ async fn unsupported_operations_have_their_codes() {
         let r = rpc(&server.url, V1, m, json!({"taskId": "t", "id": "x"})).await;
         assert_eq!(r["error"]["code"], -32003, "{m}");
     }
-    let r = rpc(
-        &server.url,
-        None,
-        "tasks/pushNotificationConfig/set",
-        json!({}),
-    )
-    .await;
+    let r = rpc_v03(&server.url, "tasks/pushNotificationConfig/set", json!({})).await;
     assert_eq!(r["error"]["code"], -32003);
 }
