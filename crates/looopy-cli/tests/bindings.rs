@@ -12,13 +12,19 @@ use looopy_testkit::{FixtureReply, OpenAiFixture};
 use serde_json::Value;
 use support::{Running, serve_running, write_config};
 
+/// The agent card of the server at `url`, asked for in `version` (the
+/// `A2A-Version` header; none: the server's default).
+async fn card_in(url: &str, version: Option<&str>) -> Value {
+    let mut request = reqwest::Client::new().get(format!("{url}/.well-known/agent-card.json"));
+    if let Some(version) = version {
+        request = request.header("A2A-Version", version);
+    }
+    request.send().await.unwrap().json().await.unwrap()
+}
+
+/// The server's default agent card.
 async fn card(url: &str) -> Value {
-    reqwest::get(format!("{url}/.well-known/agent-card.json"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    card_in(url, None).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -114,15 +120,7 @@ async fn card_default_version_serves_the_0_3_card_to_version_less_requests() {
     let version = card["protocolVersion"].as_str().unwrap_or_default();
     assert!(version.starts_with("0.3"), "a 0.3 card: {card}");
     // A request that names 1.0 still gets the 1.0 card.
-    let v1: Value = reqwest::Client::new()
-        .get(format!("{url}/.well-known/agent-card.json"))
-        .header("A2A-Version", "1.0")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v1 = card_in(&url, Some("1.0")).await;
     assert!(v1.get("protocolVersion").is_none(), "{v1}");
     assert!(server.stop().success());
 }

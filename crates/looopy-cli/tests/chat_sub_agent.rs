@@ -7,7 +7,6 @@
 mod support;
 
 use std::io::Write;
-use std::time::{Duration, Instant};
 
 use looopy_testkit::openai_fixture::openai;
 use looopy_testkit::{FixtureReply, OpenAiFixture};
@@ -61,16 +60,8 @@ async fn the_called_agents_progress_is_shown_nested_under_the_tool() {
         screen.wait_for("> ");
         master.write_all(b"what's the weather?\r").unwrap();
         screen.wait_for("The forecaster says: sunny.");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            // Ctrl-C at the prompt leaves (sent until the prompt takes it).
-            master.write_all(b"\x03").unwrap();
-            std::thread::sleep(Duration::from_millis(100));
-            if chat.try_wait().unwrap().is_some() {
-                return (screen.text(), chat.wait());
-            }
-            assert!(Instant::now() < deadline, "Ctrl-C did not end the session");
-        }
+        let status = support::ctrl_c_until_it_leaves(&mut chat, &mut master);
+        (screen.text(), status)
     })
     .await
     .unwrap();

@@ -57,16 +57,7 @@ async fn on_a_terminal_lines_are_edited_history_recalls_and_ctrl_c_leaves() {
         // ↑ brings "hello" back; Enter sends it again.
         master.write_all(b"\x1b[A\r").unwrap();
         screen.wait_for("Second answer.");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            // Ctrl-C at the prompt leaves (sent until the prompt takes it).
-            master.write_all(b"\x03").unwrap();
-            std::thread::sleep(Duration::from_millis(100));
-            if child.try_wait().unwrap().is_some() {
-                return child.wait();
-            }
-            assert!(Instant::now() < deadline, "Ctrl-C did not end the session");
-        }
+        support::ctrl_c_until_it_leaves(&mut child, &mut master)
     })
     .await
     .unwrap();
