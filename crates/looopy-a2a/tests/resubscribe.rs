@@ -73,7 +73,7 @@ async fn v1_disconnect_then_resubscribe_gets_exactly_the_missing_events() {
     let missed = &events[1..];
     let texts = artifact_texts_v1(missed);
     assert_eq!(texts, ["two ", "three"]);
-    assert_eq!(*last_state_v1(&missed), "TASK_STATE_COMPLETED");
+    assert_eq!(*last_state_v1(missed), "TASK_STATE_COMPLETED");
     assert_eq!(missed.len(), 3);
     // Exactly the log's events after the last one seen.
     let ids = log_ids(&server, &task_id).await;

@@ -330,7 +330,7 @@ async fn resubscription_replays_progress_to_opted_in_clients_only() {
     assert!(progress_v1(&plain).is_empty());
     assert!(!plain.iter().any(|e| e.data.to_string().contains(EXT)));
     for events in [&opted, &plain, &from_start] {
-        assert_eq!(*last_state_v1(&events), "TASK_STATE_COMPLETED");
+        assert_eq!(*last_state_v1(events), "TASK_STATE_COMPLETED");
     }
     let _ = first.rest().await;
 

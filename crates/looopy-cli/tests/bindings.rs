@@ -10,7 +10,7 @@ use a2a_pb::a2a_service_client::A2aServiceClient;
 use a2a_pb::{Message, Part, Role, SendMessageRequest, part, send_message_response};
 use looopy_testkit::{FixtureReply, OpenAiFixture};
 use serde_json::Value;
-use support::{Running, serve_running, write_config};
+use support::{Running, config_with_model, serve_running, write_config};
 
 /// The agent card of the server at `url`, asked for in `version` (the
 /// `A2A-Version` header; none: the server's default).
@@ -31,14 +31,7 @@ async fn card(url: &str) -> Value {
 async fn the_card_lists_three_bindings_and_grpc_reaches_the_agent() {
     let llm = OpenAiFixture::start().await.unwrap();
     llm.push(FixtureReply::Text("answered over gRPC".into()));
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(
-        &dir,
-        &format!(
-            "[llm]\nbase_url = \"{}\"\nmodel = \"test-model\"\n",
-            llm.base_url()
-        ),
-    );
+    let (_dir, config) = config_with_model(&llm, "test-model", "");
     let (server, url): (Running, String) = serve_running(&config, &[]);
 
     let card = card(&url).await;

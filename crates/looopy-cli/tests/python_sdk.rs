@@ -11,7 +11,7 @@ use std::process::Command;
 use looopy_testkit::external::repo_root;
 use looopy_testkit::{FixtureReply, OpenAiFixture};
 use serde_json::Value;
-use support::{json_output, serve, stop, write_config};
+use support::{config_with_model, json_output, serve, stop};
 
 /// What the client `script` run by `python` found (`Null` when external
 /// tests are skipped and there is no such Python).
@@ -25,14 +25,8 @@ async fn against_looopy_serve(python: Option<PathBuf>, script: &str) -> Value {
     )
     .await
     .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(
-        &dir,
-        &format!(
-            "[agent]\nname = \"binary-agent\"\n[llm]\nbase_url = \"{}\"\nmodel = \"m\"\n[[auth.tokens]]\nprincipal = \"python\"\ntoken = \"py-token\"\n",
-            llm.base_url()
-        ),
-    );
+    let rest = "[agent]\nname = \"binary-agent\"\n[[auth.tokens]]\nprincipal = \"python\"\ntoken = \"py-token\"\n";
+    let (_dir, config) = config_with_model(&llm, "m", rest);
     let (server, url) = serve(&config, &[]);
     let script = repo_root()
         .join("crates/looopy-a2a/tests/fixtures")

@@ -200,14 +200,7 @@ fn serve_prints_a_banner_and_warns_when_there_is_no_model() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_names_its_model_and_does_not_warn() {
     let llm = looopy_testkit::OpenAiFixture::start().await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(
-        &dir,
-        &format!(
-            "[llm]\nbase_url = \"{}\"\nmodel = \"gpt-test\"\n",
-            llm.base_url()
-        ),
-    );
+    let (_dir, config) = support::config_with_model(&llm, "gpt-test", "");
     let (child, _out, err) = serve_watched(&config);
     let banner = tokio::task::spawn_blocking(move || err.wait_for("auth      off"))
         .await

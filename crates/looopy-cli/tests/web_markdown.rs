@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use looopy_testkit::external::browser;
 use looopy_testkit::{FixtureReply, OpenAiFixture};
-use support::{serve_running, write_config};
+use support::serve_running;
 
 /// What the model answers: Markdown with every block kind the page renders,
 /// and attempts to inject markup through it.
@@ -52,11 +52,7 @@ async fn the_chat_page_renders_markdown_answers_without_injecting_html() {
     };
     let llm = OpenAiFixture::start().await.unwrap();
     llm.push(FixtureReply::Text(ANSWER.into()));
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(
-        &dir,
-        &format!("[llm]\nbase_url = \"{}\"\nmodel = \"m\"\n", llm.base_url()),
-    );
+    let (_dir, config) = support::config_with_model(&llm, "m", "");
     let (server, url) = serve_running(&config, &[]);
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("web-markdown");
     std::fs::create_dir_all(&shots).unwrap();

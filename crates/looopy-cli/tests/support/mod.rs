@@ -17,6 +17,23 @@ pub fn write_config(dir: &tempfile::TempDir, body: &str) -> PathBuf {
     path
 }
 
+/// A `looopy.toml` in a new temp folder (removed when the returned guard
+/// drops): an `[llm]` section naming the fixture `llm`'s endpoint and
+/// `model`, then `rest` (more `[llm]` keys first, then other sections).
+pub fn config_with_model(
+    llm: &looopy_testkit::OpenAiFixture,
+    model: &str,
+    rest: &str,
+) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let body = format!(
+        "[llm]\nbase_url = \"{}\"\nmodel = \"{model}\"\n{rest}",
+        llm.base_url()
+    );
+    let config = write_config(&dir, &body);
+    (dir, config)
+}
+
 /// Starts `looopy serve --config <config>` on a free port, without the
 /// caller's LLM and OTLP variables (plus `extra_env`), and waits for its
 /// "listening" line. Returns the process and its `http://` URL.
