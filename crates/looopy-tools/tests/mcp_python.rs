@@ -5,7 +5,6 @@
 
 mod support;
 
-use std::path::Path;
 use std::time::Duration;
 
 use looopy_core::{Part, ToolCall, ToolDefinition, ToolError, ToolProvider};
@@ -14,15 +13,19 @@ use looopy_tools::{HttpServer, IDEMPOTENCY_KEY_META, McpToolProvider, StdioServe
 use serde_json::json;
 use support::{call, cx};
 
-fn stdio_provider(python: &Path) -> McpToolProvider {
-    McpToolProvider::new(
-        StdioServer::new(python)
-            .arg(support::fixture_server().display().to_string())
-            .arg("stdio")
-            .env("PYTHONUNBUFFERED", "1"),
+/// The fixture server over stdio, with names prefixed `py_` (`None` when
+/// there is no provisioned Python and external tests are skipped).
+fn stdio_provider() -> Option<McpToolProvider> {
+    let python = support::python()?;
+    let server = StdioServer::new(python)
+        .arg(support::fixture_server().display().to_string())
+        .arg("stdio")
+        .env("PYTHONUNBUFFERED", "1");
+    Some(
+        McpToolProvider::new(server)
+            .with_name("py")
+            .with_prefix("py_"),
     )
-    .with_name("py")
-    .with_prefix("py_")
 }
 
 /// The checks shared by both transports.
@@ -118,20 +121,18 @@ async fn exercise(mcp: &McpToolProvider) {
 
 #[tokio::test]
 async fn python_server_over_stdio() {
-    let Some(python) = support::python() else {
+    let Some(mcp) = stdio_provider() else {
         return;
     };
-    let mcp = stdio_provider(&python);
     exercise(&mcp).await;
     mcp.shutdown().await.unwrap();
 }
 
 #[tokio::test]
 async fn a_call_before_any_listing_connects_and_routes() {
-    let Some(python) = support::python() else {
+    let Some(mcp) = stdio_provider() else {
         return;
     };
-    let mcp = stdio_provider(&python);
     let r = call(&mcp, "1", "py_echo_text", r#"{"text": "first"}"#).await;
     assert_eq!(r.text_content(), "echo: first");
     mcp.shutdown().await.unwrap();
@@ -139,10 +140,9 @@ async fn a_call_before_any_listing_connects_and_routes() {
 
 #[tokio::test]
 async fn the_provider_reconnects_after_the_child_dies() {
-    let Some(python) = support::python() else {
+    let Some(mcp) = stdio_provider() else {
         return;
     };
-    let mcp = stdio_provider(&python);
     mcp.connect().await.unwrap();
     let first = mcp.server_pid().await.unwrap();
     let r = call(&mcp, "1", "py_pid", "").await;
@@ -167,10 +167,9 @@ async fn the_provider_reconnects_after_the_child_dies() {
 
 #[tokio::test]
 async fn shutdown_ends_the_child_and_later_calls_fail() {
-    let Some(python) = support::python() else {
+    let Some(mcp) = stdio_provider() else {
         return;
     };
-    let mcp = stdio_provider(&python);
     mcp.connect().await.unwrap();
     let pid = mcp.server_pid().await.unwrap();
     assert!(support::alive(pid));
@@ -193,10 +192,9 @@ async fn shutdown_ends_the_child_and_later_calls_fail() {
 
 #[tokio::test]
 async fn dropping_the_provider_kills_the_child() {
-    let Some(python) = support::python() else {
+    let Some(mcp) = stdio_provider() else {
         return;
     };
-    let mcp = stdio_provider(&python);
     mcp.connect().await.unwrap();
     let pid = mcp.server_pid().await.unwrap();
     drop(mcp);
@@ -273,10 +271,9 @@ async fn a_sessions_tools_are_listed_once() {
 
 #[tokio::test]
 async fn a_tools_list_changed_notification_refreshes_the_listing() {
-    let Some(python) = support::python() else {
+    let Some(mcp) = stdio_provider() else {
         return;
     };
-    let mcp = stdio_provider(&python);
     let names = |tools: Vec<ToolDefinition>| -> Vec<String> {
         tools.into_iter().map(|t| t.name).collect::<Vec<_>>()
     };
