@@ -109,6 +109,14 @@ async fn stream_from(f: &OpenAiFixture, question: &str) -> (Vec<LlmChunk>, Optio
     drain(provider(f).stream(ask(question), &cx)).await
 }
 
+/// What the provider streams when the server answers with these SSE
+/// events, written as they are.
+async fn stream_events(events: Vec<SseEvent>) -> (Vec<LlmChunk>, Option<LlmError>) {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(FixtureReply::Sse(SseReply::from_events(events)));
+    stream_from(&f, "a").await
+}
+
 /// A stream of these chunks, one every 20 ms (long enough to be cut short).
 fn slowly(chunks: Vec<serde_json::Value>) -> FixtureReply {
     SseReply::new(chunks)
@@ -146,26 +154,24 @@ async fn a_stream_cut_before_done_is_malformed() {
 
 #[tokio::test]
 async fn garbage_chunks_are_malformed_and_quoted() {
-    let f = OpenAiFixture::start().await.unwrap();
-    f.push(FixtureReply::Sse(SseReply::from_events(vec![
+    let (chunks, err) = stream_events(vec![
         SseEvent::Json(openai::text_chunk("a")),
         SseEvent::Data("{not json at all".into()),
-    ])));
-    let (chunks, err) = stream_from(&f, "a").await;
+    ])
+    .await;
     assert_eq!(chunks, vec![LlmChunk::TextDelta("a".into())]);
     assert_malformed(&err, "{not json at all");
 }
 
 #[tokio::test]
 async fn comments_and_keepalives_are_ignored() {
-    let f = OpenAiFixture::start().await.unwrap();
-    f.push(FixtureReply::Sse(SseReply::from_events(vec![
+    let (chunks, err) = stream_events(vec![
         SseEvent::Verbatim(": keep-alive\n\n".into()),
         SseEvent::Json(openai::text_chunk("x")),
         SseEvent::Verbatim("event: ping\ndata: \n\n".into()),
         SseEvent::Json(openai::finish_chunk("stop")),
-    ])));
-    let (chunks, err) = stream_from(&f, "a").await;
+    ])
+    .await;
     assert_eq!(err, None);
     assert_eq!(
         chunks,
