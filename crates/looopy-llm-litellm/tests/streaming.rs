@@ -1,4 +1,5 @@
 //! Streamed calls (server-sent events) against the in-process fixture server.
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
 
 mod support;
 
