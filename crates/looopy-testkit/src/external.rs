@@ -1,5 +1,6 @@
 //! Finding the external programs tests talk to (Python venvs, npm packages,
-//! Chromium), which `scripts/provision.sh` installs under `.tools/`.
+//! Chromium), which `scripts/provision.sh` installs under `.tools/`, and
+//! running a Node.js browser script against that Chromium.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
