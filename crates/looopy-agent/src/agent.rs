@@ -312,6 +312,20 @@ impl Agent {
         state.metadata = stored.metadata;
     }
 
+    /// Whether the turn store saves this Agent's artifacts with a turn's
+    /// end: it takes artifacts into that store, the very one this Agent
+    /// writes (same allocation), and turns are saved at all.
+    pub(crate) fn turn_store_saves_artifacts(&self) -> bool {
+        let inner = &self.inner;
+        inner.settings.auto_save
+            && inner.turns.artifacts().is_some_and(|store| {
+                std::ptr::addr_eq(
+                    store as *const dyn ArtifactStore,
+                    Arc::as_ptr(&inner.artifacts),
+                )
+            })
+    }
+
     /// Writes the state, when a state store is configured.
     pub(crate) async fn persist_state(&self) -> Result<(), StoreError> {
         let Some(states) = &self.inner.states else {

@@ -144,6 +144,7 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
             agent.inner.artifacts.clone(),
             agent.inner.context_id.clone(),
             cx.task_id.clone(),
+            !saved_before && agent.turn_store_saves_artifacts(),
         );
         let mut pumped = Pumped {
             final_event: None,
@@ -155,6 +156,9 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
         let run = tokio::select! {
             run = run => run,
             () = lost.cancelled() => {
+                // What the turn announced is stored, as when written while
+                // it streamed.
+                recorder.write_held().await;
                 abandon(turn);
                 return;
             }
@@ -163,7 +167,7 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
             tracing::error!(task_id = %cx.task_id, "the turn panicked; saving what it produced");
             pumped.final_event = None;
         }
-        recorder.flush().await;
+        let held_artifacts = recorder.take_held().await;
 
         let outcome = handle.outcome();
         let end = outcome.as_ref().map_or(TurnEnd::Error, |o| o.end);
@@ -183,6 +187,7 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
             at: Utc::now(),
         };
         let save_error = if saved_before {
+            recorder.write_now(&held_artifacts).await;
             agent.set_lifecycle(LifecycleState::Ready);
             if let Some(lease) = turn.lease.take() {
                 lease.release().await;
@@ -199,7 +204,12 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
                 _ => None,
             };
             let ended = state.is_terminal().then_some(&*cx.task_id);
-            commit::finish(agent, &produced, record, turn.lease.take(), ended, held).await
+            let artifacts = commit::HeldArtifacts {
+                writes: held_artifacts,
+                recorder: &mut recorder,
+            };
+            let lease = turn.lease.take();
+            commit::finish(agent, &produced, record, lease, ended, held, artifacts).await
         };
         drop(turn.guard);
 
@@ -279,6 +289,11 @@ async fn pump(
         let result = match &*event.payload {
             EventPayload::ArtifactUpdate { .. } => {
                 recorder.observe(&event).await;
+                None
+            }
+            EventPayload::ToolStart { .. } => {
+                // The tool may read the conversation's artifacts.
+                recorder.write_held().await;
                 None
             }
             EventPayload::ToolComplete { result, .. } => Some(result.clone()),

@@ -230,17 +230,21 @@ impl RedisAgentStores {
         let messages = Arc::new(RedisMessageStore::new(m));
         let agents = Arc::new(RedisAgentStateStore::new(r.clone()));
         let locks = Arc::new(RedisTurnLock::new(r.clone()));
-        let turns = Arc::new(RedisTurnStore::new(
-            r.clone(),
-            messages.clone(),
-            agents.clone(),
-            locks.clone(),
-            tasks.clone(),
-        ));
+        let artifacts = Arc::new(RedisArtifactStore::new(r.clone()));
+        let turns = Arc::new(
+            RedisTurnStore::new(
+                r,
+                messages.clone(),
+                agents.clone(),
+                locks.clone(),
+                tasks.clone(),
+            )
+            .with_artifacts(artifacts.clone()),
+        );
         RedisAgentStores {
             tasks,
             messages,
-            artifacts: Arc::new(RedisArtifactStore::new(r)),
+            artifacts,
             agents,
             locks,
             turns,

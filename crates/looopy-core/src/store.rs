@@ -38,8 +38,9 @@ mod turn;
 pub use push::{PushAuthentication, PushConfig, PushConfigStore};
 pub use stores::Stores;
 pub use turn::{
-    BegunTurn, HistoryMark, LeaseRequest, LoadedHistory, SeparateStores, TurnBegin, TurnBegun,
-    TurnCommit, TurnStore, begin_separately, commit_separately,
+    ArtifactWrite, BegunTurn, HistoryMark, LeaseRequest, LoadedHistory, SeparateStores,
+    TurnArtifacts, TurnBegin, TurnBegun, TurnCommit, TurnStore, begin_separately,
+    commit_separately,
 };
 
 /// Why a store operation failed. No variant means "partly done": a failed

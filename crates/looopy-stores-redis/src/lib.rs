@@ -73,17 +73,21 @@ impl RedisStores {
         let messages = Arc::new(RedisMessageStore::new(backend.clone()));
         let agents = Arc::new(RedisAgentStateStore::new(backend.clone()));
         let locks = Arc::new(RedisTurnLock::new(backend.clone()));
-        let turns = Arc::new(RedisTurnStore::new(
-            backend.clone(),
-            messages.clone(),
-            agents.clone(),
-            locks.clone(),
-            tasks.clone(),
-        ));
+        let artifacts = Arc::new(RedisArtifactStore::new(backend.clone()));
+        let turns = Arc::new(
+            RedisTurnStore::new(
+                backend.clone(),
+                messages.clone(),
+                agents.clone(),
+                locks.clone(),
+                tasks.clone(),
+            )
+            .with_artifacts(artifacts.clone()),
+        );
         RedisStores {
             checkpoints: tasks,
             messages,
-            artifacts: Arc::new(RedisArtifactStore::new(backend.clone())),
+            artifacts,
             agents,
             events: Arc::new(RedisEventLog::new(backend.clone())),
             locks,
