@@ -11,6 +11,7 @@ use looopy_agent::{Agent, AgentError, LifecycleState, TurnOptions};
 use looopy_core::approval::REQUESTS_PART_KEY;
 use looopy_core::client_tool::ClientTools;
 use looopy_core::{AgentEvent, Artifact, EventPayload, Message, Part, Role, TaskState, TaskStatus};
+use looopy_loop::TurnSettings;
 
 use crate::runner::{ResumeRequest, RunnerError, TurnEvents, TurnRequest, TurnRunner};
 
@@ -151,7 +152,9 @@ impl TurnRunner for AgentRunner {
                 .with_task_id(request.task_id.to_string())
                 .with_cancel(request.cancel.clone())
                 .with_metadata(request.metadata.clone())
-                .keep_running_on_drop(true);
+                .with_settings(TurnSettings::new().with_internal_events(request.internal_events()))
+                .keep_running_on_drop(true)
+                .run_on_reader(true);
             if let Some(tools) = &client_tools {
                 options = options.with_tools(tools.clone());
             }
@@ -182,7 +185,8 @@ impl TurnRunner for AgentRunner {
         let mut options = TurnOptions::new()
             .with_auth(request.auth.clone())
             .with_cancel(request.cancel.clone())
-            .keep_running_on_drop(true);
+            .keep_running_on_drop(true)
+            .run_on_reader(true);
         // The client tools the turn's message declared are offered again:
         // that message is the last one stored (a turn saves the rest at its end).
         let last = agent

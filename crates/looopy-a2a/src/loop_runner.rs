@@ -9,7 +9,7 @@ use futures::StreamExt;
 use futures::stream;
 use looopy_core::store::MessageStore;
 use looopy_core::{AgentEvent, History, Message, TurnContext};
-use looopy_loop::{AgentLoop, TurnHandle, TurnStream};
+use looopy_loop::{AgentLoop, TurnHandle, TurnSettings, TurnStream};
 use tokio::sync::OwnedMutexGuard;
 
 use crate::runner::{RunnerError, TurnEvents, TurnRequest, TurnRunner};
@@ -96,11 +96,14 @@ impl TurnRunner for LoopRunner {
             .await
             .map_err(|e| RunnerError::new(format!("could not load the conversation: {e}")))?;
         history.push(request.message.clone());
+        let settings = TurnSettings::new().with_internal_events(request.internal_events());
         let cx = TurnContext::new(request.task_id.clone(), request.context_id.clone())
             .with_auth(request.auth)
             .with_cancel(request.cancel)
             .with_metadata(request.metadata);
-        let events = self.agent_loop.start_turn(History::from(history), cx);
+        let events = self
+            .agent_loop
+            .start_turn_with(History::from(history), cx, settings);
         let running = Running {
             handle: events.handle(),
             events,

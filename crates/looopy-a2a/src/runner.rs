@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use futures::stream::BoxStream;
 use looopy_core::client_tool::ClientTools;
 use looopy_core::{AgentEvent, Artifact, AuthContext, CancellationToken, Message, ToolProvider};
+use looopy_loop::InternalEvents;
 use serde_json::{Map, Value};
 
 /// The events of one turn. The last one should be a `status-update` with
@@ -37,9 +38,25 @@ pub struct TurnRequest {
     pub continues_task: bool,
     /// The request's metadata.
     pub metadata: Map<String, Value>,
+    /// Whether a client follows the turn's tool progress (its streaming
+    /// request activated the tool-progress extension and the server offers
+    /// it). When false, nobody reads the turn's internal events: a runner
+    /// need not build them (see [`internal_events`](Self::internal_events)).
+    pub tool_progress: bool,
 }
 
 impl TurnRequest {
+    /// The internal events the server reads from this turn: those the
+    /// tool-progress updates are made of when a client follows them, else
+    /// none.
+    pub fn internal_events(&self) -> InternalEvents {
+        if self.tool_progress {
+            InternalEvents::TOOL_PROGRESS
+        } else {
+            InternalEvents::NONE
+        }
+    }
+
     /// The client tools this message declares, under
     /// `clientTools` in the message's metadata or else the request's: the
     /// model may call them in this turn, which then ends `input-required`

@@ -164,12 +164,13 @@ async fn v1_configs_with_a_message_receive_stream_responses_with_token_and_auth(
     assert_eq!(card_capability(&server.url, "1.0").await, true);
     assert_eq!(card_capability(&server.url, "0.3").await, true);
 
-    let mut params = v1_message("hi");
-    params["configuration"] = json!({"taskPushNotificationConfig": {
+    let task_id = send_v1(
+        &server.url,
+        json!({"taskPushNotificationConfig": {
         "id": "hook-1", "url": receiver.url, "token": "tok-1",
-        "authentication": {"scheme": "Bearer", "credentials": "s3cret"}}});
-    let sent = rpc(&server.url, Some("1.0"), "SendMessage", params).await;
-    let task_id = result(&sent)["task"]["id"].as_str().unwrap().to_owned();
+        "authentication": {"scheme": "Bearer", "credentials": "s3cret"}}}),
+    )
+    .await;
 
     eventually(async || {
         receiver
@@ -202,9 +203,8 @@ async fn v1_configs_with_a_message_receive_stream_responses_with_token_and_auth(
     assert_eq!(all[4].body["statusUpdate"]["taskId"], task_id.as_str());
 
     // The config methods on the same task.
-    let got = rpc(
+    let got = rpc_v1(
         &server.url,
-        Some("1.0"),
         "GetTaskPushNotificationConfig",
         json!({"taskId": task_id, "id": "hook-1"}),
     )
@@ -215,18 +215,16 @@ async fn v1_configs_with_a_message_receive_stream_responses_with_token_and_auth(
                 "authentication": {"scheme": "Bearer", "credentials": "s3cret"}})
     );
     // A config created on a finished task (snake_case, as the TCK sends it).
-    let created = rpc(
+    let created = rpc_v1(
         &server.url,
-        Some("1.0"),
         "CreateTaskPushNotificationConfig",
         json!({"task_id": task_id, "id": "hook-2", "url": "https://example.com/hook"}),
     )
     .await;
     assert_eq!(result(&created)["id"], "hook-2");
     assert_eq!(result(&created)["taskId"], task_id.as_str());
-    let listed = rpc(
+    let listed = rpc_v1(
         &server.url,
-        Some("1.0"),
         "ListTaskPushNotificationConfigs",
         json!({"taskId": task_id}),
     )
@@ -241,26 +239,23 @@ async fn v1_configs_with_a_message_receive_stream_responses_with_token_and_auth(
 
     for _ in 0..2 {
         // Deleting is idempotent.
-        let deleted = rpc(
+        let deleted = rpc_v1(
             &server.url,
-            Some("1.0"),
             "DeleteTaskPushNotificationConfig",
             json!({"taskId": task_id, "id": "hook-2"}),
         )
         .await;
         assert_eq!(result(&deleted), &Value::Null);
     }
-    let gone = rpc(
+    let gone = rpc_v1(
         &server.url,
-        Some("1.0"),
         "GetTaskPushNotificationConfig",
         json!({"taskId": task_id, "id": "hook-2"}),
     )
     .await;
     assert_eq!(error_code(&gone), -32001);
-    let unknown = rpc(
+    let unknown = rpc_v1(
         &server.url,
-        Some("1.0"),
         "CreateTaskPushNotificationConfig",
         json!({"taskId": "no-such-task", "url": "https://example.com/hook"}),
     )
@@ -277,7 +272,7 @@ async fn v03_configs_receive_the_task() {
     params["configuration"] = json!({"pushNotificationConfig": {
         "url": receiver.url, "token": "tok-03",
         "authentication": {"schemes": ["Bearer"], "credentials": "abc"}}});
-    let sent = rpc(&server.url, None, "message/send", params).await;
+    let sent = rpc_v03(&server.url, "message/send", params).await;
     let task_id = result(&sent)["id"].as_str().unwrap().to_owned();
 
     eventually(async || {
@@ -303,9 +298,8 @@ async fn v03_configs_receive_the_task() {
 
     // set / get / list / delete in their 0.3 shapes. The config sent with
     // the message has the task's id.
-    let got = rpc(
+    let got = rpc_v03(
         &server.url,
-        None,
         "tasks/pushNotificationConfig/get",
         json!({"id": task_id}),
     )
@@ -319,42 +313,37 @@ async fn v03_configs_receive_the_task() {
         result(&got)["pushNotificationConfig"]["authentication"],
         json!({"schemes": ["Bearer"], "credentials": "abc"})
     );
-    let set = rpc(
+    let set = rpc_v03(
         &server.url,
-        None,
         "tasks/pushNotificationConfig/set",
         json!({"taskId": task_id, "pushNotificationConfig": {"id": "second", "url": "https://example.com/h"}}),
     )
     .await;
     assert_eq!(result(&set)["pushNotificationConfig"]["id"], "second");
-    let listed = rpc(
+    let listed = rpc_v03(
         &server.url,
-        None,
         "tasks/pushNotificationConfig/list",
         json!({"id": task_id}),
     )
     .await;
     assert_eq!(result(&listed).as_array().unwrap().len(), 2);
-    let deleted = rpc(
+    let deleted = rpc_v03(
         &server.url,
-        None,
         "tasks/pushNotificationConfig/delete",
         json!({"id": task_id, "pushNotificationConfigId": "second"}),
     )
     .await;
     assert_eq!(result(&deleted), &Value::Null);
-    let listed = rpc(
+    let listed = rpc_v03(
         &server.url,
-        None,
         "tasks/pushNotificationConfig/list",
         json!({"id": task_id}),
     )
     .await;
     assert_eq!(result(&listed).as_array().unwrap().len(), 1);
     // An unknown config id gets the task's first config (as the 0.3 SDK).
-    let got = rpc(
+    let got = rpc_v03(
         &server.url,
-        None,
         "tasks/pushNotificationConfig/get",
         json!({"id": task_id, "pushNotificationConfigId": "default"}),
     )
@@ -369,9 +358,8 @@ async fn v03_configs_receive_the_task() {
 async fn an_update_answered_500_is_sent_again() {
     let receiver = Receiver::start(Mode::Accept, 2).await;
     let server = push_server(ScriptedRunner::hello(), test_settings()).await;
-    let mut params = v1_message("hi");
-    params["configuration"] = json!({"taskPushNotificationConfig": {"url": receiver.url}});
-    let sent = rpc(&server.url, Some("1.0"), "SendMessage", params).await;
+    let params = configured_message(json!({"taskPushNotificationConfig": {"url": receiver.url}}));
+    let sent = rpc_v1(&server.url, "SendMessage", params).await;
     result(&sent);
 
     eventually(async || receiver.delivered().len() == 5).await;
@@ -405,9 +393,8 @@ async fn private_webhooks_are_refused_unless_allowed() {
     let server = push_server(ScriptedRunner::hello(), PushSettings::default()).await;
 
     // With a message: refused before any turn starts.
-    let mut params = v1_message("hi");
-    params["configuration"] = json!({"taskPushNotificationConfig": {"url": receiver.url}});
-    let refused = rpc(&server.url, Some("1.0"), "SendMessage", params).await;
+    let params = configured_message(json!({"taskPushNotificationConfig": {"url": receiver.url}}));
+    let refused = rpc_v1(&server.url, "SendMessage", params).await;
     assert_eq!(error_code(&refused), -32602, "{refused}");
     assert!(
         refused["error"]["message"]
@@ -416,11 +403,11 @@ async fn private_webhooks_are_refused_unless_allowed() {
             .contains("url:"),
         "{refused}"
     );
-    let listed = rpc(&server.url, Some("1.0"), "ListTasks", json!({})).await;
+    let listed = rpc_v1(&server.url, "ListTasks", json!({})).await;
     assert_eq!(result(&listed)["tasks"].as_array().map_or(0, Vec::len), 0);
 
     // On a task: loopback by address and by name, private, link-local.
-    let sent = rpc(&server.url, Some("1.0"), "SendMessage", v1_message("hi")).await;
+    let sent = rpc_v1(&server.url, "SendMessage", v1_message("hi")).await;
     let task_id = result(&sent)["task"]["id"].as_str().unwrap().to_owned();
     for url in [
         receiver.url.clone(),
@@ -429,18 +416,16 @@ async fn private_webhooks_are_refused_unless_allowed() {
         "http://169.254.169.254/latest/meta-data".into(),
         "http://[::1]:8080/hook".into(),
     ] {
-        let refused = rpc(
+        let refused = rpc_v1(
             &server.url,
-            Some("1.0"),
             "CreateTaskPushNotificationConfig",
             json!({"taskId": task_id, "url": url}),
         )
         .await;
         assert_eq!(error_code(&refused), -32602, "{url}: {refused}");
     }
-    let listed = rpc(
+    let listed = rpc_v1(
         &server.url,
-        Some("1.0"),
         "ListTaskPushNotificationConfigs",
         json!({"taskId": task_id}),
     )
@@ -459,17 +444,18 @@ async fn a_turn_ends_while_its_webhook_hangs() {
     let settings = test_settings().request_timeout(Duration::from_secs(600));
     let server = push_server(runner, settings).await;
 
-    let mut params = v1_message("hi");
-    params["configuration"] = json!({"returnImmediately": true,
-        "taskPushNotificationConfig": {"url": receiver.url}});
-    let sent = rpc(&server.url, Some("1.0"), "SendMessage", params).await;
-    let task_id = result(&sent)["task"]["id"].as_str().unwrap().to_owned();
+    let task_id = send_v1(
+        &server.url,
+        json!({"returnImmediately": true,
+        "taskPushNotificationConfig": {"url": receiver.url}}),
+    )
+    .await;
 
     // The first update reached the webhook, which holds it and never answers.
     eventually(async || !receiver.all().is_empty()).await;
     gate.add_permits(1);
     eventually(async || {
-        let got = rpc(&server.url, Some("1.0"), "GetTask", json!({"id": task_id})).await;
+        let got = rpc_v1(&server.url, "GetTask", json!({"id": task_id})).await;
         result(&got)["status"]["state"] == "TASK_STATE_COMPLETED"
     })
     .await;
@@ -483,20 +469,19 @@ async fn a_turn_ends_while_its_webhook_hangs() {
 async fn without_push_the_methods_and_configs_are_refused() {
     let server = start(ScriptedRunner::hello()).await;
     assert_eq!(card_capability(&server.url, "1.0").await, false);
-    let sent = rpc(&server.url, Some("1.0"), "SendMessage", v1_message("hi")).await;
+    let sent = rpc_v1(&server.url, "SendMessage", v1_message("hi")).await;
     let task_id = result(&sent)["task"]["id"].as_str().unwrap().to_owned();
-    let refused = rpc(
+    let refused = rpc_v1(
         &server.url,
-        Some("1.0"),
         "CreateTaskPushNotificationConfig",
         json!({"taskId": task_id, "url": "https://example.com/hook"}),
     )
     .await;
     assert_eq!(error_code(&refused), -32003);
-    let mut params = v1_message("hi");
-    params["configuration"] =
-        json!({"taskPushNotificationConfig": {"url": "https://example.com/hook"}});
-    let refused = rpc(&server.url, Some("1.0"), "SendMessage", params).await;
+    let params = configured_message(
+        json!({"taskPushNotificationConfig": {"url": "https://example.com/hook"}}),
+    );
+    let refused = rpc_v1(&server.url, "SendMessage", params).await;
     assert_eq!(error_code(&refused), -32003);
 }
 
@@ -584,7 +569,7 @@ fn gated_runner() -> (ScriptedRunner, Arc<Semaphore>) {
 
 async fn wait_for_state(url: &str, task_id: &str, state: &str) {
     eventually(async || {
-        let got = rpc(url, Some("1.0"), "GetTask", json!({"id": task_id})).await;
+        let got = rpc_v1(url, "GetTask", json!({"id": task_id})).await;
         result(&got)["status"]["state"] == state
     })
     .await;
@@ -602,15 +587,11 @@ async fn a_config_created_during_a_turn_gets_the_rest_of_it() {
     let receiver = Receiver::start(Mode::Accept, 0).await;
     let (runner, gate) = gated_runner();
     let server = push_server(runner, test_settings()).await;
-    let mut params = v1_message("hi");
-    params["configuration"] = json!({"returnImmediately": true});
-    let sent = rpc(&server.url, Some("1.0"), "SendMessage", params).await;
-    let task_id = result(&sent)["task"]["id"].as_str().unwrap().to_owned();
+    let task_id = send_v1(&server.url, json!({"returnImmediately": true})).await;
     wait_for_state(&server.url, &task_id, "TASK_STATE_WORKING").await;
 
-    let created = rpc(
+    let created = rpc_v1(
         &server.url,
-        Some("1.0"),
         "CreateTaskPushNotificationConfig",
         json!({"taskId": task_id, "url": receiver.url, "token": "late"}),
     )
@@ -636,25 +617,24 @@ async fn a_deleted_config_gets_nothing_more() {
     let receiver = Receiver::start(Mode::Accept, 0).await;
     let (runner, gate) = gated_runner();
     let server = push_server(runner, test_settings()).await;
-    let mut params = v1_message("hi");
-    params["configuration"] = json!({"returnImmediately": true,
-        "taskPushNotificationConfig": {"id": "gone", "url": receiver.url, "token": "gone"}});
-    let sent = rpc(&server.url, Some("1.0"), "SendMessage", params).await;
-    let task_id = result(&sent)["task"]["id"].as_str().unwrap().to_owned();
+    let task_id = send_v1(
+        &server.url,
+        json!({"returnImmediately": true,
+        "taskPushNotificationConfig": {"id": "gone", "url": receiver.url, "token": "gone"}}),
+    )
+    .await;
     // It got the updates before the gate (task, working).
     eventually(async || tokens(&receiver.all()).len() == 2).await;
     // A second config from here on, and the first one deleted.
-    let kept = rpc(
+    let kept = rpc_v1(
         &server.url,
-        Some("1.0"),
         "CreateTaskPushNotificationConfig",
         json!({"taskId": task_id, "id": "kept", "url": receiver.url, "token": "kept"}),
     )
     .await;
     result(&kept);
-    let deleted = rpc(
+    let deleted = rpc_v1(
         &server.url,
-        Some("1.0"),
         "DeleteTaskPushNotificationConfig",
         json!({"taskId": task_id, "id": "gone"}),
     )
@@ -715,23 +695,18 @@ async fn two_servers_on_redis_share_configs() {
     let b = serve(server(ScriptedRunner::hello()), &shared).await;
     let receiver = Receiver::start(Mode::Accept, 0).await;
 
-    let mut params = v1_message("hi");
-    params["configuration"] = json!({"returnImmediately": true});
-    let sent = rpc(&a.url, Some("1.0"), "SendMessage", params).await;
-    let task_id = result(&sent)["task"]["id"].as_str().unwrap().to_owned();
+    let task_id = send_v1(&a.url, json!({"returnImmediately": true})).await;
     wait_for_state(&a.url, &task_id, "TASK_STATE_WORKING").await;
 
-    let created = rpc(
+    let created = rpc_v1(
         &b.url,
-        Some("1.0"),
         "CreateTaskPushNotificationConfig",
         json!({"taskId": task_id, "id": "via-b", "url": receiver.url, "token": "via-b"}),
     )
     .await;
     result(&created);
-    let got = rpc(
+    let got = rpc_v1(
         &a.url,
-        Some("1.0"),
         "GetTaskPushNotificationConfig",
         json!({"taskId": task_id, "id": "via-b"}),
     )
@@ -761,10 +736,9 @@ async fn a_turn_ending_during_shutdown_still_sends_its_last_update() {
     let (runner, gate) = gated_runner();
     let server = push_server(runner, test_settings()).await;
     let url = server.url.clone();
-    let mut params = v1_message("hi");
-    params["configuration"] = json!({"returnImmediately": true,
-        "taskPushNotificationConfig": {"url": receiver.url}});
-    let sent = rpc(&url, Some("1.0"), "SendMessage", params).await;
+    let params = configured_message(json!({"returnImmediately": true,
+        "taskPushNotificationConfig": {"url": receiver.url}}));
+    let sent = rpc_v1(&url, "SendMessage", params).await;
     result(&sent);
     eventually(async || receiver.delivered().len() == 2).await;
 

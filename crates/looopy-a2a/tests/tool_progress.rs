@@ -13,8 +13,9 @@ use looopy_core::{
     EventPayload, LlmResponse, TaskState, ToolCall, ToolDefinition, ToolOutcome, ToolProvider,
     ToolResult, Usage,
 };
+use looopy_loop::layers::TimeoutTools;
 use looopy_testkit::ScriptedLlm;
-use looopy_tools::{LocalTools, TimeoutTools};
+use looopy_tools::LocalTools;
 use serde_json::{Value, json};
 use support::*;
 use tokio::sync::Semaphore;
@@ -389,12 +390,9 @@ async fn logged_progress(server: &TestServer, task_id: &str) -> usize {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn only_turns_that_asked_for_the_extension_build_and_log_its_updates() {
-    let server = start(ScriptedRunner::new(vec![
-        tool_script(),
-        tool_script(),
-        tool_script(),
-    ]))
-    .await;
+    let runner = ScriptedRunner::new(vec![tool_script(), tool_script(), tool_script()]);
+    let requests = runner.requests.clone();
+    let server = start(runner).await;
     let task_of = |events: &[SseEvent]| {
         events[0].data["result"]["task"]["id"]
             .as_str()
@@ -458,6 +456,16 @@ async fn only_turns_that_asked_for_the_extension_build_and_log_its_updates() {
         "{sent}"
     );
     assert_eq!(logged_progress(&server, sent_task).await, 0);
+
+    // The runner was told which turns are followed for their progress,
+    // so that the others build no internal events.
+    let told: Vec<bool> = requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.tool_progress)
+        .collect();
+    assert_eq!(told, [false, true, false]);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -10,7 +10,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,6 +26,7 @@ use looopy_core::{
     ToolResult, TurnContext, Usage,
 };
 use looopy_stores_memory::MemoryStores;
+use looopy_testkit::external::{Browser, browser};
 use looopy_tools::LocalTools;
 use serde_json::json;
 use support::*;
@@ -217,33 +218,14 @@ async fn web_server(auth: AuthConfig) -> TestServer {
     serve(server, &stores).await
 }
 
-fn which(program: &str) -> PathBuf {
-    std::env::var_os("PATH")
-        .and_then(|paths| {
-            std::env::split_paths(&paths)
-                .map(|dir| dir.join(program))
-                .find(|p| p.is_file())
-        })
-        .unwrap_or_else(|| PathBuf::from(format!("/usr/bin/{program}")))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_chat_page_works_in_a_real_browser() {
-    let Some(chromium) = require(
-        "LOOOPY_CHROMIUM",
-        PathBuf::from("/usr/bin/chromium"),
-        "Chromium",
-    ) else {
-        return;
-    };
-    let Some(playwright) = require(
-        "LOOOPY_PLAYWRIGHT_CORE",
-        repo_root().join(".tools/node/node_modules/playwright-core"),
-        "npm playwright-core",
-    ) else {
-        return;
-    };
-    let Some(node) = require("LOOOPY_NODE", which("node"), "Node.js") else {
+    let Some(Browser {
+        chromium,
+        playwright_core: playwright,
+        node,
+    }) = browser()
+    else {
         return;
     };
 

@@ -16,7 +16,7 @@ use looopy_core::store::{HistoryMark, LastTurn, LifecycleState};
 use looopy_core::{
     AgentEvent, EventPayload, History, Message, TaskState, TaskStatus, ToolResult, TurnContext,
 };
-use looopy_loop::{TurnEnd, TurnStream};
+use looopy_loop::{InternalEvents, TurnEnd, TurnStream};
 use serde_json::{Value, json};
 use tokio::sync::OwnedMutexGuard;
 
@@ -68,8 +68,9 @@ pub(crate) struct TurnRun {
     pub(crate) summary: Arc<Mutex<Option<Box<FinishedTurn>>>>,
     /// Pause requests from the `AgentTurn`.
     pub(crate) pause: Arc<PauseRelay>,
-    /// The turn's settings, handed to the loop.
-    pub(crate) settings: looopy_loop::TurnSettings,
+    /// The turn's settings and per-turn tools, handed to the loop (again
+    /// at a resume: checkpoints keep neither).
+    pub(crate) input: looopy_loop::TurnInput,
 }
 
 /// What the loop left once its stream ended.
@@ -96,6 +97,10 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
         let cx = &turn.cx;
         // Sent after the turn's first event (its task), which must come first.
         let mut warnings = Vec::new();
+        let loop_input = looopy_loop::TurnInput {
+            settings: turn.input.settings.clone().also_building(DRIVER_READS),
+            tools: turn.input.tools.clone(),
+        };
         let (stream, base, compaction, compaction_error, saved_before) = match &mut turn.start {
             Start::New(prepared) => {
                 let (compaction, compaction_error) =
@@ -120,21 +125,15 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
                 let base = sent.len();
                 let agent_loop = &agent.inner.agent_loop;
                 let stream = match prepared.approved.take() {
-                    Some(approved) => agent_loop.start_turn_approved(
-                        sent,
-                        cx.clone(),
-                        turn.settings.clone(),
-                        *approved,
-                    ),
-                    None => agent_loop.start_turn_with(sent, cx.clone(), turn.settings.clone()),
+                    Some(approved) => {
+                        agent_loop.start_turn_approved(sent, cx.clone(), loop_input, *approved)
+                    }
+                    None => agent_loop.start_turn_with(sent, cx.clone(), loop_input),
                 };
                 (stream, base, compaction, compaction_error, false)
             }
             Start::Resume { saved } => {
-                let stream = agent
-                    .inner
-                    .agent_loop
-                    .resume_with(cx.clone(), turn.settings.clone());
+                let stream = agent.inner.agent_loop.resume_with(cx.clone(), loop_input);
                 (stream, 0, None, None, *saved)
             }
         };
@@ -269,6 +268,11 @@ fn abandon(turn: TurnRun) {
     turn.agent.set_lifecycle(LifecycleState::Ready);
     drop(turn);
 }
+
+/// The loop's internal events [`pump`] reads, built even when the turn's
+/// caller asked for none: tool results (their artifacts are saved, and
+/// the results of a turn that ends early are kept).
+const DRIVER_READS: InternalEvents = InternalEvents::TOOL_COMPLETE;
 
 /// Forwards the loop's events, writing artifacts on the way, and the
 /// Agent's own `after_first` events after the first of them; keeps the

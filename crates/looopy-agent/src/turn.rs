@@ -24,7 +24,7 @@ use looopy_core::{
     AgentEvent, AuthContext, CancellationToken, ConversationArtifacts, Message, TaskState,
     ToolCall, ToolProvider, TurnContext, Usage,
 };
-use looopy_loop::{TurnEnd, TurnSettings};
+use looopy_loop::{TurnEnd, TurnInput, TurnSettings};
 use serde_json::{Map, Value};
 use tokio::sync::OwnedMutexGuard;
 use tracing::Instrument;
@@ -57,12 +57,24 @@ pub struct TurnOptions {
     pub keep_running_on_drop: bool,
     /// Tools offered in this turn only, beside the agent's own: the client
     /// tools a message declared (`looopy_tools::ClientTools`), for instance.
+    /// Handed to the loop as [`TurnInput::tools`], not through the
+    /// `TurnContext`. Not kept in the checkpoint: a turn carried on with
+    /// [`Agent::resume_turn`] offers the tools given to that call.
     pub tools: Option<Arc<dyn ToolProvider>>,
     /// Settings of this turn only (system prompt, iteration and tool-call
     /// limits, wall-time limit, tool failure mode); each field set replaces
     /// the loop's value. Not kept in the checkpoint: a turn carried on with
     /// [`Agent::resume_turn`] uses the settings given to that call.
     pub settings: TurnSettings,
+    /// Run the turn on the task that reads its [`AgentTurn`] (default
+    /// false: on a task of its own, each event handed over through a
+    /// channel). For a reader that is itself a task reading the turn to
+    /// its end, such as a server's: the events then cross no task. If the
+    /// [`AgentTurn`] is dropped before its end, the rest of the turn moves
+    /// to a task of its own, as with the default, and is saved the same
+    /// way ([`keep_running_on_drop`](Self::keep_running_on_drop) still
+    /// decides whether it is cancelled).
+    pub run_on_reader: bool,
 }
 
 impl TurnOptions {
@@ -124,6 +136,13 @@ impl TurnOptions {
         self.keep_running_on_drop = yes;
         self
     }
+
+    /// Runs the turn on the task that reads it (see
+    /// [`TurnOptions::run_on_reader`]).
+    pub fn run_on_reader(mut self, yes: bool) -> Self {
+        self.run_on_reader = yes;
+        self
+    }
 }
 
 /// How a turn ended, once it has.
@@ -176,7 +195,13 @@ pub struct AgentTurn {
     pause: Arc<PauseRelay>,
     cancel_on_drop: bool,
     ended: bool,
+    /// The turn itself, when it runs on the reader's task
+    /// ([`TurnOptions::run_on_reader`]) and has not finished.
+    driver: Option<Driver>,
 }
+
+/// A turn's driver, run by its reader.
+type Driver = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 impl AgentTurn {
     /// The turn's task id.
@@ -257,10 +282,29 @@ impl Stream for AgentTurn {
     type Item = AgentEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
-        let polled = self.events.poll_next_unpin(cx);
+        let this = &mut *self;
+        if let Some(driver) = this.driver.as_mut() {
+            // What the turn queued before this poll first, without
+            // registering for a wake-up: the turn runs on this task, so
+            // the events it queues while polled below need none.
+            let queued = match this.events.try_recv() {
+                Ok(event) => Some(event),
+                _ => {
+                    if driver.as_mut().poll(cx).is_ready() {
+                        this.driver = None;
+                    }
+                    None
+                }
+            };
+            if let Some(event) = queued {
+                this.ended |= event.is_final();
+                return Poll::Ready(Some(event));
+            }
+        }
+        let polled = this.events.poll_next_unpin(cx);
         match &polled {
-            Poll::Ready(None) => self.ended = true,
-            Poll::Ready(Some(event)) if event.is_final() => self.ended = true,
+            Poll::Ready(None) => this.ended = true,
+            Poll::Ready(Some(event)) if event.is_final() => this.ended = true,
             _ => {}
         }
         polled
@@ -271,6 +315,17 @@ impl Drop for AgentTurn {
     fn drop(&mut self) {
         if self.cancel_on_drop && !self.ended {
             self.cancel.cancel();
+        }
+        // A turn run by its reader finishes on a task of its own (saving
+        // what it produced), as one that never ran on the reader would.
+        if let Some(driver) = self.driver.take() {
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => drop(runtime.spawn(driver)),
+                Err(_) => tracing::warn!(
+                    task_id = %self.task_id,
+                    "a turn dropped outside a Tokio runtime stopped before saving"
+                ),
+            }
         }
     }
 }
@@ -415,9 +470,6 @@ impl Agent {
         if let Some(auth) = options.auth {
             cx = cx.with_auth(auth);
         }
-        if let Some(tools) = options.tools {
-            cx = cx.with_turn_tools(tools);
-        }
         cx = cx.with_artifacts(ConversationArtifacts::new(
             self.inner.artifacts.clone(),
             self.inner.context_id.clone(),
@@ -435,9 +487,18 @@ impl Agent {
             tx,
             summary: summary.clone(),
             pause: pause.clone(),
-            settings: options.settings,
+            input: TurnInput {
+                settings: options.settings,
+                tools: options.tools,
+            },
         };
-        tokio::spawn(driver::drive(run).in_current_span());
+        let turn = driver::drive(run).in_current_span();
+        let driver: Option<Driver> = if options.run_on_reader {
+            Some(Box::pin(turn))
+        } else {
+            tokio::spawn(turn);
+            None
+        };
         AgentTurn {
             events: rx,
             task_id,
@@ -447,6 +508,7 @@ impl Agent {
             pause,
             cancel_on_drop: !options.keep_running_on_drop,
             ended: false,
+            driver,
         }
     }
 }

@@ -223,3 +223,99 @@ async fn a_live_turn_cannot_be_resumed_elsewhere() {
     let s = running.finish().await.unwrap();
     assert_eq!(s.state, TaskState::Canceled);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_turn_tools_given_to_resume_turn_serve_the_resumed_turn() {
+    let stores = MemoryStores::new();
+    // The agent has no tools of its own: `fast` and `hang` are the turn's.
+    let tools = Arc::new(Tools::default());
+    let task_id = {
+        let (stores, tools) = (stores.clone(), tools.clone());
+        std::thread::spawn(move || {
+            let llm = ScriptedLlm::new().respond(LlmResponse::tool_calls(
+                "",
+                vec![
+                    ToolCall::new("call-fast", "fast", "{}"),
+                    ToolCall::new("call-hang", "hang", "{}"),
+                ],
+            ));
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            let task_id = runtime.block_on(async {
+                let a = bare_agent("c-turn-tools", &llm, &stores);
+                let turn = a
+                    .execute_turn_with(
+                        Some(Message::user("do both")),
+                        TurnOptions::new()
+                            .with_task_id("task-tt")
+                            .with_tools(tools)
+                            .keep_running_on_drop(true),
+                    )
+                    .await
+                    .unwrap();
+                let task_id = turn.task_id().to_owned();
+                drop(turn);
+                for _ in 0..500 {
+                    if let Some(c) = stores.checkpoints.load(&task_id).await.unwrap()
+                        && !c.completed_tool_results.is_empty()
+                    {
+                        return task_id;
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                panic!("the fast call never reached the checkpoint");
+            });
+            runtime.shutdown_background();
+            task_id
+        })
+        .join()
+        .unwrap()
+    };
+    tokio::time::sleep(TTL * 2).await;
+
+    // The model answers the resumed turn by calling `fast` again: only a
+    // turn that was given its tools again can run it.
+    let llm = ScriptedLlm::new()
+        .respond(call("fast", &["again"]))
+        .respond(LlmResponse::text("done"));
+    let b = bare_agent("c-turn-tools", &llm, &stores);
+    let summary = b
+        .resume_turn(&task_id, TurnOptions::new().with_tools(tools.clone()))
+        .await
+        .unwrap()
+        .finish()
+        .await
+        .unwrap();
+    assert_eq!(summary.state, TaskState::Completed);
+    assert_eq!(tools.fast.load(Ordering::SeqCst), 2);
+    let offered: Vec<String> = llm.requests()[0]
+        .tools
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    // The agent's own built-ins (`read_tool_output`) come first.
+    assert!(
+        offered.ends_with(&["fast".to_owned(), "hang".to_owned()]),
+        "{offered:?}"
+    );
+    let again = llm.requests()[1]
+        .messages
+        .iter()
+        .find(|m| m.tool_call_id.as_deref() == Some("again"))
+        .unwrap()
+        .text();
+    assert_eq!(again, "fast result");
+}
+
+/// An agent with no tools of its own.
+fn bare_agent(ctx: &str, llm: &ScriptedLlm, stores: &MemoryStores) -> Agent {
+    builder(ctx, llm, stores)
+        .task_store(stores.checkpoints.clone())
+        .turn_lock(stores.locks.clone())
+        .lock_ttl(TTL)
+        .build()
+        .unwrap()
+}

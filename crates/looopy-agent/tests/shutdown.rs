@@ -4,36 +4,19 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use looopy_core::store::AgentStateStore;
 use looopy_core::{LlmResponse, ToolCall};
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
-use looopy_testkit::external::{repo_root, require};
+use looopy_testkit::external::{mcp_server_everything, process_alive, process_ends_within};
 use looopy_tools::{McpToolProvider, StdioServer};
 use support::*;
 
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the parenthesised command name.
-        Ok(stat) => {
-            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-            !state.starts_with('Z') && !state.starts_with('X')
-        }
-        Err(_) => false,
-    }
-}
-
+/// Whether the process ends within 20 s.
 async fn gone(pid: u32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while alive(pid) {
-        if Instant::now() > deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    true
+    process_ends_within(pid, Duration::from_secs(20)).await
 }
 
 fn sum(id: &str) -> LlmResponse {
@@ -42,11 +25,7 @@ fn sum(id: &str) -> LlmResponse {
 
 #[tokio::test]
 async fn shutdown_ends_the_mcp_server_process_and_a_restart_starts_it_again() {
-    let Some(bin) = require(
-        "LOOOPY_MCP_EVERYTHING",
-        repo_root().join(".tools/node/node_modules/.bin/mcp-server-everything"),
-        "@modelcontextprotocol/server-everything",
-    ) else {
+    let Some(bin) = mcp_server_everything() else {
         return;
     };
     let mcp = McpToolProvider::new(StdioServer::new(bin).arg("stdio"));
@@ -69,7 +48,7 @@ async fn shutdown_ends_the_mcp_server_process_and_a_restart_starts_it_again() {
         .text();
     assert!(result.contains('5'), "{result}");
     let pid = mcp.server_pid().await.unwrap();
-    assert!(alive(pid));
+    assert!(process_alive(pid));
 
     agent.shutdown().await.unwrap();
     assert!(gone(pid).await, "the MCP server outlived Agent::shutdown");

@@ -14,9 +14,10 @@ use looopy_core::{
     AgentEvent, EventPayload, LlmResponse, Role, ToolFailure, ToolOutcome, ToolResult, TurnContext,
 };
 use looopy_loop::hooks::{Approval, ApproveFn, HookContext};
+use looopy_loop::layers::TimeoutTools;
 use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
-use looopy_tools::{LocalTools, NoArgs, TimeoutTools, ToolFnError};
+use looopy_tools::{LocalTools, NoArgs, ToolFnError};
 use support::*;
 
 fn tool_complete(events: &[AgentEvent]) -> (ToolResult, ToolOutcome) {

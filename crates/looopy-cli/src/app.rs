@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use async_trait::async_trait;
-use looopy_a2a::{A2aClient, RemoteAgentTools};
+use looopy_a2a::{A2aClient, EXTENSIONS_HEADER, RemoteAgentTools, TOOL_PROGRESS_EXTENSION};
 use looopy_agent::{Agent, AgentError};
 use looopy_core::{LlmError, LlmProvider, LlmRequest, LlmResponse, ToolProvider, TurnContext};
 use looopy_llm_litellm::{LiteLlmConfig, LiteLlmProvider};
@@ -124,7 +124,10 @@ impl App {
             tools.push(Arc::new(mcp(server)));
         }
         for remote in &config.tools.a2a {
-            let mut client = A2aClient::builder(&remote.url);
+            // The tool-progress extension: the called agent's own tool
+            // calls reach this server's clients with its other events.
+            let mut client =
+                A2aClient::builder(&remote.url).header(EXTENSIONS_HEADER, TOOL_PROGRESS_EXTENSION);
             if let Some(var) = &remote.token_env {
                 let token = env(var).with_context(|| {
                     format!("[[tools.a2a]] '{}': ${var} is not set", remote.name)

@@ -3,7 +3,11 @@
 //! colours (`anstyle`); callers write them through `anstream::stderr()`,
 //! which drops them when stderr is not a terminal or `NO_COLOR` is set.
 
+mod sub_agent;
+
 use std::io::Write;
+
+pub(crate) use sub_agent::{SubAgents, progress_data};
 
 use anstyle::{AnsiColor, Style};
 use looopy_core::{AgentEvent, EventPayload, Part, TaskState, ToolFailure};
@@ -25,17 +29,23 @@ fn outcome_style(how: &str) -> Style {
     if how == "ok" { OK } else { BAD }
 }
 
-/// `  → name args`.
-fn tool_start(err: &mut dyn Write, name: &str, arguments: &str) {
-    let _ = writeln!(err, "  {TOOL}→ {name}{TOOL:#} {DIM}{arguments}{DIM:#}");
+/// The indent of a turn's own tool lines.
+const TOOL_LINE_INDENT: &str = "  ";
+
+/// `  → name args` (after `indent`).
+fn tool_start(err: &mut dyn Write, indent: &str, name: &str, arguments: &str) {
+    let _ = writeln!(
+        err,
+        "{indent}{TOOL}→ {name}{TOOL:#} {DIM}{arguments}{DIM:#}"
+    );
 }
 
-/// `  ← name (how, N ms): result`.
-fn tool_end(err: &mut dyn Write, name: &str, how: &str, ms: u64, result: &str) {
+/// `  ← name (how, N ms): result` (after `indent`).
+fn tool_end(err: &mut dyn Write, indent: &str, name: &str, how: &str, ms: u64, result: &str) {
     let style = outcome_style(how);
     let _ = writeln!(
         err,
-        "  {TOOL}← {name}{TOOL:#} ({style}{how}{style:#}, {ms} ms): {DIM}{result}{DIM:#}"
+        "{indent}{TOOL}← {name}{TOOL:#} ({style}{how}{style:#}, {ms} ms): {DIM}{result}{DIM:#}"
     );
 }
 
@@ -80,6 +90,11 @@ fn clip(text: &str) -> String {
 /// calls as they start and end. Usage and trace ids are not printed here
 /// (see [`usage_line`]).
 pub fn print_progress(data: &Value, err: &mut dyn Write) {
+    print_progress_at(data, TOOL_LINE_INDENT, err);
+}
+
+/// [`print_progress`] with the lines after `indent`.
+fn print_progress_at(data: &Value, indent: &str, err: &mut dyn Write) {
     let text = |key: &str| data.get(key).and_then(Value::as_str).unwrap_or_default();
     match text("event") {
         "tool-start" => {
@@ -87,7 +102,7 @@ pub fn print_progress(data: &Value, err: &mut dyn Write) {
                 .get("arguments")
                 .map(Value::to_string)
                 .unwrap_or_default();
-            tool_start(err, text("name"), &clip(&arguments));
+            tool_start(err, indent, text("name"), &clip(&arguments));
         }
         "tool-complete" => {
             let how = match data.get("failure").and_then(Value::as_str) {
@@ -99,7 +114,7 @@ pub fn print_progress(data: &Value, err: &mut dyn Write) {
                 .get("durationMs")
                 .and_then(Value::as_u64)
                 .unwrap_or_default();
-            tool_end(err, text("name"), how, ms, &clip(text("result")));
+            tool_end(err, indent, text("name"), how, ms, &clip(text("result")));
         }
         _ => {}
     }
@@ -136,7 +151,7 @@ pub fn print_event(
             let _ = out.flush();
         }
         EventPayload::ToolStart { call, arguments } => {
-            tool_start(err, &call.name, &arguments.to_string());
+            tool_start(err, TOOL_LINE_INDENT, &call.name, &arguments.to_string());
         }
         EventPayload::ToolComplete {
             name,
@@ -153,7 +168,7 @@ pub fn print_event(
                 None if result.is_error => "error",
                 None => "ok",
             };
-            tool_end(err, name, how, *duration_ms, &text);
+            tool_end(err, TOOL_LINE_INDENT, name, how, *duration_ms, &text);
         }
         EventPayload::StatusUpdate {
             status,

@@ -38,10 +38,10 @@ use opentelemetry_sdk::resource::{
 };
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tokio::runtime::Runtime;
-use tracing_subscriber::filter::{FilterExt, filter_fn};
-use tracing_subscriber::layer::Filter;
-use tracing_subscriber::layer::SubscriberExt;
-use tracing_subscriber::registry::LookupSpan;
+use tracing::subscriber::Interest;
+use tracing_subscriber::filter::FilterExt;
+use tracing_subscriber::layer::{Context, Filter, SubscriberExt};
+use tracing_subscriber::registry::{LookupSpan, Registry};
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
@@ -157,13 +157,55 @@ fn filter(default: &str) -> EnvFilter {
 }
 
 /// The terminal layer's filter: `RUST_LOG`, else `default`, for events;
-/// spans only when `spans` (a span no layer takes is never built, so with
-/// no exporter a turn's spans then cost nothing).
+/// spans only when `spans`.
 fn console_filter<S>(default: &str, spans: bool) -> impl Filter<S> + Send + Sync + 'static
 where
     S: tracing::Subscriber + for<'a> LookupSpan<'a>,
 {
-    filter(default).and(filter_fn(move |meta| spans || meta.is_event()))
+    filter(default).and(Kinds { spans })
+}
+
+/// Lets events through, and spans only when `spans`. Decided per callsite
+/// (`Interest::never` for a span callsite when spans are off), not per
+/// call: when no other layer takes spans, every span callsite is then
+/// disabled once and a span macro costs a load and a branch, where a
+/// per-call filter made each span ask every layer whether it wants it.
+struct Kinds {
+    spans: bool,
+}
+
+impl<S> Filter<S> for Kinds {
+    fn enabled(&self, meta: &tracing::Metadata<'_>, _: &Context<'_, S>) -> bool {
+        self.spans || meta.is_event()
+    }
+
+    fn callsite_enabled(&self, meta: &'static tracing::Metadata<'static>) -> Interest {
+        if self.spans || meta.is_event() {
+            Interest::always()
+        } else {
+            Interest::never()
+        }
+    }
+}
+
+/// The process's layers, only those in use: an absent exporter adds no
+/// layer (an `Option` layer that is `None` answers "enabled" for every
+/// callsite, which kept span callsites alive though nothing took spans).
+type Layers = Vec<Box<dyn Layer<Registry> + Send + Sync>>;
+
+/// The terminal layer: readable or JSON lines on stderr.
+fn console_layer(config: &TelemetryConfig) -> Box<dyn Layer<Registry> + Send + Sync> {
+    match config.log_format {
+        LogFormat::Human => tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_filter(console_filter(&config.console_filter, config.console_spans))
+            .boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .with_writer(std::io::stderr)
+            .with_filter(console_filter(&config.console_filter, config.console_spans))
+            .boxed(),
+    }
 }
 
 /// Keeps the exporters alive; [`Telemetry::shutdown`] flushes them.
@@ -214,31 +256,27 @@ impl Telemetry {
             opentelemetry::global::set_meter_provider(m.clone());
         }
 
-        let console = match config.log_format {
-            LogFormat::Human => tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
-                .boxed(),
-            LogFormat::Json => tracing_subscriber::fmt::layer()
-                .json()
-                .with_writer(std::io::stderr)
-                .boxed(),
-        }
-        .with_filter(console_filter(&config.console_filter, config.console_spans));
+        let mut layers: Layers = Vec::with_capacity(3);
+        layers.push(console_layer(config));
         // What is exported does not depend on what the terminal shows.
-        let spans = tracer.as_ref().map(|t| {
-            tracing_opentelemetry::layer()
-                .with_tracer(t.tracer("looopy"))
-                .with_filter(filter("info"))
-        });
-        let logs = logger.as_ref().map(|l| {
+        if let Some(t) = &tracer {
+            layers.push(
+                tracing_opentelemetry::layer()
+                    .with_tracer(t.tracer("looopy"))
+                    .with_filter(filter("info"))
+                    .boxed(),
+            );
+        }
+        if let Some(l) = &logger {
             let base = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into());
-            OpenTelemetryTracingBridge::new(l)
-                .with_filter(EnvFilter::builder().parse_lossy(format!("{base},{EXPORT_NOISE}")))
-        });
+            layers.push(
+                OpenTelemetryTracingBridge::new(l)
+                    .with_filter(EnvFilter::builder().parse_lossy(format!("{base},{EXPORT_NOISE}")))
+                    .boxed(),
+            );
+        }
         tracing_subscriber::registry()
-            .with(console)
-            .with(spans)
-            .with(logs)
+            .with(layers)
             .try_init()
             .map_err(|_| TelemetryError::AlreadyInstalled)?;
         Ok(Telemetry {
@@ -344,6 +382,33 @@ mod tests {
             "{with_spans}"
         );
         assert!(with_spans.contains("turn failed"), "{with_spans}");
+    }
+
+    /// The process's subscriber with the terminal layer alone (no exporter).
+    fn terminal_only(spans: bool) -> impl tracing::Subscriber {
+        let layers: Layers = vec![
+            tracing_subscriber::fmt::layer()
+                .with_writer(Captured::default())
+                .with_filter(console_filter("info", spans))
+                .boxed(),
+        ];
+        tracing_subscriber::registry().with(layers)
+    }
+
+    #[test]
+    fn with_no_exporter_and_no_span_lines_span_callsites_are_turned_off_once() {
+        use tracing::Subscriber as _;
+        // The callsites' metadata, taken under a subscriber that wants everything.
+        let span = tracing::subscriber::with_default(tracing_subscriber::registry(), || {
+            tracing::info_span!("a2a.turn", task = "t-7")
+                .metadata()
+                .unwrap()
+        });
+        assert!(terminal_only(false).register_callsite(span).is_never());
+        assert!(!terminal_only(true).register_callsite(span).is_never());
+        // Events at the filter's level still reach the terminal.
+        let plain = printed(false);
+        assert!(plain.contains("turn failed"), "{plain}");
     }
 
     #[test]

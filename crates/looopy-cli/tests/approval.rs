@@ -29,19 +29,6 @@ fn python() -> Option<PathBuf> {
     )
 }
 
-/// The text of an OpenAI message's content (a string or text parts).
-fn content(message: &Value) -> String {
-    match &message["content"] {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
-    }
-}
-
 /// The model: asks for `quick_note` on the user's job; once the call's
 /// result is in, answers `final: <result>`.
 fn model(body: &Value) -> FixtureReply {
@@ -53,10 +40,10 @@ fn model(body: &Value) -> FixtureReply {
     let results: Vec<String> = messages[last_user..]
         .iter()
         .filter(|m| m["role"] == "tool")
-        .map(content)
+        .map(support::message_text)
         .collect();
     if results.is_empty() {
-        let job = content(&messages[last_user]);
+        let job = support::message_text(&messages[last_user]);
         let args = json!({ "job": job }).to_string();
         return FixtureReply::json(openai::tool_calls_completion(&[(
             &format!("call-{job}"),
@@ -410,30 +397,13 @@ async fn the_chat_page_approves_a_tool_call_with_a_click() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn looopy_chat_asks_y_or_n_and_sends_the_approval() {
     use std::io::Write;
-    use std::process::Stdio;
-    use support::{BIN, Captured, Running};
 
     let Some(setup) = Setup::new("").await else {
         return;
     };
     let (server, url) = serve_running(&setup.config, &[]);
     let screen = tokio::task::spawn_blocking(move || {
-        let pty = nix::pty::openpty(None, None).unwrap();
-        let slave = std::fs::File::from(pty.slave);
-        let mut child = Running::new(
-            Command::new(BIN)
-                .args(["chat", &url])
-                .env("TERM", "xterm")
-                .env("LOOOPY_TOKEN", "py-token")
-                .env_remove("RUST_LOG")
-                .stdin(Stdio::from(slave.try_clone().unwrap()))
-                .stdout(Stdio::from(slave.try_clone().unwrap()))
-                .stderr(Stdio::from(slave))
-                .spawn()
-                .unwrap(),
-        );
-        let mut master = std::fs::File::from(pty.master);
-        let screen = Captured::spawn(master.try_clone().unwrap());
+        let (mut child, mut master, screen) = support::chat_on_pty(&url, Some("py-token"));
         screen.wait_for("> ");
         master.write_all(b"tty\r").unwrap();
         screen.wait_for("approve quick_note? [y/n] ");

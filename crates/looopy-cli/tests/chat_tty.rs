@@ -5,13 +5,11 @@
 
 mod support;
 
-use std::fs::File;
 use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use looopy_testkit::{FixtureReply, OpenAiFixture};
-use support::{BIN, Captured, Running, serve_running, write_config};
+use support::{serve_running, write_config};
 
 /// The last user message of a request the model got.
 fn last_user_text(body: &serde_json::Value) -> String {
@@ -37,22 +35,7 @@ async fn on_a_terminal_lines_are_edited_history_recalls_and_ctrl_c_leaves() {
     );
     let (server, url) = serve_running(&config, &[]);
     let status = tokio::task::spawn_blocking(move || {
-        let pty = nix::pty::openpty(None, None).unwrap();
-        let slave = File::from(pty.slave);
-        let mut child = Running::new(
-            Command::new(BIN)
-                .args(["chat", &url])
-                .env("TERM", "xterm")
-                .env_remove("LOOOPY_TOKEN")
-                .env_remove("RUST_LOG")
-                .stdin(Stdio::from(slave.try_clone().unwrap()))
-                .stdout(Stdio::from(slave.try_clone().unwrap()))
-                .stderr(Stdio::from(slave))
-                .spawn()
-                .unwrap(),
-        );
-        let mut master = File::from(pty.master);
-        let screen = Captured::spawn(master.try_clone().unwrap());
+        let (mut child, mut master, screen) = support::chat_on_pty(&url, None);
         screen.wait_for("> ");
         // "helo", ← , "l": the editor inserts before the cursor.
         master.write_all(b"helo\x1b[Dl\r").unwrap();

@@ -38,19 +38,6 @@ fn python() -> Option<PathBuf> {
     )
 }
 
-/// The text of an OpenAI message's content (a string or text parts).
-fn content(message: &Value) -> String {
-    match &message["content"] {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
-    }
-}
-
 /// The model: for a new job, a quick call and a slow call; once their
 /// results are in, an answer naming the job (slow to come for `cancel-*`
 /// jobs, so that they can be cancelled after recovery).
@@ -60,11 +47,11 @@ fn model(body: &Value) -> FixtureReply {
         .iter()
         .rposition(|m| m["role"] == "user")
         .unwrap_or(0);
-    let job = content(&messages[last_user]);
+    let job = support::message_text(&messages[last_user]);
     let results: Vec<String> = messages[last_user..]
         .iter()
         .filter(|m| m["role"] == "tool")
-        .map(content)
+        .map(support::message_text)
         .collect();
     if results.is_empty() {
         let args = json!({ "job": job }).to_string();

@@ -9,10 +9,10 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use looopy_testkit::external::{repo_root, require};
+use looopy_testkit::external::{Browser, browser};
 use looopy_testkit::{FixtureReply, OpenAiFixture};
 use support::{serve_running, write_config};
 
@@ -44,33 +44,14 @@ fn main() {
 Attempts: <img src=x onerror=pwned("img")> and <script>pwned("script")</script>.
 A [click me](javascript:pwned("link")) and a [data link](data:text/html,<script>pwned(1)</script>)."#;
 
-fn which(program: &str) -> PathBuf {
-    std::env::var_os("PATH")
-        .and_then(|paths| {
-            std::env::split_paths(&paths)
-                .map(|dir| dir.join(program))
-                .find(|p| p.is_file())
-        })
-        .unwrap_or_else(|| PathBuf::from(format!("/usr/bin/{program}")))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_chat_page_renders_markdown_answers_without_injecting_html() {
-    let Some(chromium) = require(
-        "LOOOPY_CHROMIUM",
-        PathBuf::from("/usr/bin/chromium"),
-        "Chromium",
-    ) else {
-        return;
-    };
-    let Some(playwright) = require(
-        "LOOOPY_PLAYWRIGHT_CORE",
-        repo_root().join(".tools/node/node_modules/playwright-core"),
-        "npm playwright-core",
-    ) else {
-        return;
-    };
-    let Some(node) = require("LOOOPY_NODE", which("node"), "Node.js") else {
+    let Some(Browser {
+        chromium,
+        playwright_core: playwright,
+        node,
+    }) = browser()
+    else {
         return;
     };
     let llm = OpenAiFixture::start().await.unwrap();

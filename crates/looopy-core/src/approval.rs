@@ -12,8 +12,9 @@
 //! ```
 //!
 //! The requests are also recorded on the assistant message that made the
-//! calls ([`ApprovalRequest::record`]), so they are stored with the
-//! conversation and outlive the process. The user's next message answers
+//! calls, in its typed field [`Message::approval_requests`] (stored as
+//! `approvalRequests`; [`ApprovalRequest::record`] sets it), so they are
+//! stored with the conversation and outlive the process. The user's next message answers
 //! each request with a data part:
 //!
 //! ```json
@@ -34,9 +35,10 @@ use crate::tool::ToolCall;
 /// The key of a decision in a data part (`{"approval": {...}}`).
 pub const APPROVAL_PART_KEY: &str = "approval";
 
-/// The key under which an assistant message records its calls' approval
-/// requests (read and written only through [`ApprovalRequest`]).
-const RECORD_KEY: &str = "looopyApprovalRequests";
+/// The metadata key under which messages stored by earlier versions kept
+/// their calls' approval requests (now [`Message::approval_requests`]);
+/// read only, so that such conversations still resume.
+const LEGACY_RECORD_KEY: &str = "looopyApprovalRequests";
 
 /// A tool call waiting for a person's approval.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -66,22 +68,21 @@ impl ApprovalRequest {
     /// Records `requests` on `message` (the assistant message whose calls
     /// they are), replacing any recorded before.
     pub fn record(message: &mut Message, requests: &[ApprovalRequest]) {
-        match serde_json::to_value(requests) {
-            Ok(value) if !requests.is_empty() => {
-                message.metadata.insert(RECORD_KEY.into(), value);
-            }
-            _ => {
-                message.metadata.remove(RECORD_KEY);
-            }
-        }
+        message.approval_requests = requests.to_vec();
+        message.metadata.remove(LEGACY_RECORD_KEY);
     }
 
-    /// The requests recorded on `message` (none when it has none, or when
-    /// what is recorded does not read as requests).
+    /// The requests recorded on `message` (none when it has none). A
+    /// message stored before the requests became a field of the message
+    /// carried them in its metadata: they are read from there when the
+    /// field is empty.
     pub fn recorded(message: &Message) -> Vec<ApprovalRequest> {
+        if !message.approval_requests.is_empty() {
+            return message.approval_requests.clone();
+        }
         message
             .metadata
-            .get(RECORD_KEY)
+            .get(LEGACY_RECORD_KEY)
             .and_then(|v| serde_json::from_value(v.clone()).ok())
             .unwrap_or_default()
     }
@@ -284,9 +285,36 @@ mod tests {
         assert!(ApprovalRequest::recorded(&m).is_empty());
         let request = ApprovalRequest::new(&call, "sure?");
         ApprovalRequest::record(&mut m, std::slice::from_ref(&request));
-        let back: Message = serde_json::from_value(serde_json::to_value(&m).unwrap()).unwrap();
+        let stored = serde_json::to_value(&m).unwrap();
+        assert_eq!(stored["approvalRequests"][0]["toolCallId"], "c1");
+        assert_eq!(stored["approvalRequests"][0]["name"], "delete_file");
+        assert!(
+            stored.get("metadata").is_none(),
+            "no metadata key: {stored}"
+        );
+        let back: Message = serde_json::from_value(stored).unwrap();
+        assert_eq!(back.approval_requests, vec![request.clone()]);
+        assert!(back.metadata.is_empty());
         assert_eq!(ApprovalRequest::recorded(&back), vec![request]);
         ApprovalRequest::record(&mut m, &[]);
         assert!(ApprovalRequest::recorded(&m).is_empty());
+        let plain = serde_json::to_value(&m).unwrap();
+        assert!(plain.get("approvalRequests").is_none(), "{plain}");
+    }
+
+    #[test]
+    fn requests_stored_in_the_old_metadata_key_are_still_read() {
+        let stored = json!({
+            "messageId": "m1", "role": "assistant", "parts": [],
+            "metadata": {"looopyApprovalRequests": [{"toolCallId": "c9", "name": "rm",
+                "arguments": {}, "question": "sure?"}]}
+        });
+        let m: Message = serde_json::from_value(stored).unwrap();
+        assert!(m.approval_requests.is_empty());
+        assert_eq!(ApprovalRequest::recorded(&m)[0].tool_call_id, "c9");
+        let mut rewritten = m.clone();
+        ApprovalRequest::record(&mut rewritten, &ApprovalRequest::recorded(&m));
+        assert!(rewritten.metadata.is_empty());
+        assert_eq!(rewritten.approval_requests[0].tool_call_id, "c9");
     }
 }

@@ -8,7 +8,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::artifact_view::ConversationArtifacts;
 use crate::event_sink::EventSink;
-use crate::tool_provider::ToolProvider;
 
 /// The authenticated principal of a turn, with fresh credentials.
 ///
@@ -59,7 +58,9 @@ impl fmt::Debug for AuthContext {
 /// Everything a provider or tool knows about the turn it serves.
 ///
 /// Cheap to clone. `cancel` fires when the turn is cancelled: long-running
-/// work should watch it.
+/// work should watch it. The tools a turn offers are not part of it: they
+/// are the loop's, plus the per-turn tools its caller hands to the loop
+/// (`looopy_loop::TurnInput`).
 #[derive(Debug, Clone)]
 pub struct TurnContext {
     /// The A2A task of this turn.
@@ -74,14 +75,9 @@ pub struct TurnContext {
     pub cancel: CancellationToken,
     /// Caller-supplied metadata.
     pub metadata: Arc<Map<String, Value>>,
-    /// Tools offered for this turn only, beside the loop's own: for
-    /// instance the client tools an A2A message declared
-    /// (`looopy_tools::ClientTools`). A name clash with the loop's tools
-    /// fails the turn, as between any two providers.
-    pub turn_tools: Option<Arc<dyn ToolProvider>>,
     /// The id of the tool call this context was made for, while one tool
     /// call runs: the loop sets it on the context it passes to each
-    /// [`ToolProvider::execute`]; it is `None` elsewhere. See
+    /// [`ToolProvider::execute`](crate::ToolProvider::execute); it is `None` elsewhere. See
     /// [`TurnContext::idempotency_key`].
     pub call_id: Option<Arc<str>>,
     /// The conversation's artifacts, read-only, for tools to see (an Agent
@@ -107,7 +103,6 @@ impl TurnContext {
             auth: None,
             cancel: CancellationToken::new(),
             metadata: Arc::new(Map::new()),
-            turn_tools: None,
             call_id: None,
             artifacts: None,
             events: None,
@@ -135,12 +130,6 @@ impl TurnContext {
     /// Sets the metadata.
     pub fn with_metadata(mut self, metadata: Map<String, Value>) -> Self {
         self.metadata = Arc::new(metadata);
-        self
-    }
-
-    /// Offers `tools` in this turn only, beside the loop's own.
-    pub fn with_turn_tools(mut self, tools: Arc<dyn ToolProvider>) -> Self {
-        self.turn_tools = Some(tools);
         self
     }
 

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::approval::ApprovalRequest;
 use crate::tool::{ToolCall, ToolFailure};
 
 /// Who wrote a message.
@@ -102,6 +103,12 @@ pub struct Message {
     /// The call this message answers (tool messages only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// The approval requests of this message's tool calls, while they wait
+    /// for a person's decision (assistant messages only; see
+    /// [`crate::approval`]). Stored with the conversation as
+    /// `approvalRequests`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approval_requests: Vec<ApprovalRequest>,
     /// Free-form metadata (for instance `"isError": true` on a failed tool result).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
@@ -120,6 +127,7 @@ impl Message {
             parts: vec![Part::text(text)],
             tool_calls: Vec::new(),
             tool_call_id: None,
+            approval_requests: Vec::new(),
             metadata: Map::new(),
         }
     }
@@ -132,6 +140,7 @@ impl Message {
             parts,
             tool_calls: Vec::new(),
             tool_call_id: None,
+            approval_requests: Vec::new(),
             metadata: Map::new(),
         }
     }

@@ -31,9 +31,13 @@ use crate::message::{Message, Part};
 use crate::task::{Artifact, TaskState};
 use crate::tool::ToolResult;
 
+mod artifact_merge;
+pub mod follow;
+pub mod listing;
 mod push;
 mod stores;
 mod turn;
+pub mod validate;
 
 pub use push::{PushAuthentication, PushConfig, PushConfigStore};
 pub use stores::Stores;

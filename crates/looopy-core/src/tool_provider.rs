@@ -82,7 +82,7 @@ impl ToolResult {
 }
 
 /// Providers print as a placeholder, so that the structs holding one
-/// (`TurnContext::turn_tools`, the Agent's `TurnOptions::tools`) derive
+/// (the loop's `TurnInput::tools`, the Agent's `TurnOptions::tools`) derive
 /// `Debug`.
 impl std::fmt::Debug for dyn ToolProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

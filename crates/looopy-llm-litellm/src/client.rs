@@ -24,7 +24,7 @@ use crate::wire::{ChatCompletion, ChatRequest};
 /// the default `otel` feature) sends the span's W3C `traceparent`.
 ///
 /// Errors are never retried here: an `AgentLoop` wraps its model in
-/// [`RetryingLlm`](crate::RetryingLlm) by default; wrap the provider
+/// `looopy_loop::layers::RetryingLlm` by default; wrap the provider
 /// yourself only to call it outside a loop.
 #[derive(Clone, Debug)]
 pub struct LiteLlmProvider {

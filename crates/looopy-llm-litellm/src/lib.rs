@@ -13,7 +13,3 @@ mod wire;
 
 pub use client::LiteLlmProvider;
 pub use config::{ApiKey, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, LiteLlmConfig};
-/// The retry layer, provider-independent: it lives in
-/// [`looopy_loop::layers::retry`] and is re-exported here so that existing
-/// imports keep working. An `AgentLoop` puts it around its model by default.
-pub use looopy_loop::layers::retry::{RetryPolicy, RetryingLlm};

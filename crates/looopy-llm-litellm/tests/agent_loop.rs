@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use looopy_core::{
     Role, TaskState, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext,
 };
-use looopy_llm_litellm::{RetryPolicy, RetryingLlm};
 use looopy_loop::AgentLoop;
+use looopy_loop::layers::{RetryPolicy, RetryingLlm};
 use looopy_testkit::openai_fixture::openai;
 use looopy_testkit::{FixtureReply, OpenAiFixture};
 use serde_json::json;

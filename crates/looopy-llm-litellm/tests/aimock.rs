@@ -18,7 +18,8 @@ use std::time::Duration;
 use looopy_core::{
     FinishReason, History, LlmProvider, LlmRequest, Message, ToolDefinition, ToolResult,
 };
-use looopy_llm_litellm::{LiteLlmConfig, LiteLlmProvider, RetryPolicy, RetryingLlm};
+use looopy_llm_litellm::{LiteLlmConfig, LiteLlmProvider};
+use looopy_loop::layers::{RetryPolicy, RetryingLlm};
 use serde_json::json;
 use support::{assemble, cx, drain};
 use tokio::io::{AsyncBufReadExt, BufReader};

@@ -6,7 +6,7 @@ mod support;
 use std::time::Duration;
 
 use looopy_core::{LlmChunk, LlmError, LlmProvider, LlmResponse};
-use looopy_llm_litellm::{RetryPolicy, RetryingLlm};
+use looopy_loop::layers::{RetryPolicy, RetryingLlm};
 use looopy_testkit::openai_fixture::openai;
 use looopy_testkit::{
     FixtureReply, OpenAiFixture, ScriptStep, ScriptedLlm, SseEnd, SseEvent, SseReply,

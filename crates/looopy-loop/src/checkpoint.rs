@@ -8,9 +8,11 @@
 //! snapshot while the turn goes on, so that the model call or the tools of
 //! an iteration overlap the round trip of the checkpoint before them, and
 //! snapshots taken while a save is running collapse into one save of the
-//! newest. The turn waits for the writer only at its end, before its final
-//! event. What a crash can lose is the snapshot still in flight: a resume
-//! then repeats at most the work done since the last save that landed.
+//! newest. The turn waits for the writer at its end, before its final event,
+//! and before it runs a call of a tool that is not idempotent (that call
+//! must be on record first, or a resume would run it again). What a crash
+//! can lose is the snapshot still in flight: a resume then repeats at most
+//! the work done since the last save that landed, idempotent calls included.
 
 use std::collections::HashSet;
 use std::sync::Arc;

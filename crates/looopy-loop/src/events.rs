@@ -8,6 +8,7 @@ use looopy_core::{
 };
 use serde_json::{Map, Value};
 
+use crate::interest::InternalEvents;
 use crate::queue::EventQueue;
 
 /// Why a turn ended, as the final event's `metadata.finishReason` says
@@ -87,15 +88,28 @@ pub(crate) struct Emitter {
     queue: Arc<EventQueue>,
     task_id: Arc<str>,
     context_id: Arc<str>,
+    /// The internal events this turn's readers use; the rest are not built.
+    wanted: InternalEvents,
 }
 
 impl Emitter {
-    pub(crate) fn new(queue: Arc<EventQueue>, task_id: Arc<str>, context_id: Arc<str>) -> Self {
+    pub(crate) fn new(
+        queue: Arc<EventQueue>,
+        task_id: Arc<str>,
+        context_id: Arc<str>,
+        wanted: InternalEvents,
+    ) -> Self {
         Emitter {
             queue,
             task_id,
             context_id,
+            wanted,
         }
+    }
+
+    /// Whether internal events of `kind` are built in this turn.
+    fn wants(&self, kind: InternalEvents) -> bool {
+        self.wanted.contains(kind)
     }
 
     fn emit(&self, payload: EventPayload) {
@@ -113,7 +127,9 @@ impl Emitter {
     /// the loop's to send.
     pub(crate) fn forward(&self, payload: EventPayload) {
         if payload.kind().starts_with("internal:") {
-            self.emit(payload);
+            if self.wants(InternalEvents::FROM_TOOLS) {
+                self.emit(payload);
+            }
         } else {
             tracing::debug!(
                 kind = payload.kind(),
@@ -169,6 +185,9 @@ impl Emitter {
     }
 
     pub(crate) fn llm_call(&self, iteration: u32, message_count: usize, tool_count: usize) {
+        if !self.wants(InternalEvents::MODEL_CALLS) {
+            return;
+        }
         self.emit(EventPayload::LlmCall {
             iteration,
             message_count,
@@ -184,6 +203,9 @@ impl Emitter {
         usage: Option<Usage>,
         duration_ms: u64,
     ) {
+        if !self.wants(InternalEvents::MODEL_CALLS) {
+            return;
+        }
         self.emit(EventPayload::LlmResponse {
             iteration,
             finish_reason,
@@ -194,18 +216,30 @@ impl Emitter {
     }
 
     pub(crate) fn usage(&self, call: Usage, total: Usage) {
+        if !self.wants(InternalEvents::USAGE) {
+            return;
+        }
         self.emit(EventPayload::Usage { call, total });
     }
 
     pub(crate) fn reasoning(&self, text: String) {
+        if !self.wants(InternalEvents::TEXT) {
+            return;
+        }
         self.emit(EventPayload::Reasoning { text });
     }
 
     pub(crate) fn text(&self, text: String) {
+        if !self.wants(InternalEvents::TEXT) {
+            return;
+        }
         self.emit(EventPayload::Text { text });
     }
 
     pub(crate) fn tool_call_begin(&self, iteration: u32, index: usize, call_id: &str, name: &str) {
+        if !self.wants(InternalEvents::TOOL_CALL_STREAM) {
+            return;
+        }
         self.emit(EventPayload::ToolCallBegin {
             iteration,
             index,
@@ -221,6 +255,9 @@ impl Emitter {
         call: Option<&(String, String)>,
         delta: &str,
     ) {
+        if !self.wants(InternalEvents::TOOL_CALL_STREAM) {
+            return;
+        }
         let (call_id, name) = call.cloned().unwrap_or_default();
         self.emit(EventPayload::ToolCallArgumentsDelta {
             iteration,
@@ -232,6 +269,9 @@ impl Emitter {
     }
 
     pub(crate) fn tool_start(&self, call: &ToolCall) {
+        if !self.wants(InternalEvents::TOOL_START) {
+            return;
+        }
         self.emit(EventPayload::ToolStart {
             call: call.clone(),
             arguments: call.parsed_arguments(),
@@ -245,6 +285,9 @@ impl Emitter {
         outcome: ToolOutcome,
         duration_ms: u64,
     ) {
+        if !self.wants(InternalEvents::TOOL_COMPLETE) {
+            return;
+        }
         self.emit(EventPayload::ToolComplete {
             name: name.to_owned(),
             result: result.clone(),
@@ -254,6 +297,9 @@ impl Emitter {
     }
 
     pub(crate) fn tool_interrupted(&self, call: &ToolCall, retried: bool) {
+        if !self.wants(InternalEvents::TOOL_INTERRUPTED) {
+            return;
+        }
         self.emit(EventPayload::ToolInterrupted {
             name: call.name.clone(),
             call_id: call.id.clone(),
@@ -262,6 +308,9 @@ impl Emitter {
     }
 
     pub(crate) fn checkpoint(&self, iteration: u32, message_count: usize) {
+        if !self.wants(InternalEvents::CHECKPOINT) {
+            return;
+        }
         self.emit(EventPayload::Checkpoint {
             iteration,
             message_count,
@@ -269,10 +318,16 @@ impl Emitter {
     }
 
     pub(crate) fn execution_start(&self, resumed: bool) {
+        if !self.wants(InternalEvents::EXECUTION) {
+            return;
+        }
         self.emit(EventPayload::ExecutionStart { resumed });
     }
 
     pub(crate) fn execution_end(&self, end: TurnEnd, duration_ms: u64, error: Option<String>) {
+        if !self.wants(InternalEvents::EXECUTION) {
+            return;
+        }
         self.emit(EventPayload::ExecutionEnd {
             state: end.state(),
             reason: end.as_str().to_owned(),
@@ -282,18 +337,30 @@ impl Emitter {
     }
 
     pub(crate) fn paused(&self, reason: String) {
+        if !self.wants(InternalEvents::EXECUTION) {
+            return;
+        }
         self.emit(EventPayload::ExecutionPaused { reason });
     }
 
     pub(crate) fn resumed(&self) {
+        if !self.wants(InternalEvents::EXECUTION) {
+            return;
+        }
         self.emit(EventPayload::ExecutionResumed {});
     }
 
     pub(crate) fn iteration_start(&self, iteration: u32) {
+        if !self.wants(InternalEvents::ITERATIONS) {
+            return;
+        }
         self.emit(EventPayload::IterationStart { iteration });
     }
 
     pub(crate) fn iteration_complete(&self, iteration: u32, duration_ms: u64) {
+        if !self.wants(InternalEvents::ITERATIONS) {
+            return;
+        }
         self.emit(EventPayload::IterationComplete {
             iteration,
             duration_ms,
@@ -301,6 +368,9 @@ impl Emitter {
     }
 
     pub(crate) fn llm_error(&self, iteration: u32, error: &looopy_core::LlmError) {
+        if !self.wants(InternalEvents::MODEL_CALLS) {
+            return;
+        }
         self.emit(EventPayload::LlmError {
             iteration,
             error_type: error.kind().to_owned(),
@@ -309,6 +379,9 @@ impl Emitter {
     }
 
     pub(crate) fn tool_detected(&self, iteration: u32, calls: &[ToolCall]) {
+        if !self.wants(InternalEvents::TOOL_DETECTED) {
+            return;
+        }
         self.emit(EventPayload::ToolDetected {
             iteration,
             calls: calls.to_vec(),
@@ -316,6 +389,9 @@ impl Emitter {
     }
 
     pub(crate) fn hook_error(&self, hook: &str, point: &str, message: &str, fatal: bool) {
+        if !self.wants(InternalEvents::HOOK_ERRORS) {
+            return;
+        }
         self.emit(EventPayload::HookError {
             hook: hook.to_owned(),
             point: point.to_owned(),

@@ -7,6 +7,8 @@ mod config;
 mod error;
 mod events;
 pub mod hooks;
+mod input;
+mod interest;
 pub mod layers;
 mod limits;
 mod model_call;
@@ -29,6 +31,8 @@ pub use builder::AgentLoopBuilder;
 pub use config::AgentLoopConfig;
 pub use error::LoopError;
 pub use events::TurnEnd;
+pub use input::TurnInput;
+pub use interest::InternalEvents;
 pub use limits::{ToolFailureMode, TurnSettings};
 pub use stream::{TurnHandle, TurnOutcome, TurnStream};
 pub use tools::ToolRegistry;
@@ -98,10 +102,20 @@ impl AgentLoop {
         first.map_or(Ok(()), Err)
     }
 
-    fn channel(&self, cx: &TurnContext) -> (Emitter, Arc<EventQueue>) {
+    /// The turn's event queue and the emitter that fills it. The set of
+    /// internal events is taken out of `settings`: it is fixed when the
+    /// turn starts, and left in it would make the settings non-empty (the
+    /// turn would copy the loop's configuration to apply them).
+    fn channel(&self, cx: &TurnContext, settings: &mut TurnSettings) -> (Emitter, Arc<EventQueue>) {
         let queue = Arc::new(EventQueue::default());
+        let wanted = settings.internal_events.take().unwrap_or_default();
         (
-            Emitter::new(queue.clone(), cx.task_id.clone(), cx.context_id.clone()),
+            Emitter::new(
+                queue.clone(),
+                cx.task_id.clone(),
+                cx.context_id.clone(),
+                wanted,
+            ),
             queue,
         )
     }
@@ -110,20 +124,23 @@ impl AgentLoop {
     /// with the new user message). The turn's task id, context, principal and
     /// cancellation come from `cx`; its agent id is this loop's.
     pub fn start_turn(&self, messages: History, cx: TurnContext) -> TurnStream {
-        self.start_turn_with(messages, cx, TurnSettings::default())
+        self.start_turn_with(messages, cx, TurnInput::new())
     }
 
-    /// [`start_turn`](Self::start_turn) with settings for this turn only
-    /// (system prompt, limits, tool failure mode): each field set replaces
-    /// the loop's value for this turn.
+    /// [`start_turn`](Self::start_turn) with inputs for this turn only
+    /// ([`TurnInput`]): settings (system prompt, limits, tool failure mode),
+    /// each field set replacing the loop's value, and tools offered beside
+    /// the loop's own. A [`TurnSettings`] alone converts into a
+    /// [`TurnInput`] without tools.
     pub fn start_turn_with(
         &self,
         messages: History,
         cx: TurnContext,
-        settings: TurnSettings,
+        input: impl Into<TurnInput>,
     ) -> TurnStream {
+        let mut input = input.into();
         let cx = cx.with_agent_id(self.config.agent_id.clone());
-        let (emit, rx) = self.channel(&cx);
+        let (emit, rx) = self.channel(&cx, &mut input.settings);
         let shared = Arc::new(TurnShared::default());
         let turn = Turn::start(
             self.clone(),
@@ -131,7 +148,7 @@ impl AgentLoop {
             emit,
             shared.clone(),
             messages.clone(),
-            settings,
+            input,
         );
         TurnStream::new(Box::pin(turn.run(false)), rx, shared, messages)
     }
@@ -145,11 +162,12 @@ impl AgentLoop {
         &self,
         messages: History,
         cx: TurnContext,
-        settings: TurnSettings,
+        input: impl Into<TurnInput>,
         approved: ApprovedCalls,
     ) -> TurnStream {
+        let mut input = input.into();
         let cx = cx.with_agent_id(self.config.agent_id.clone());
-        let (emit, rx) = self.channel(&cx);
+        let (emit, rx) = self.channel(&cx, &mut input.settings);
         let shared = Arc::new(TurnShared::default());
         let turn = Turn::start(
             self.clone(),
@@ -157,7 +175,7 @@ impl AgentLoop {
             emit,
             shared.clone(),
             messages.clone(),
-            settings,
+            input,
         )
         .with_approved(approved);
         TurnStream::new(Box::pin(turn.run(false)), rx, shared, messages)

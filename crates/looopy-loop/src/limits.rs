@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::AgentLoopConfig;
+use crate::interest::InternalEvents;
 
 /// What a tool call that fails does to the turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -80,6 +81,9 @@ pub struct TurnSettings {
     pub max_duration: Option<Duration>,
     /// What a failed tool call does, in place of the loop's mode.
     pub tool_failure_mode: Option<ToolFailureMode>,
+    /// The internal events the turn builds; `None` builds them all
+    /// ([`InternalEvents::ALL`]). Fixed when the turn starts.
+    pub internal_events: Option<InternalEvents>,
 }
 
 impl TurnSettings {
@@ -118,6 +122,25 @@ impl TurnSettings {
         self
     }
 
+    /// Builds only these internal events in the turn (the public events
+    /// are always built): a reader that uses none of them saves building
+    /// each one.
+    pub fn with_internal_events(mut self, wanted: InternalEvents) -> Self {
+        self.internal_events = Some(wanted);
+        self
+    }
+
+    /// Adds `needed` to the internal events the turn builds, when they are
+    /// narrowed (a turn that builds them all already has them): what a
+    /// caller of the loop needs for itself, on top of what its own caller
+    /// asked for.
+    pub fn also_building(mut self, needed: InternalEvents) -> Self {
+        if let Some(wanted) = &mut self.internal_events {
+            *wanted = *wanted | needed;
+        }
+        self
+    }
+
     /// Whether no field is set.
     pub fn is_empty(&self) -> bool {
         *self == TurnSettings::default()
@@ -131,6 +154,7 @@ impl TurnSettings {
             max_tool_calls,
             max_duration,
             tool_failure_mode,
+            internal_events,
         } = other;
         if system_prompt.is_some() {
             self.system_prompt = system_prompt;
@@ -146,6 +170,9 @@ impl TurnSettings {
         }
         if tool_failure_mode.is_some() {
             self.tool_failure_mode = tool_failure_mode;
+        }
+        if internal_events.is_some() {
+            self.internal_events = internal_events;
         }
     }
 

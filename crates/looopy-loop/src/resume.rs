@@ -5,7 +5,7 @@ use std::sync::Arc;
 use looopy_core::{History, TurnContext};
 
 use crate::events::TurnEnd;
-use crate::limits::TurnSettings;
+use crate::input::TurnInput;
 use crate::stream::{TurnOutcome, TurnShared, TurnStream};
 use crate::turn::Turn;
 use crate::{AgentLoop, LoopError};
@@ -15,18 +15,22 @@ impl AgentLoop {
     /// whose results were recorded are not run again. A turn that had already
     /// ended just reports its final state again.
     ///
-    /// Per-turn settings are not stored in the checkpoint: the resumed turn
-    /// runs with the loop's settings (see [`resume_with`](Self::resume_with)).
+    /// Per-turn settings and tools are not stored in the checkpoint: the
+    /// resumed turn runs with the loop's settings and tools only (see
+    /// [`resume_with`](Self::resume_with)).
     pub fn resume(&self, cx: TurnContext) -> TurnStream {
-        self.resume_with(cx, TurnSettings::default())
+        self.resume_with(cx, TurnInput::new())
     }
 
-    /// [`resume`](Self::resume) with settings for the rest of the turn (the
-    /// checkpoint does not keep the ones it started with). A wall-time
-    /// limit counts from the resume.
-    pub fn resume_with(&self, cx: TurnContext, settings: TurnSettings) -> TurnStream {
+    /// [`resume`](Self::resume) with inputs for the rest of the turn
+    /// ([`TurnInput`]: settings and per-turn tools; the checkpoint does not
+    /// keep the ones it started with, so a caller that offered tools for
+    /// the turn hands them again here). A wall-time limit counts from the
+    /// resume.
+    pub fn resume_with(&self, cx: TurnContext, input: impl Into<TurnInput>) -> TurnStream {
+        let mut input = input.into();
         let cx = cx.with_agent_id(self.config.agent_id.clone());
-        let (emit, rx) = self.channel(&cx);
+        let (emit, rx) = self.channel(&cx, &mut input.settings);
         let shared = Arc::new(TurnShared::default());
         let this = self.clone();
         let shared2 = shared.clone();
@@ -80,7 +84,7 @@ impl AgentLoop {
                 }
                 Ok(c) => {
                     shared2.set_history(c.messages.clone());
-                    Turn::from_checkpoint(this, cx, emit, shared2, c, settings)
+                    Turn::from_checkpoint(this, cx, emit, shared2, c, input)
                         .run(true)
                         .await;
                 }

@@ -11,7 +11,7 @@ use looopy_core::approval::ApprovalRequest;
 use looopy_core::store::TaskCheckpoint;
 use looopy_core::{
     History, LlmError, LlmResponse, Message, Part, Role, TaskState, ToolCall, ToolFailure,
-    ToolOutcome, ToolResult, ToolSignal, TurnContext, Usage,
+    ToolOutcome, ToolProvider, ToolResult, ToolSignal, TurnContext, Usage,
 };
 use serde_json::{Map, Value, json};
 use tracing::Instrument;
@@ -19,6 +19,7 @@ use tracing::Instrument;
 use crate::checkpoint::{self, CheckpointWriter, Snapshot};
 use crate::events::{Emitter, TurnEnd};
 use crate::hooks::{EndingTurn, FatalHook, HookContext};
+use crate::input::TurnInput;
 use crate::limits::{ToolFailureMode, TurnSettings};
 use crate::model_call;
 use crate::stream::{TurnOutcome, TurnShared};
@@ -46,6 +47,8 @@ pub(crate) struct Turn {
     /// The turn's settings, until the turn starts and merges them into the
     /// loop's configuration (`agent.config` is the merged one after that).
     settings: TurnSettings,
+    /// Tools offered in this turn only, beside the loop's own.
+    turn_tools: Option<Arc<dyn ToolProvider>>,
     /// Saves checkpoints in the background.
     writer: CheckpointWriter,
     /// Calls a person approved, run before the first iteration.
@@ -91,6 +94,10 @@ impl Ending {
 }
 
 /// What one iteration decided.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "returned once per iteration and matched at once, never stored"
+)]
 enum Step {
     Continue,
     End(Ending),
@@ -103,8 +110,9 @@ impl Turn {
         emit: Emitter,
         shared: Arc<TurnShared>,
         history: History,
-        settings: TurnSettings,
+        input: TurnInput,
     ) -> Self {
+        let TurnInput { settings, tools } = input;
         let writer = CheckpointWriter::new(agent.task_store.clone(), emit.clone());
         Turn {
             writer,
@@ -121,6 +129,7 @@ impl Turn {
             incomplete_prompts: 0,
             tool_calls: 0,
             settings,
+            turn_tools: tools,
             approved: None,
         }
     }
@@ -132,9 +141,9 @@ impl Turn {
         emit: Emitter,
         shared: Arc<TurnShared>,
         history: History,
-        settings: TurnSettings,
+        input: TurnInput,
     ) -> Self {
-        Self::new(agent, cx, emit, shared, history, settings)
+        Self::new(agent, cx, emit, shared, history, input)
     }
 
     /// Runs these approved calls before the first iteration.
@@ -150,9 +159,9 @@ impl Turn {
         emit: Emitter,
         shared: Arc<TurnShared>,
         c: TaskCheckpoint,
-        settings: TurnSettings,
+        input: TurnInput,
     ) -> Self {
-        let mut turn = Self::new(agent, cx, emit, shared, c.messages, settings);
+        let mut turn = Self::new(agent, cx, emit, shared, c.messages, input);
         turn.turn_start = c.turn_start;
         turn.iteration = c.iteration;
         turn.usage = c.usage;
@@ -225,7 +234,7 @@ impl Turn {
     /// Builds the registry, runs the `before_turn` hooks, merges the turn's
     /// settings, then iterates under the wall-time limit, if any.
     async fn body(&mut self, resumed: bool, started: Instant) -> Ending {
-        let providers = match &self.cx.turn_tools {
+        let providers = match &self.turn_tools {
             None => self.agent.tools.clone(),
             Some(extra) => self
                 .agent
@@ -312,6 +321,8 @@ impl Turn {
             // A crash while they run must find them: a resume runs them
             // again (idempotent tools) or reports them interrupted.
             self.checkpoint(TaskState::Working);
+            self.record_before_side_effects(registry, &approved.calls)
+                .await;
             let calls: Vec<(usize, ToolCall)> = approved.calls.into_iter().enumerate().collect();
             if let Step::End(ending) = self.run_tools(registry, calls, true).await {
                 return ending;
@@ -472,6 +483,7 @@ impl Turn {
             self.emit.text(text);
         }
         self.emit.tool_detected(iteration, &calls);
+        self.record_before_side_effects(registry, &calls).await;
         self.run_tools(registry, calls.into_iter().enumerate().collect(), false)
             .await
     }
@@ -797,6 +809,17 @@ impl Turn {
             history: self.history.clone(),
             iterations: self.iteration,
             usage: self.usage,
+        }
+    }
+
+    /// Waits until the checkpoint that holds `calls` is saved when one of
+    /// them is for a tool that is not idempotent. At most once needs the
+    /// call on record before it runs: a resume that cannot see the call
+    /// would ask the model again and run the tool a second time. Idempotent
+    /// calls keep overlapping the save.
+    async fn record_before_side_effects(&self, registry: &ToolRegistry, calls: &[ToolCall]) {
+        if calls.iter().any(|c| !registry.is_idempotent(&c.name)) {
+            self.writer.flush().await;
         }
     }
 

@@ -12,7 +12,7 @@ use looopy_core::store::CheckpointStore;
 use looopy_core::{
     EventPayload, History, LlmResponse, Message, Role, TaskState, ToolCall, ToolResult, TurnContext,
 };
-use looopy_loop::AgentLoop;
+use looopy_loop::{AgentLoop, TurnInput};
 use looopy_stores_memory::MemoryCheckpointStore;
 use looopy_testkit::ScriptedLlm;
 use support::*;
@@ -106,6 +106,49 @@ async fn checkpoints_are_taken_and_the_last_one_holds_the_final_state() {
     assert_eq!(saved.messages.len(), 4);
     assert_eq!(saved.turn_start, 1);
     assert_eq!(saved.iteration, 2);
+}
+
+#[tokio::test]
+async fn per_turn_tools_handed_again_to_resume_with_run_the_missing_call() {
+    let store = Arc::new(MemoryCheckpointStore::new());
+    let first_runs = Arc::new(AtomicUsize::new(0));
+    let llm = ScriptedLlm::new().respond(three_calls());
+    // The loop has no tools of its own: a, b and c are the turn's.
+    let agent = AgentLoop::builder(llm).task_store(store.clone()).build();
+    let input = TurnInput::new().with_tools(Arc::new(tools(first_runs.clone(), false)));
+    let mut stream = agent.start_turn_with(History::from(vec![Message::user("go")]), cx(), input);
+    let mut completed = 0;
+    while let Some(e) = stream.next().await {
+        if e.kind() == "internal:tool-complete" {
+            completed += 1;
+            if completed == 2 {
+                break;
+            }
+        }
+    }
+    wait_for(&store, |c| c.completed_tool_results.len() == 2).await;
+    drop(stream);
+    drop(agent);
+
+    // A new process hands the turn's tools again (checkpoints cannot keep
+    // a provider): only c, still missing, runs.
+    let second_runs = Arc::new(AtomicUsize::new(0));
+    let llm2 = ScriptedLlm::new().respond(LlmResponse::text("all three done"));
+    let agent2 = AgentLoop::builder(llm2.clone())
+        .task_store(store.clone())
+        .build();
+    let input = TurnInput::new().with_tools(Arc::new(tools(second_runs.clone(), true)));
+    let events = drain(agent2.resume_with(cx(), input)).await;
+    assert_eq!(final_event(&events).state(), Some(TaskState::Completed));
+    assert_eq!(second_runs.load(Ordering::SeqCst), 1);
+    let request = &llm2.requests()[0];
+    let names: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["a", "b", "c"]);
+    let c_result = request
+        .messages
+        .iter()
+        .find(|m| m.role == Role::Tool && m.text().contains("result c"));
+    assert!(c_result.is_some(), "{:?}", request.messages);
 }
 
 #[tokio::test]
@@ -536,4 +579,65 @@ async fn resuming_without_a_checkpoint_ends_failed_with_an_outcome_saying_why() 
     assert_eq!(outcome.state, TaskState::Failed);
     let text = outcome.message.map(|m| m.text()).unwrap_or_default();
     assert!(text.starts_with("cannot resume:"), "{text}");
+}
+
+/// A checkpoint store whose saves land late, as on a slow network.
+struct SlowSaves(MemoryCheckpointStore);
+
+#[async_trait::async_trait]
+impl CheckpointStore for SlowSaves {
+    async fn save(
+        &self,
+        checkpoint: &looopy_core::store::TaskCheckpoint,
+    ) -> Result<(), looopy_core::store::StoreError> {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        self.0.save(checkpoint).await
+    }
+    async fn load(
+        &self,
+        task_id: &str,
+    ) -> Result<Option<looopy_core::store::TaskCheckpoint>, looopy_core::store::StoreError> {
+        self.0.load(task_id).await
+    }
+    async fn delete(&self, task_id: &str) -> Result<(), looopy_core::store::StoreError> {
+        self.0.delete(task_id).await
+    }
+}
+
+#[tokio::test]
+async fn a_call_of_a_tool_that_is_not_idempotent_is_saved_before_it_runs() {
+    // With saves landing late, a tool with side effects must still find its
+    // own call in the saved checkpoint when it starts: a crash from then on
+    // resumes with the call on record (reported interrupted, not run again)
+    // instead of asking the model again and running the tool twice.
+    let store = Arc::new(SlowSaves(MemoryCheckpointStore::new()));
+    let on_record = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let tools = {
+        let (store, on_record) = (store.clone(), on_record.clone());
+        FnTools::new().tool("pay", move |call, _| {
+            let (store, on_record) = (store.clone(), on_record.clone());
+            async move {
+                let saved = store.load("task-r").await.unwrap();
+                let recorded = saved.is_some_and(|c| {
+                    c.messages
+                        .iter()
+                        .any(|m| m.tool_calls.iter().any(|t| t.id == call.id))
+                });
+                on_record.lock().unwrap().push(recorded);
+                ToolResult::text(&call.id, "paid")
+            }
+        })
+    };
+    let llm = ScriptedLlm::new()
+        .respond(LlmResponse::tool_calls(
+            "",
+            vec![ToolCall::new("c-pay", "pay", "{}")],
+        ))
+        .respond(LlmResponse::text("done"));
+    let agent = AgentLoop::builder(llm)
+        .tools(tools)
+        .task_store(store.clone())
+        .build();
+    drain(agent.start_turn(History::from(vec![Message::user("go")]), cx())).await;
+    assert_eq!(*on_record.lock().unwrap(), vec![true]);
 }

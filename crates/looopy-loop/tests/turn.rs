@@ -11,7 +11,7 @@ use looopy_core::{
     EventPayload, History, LlmChunk, LlmError, LlmResponse, Message, Role, TaskState, ToolCall,
     ToolOutcome, ToolResult, ToolSignal, TurnContext, Usage,
 };
-use looopy_loop::AgentLoop;
+use looopy_loop::{AgentLoop, TurnInput};
 use looopy_testkit::ScriptedLlm;
 use support::*;
 
@@ -271,7 +271,9 @@ async fn turn_tools_join_the_loops_tools_for_that_turn_only() {
         .respond(LlmResponse::text("done"))
         .respond(LlmResponse::text("again"));
     let agent = AgentLoop::builder(llm.clone()).tools(own).build();
-    let events = drain(agent.start_turn(user("x"), cx().with_turn_tools(extra.clone()))).await;
+    let events =
+        drain(agent.start_turn_with(user("x"), cx(), TurnInput::new().with_tools(extra.clone())))
+            .await;
     assert_eq!(final_event(&events).state(), Some(TaskState::Completed));
     let names = |i: usize| -> Vec<String> {
         llm.requests()[i]
@@ -294,7 +296,8 @@ async fn turn_tools_join_the_loops_tools_for_that_turn_only() {
     // A clash with the loop's own tools fails the turn, as between providers.
     let clash: Arc<dyn looopy_core::ToolProvider> =
         Arc::new(FnTools::new().echo("own", Duration::ZERO));
-    let events = drain(agent.start_turn(user("z"), cx().with_turn_tools(clash))).await;
+    let events =
+        drain(agent.start_turn_with(user("z"), cx(), TurnInput::new().with_tools(clash))).await;
     assert_eq!(final_event(&events).state(), Some(TaskState::Failed));
 }
 

@@ -1,11 +1,11 @@
 //! [`MemoryAgentStateStore`].
 
-use std::cmp::Reverse;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
 use looopy_core::StoreError;
+use looopy_core::store::listing::newest_first;
 use looopy_core::store::{AgentState, AgentStateStore};
 
 use crate::lock;
@@ -127,10 +127,7 @@ impl AgentStateStore for MemoryAgentStateStore {
             .iter()
             .filter_map(|c| inner.states.peek(c))
             .collect();
-        states.sort_by(|a, b| {
-            (Reverse(a.last_activity), &a.context_id)
-                .cmp(&(Reverse(b.last_activity), &b.context_id))
-        });
+        states.sort_by(|a, b| newest_first(*a, *b));
         let states = states.into_iter().take(limit).cloned().collect();
         Ok(states)
     }

@@ -80,17 +80,9 @@ impl ArtifactStore for MemoryArtifactStore {
         let mut contexts = lock(&self.contexts);
         let context = contexts.entry_or_insert_with(context_id, ContextArtifacts::default);
         if let Some(stored) = context.get_mut(&artifact.artifact_id) {
-            stored.artifact = artifact;
-            stored.task_id = task_id.to_owned();
-            stored.updated_at = now;
+            stored.replace(task_id, artifact, now);
         } else {
-            context.insert_new(StoredArtifact {
-                artifact,
-                context_id: context_id.to_owned(),
-                task_id: task_id.to_owned(),
-                created_at: now,
-                updated_at: now,
-            });
+            context.insert_new(StoredArtifact::created(context_id, task_id, artifact, now));
         }
         Ok(())
     }
@@ -107,16 +99,10 @@ impl ArtifactStore for MemoryArtifactStore {
         let mut contexts = lock(&self.contexts);
         let context = contexts.entry_or_insert_with(context_id, ContextArtifacts::default);
         if let Some(stored) = context.get_mut(artifact_id) {
-            stored.artifact.parts.extend(parts);
-            stored.updated_at = now;
+            stored.append(parts, now);
         } else {
-            context.insert_new(StoredArtifact {
-                artifact: Artifact::new(artifact_id, parts),
-                context_id: context_id.to_owned(),
-                task_id: task_id.to_owned(),
-                created_at: now,
-                updated_at: now,
-            });
+            let artifact = Artifact::new(artifact_id, parts);
+            context.insert_new(StoredArtifact::created(context_id, task_id, artifact, now));
         }
         Ok(())
     }

@@ -1,11 +1,13 @@
 //! [`MemoryEventLog`].
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::pin::pin;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use futures::stream::{self, BoxStream, StreamExt};
+use futures::stream::BoxStream;
+use looopy_core::store::follow::{FollowBatch, FollowSource, follow, follow_error};
+use looopy_core::store::validate::foreign_event_id;
 use looopy_core::store::{EventLog, StoredEvent};
 use looopy_core::{AgentEvent, StoreError};
 use tokio::sync::Notify;
@@ -93,9 +95,9 @@ impl MemoryEventLog {
 fn parse_id(id: Option<&str>) -> Result<u64, StoreError> {
     match id {
         None => Ok(0),
-        Some(id) => id.parse().map_err(|_| StoreError::NotFound {
-            what: format!("event id `{id}` (the memory log's ids are decimal numbers)"),
-        }),
+        Some(id) => id
+            .parse()
+            .map_err(|_| foreign_event_id(id, "the memory log's ids are decimal numbers")),
     }
 }
 
@@ -137,54 +139,53 @@ impl Drop for Watch {
     }
 }
 
+/// What a follower of the memory log fetches from: the log, woken by appends.
 struct Follow {
     watch: Watch,
     cursor: u64,
-    buffer: VecDeque<StoredEvent>,
-    /// The buffer ends with the task's final event, or the log already ended.
-    done: bool,
 }
 
 impl Follow {
-    /// Moves what the log holds after the cursor into the buffer.
-    fn fill(&mut self) {
+    /// What the log holds after the cursor, at most a batch; moves the cursor.
+    fn fill(&mut self) -> FollowBatch {
         let guard = lock(&self.watch.inner);
         let entries = guard.after(&self.watch.task_id, self.cursor);
         if entries.is_empty() {
             // Nothing new: when the last event was the final one, nothing will come.
-            self.done = guard
+            let ended = guard
                 .logs
                 .peek(&self.watch.task_id)
                 .and_then(|log| log.last())
                 .is_some_and(|last| last.seq <= self.cursor && last.event.is_final());
-            return;
+            return FollowBatch {
+                events: Vec::new(),
+                ended,
+            };
         }
-        for entry in entries.iter().take(FOLLOW_BATCH) {
-            self.cursor = entry.seq;
-            self.buffer.push_back(entry.stored());
-            if entry.event.is_final() {
-                self.done = true;
-                break;
-            }
+        let taken = &entries[..entries.len().min(FOLLOW_BATCH)];
+        if let Some(last) = taken.last() {
+            self.cursor = last.seq;
+        }
+        FollowBatch {
+            events: taken.iter().map(Entry::stored).collect(),
+            ended: false,
         }
     }
+}
 
-    async fn next(mut self) -> Option<(Result<StoredEvent, StoreError>, Self)> {
+#[async_trait]
+impl FollowSource for Follow {
+    async fn next_batch(&mut self) -> Result<FollowBatch, StoreError> {
         loop {
-            if let Some(event) = self.buffer.pop_front() {
-                return Some((Ok(event), self));
-            }
-            if self.done {
-                return None;
-            }
             let notify = Arc::clone(&self.watch.notify);
             let mut notified = pin!(notify.notified());
             // Registered before looking, so an append after the look wakes us.
             notified.as_mut().enable();
-            self.fill();
-            if self.buffer.is_empty() && !self.done {
-                notified.await;
+            let batch = self.fill();
+            if !batch.events.is_empty() || batch.ended {
+                return Ok(batch);
             }
+            notified.await;
         }
     }
 }
@@ -233,15 +234,12 @@ impl EventLog for MemoryEventLog {
     ) -> BoxStream<'a, Result<StoredEvent, StoreError>> {
         let cursor = match parse_id(after.as_deref()) {
             Ok(cursor) => cursor,
-            Err(e) => return stream::once(async move { Err(e) }).boxed(),
+            Err(e) => return follow_error(e),
         };
-        let follow = Follow {
+        follow(Follow {
             watch: Watch::new(Arc::clone(&self.inner), task_id.to_owned()),
             cursor,
-            buffer: VecDeque::new(),
-            done: false,
-        };
-        stream::unfold(follow, Follow::next).boxed()
+        })
     }
 
     async fn delete(&self, task_id: &str) -> Result<(), StoreError> {
@@ -254,6 +252,7 @@ impl EventLog for MemoryEventLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures::StreamExt;
     use looopy_core::EventPayload;
 
     fn text(n: u32) -> Arc<AgentEvent> {

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use imbl::Vector;
 use looopy_core::store::MessageStore;
+use looopy_core::store::validate::check_replace_range;
 use looopy_core::{History, Message, StoreError};
 
 use crate::lock;
@@ -110,14 +111,7 @@ impl MessageStore for MemoryMessageStore {
         let removed = {
             let mut contexts = lock(&self.contexts);
             let len = contexts.get(context_id).map_or(0, Vector::len);
-            if range.start > range.end || range.end > len {
-                return Err(StoreError::Conflict {
-                    message: format!(
-                        "range {}..{} is out of bounds for the {len} messages of context `{context_id}`",
-                        range.start, range.end
-                    ),
-                });
-            }
+            check_replace_range(context_id, &range, len)?;
             if range.is_empty() && replacement.is_empty() {
                 return Ok(());
             }

@@ -1,11 +1,11 @@
 //! [`MemoryTaskRecordStore`]: A2A task records in memory.
 
-use std::cmp::Reverse;
 use std::collections::HashSet;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
 use looopy_core::StoreError;
+use looopy_core::store::listing::newest_first;
 use looopy_core::store::{TaskRecord, TaskRecordStore};
 
 use crate::lock;
@@ -94,12 +94,9 @@ impl TaskRecordStore for MemoryTaskRecordStore {
         let mut found: Vec<&TaskRecord> = records
             .iter()
             .map(|(_, r)| r)
-            .filter(|r| owner.is_none_or(|o| r.owner.as_deref() == Some(o)))
-            .filter(|r| context_id.is_none_or(|c| r.context_id == c))
+            .filter(|r| r.listed_by(owner, context_id))
             .collect();
-        found.sort_by(|a, b| {
-            (Reverse(a.updated_at), &a.task_id).cmp(&(Reverse(b.updated_at), &b.task_id))
-        });
+        found.sort_by(|a, b| newest_first(*a, *b));
         Ok(found.into_iter().take(limit).cloned().collect())
     }
 

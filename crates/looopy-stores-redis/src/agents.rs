@@ -2,7 +2,6 @@
 //! owner.
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use looopy_core::StoreError;
 use looopy_core::store::{AgentState, AgentStateStore};
 
@@ -21,10 +20,6 @@ use crate::index::{self, Listing, score};
 #[derive(Debug, Clone)]
 pub struct RedisAgentStateStore {
     backend: RedisBackend,
-}
-
-fn order_of(state: &AgentState) -> (DateTime<Utc>, &str) {
-    (state.last_activity, &state.context_id)
 }
 
 impl RedisAgentStateStore {
@@ -107,7 +102,6 @@ impl AgentStateStore for RedisAgentStateStore {
                 index: keys.owner_agents(owner),
                 key_of: &key_of,
                 accept: &accept,
-                order: &order_of,
             },
             limit,
         )

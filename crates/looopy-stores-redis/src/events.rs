@@ -1,10 +1,11 @@
 //! [`RedisEventLog`]: one Redis stream per task.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures::stream::{self, BoxStream, StreamExt};
+use futures::stream::BoxStream;
+use looopy_core::store::follow::{FollowBatch, FollowSource, follow, follow_error};
+use looopy_core::store::validate::foreign_event_id;
 use looopy_core::store::{EventLog, StoredEvent};
 use looopy_core::{AgentEvent, StoreError};
 use redis::streams::{StreamId, StreamRangeReply, StreamReadReply};
@@ -40,9 +41,7 @@ pub struct RedisEventLog {
 
 /// A stream id, `<ms>-<seq>`.
 fn parse_id(id: &str) -> Result<(u64, u64), StoreError> {
-    let not_ours = || StoreError::NotFound {
-        what: format!("event id `{id}` (the Redis log's ids are stream ids `<ms>-<seq>`)"),
-    };
+    let not_ours = || foreign_event_id(id, "the Redis log's ids are stream ids `<ms>-<seq>`");
     let (ms, seq) = id.split_once('-').ok_or_else(not_ours)?;
     Ok((
         ms.parse().map_err(|_| not_ours())?,
@@ -94,56 +93,58 @@ impl RedisEventLog {
     }
 }
 
+/// What a follower of a Redis stream fetches from: `XRANGE` until it has
+/// replayed what was there, then `XREAD BLOCK` on a connection of its own.
 struct Follow<'a> {
     log: &'a RedisEventLog,
     key: String,
-    /// The last id yielded (`0-0` before the first).
+    /// The last id fetched (`0-0` before the first).
     cursor: String,
-    buffer: VecDeque<StoredEvent>,
-    /// The buffer ends with the final event, or the log had ended already.
-    done: bool,
     replayed: bool,
     conn: Option<Connection>,
 }
 
 impl Follow<'_> {
-    fn take(&mut self, events: Vec<StoredEvent>) {
-        for event in events {
-            self.cursor = event.id.clone();
-            let last = event.event.is_final();
-            self.buffer.push_back(event);
-            if last {
-                self.done = true;
-                break;
-            }
+    /// Moves the cursor to the last of `events`.
+    fn advance(&mut self, events: Vec<StoredEvent>) -> FollowBatch {
+        if let Some(last) = events.last() {
+            self.cursor.clone_from(&last.id);
+        }
+        FollowBatch {
+            events,
+            ended: false,
         }
     }
 
-    /// Replays what is there; ends at once when the log ended at or before
-    /// the cursor.
-    async fn replay(&mut self) -> Result<(), StoreError> {
+    /// Replays what is there; ended when the log ended at or before the
+    /// cursor.
+    async fn replay(&mut self) -> Result<FollowBatch, StoreError> {
         let after = (self.cursor != "0-0").then(|| self.cursor.clone());
         let events = self.log.range(&self.key, after.as_deref(), BATCH).await?;
         if events.is_empty() {
-            if let Some(last) = self.log.last(&self.key).await? {
-                self.done = last.event.is_final() && parse_id(&last.id)? <= parse_id(&self.cursor)?;
-            }
             self.replayed = true;
-        } else if events.len() < BATCH {
+            let ended = match self.log.last(&self.key).await? {
+                Some(last) => {
+                    last.event.is_final() && parse_id(&last.id)? <= parse_id(&self.cursor)?
+                }
+                None => false,
+            };
+            return Ok(FollowBatch { events, ended });
+        }
+        if events.len() < BATCH {
             self.replayed = true;
         }
-        self.take(events);
-        Ok(())
+        Ok(self.advance(events))
     }
 
     /// Waits for entries after the cursor on this follower's connection.
-    async fn wait(&mut self) -> Result<(), StoreError> {
+    async fn wait(&mut self) -> Result<FollowBatch, StoreError> {
         let block = self.log.backend.config().follow_block();
         if self.conn.is_none() {
             self.conn = Some(self.log.backend.dedicated(block).await?);
         }
         let Some(conn) = self.conn.as_mut() else {
-            return Ok(());
+            return Ok(FollowBatch::default());
         };
         let mut cmd = redis::cmd("XREAD");
         cmd.arg("COUNT")
@@ -164,28 +165,17 @@ impl Follow<'_> {
             .map(|r| r.keys.into_iter().flat_map(|k| k.ids).collect::<Vec<_>>())
             .unwrap_or_default();
         let events = entries.iter().map(decode).collect::<Result<Vec<_>, _>>()?;
-        self.take(events);
-        Ok(())
+        Ok(self.advance(events))
     }
+}
 
-    async fn next(mut self) -> Option<(Result<StoredEvent, StoreError>, Self)> {
-        loop {
-            if let Some(event) = self.buffer.pop_front() {
-                return Some((Ok(event), self));
-            }
-            if self.done {
-                return None;
-            }
-            let step = if self.replayed {
-                self.wait().await
-            } else {
-                self.replay().await
-            };
-            if let Err(e) = step {
-                self.done = true;
-                self.buffer.clear();
-                return Some((Err(e), self));
-            }
+#[async_trait]
+impl FollowSource for Follow<'_> {
+    async fn next_batch(&mut self) -> Result<FollowBatch, StoreError> {
+        if self.replayed {
+            self.wait().await
+        } else {
+            self.replay().await
         }
     }
 }
@@ -233,18 +223,15 @@ impl EventLog for RedisEventLog {
     ) -> BoxStream<'a, Result<StoredEvent, StoreError>> {
         let cursor = after.unwrap_or_else(|| "0-0".to_owned());
         if let Err(e) = parse_id(&cursor) {
-            return stream::once(async move { Err(e) }).boxed();
+            return follow_error(e);
         }
-        let follow = Follow {
+        follow(Follow {
             log: self,
             key: self.backend.keys().events(task_id),
             cursor,
-            buffer: VecDeque::new(),
-            done: false,
             replayed: false,
             conn: None,
-        };
-        stream::unfold(follow, Follow::next).boxed()
+        })
     }
 
     async fn delete(&self, task_id: &str) -> Result<(), StoreError> {

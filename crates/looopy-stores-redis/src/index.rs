@@ -8,10 +8,9 @@
 //! still belong (right owner, right context), then orders them by the
 //! values' own timestamps.
 
-use std::cmp::Reverse;
-
 use chrono::{DateTime, Utc};
 use looopy_core::StoreError;
+use looopy_core::store::listing::{Listed, first_page};
 
 use crate::backend::{RedisBackend, Retry};
 
@@ -35,12 +34,11 @@ pub(crate) struct Listing<'a, T> {
     pub(crate) key_of: &'a (dyn Fn(&str) -> String + Sync),
     /// Whether a loaded value belongs in this listing.
     pub(crate) accept: &'a (dyn Fn(&T) -> bool + Sync),
-    /// The value's timestamp and id (newest first, then id ascending).
-    pub(crate) order: &'a (dyn Fn(&T) -> (DateTime<Utc>, &str) + Sync),
 }
 
-/// The `limit` newest values of an index that pass `accept`.
-pub(crate) async fn list<T: serde::de::DeserializeOwned>(
+/// The `limit` newest values of an index that pass `accept`, in listing
+/// order ([`first_page`]).
+pub(crate) async fn list<T: serde::de::DeserializeOwned + Listed>(
     backend: &RedisBackend,
     listing: Listing<'_, T>,
     limit: usize,
@@ -111,12 +109,8 @@ pub(crate) async fn list<T: serde::de::DeserializeOwned>(
             tracing::debug!(%error, "could not remove stale index entries");
         }
     }
-    let mut values: Vec<T> = found.into_iter().map(|(_, v)| v).collect();
-    values.sort_by(|a, b| {
-        let (ta, ia) = (listing.order)(a);
-        let (tb, ib) = (listing.order)(b);
-        (Reverse(ta), ia).cmp(&(Reverse(tb), ib))
-    });
-    values.truncate(limit);
-    Ok(values)
+    Ok(first_page(
+        found.into_iter().map(|(_, v)| v).collect(),
+        limit,
+    ))
 }

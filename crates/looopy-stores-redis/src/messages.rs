@@ -4,6 +4,7 @@ use std::ops::Range;
 
 use async_trait::async_trait;
 use looopy_core::store::MessageStore;
+use looopy_core::store::validate::range_out_of_bounds;
 use looopy_core::{Message, StoreError};
 
 use crate::backend::{RedisBackend, Retry};
@@ -109,14 +110,8 @@ impl MessageStore for RedisMessageStore {
         range: Range<usize>,
         replacement: &[Message],
     ) -> Result<(), StoreError> {
-        let conflict = |len: String| StoreError::Conflict {
-            message: format!(
-                "range {}..{} is out of bounds for the {len} messages of context `{context_id}`",
-                range.start, range.end
-            ),
-        };
         if range.start > range.end {
-            return Err(conflict("stored".into()));
+            return Err(range_out_of_bounds(context_id, &range, "stored"));
         }
         let mut call = REPLACE_RANGE.prepare_invoke();
         call.key(self.backend.keys().messages(context_id))
@@ -132,7 +127,7 @@ impl MessageStore for RedisMessageStore {
         if done == 1 {
             Ok(())
         } else {
-            Err(conflict(len.to_string()))
+            Err(range_out_of_bounds(context_id, &range, len))
         }
     }
 

@@ -1,7 +1,6 @@
 //! [`RedisTaskRecordStore`]: A2A task records.
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use looopy_core::StoreError;
 use looopy_core::store::{TaskRecord, TaskRecordStore};
 
@@ -42,10 +41,6 @@ fn indexes(keys: &KeyLayout, record: &TaskRecord) -> Vec<String> {
         out.push(keys.owner_context_tasks(owner, &record.context_id));
     }
     out
-}
-
-fn order_of(record: &TaskRecord) -> (DateTime<Utc>, &str) {
-    (record.updated_at, &record.task_id)
 }
 
 impl RedisTaskRecordStore {
@@ -171,17 +166,13 @@ impl TaskRecordStore for RedisTaskRecordStore {
             (None, None) => keys.all_tasks(),
         };
         let key_of = |task_id: &str| keys.task_record(task_id);
-        let accept = |r: &TaskRecord| {
-            owner.is_none_or(|o| r.owner.as_deref() == Some(o))
-                && context_id.is_none_or(|c| r.context_id == c)
-        };
+        let accept = |r: &TaskRecord| r.listed_by(owner, context_id);
         index::list(
             &self.backend,
             Listing {
                 index,
                 key_of: &key_of,
                 accept: &accept,
-                order: &order_of,
             },
             limit,
         )

@@ -32,3 +32,82 @@ pub fn require(env_var: &str, default: PathBuf, what: &str) -> Option<PathBuf> {
         path.display()
     );
 }
+
+/// The provisioned `@modelcontextprotocol/server-everything` binary
+/// (`$LOOOPY_MCP_EVERYTHING` when set), found as [`require`] finds programs.
+pub fn mcp_server_everything() -> Option<PathBuf> {
+    require(
+        "LOOOPY_MCP_EVERYTHING",
+        repo_root().join(".tools/node/node_modules/.bin/mcp-server-everything"),
+        "@modelcontextprotocol/server-everything",
+    )
+}
+
+/// Whether process `pid` runs (Linux `/proc`): false once it exited, even
+/// while it waits to be reaped (a zombie).
+pub fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name.
+        Ok(stat) => {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        }
+        Err(_) => false,
+    }
+}
+
+/// Whether process `pid` ends within `within`, looking every 50 ms.
+pub async fn process_ends_within(pid: u32, within: std::time::Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
+    while process_alive(pid) {
+        if tokio::time::Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    true
+}
+
+/// `program` on `$PATH`, else `/usr/bin/<program>` (which may not exist:
+/// [`require`] says so).
+pub fn which(program: &str) -> PathBuf {
+    std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join(program))
+                .find(|p| p.is_file())
+        })
+        .unwrap_or_else(|| PathBuf::from(format!("/usr/bin/{program}")))
+}
+
+/// What a browser test needs: Chromium, npm `playwright-core` to drive it,
+/// and Node.js to run the script.
+#[derive(Debug, Clone)]
+pub struct Browser {
+    /// The Chromium binary (`$LOOOPY_CHROMIUM`, else `/usr/bin/chromium`).
+    pub chromium: PathBuf,
+    /// The `playwright-core` package folder (`$LOOOPY_PLAYWRIGHT_CORE`).
+    pub playwright_core: PathBuf,
+    /// The `node` binary (`$LOOOPY_NODE`, else `node` on `$PATH`).
+    pub node: PathBuf,
+}
+
+/// The provisioned [`Browser`], each part found as [`require`] finds programs.
+pub fn browser() -> Option<Browser> {
+    let chromium = require(
+        "LOOOPY_CHROMIUM",
+        PathBuf::from("/usr/bin/chromium"),
+        "Chromium",
+    )?;
+    let playwright_core = require(
+        "LOOOPY_PLAYWRIGHT_CORE",
+        repo_root().join(".tools/node/node_modules/playwright-core"),
+        "npm playwright-core",
+    )?;
+    let node = require("LOOOPY_NODE", which("node"), "Node.js")?;
+    Some(Browser {
+        chromium,
+        playwright_core,
+        node,
+    })
+}

@@ -8,14 +8,12 @@
 
 mod done;
 mod error;
-mod ext;
 mod local;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 
 pub use done::{DONE_TOOL_NAME, DoneTool};
 pub use error::{ToolFnError, ToolsError};
-pub use ext::ToolProviderExt;
 pub use local::{LocalTools, NoArgs, parse_arguments, schema_for};
 /// Client tools are declared and answered on the wire, so they live in
 /// [`looopy_core::client_tool`] (a server reads them without this crate);
@@ -24,10 +22,5 @@ pub use looopy_core::client_tool::{
     CLIENT_TOOL_MARK, CLIENT_TOOLS_KEY, ClientToolResult, ClientTools, InvalidClientTools,
     PendingClientCall, client_results, split_client_results,
 };
-/// The timeout layer, provider-independent: it lives in
-/// [`looopy_loop::layers::timeout`] and is re-exported here so that existing
-/// imports keep working. An `AgentLoop` puts it around every tool provider
-/// by default.
-pub use looopy_loop::layers::timeout::{DEFAULT_TOOL_TIMEOUT, TimeoutLayer, TimeoutTools};
 #[cfg(feature = "mcp")]
 pub use mcp::{HttpServer, IDEMPOTENCY_KEY_META, McpToolProvider, McpTransport, StdioServer};

@@ -9,9 +9,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use looopy_core::{Part, ToolCall, ToolDefinition, ToolError, ToolProvider, TurnContext};
-use looopy_tools::{
-    HttpServer, IDEMPOTENCY_KEY_META, McpToolProvider, StdioServer, ToolProviderExt,
-};
+use looopy_loop::layers::ToolProviderExt;
+use looopy_tools::{HttpServer, IDEMPOTENCY_KEY_META, McpToolProvider, StdioServer};
 use serde_json::json;
 
 fn cx() -> TurnContext {

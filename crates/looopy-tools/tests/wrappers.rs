@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use looopy_core::{ToolCall, ToolError, ToolFailure, ToolProvider, TurnContext};
-use looopy_tools::{LocalTools, NoArgs, TimeoutTools, ToolFnError, ToolProviderExt};
+use looopy_loop::layers::{TimeoutTools, ToolProviderExt};
+use looopy_tools::{LocalTools, NoArgs, ToolFnError};
 
 /// Sets its flag when dropped: shows that a tool's future was dropped.
 struct DropFlag(Arc<AtomicBool>);

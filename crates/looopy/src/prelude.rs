@@ -8,9 +8,10 @@ pub use looopy_core::{
     ResponseFormat, Role, TaskState, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult,
     TurnContext,
 };
+pub use looopy_loop::layers::ToolProviderExt;
 pub use looopy_loop::{AgentLoop, TurnOutcome, TurnStream};
 pub use looopy_stores_memory::MemoryStores;
-pub use looopy_tools::{LocalTools, NoArgs, ToolFnError, ToolProviderExt};
+pub use looopy_tools::{LocalTools, NoArgs, ToolFnError};
 pub use schemars::JsonSchema;
 
 pub use crate::structured::{ResponseFormatLayer, StructuredExt, StructuredOutput};

@@ -518,3 +518,27 @@ pub fn fixture(name: &str) -> PathBuf {
         .join("tests/fixtures")
         .join(name)
 }
+
+/// A JSON-RPC call in A2A 1.0 (its version header), answered 200.
+pub async fn rpc_v1(url: &str, method: &str, params: Value) -> Value {
+    rpc(url, Some("1.0"), method, params).await
+}
+
+/// A JSON-RPC call in A2A 0.3 (no version header), answered 200.
+pub async fn rpc_v03(url: &str, method: &str, params: Value) -> Value {
+    rpc(url, None, method, params).await
+}
+
+/// The A2A 1.0 `SendMessage` params of a user message "hi" with `configuration`.
+pub fn configured_message(configuration: Value) -> Value {
+    let mut params = v1_message("hi");
+    params["configuration"] = configuration;
+    params
+}
+
+/// Sends "hi" in A2A 1.0 with `configuration`; the id of the task it made.
+pub async fn send_v1(url: &str, configuration: Value) -> String {
+    let sent = rpc_v1(url, "SendMessage", configured_message(configuration)).await;
+    assert!(sent["error"].is_null(), "{sent}");
+    sent["result"]["task"]["id"].as_str().unwrap().to_owned()
+}

@@ -1,5 +1,6 @@
 //! Following one turn's stream on the terminal: the answer as it streams,
-//! tool calls from the tool-progress extension, token usage and the trace id
+//! tool calls from the tool-progress extension (with the progress of the
+//! agents they call, indented under them), token usage and the trace id
 //! (when the server records traces) at the end.
 //! Ctrl-C cancels the turn (`CancelTask`), a second one quits; a stream
 //! that breaks before the turn's end is resumed with `SubscribeToTask`
@@ -9,12 +10,12 @@ use std::io::Write;
 use std::time::Duration;
 
 use futures::StreamExt;
-use looopy_a2a::{A2aClient, A2aClientError, A2aStream, StreamEvent, TOOL_PROGRESS_EXTENSION};
+use looopy_a2a::{A2aClient, A2aClientError, A2aStream, StreamEvent};
 use looopy_core::approval::ApprovalRequest;
-use looopy_core::{AgentEvent, EventPayload, Part, TaskState, TaskStatus};
+use looopy_core::{EventPayload, TaskState, TaskStatus};
 use serde_json::Value;
 
-use crate::render::{print_event, print_progress, usage_line};
+use crate::render::{SubAgents, print_event, print_progress, progress_data, usage_line};
 
 /// How many times a broken stream is resumed before the turn is given up.
 const MAX_RESUMES: u32 = 3;
@@ -52,25 +53,8 @@ struct Turn {
     cancel_pending: bool,
     /// Some of the answer was printed.
     printed: bool,
-}
-
-/// The data part of a tool-progress update, if `event` is one.
-fn progress_data(event: &AgentEvent) -> Option<&Value> {
-    let EventPayload::StatusUpdate {
-        status,
-        is_final: false,
-        metadata,
-    } = &*event.payload
-    else {
-        return None;
-    };
-    if !metadata.contains_key(TOOL_PROGRESS_EXTENSION) {
-        return None;
-    }
-    status.message.as_ref()?.parts.iter().find_map(|p| match p {
-        Part::Data { data } => Some(data),
-        _ => None,
-    })
+    /// What was shown of the agents its tools called.
+    sub_agents: SubAgents,
 }
 
 impl Turn {
@@ -117,6 +101,10 @@ impl Turn {
                                 .get("traceId")
                                 .and_then(Value::as_str)
                                 .map(str::to_owned);
+                        }
+                        Some("sub-agent") => {
+                            self.sub_agents.show(data, &mut err);
+                            return false;
                         }
                         _ => {}
                     }

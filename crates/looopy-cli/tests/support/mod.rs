@@ -342,3 +342,41 @@ pub fn exported_spans(received: &Received) -> Vec<opentelemetry_proto::tonic::tr
         .flat_map(|ss| ss.spans.iter().cloned())
         .collect()
 }
+
+/// The text of an OpenAI chat message's content (a string or text parts),
+/// as a scripted model reads the messages it is sent.
+pub fn message_text(message: &serde_json::Value) -> String {
+    match &message["content"] {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+/// `looopy chat <url>` on a pseudo-terminal, as a person runs it, with
+/// `LOOOPY_TOKEN` set to `token` (or unset): the child, the terminal's
+/// master side to type into, and what the screen shows.
+pub fn chat_on_pty(url: &str, token: Option<&str>) -> (Running, std::fs::File, Captured) {
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let slave = std::fs::File::from(pty.slave);
+    let mut command = Command::new(BIN);
+    command
+        .args(["chat", url])
+        .env("TERM", "xterm")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave));
+    match token {
+        Some(token) => command.env("LOOOPY_TOKEN", token),
+        None => command.env_remove("LOOOPY_TOKEN"),
+    };
+    let child = Running::new(command.spawn().unwrap());
+    let master = std::fs::File::from(pty.master);
+    let screen = Captured::spawn(master.try_clone().unwrap());
+    (child, master, screen)
+}

@@ -78,6 +78,7 @@ pub fn split_results(message: Message) -> (Vec<ClientToolResult>, Option<Message
         parts,
         tool_calls,
         tool_call_id,
+        approval_requests,
         metadata,
     } = message;
     let mut results = Vec::new();
@@ -93,6 +94,7 @@ pub fn split_results(message: Message) -> (Vec<ClientToolResult>, Option<Message
         m.message_id = message_id;
         m.tool_calls = tool_calls;
         m.tool_call_id = tool_call_id;
+        m.approval_requests = approval_requests;
         m.metadata = metadata;
         m
     });

@@ -23,6 +23,7 @@
 //! [`LlmLayer`], and one over `Arc<dyn ToolProvider>` a [`ToolLayer`].
 
 pub mod cache;
+mod ext;
 pub mod retry;
 pub mod timeout;
 
@@ -31,6 +32,7 @@ use std::sync::Arc;
 use looopy_core::{LlmProvider, ToolProvider};
 
 pub use cache::{LlmCacheLayer, ToolCacheLayer};
+pub use ext::ToolProviderExt;
 pub use retry::{RetryPolicy, RetryingLlm};
 pub use timeout::{DEFAULT_TOOL_TIMEOUT, TimeoutLayer, TimeoutTools};
 

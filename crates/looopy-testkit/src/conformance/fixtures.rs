@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, TimeZone, Utc};
+use looopy_core::approval::ApprovalRequest;
 use looopy_core::store::{AgentState, LastTurn, LifecycleState, TaskCheckpoint};
 use looopy_core::{
     AgentEvent, Artifact, EventPayload, FileContent, FinishReason, History, Message, Part, Role,
@@ -92,6 +93,10 @@ pub(crate) fn full_message(tag: &str, n: usize) -> Message {
             ToolCall::new(format!("call-{n}-b"), "raw", "not json {"),
         ],
         tool_call_id: Some(format!("call-{n}")),
+        approval_requests: vec![ApprovalRequest::new(
+            &ToolCall::new(format!("call-{n}-a"), "search", r#"{"q":"rust","n":3}"#),
+            format!("{tag}: allow search?"),
+        )],
         metadata: meta,
     }
 }

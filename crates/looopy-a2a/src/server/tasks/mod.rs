@@ -11,7 +11,7 @@
 //! flag in the store, which the running process takes (a cheap check, no
 //! read of the record).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -245,6 +245,8 @@ impl Tasks {
             cancel,
             continues_task: continues,
             metadata: params.metadata,
+            // Set by `drive`, which knows whether progress is followed.
+            tool_progress: false,
         };
         let span = turn_span(&task_id, &context_id, false);
         let this = Arc::clone(self);
@@ -355,7 +357,7 @@ impl Tasks {
     /// changes and the end go to the record.
     async fn drive(
         self: Arc<Self>,
-        request: TurnRequest,
+        mut request: TurnRequest,
         turn: u32,
         progress: bool,
         done: watch::Sender<bool>,
@@ -369,6 +371,7 @@ impl Tasks {
             progress: self.tool_progress && progress,
         };
         let cancel = request.cancel.clone();
+        request.tool_progress = turn.progress;
         if turn.progress {
             let (trace_id, generated) = crate::trace::current_trace_id();
             let event = progress::turn_start(
@@ -426,6 +429,11 @@ impl Tasks {
         }
     }
 
+    /// Reads the turn's events and logs them in order. The turn may run on
+    /// this task (an Agent turn does: `TurnOptions::run_on_reader`), so
+    /// while an event is being logged (a round trip on Redis) the turn is
+    /// still polled and what it produces meanwhile waits in `ready`: logging
+    /// never holds the turn up.
     async fn drain(
         &self,
         turn: &mut TurnState,
@@ -435,28 +443,53 @@ impl Tasks {
         let mut poll = tokio::time::interval(self.cancel_poll);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         poll.tick().await;
+        let mut ready = VecDeque::new();
+        let mut more = true;
         loop {
-            tokio::select! {
-                event = events.next() => match event {
-                    None => return,
-                    Some(event) => {
-                        self.on_event(turn, event).await;
-                        if turn.ended {
-                            return;
-                        }
+            let event = match ready.pop_front() {
+                Some(event) => event,
+                None if !more => return,
+                None => tokio::select! {
+                    event = events.next() => match event {
+                        None => return,
+                        Some(event) => event,
+                    },
+                    _ = poll.tick(), if !cancel.is_cancelled() => {
+                        self.check_cancel(turn, cancel).await;
+                        continue;
                     }
                 },
-                _ = poll.tick(), if !cancel.is_cancelled() => {
-                    match self.store.take_cancel(&turn.task_id).await {
-                        Ok(true) => {
-                            tracing::info!("cancel requested through the task store");
-                            cancel.cancel();
-                        }
-                        Ok(false) => {}
-                        Err(error) => tracing::debug!(%error, "could not check the cancel flag"),
+            };
+            {
+                let logging = self.on_event(turn, event);
+                tokio::pin!(logging);
+                loop {
+                    tokio::select! {
+                        biased;
+                        () = &mut logging => break,
+                        event = events.next(), if more => match event {
+                            Some(event) => ready.push_back(event),
+                            None => more = false,
+                        },
                     }
                 }
             }
+            if turn.ended {
+                return;
+            }
+        }
+    }
+
+    /// Cancels the turn when a cancel was requested through the task
+    /// store (by another process).
+    async fn check_cancel(&self, turn: &TurnState, cancel: &CancellationToken) {
+        match self.store.take_cancel(&turn.task_id).await {
+            Ok(true) => {
+                tracing::info!("cancel requested through the task store");
+                cancel.cancel();
+            }
+            Ok(false) => {}
+            Err(error) => tracing::debug!(%error, "could not check the cancel flag"),
         }
     }
 

@@ -2,7 +2,7 @@
 
 use looopy_core::ToolProvider;
 
-use crate::TimeoutTools;
+use super::TimeoutTools;
 
 /// Wrapping methods for every [`ToolProvider`], tower style:
 /// `tools.with_timeouts()`. The wrapper added last runs first. (Which calls

@@ -1,0 +1,203 @@
+//! The events of an agent a tool called (`internal:sub-agent` updates of
+//! the tool-progress extension), shown indented under the calling tool's
+//! line: the called agent's state and status text as they change, its own
+//! tool calls (when it reports them), and its answer, shortened, once it is
+//! whole.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use looopy_a2a::TOOL_PROGRESS_EXTENSION;
+use looopy_core::{AgentEvent, EventPayload, Part, TaskState};
+use serde_json::Value;
+
+use super::{BAD, DIM, NOTE, OK, clip, print_progress_at};
+
+/// The indent of a called agent's lines (under `  → tool`).
+const INDENT: &str = "    ";
+/// The indent of the called agent's own tool calls.
+const TOOL_INDENT: &str = "      ";
+
+/// What was shown of one call's agent so far.
+#[derive(Debug, Default)]
+struct CalledAgent {
+    /// The last state shown.
+    state: Option<TaskState>,
+    /// The last status text shown.
+    status: String,
+    /// Its answer so far, by artifact id, in arrival order.
+    answer: Vec<(String, String)>,
+}
+
+impl CalledAgent {
+    /// Adds an artifact chunk to the answer.
+    fn add(&mut self, id: &str, text: &str, append: bool) {
+        match self.answer.iter_mut().find(|(a, _)| a == id) {
+            Some((_, so_far)) if append => so_far.push_str(text),
+            Some((_, so_far)) => *so_far = text.to_owned(),
+            None => self.answer.push((id.to_owned(), text.to_owned())),
+        }
+    }
+
+    fn answer_text(&self) -> String {
+        self.answer.iter().map(|(_, t)| t.as_str()).collect()
+    }
+}
+
+/// The agents called in one turn, by tool call id.
+#[derive(Debug, Default)]
+pub(crate) struct SubAgents {
+    calls: HashMap<String, CalledAgent>,
+}
+
+/// The text parts of a message, joined.
+fn text_of(parts: &[Part]) -> String {
+    parts
+        .iter()
+        .filter_map(Part::as_text)
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+/// The data part of a tool-progress status update, if `event` is one.
+pub(crate) fn progress_data(event: &AgentEvent) -> Option<&Value> {
+    let EventPayload::StatusUpdate {
+        status,
+        is_final: false,
+        metadata,
+    } = &*event.payload
+    else {
+        return None;
+    };
+    if !metadata.contains_key(TOOL_PROGRESS_EXTENSION) {
+        return None;
+    }
+    status.message.as_ref()?.parts.iter().find_map(|p| match p {
+        Part::Data { data } => Some(data),
+        _ => None,
+    })
+}
+
+impl SubAgents {
+    /// Shows one `sub-agent` update (`data`: its data part, with `callId`
+    /// and the called agent's event under `update`). An event that does
+    /// not read as one is skipped.
+    pub(crate) fn show(&mut self, data: &Value, err: &mut dyn Write) {
+        let Some(update) = data
+            .get("update")
+            .and_then(|u| serde_json::from_value::<AgentEvent>(u.clone()).ok())
+        else {
+            return;
+        };
+        let call_id = data
+            .get("callId")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let called = self.calls.entry(call_id.to_owned()).or_default();
+        if let Some(progress) = progress_data(&update) {
+            // The called agent's own tool calls; its usage and trace ids
+            // are its own business.
+            print_progress_at(progress, TOOL_INDENT, err);
+            return;
+        }
+        match &*update.payload {
+            EventPayload::StatusUpdate {
+                status, is_final, ..
+            } => {
+                let text = status
+                    .message
+                    .as_ref()
+                    .map(|m| m.text())
+                    .unwrap_or_default();
+                let changed = called.state != Some(status.state)
+                    || (!text.is_empty() && text != called.status);
+                if *is_final {
+                    let answer = called.answer_text();
+                    if !answer.trim().is_empty() {
+                        let _ = writeln!(err, "{INDENT}{DIM}│ {}{DIM:#}", clip(&answer));
+                    }
+                }
+                if changed {
+                    let style = match status.state {
+                        TaskState::Completed => OK,
+                        TaskState::Failed | TaskState::Rejected => BAD,
+                        TaskState::Working | TaskState::Submitted => DIM,
+                        _ => NOTE,
+                    };
+                    let mut line = format!("{INDENT}{style}[{}]{style:#}", status.state.as_str());
+                    // A final message repeats the answer shown above.
+                    let repeats_answer = *is_final && text == called.answer_text();
+                    if !text.is_empty() && !repeats_answer {
+                        line.push_str(&format!(" {}", clip(&text)));
+                    }
+                    let _ = writeln!(err, "{line}");
+                    called.state = Some(status.state);
+                    called.status = text;
+                }
+            }
+            EventPayload::ArtifactUpdate {
+                artifact, append, ..
+            } => {
+                called.add(&artifact.artifact_id, &text_of(&artifact.parts), *append);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use looopy_core::{Artifact, Message, Role, TaskStatus};
+    use serde_json::{Map, json};
+
+    use super::*;
+
+    fn sub_agent(call_id: &str, payload: EventPayload) -> Value {
+        let event = AgentEvent::new("remote".into(), "rc".into(), payload);
+        json!({"event": "sub-agent", "name": "forecaster", "callId": call_id,
+               "path": "t/remote", "update": event})
+    }
+
+    fn status(state: TaskState, text: Option<&str>, is_final: bool) -> EventPayload {
+        let mut status = TaskStatus::new(state);
+        if let Some(text) = text {
+            status = status.with_message(Message::new(Role::Assistant, text));
+        }
+        EventPayload::StatusUpdate {
+            status,
+            is_final,
+            metadata: Map::new(),
+        }
+    }
+
+    fn chunk(text: &str, append: bool) -> EventPayload {
+        EventPayload::ArtifactUpdate {
+            artifact: Artifact::new("a1", vec![Part::text(text)]),
+            append,
+            last_chunk: false,
+        }
+    }
+
+    #[test]
+    fn states_show_once_and_the_answer_shows_whole_at_the_end() {
+        let mut shown = SubAgents::default();
+        let mut err = Vec::new();
+        for payload in [
+            status(TaskState::Working, None, false),
+            status(TaskState::Working, None, false),
+            status(TaskState::Working, Some("looking it up"), false),
+            chunk("Sunny ", false),
+            chunk("all day.", true),
+            status(TaskState::Completed, Some("Sunny all day."), true),
+        ] {
+            shown.show(&sub_agent("c1", payload), &mut err);
+        }
+        // Garbage is skipped, not shown.
+        shown.show(&json!({"event": "sub-agent", "update": 3}), &mut err);
+        let text = anstream::adapter::strip_str(&String::from_utf8(err).unwrap()).to_string();
+        assert_eq!(
+            text,
+            "    [working]\n    [working] looking it up\n    │ Sunny all day.\n    [completed]\n"
+        );
+    }
+}
