@@ -130,6 +130,12 @@ pub struct TaskCheckpoint {
     /// calls that have neither a result here nor a tool message.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub completed_tool_results: Vec<ToolResult>,
+    /// The assistant messages of this turn whose text was streamed as an
+    /// answer artifact, with that artifact's id: a resumed turn announces
+    /// them again, whole, so that an answer whose streamed artifact was not
+    /// stored before the process died is stored from the checkpoint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub streamed_answers: Vec<StreamedAnswer>,
     /// When the turn started.
     pub created_at: DateTime<Utc>,
     /// When this checkpoint was taken.
@@ -137,6 +143,17 @@ pub struct TaskCheckpoint {
     /// Free-form metadata (for instance the turn's input options).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
+}
+
+/// An assistant message of a turn whose text went out as an answer artifact
+/// (`artifact-update` events) while the model streamed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamedAnswer {
+    /// The artifact the text was streamed to.
+    pub artifact_id: String,
+    /// The message's position in [`TaskCheckpoint::messages`].
+    pub message: usize,
 }
 
 /// Loop checkpoints, so that a turn can resume after a crash.

@@ -8,7 +8,7 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use looopy_core::approval::ApprovalRequest;
-use looopy_core::store::TaskCheckpoint;
+use looopy_core::store::{StreamedAnswer, TaskCheckpoint};
 use looopy_core::{
     History, LlmError, LlmResponse, Message, Part, Role, TaskState, ToolCall, ToolFailure,
     ToolOutcome, ToolProvider, ToolResult, ToolSignal, TurnContext, Usage,
@@ -40,6 +40,9 @@ pub(crate) struct Turn {
     pub(crate) created_at: DateTime<Utc>,
     /// Results of the current batch that finished before the batch did.
     pub(crate) completed: Vec<ToolResult>,
+    /// This turn's answers streamed as artifacts (kept in its checkpoints,
+    /// announced again by a resume).
+    streamed: Vec<StreamedAnswer>,
     /// Extra prompts sent by incomplete-work hooks so far.
     incomplete_prompts: u32,
     /// Tool calls dispatched so far (for `max_tool_calls`).
@@ -126,6 +129,7 @@ impl Turn {
             usage: Usage::default(),
             created_at: Utc::now(),
             completed: Vec::new(),
+            streamed: Vec::new(),
             incomplete_prompts: 0,
             tool_calls: 0,
             settings,
@@ -167,6 +171,7 @@ impl Turn {
         turn.usage = c.usage;
         turn.created_at = c.created_at;
         turn.completed = c.completed_tool_results;
+        turn.streamed = c.streamed_answers;
         turn
     }
 
@@ -212,6 +217,9 @@ impl Turn {
         }
         self.emit.status(TaskState::Working);
         self.emit.execution_start(resumed);
+        if resumed {
+            checkpoint::announce_streamed(&self.emit, &self.history, &self.streamed);
+        }
         let ending = self.body(resumed, started).await;
         let span = tracing::Span::current();
         span.record("looopy.turn.end", ending.end.as_str());
@@ -426,6 +434,9 @@ impl Turn {
             Err(f) => return Step::End(Ending::hook(f)),
         };
         let iteration = self.iteration;
+        // The artifact the model's text went out on (none for a response a
+        // hook gave instead of the model).
+        let mut streamed_to = None;
         let mut response = match skipped {
             Some(response) => response,
             None => {
@@ -440,7 +451,10 @@ impl Turn {
                 )
                 .await
                 {
-                    Ok(r) => r,
+                    Ok(r) => {
+                        streamed_to = Some(artifact_id);
+                        r
+                    }
                     Err(LlmError::Cancelled) => {
                         return Step::End(Ending::new(TurnEnd::Cancelled, None));
                     }
@@ -469,6 +483,11 @@ impl Turn {
         let calls = response.message.tool_calls.clone();
         let text = response.message.text();
         self.push(response.message);
+        if !text.is_empty()
+            && let Some(artifact_id) = streamed_to
+        {
+            self.note_streamed(artifact_id);
+        }
         self.checkpoint(TaskState::Working);
         if calls.is_empty() {
             if config.require_done_tool {
@@ -767,10 +786,12 @@ impl Turn {
             &artifact_id,
         )
         .await;
+        let mut streamed = false;
         let answer = match result {
             Err(LlmError::Cancelled) => return Ending::new(TurnEnd::Cancelled, None),
             Ok(response) => {
                 self.add_usage(response.usage);
+                streamed = !response.message.text().is_empty();
                 answer_text(response, &config.fallback_final_text)
             }
             Err(e) => {
@@ -780,6 +801,9 @@ impl Turn {
             }
         };
         self.push(answer.clone());
+        if streamed {
+            self.note_streamed(artifact_id);
+        }
         let flag = match end {
             TurnEnd::MaxToolCalls => "maxToolCallsReached",
             _ => "maxIterationsReached",
@@ -824,6 +848,16 @@ impl Turn {
     }
 
     /// Hands the current state to the checkpoint writer (it does not wait).
+    /// The last message's text went out on `artifact_id`: the checkpoints
+    /// say so from now on (see [`StreamedAnswer`]).
+    fn note_streamed(&mut self, artifact_id: String) {
+        let message = self.history.len().saturating_sub(1);
+        self.streamed.push(StreamedAnswer {
+            artifact_id,
+            message,
+        });
+    }
+
     fn checkpoint(&self, state: TaskState) {
         let snapshot = Snapshot {
             iteration: self.iteration,
@@ -833,6 +867,7 @@ impl Turn {
             usage: self.usage,
             created_at: self.created_at,
             completed: &self.completed,
+            streamed: &self.streamed,
         };
         self.writer.submit(&self.cx, snapshot);
     }
