@@ -97,9 +97,10 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
         let cx = &turn.cx;
         // Sent after the turn's first event (its task), which must come first.
         let mut warnings = Vec::new();
-        let loop_input = looopy_loop::TurnInput {
+        let mut loop_input = looopy_loop::TurnInput {
             settings: turn.input.settings.clone().also_building(DRIVER_READS),
             tools: turn.input.tools.clone(),
+            stored_history: None,
         };
         let (stream, base, compaction, compaction_error, saved_before) = match &mut turn.start {
             Start::New(prepared) => {
@@ -123,6 +124,14 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
                     window::apply(&prepared.history, &settings.window)
                 };
                 let base = sent.len();
+                if compaction.is_none()
+                    && agent.checkpoints_beside_history()
+                    && same_messages(&sent, &prepared.history)
+                {
+                    // The turn starts from the stored history, whole: its
+                    // checkpoints refer to it instead of copying it.
+                    loop_input.stored_history = prepared.mark.clone();
+                }
                 let agent_loop = &agent.inner.agent_loop;
                 let stream = match prepared.approved.take() {
                     Some(approved) => {
@@ -346,6 +355,15 @@ fn synthetic_final(cx: &TurnContext, why: &str) -> AgentEvent {
 
 /// Compacts before the turn when configured and due. A failure is logged
 /// and reported in the final event; the turn runs on the full history.
+/// Whether `a` and `b` hold the same messages (shared ones compare by
+/// pointer, which is all of them when the window cut nothing).
+fn same_messages(a: &History, b: &History) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b.iter())
+            .all(|(x, y)| std::ptr::eq(x, y) || x == y)
+}
+
 async fn maybe_compact(
     agent: &Agent,
     history: &mut History,

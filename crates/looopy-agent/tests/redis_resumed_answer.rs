@@ -2,7 +2,9 @@
 //! until the turn-end script; a process that dies after the answer's
 //! checkpoint but before that end must not lose the answer's artifact: the
 //! resumed turn ends from the checkpoint without asking the model again,
-//! and stores the artifact from the answer the checkpoint recorded.
+//! and stores the artifact from the answer the checkpoint recorded. The
+//! checkpoint builds on the stored history (it holds the turn's own
+//! messages only) and is rebuilt whole for the resume.
 //!
 //! A "process" is a tokio runtime of its own, shut down while its turn's end
 //! hangs in the turn store (as a SIGKILL would leave it); Redis outlives it.
@@ -21,7 +23,8 @@ use looopy_core::store::{
     TurnCommit, TurnLock, TurnStore,
 };
 use looopy_core::{
-    AgentEvent, EventPayload, FinishReason, LlmChunk, Message, Part, Role, StoreError, TaskState,
+    AgentEvent, EventPayload, FinishReason, LlmChunk, LlmResponse, Message, Part, Role, StoreError,
+    TaskState,
 };
 use looopy_stores_redis::{RedisConfig, RedisStores, RedisTurnStore};
 use looopy_testkit::ScriptedLlm;
@@ -144,8 +147,9 @@ fn stream_and_die(ctx: &str, task: &str, stores: &RedisStores, deltas: &[&str]) 
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert!(reached.load(Ordering::SeqCst), "the turn reached its end");
+        let stored = stores.artifacts.list(ctx).await.unwrap();
         assert!(
-            stores.artifacts.list(ctx).await.unwrap().is_empty(),
+            stored.iter().all(|a| a.task_id != task),
             "the answer's writes were held for the end, not stored while streaming"
         );
     });
@@ -160,6 +164,18 @@ async fn an_answer_streamed_before_the_process_died_is_stored_by_the_resumed_tur
     let task = ids.next("task");
     let deltas = ["The answer ", "is ", "forty", "-two."];
     let answer: String = deltas.concat();
+    // An earlier turn, so that the checkpoint has a stored history to
+    // build on.
+    let first = ScriptedLlm::new().respond(LlmResponse::text("first answer"));
+    let earlier = agent(&ctx, &first, &stores, stores.turns.clone());
+    let done = earlier
+        .execute_turn(Some(Message::user("first question")), None)
+        .await
+        .unwrap()
+        .finish()
+        .await
+        .unwrap();
+    assert!(done.saved);
     {
         let (ctx, task, stores) = (ctx.clone(), task.clone(), stores.clone());
         std::thread::spawn(move || stream_and_die(&ctx, &task, &stores, &deltas))
@@ -168,12 +184,24 @@ async fn an_answer_streamed_before_the_process_died_is_stored_by_the_resumed_tur
     }
 
     // The window: the checkpoint holds the answer, the end was never saved.
+    // The checkpoint builds on the stored history (the earlier turn and
+    // this turn's input) and loads whole.
     let checkpoint = stores.checkpoints.load(&task).await.unwrap().unwrap();
-    assert_eq!(checkpoint.messages.last().unwrap().text(), answer);
+    assert_eq!(checkpoint.stored_history.as_ref().map(|m| m.len), Some(3));
+    let texts: Vec<String> = checkpoint.messages.iter().map(Message::text).collect();
+    assert_eq!(
+        texts,
+        [
+            "first question",
+            "first answer",
+            "answer at length",
+            &answer
+        ]
+    );
     assert_eq!(checkpoint.streamed_answers.len(), 1, "{checkpoint:?}");
     let before = stores.messages.load(&ctx).await.unwrap();
-    assert_eq!(before.len(), 1, "only the input, saved at the start");
-    assert_eq!(before[0].role, Role::User);
+    assert_eq!(before.len(), 3, "the input was saved at the start");
+    assert_eq!(before[2].role, Role::User);
 
     tokio::time::sleep(TTL * 2).await;
     // A model that is not asked: the resume ends from the checkpoint.
@@ -203,8 +231,11 @@ async fn an_answer_streamed_before_the_process_died_is_stored_by_the_resumed_tur
     // The history has the answer once, and the turn is over for good.
     let saved = stores.messages.load(&ctx).await.unwrap();
     let roles: Vec<Role> = saved.iter().map(|m| m.role).collect();
-    assert_eq!(roles, [Role::User, Role::Assistant]);
-    assert_eq!(saved[1].text(), answer);
+    assert_eq!(
+        roles,
+        [Role::User, Role::Assistant, Role::User, Role::Assistant]
+    );
+    assert_eq!(saved[3].text(), answer);
     assert!(stores.checkpoints.load(&task).await.unwrap().is_none());
     assert!(stores.locks.stranded(10).await.unwrap().is_empty());
 }

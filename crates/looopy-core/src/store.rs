@@ -83,6 +83,19 @@ pub enum StoreError {
         /// The conversation.
         context_id: String,
     },
+    /// A checkpoint builds on the conversation's stored history
+    /// ([`TaskCheckpoint::stored_history`]), and that history was rewritten
+    /// (compacted, replaced or deleted) since: the checkpoint's messages
+    /// cannot be rebuilt.
+    #[error(
+        "the stored history of context `{context_id}` that the checkpoint of task `{task_id}` builds on was rewritten; the checkpoint cannot be rebuilt"
+    )]
+    HistoryRewritten {
+        /// The conversation.
+        context_id: String,
+        /// The task whose checkpoint builds on it.
+        task_id: String,
+    },
     /// Any other backend error.
     #[error("store error: {message}")]
     Backend {
@@ -136,6 +149,14 @@ pub struct TaskCheckpoint {
     /// stored before the process died is stored from the checkpoint.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub streamed_answers: Vec<StreamedAnswer>,
+    /// When set, `messages[..len]` are the first `len` messages of the
+    /// conversation's stored history under `epoch` (the Agent started the
+    /// turn from the stored history, whole): a store may keep only the
+    /// messages after them and read the rest back from the message store
+    /// on load, failing with [`StoreError::HistoryRewritten`] when the
+    /// history's epoch changed since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored_history: Option<HistoryMark>,
     /// When the turn started.
     pub created_at: DateTime<Utc>,
     /// When this checkpoint was taken.

@@ -22,7 +22,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use looopy_core::store::{CheckpointStore, StreamedAnswer, TaskCheckpoint};
+use looopy_core::store::{CheckpointStore, HistoryMark, StreamedAnswer, TaskCheckpoint};
 use looopy_core::{History, Role, TaskState, ToolCall, ToolResult, TurnContext, Usage};
 use tokio::sync::{mpsc, oneshot};
 
@@ -38,6 +38,7 @@ pub(crate) struct Snapshot<'a> {
     pub(crate) created_at: DateTime<Utc>,
     pub(crate) completed: &'a [ToolResult],
     pub(crate) streamed: &'a [StreamedAnswer],
+    pub(crate) stored_history: Option<&'a HistoryMark>,
 }
 
 /// The checkpoint a snapshot stands for.
@@ -53,6 +54,7 @@ fn checkpoint_of(cx: &TurnContext, s: Snapshot<'_>) -> TaskCheckpoint {
         usage: s.usage,
         completed_tool_results: s.completed.to_vec(),
         streamed_answers: s.streamed.to_vec(),
+        stored_history: s.stored_history.cloned(),
         created_at: s.created_at,
         updated_at: Utc::now(),
         metadata: Default::default(),

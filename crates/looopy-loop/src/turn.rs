@@ -8,7 +8,7 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use looopy_core::approval::ApprovalRequest;
-use looopy_core::store::{StreamedAnswer, TaskCheckpoint};
+use looopy_core::store::{HistoryMark, StreamedAnswer, TaskCheckpoint};
 use looopy_core::{
     History, LlmError, LlmResponse, Message, Part, Role, TaskState, ToolCall, ToolFailure,
     ToolOutcome, ToolProvider, ToolResult, ToolSignal, TurnContext, Usage,
@@ -43,6 +43,9 @@ pub(crate) struct Turn {
     /// This turn's answers streamed as artifacts (kept in its checkpoints,
     /// announced again by a resume).
     streamed: Vec<StreamedAnswer>,
+    /// The stored history the turn's history starts with (see
+    /// `TurnInput::stored_history`).
+    stored_history: Option<HistoryMark>,
     /// Extra prompts sent by incomplete-work hooks so far.
     incomplete_prompts: u32,
     /// Tool calls dispatched so far (for `max_tool_calls`).
@@ -115,7 +118,12 @@ impl Turn {
         history: History,
         input: TurnInput,
     ) -> Self {
-        let TurnInput { settings, tools } = input;
+        let TurnInput {
+            settings,
+            tools,
+            stored_history,
+        } = input;
+        let stored_history = stored_history.filter(|m| m.len <= history.len());
         let writer = CheckpointWriter::new(agent.task_store.clone(), emit.clone());
         Turn {
             writer,
@@ -130,6 +138,7 @@ impl Turn {
             created_at: Utc::now(),
             completed: Vec::new(),
             streamed: Vec::new(),
+            stored_history,
             incomplete_prompts: 0,
             tool_calls: 0,
             settings,
@@ -172,6 +181,7 @@ impl Turn {
         turn.created_at = c.created_at;
         turn.completed = c.completed_tool_results;
         turn.streamed = c.streamed_answers;
+        turn.stored_history = c.stored_history;
         turn
     }
 
@@ -264,8 +274,10 @@ impl Turn {
             .await
         {
             Ok(Some(history)) if !resumed => {
-                // The turn's own messages are those added after the rewrite.
+                // The turn's own messages are those added after the rewrite,
+                // and the history no longer starts with the stored one.
                 self.turn_start = history.len();
+                self.stored_history = None;
                 self.history = history;
                 self.shared.set_history(self.history.clone());
             }
@@ -868,6 +880,7 @@ impl Turn {
             created_at: self.created_at,
             completed: &self.completed,
             streamed: &self.streamed,
+            stored_history: self.stored_history.as_ref(),
         };
         self.writer.submit(&self.cx, snapshot);
     }

@@ -26,6 +26,7 @@ fn checkpoint(task_id: &str) -> TaskCheckpoint {
         usage: Usage::default(),
         completed_tool_results: Vec::new(),
         streamed_answers: Vec::new(),
+        stored_history: None,
         created_at: Utc::now(),
         updated_at: Utc::now(),
         metadata: Default::default(),

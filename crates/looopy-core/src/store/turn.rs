@@ -29,7 +29,7 @@ use crate::task::Artifact;
 /// Which stored history a caller holds: the store's token for that history
 /// (`epoch`, changed whenever the history is rewritten or deleted, never
 /// by an append) and how many of its messages the caller holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HistoryMark {
     /// The store's token for the history (opaque to callers).
     pub epoch: String,

@@ -166,6 +166,7 @@ pub(crate) fn full_checkpoint(
             artifact_id: format!("{task_id}-response-7"),
             message: len.saturating_sub(1),
         }],
+        stored_history: None,
         created_at: at(0),
         updated_at: at(61),
         metadata: metadata("checkpoint"),
