@@ -57,7 +57,7 @@ async fn epoch(url: &str, stores: &RedisStores, ctx: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_checkpoint_on_the_stored_history_stores_only_the_turns_messages_and_loads_whole() {
     let redis = support::redis();
-    let config = support::config(&redis.url());
+    let config = support::config(redis.url());
     let stores = support::stores(config.clone()).await;
     let (ctx, task) = ("ctx-on-history", "task-on-history");
     let stored: Vec<Message> = (0..STORED)
@@ -65,7 +65,7 @@ async fn a_checkpoint_on_the_stored_history_stores_only_the_turns_messages_and_l
         .collect();
     stores.messages.append(ctx, &stored).await.unwrap();
     let mark = HistoryMark {
-        epoch: epoch(&redis.url(), &stores, ctx).await,
+        epoch: epoch(redis.url(), &stores, ctx).await,
         len: STORED,
     };
 
@@ -77,14 +77,14 @@ async fn a_checkpoint_on_the_stored_history_stores_only_the_turns_messages_and_l
         .await
         .unwrap();
     assert_eq!(
-        listed(&redis.url(), &stores, task).await,
+        listed(redis.url(), &stores, task).await,
         1,
         "only the turn's own message is written"
     );
     history.push(Message::assistant("the turn's second"));
     let second = checkpoint(ctx, task, history.clone(), &mark);
     stores.checkpoints.save(&second).await.unwrap();
-    assert_eq!(listed(&redis.url(), &stores, task).await, 2);
+    assert_eq!(listed(redis.url(), &stores, task).await, 2);
 
     let loaded = stores.checkpoints.load(task).await.unwrap().unwrap();
     assert_eq!(loaded, second, "loads with the stored history in front");
@@ -96,7 +96,7 @@ async fn a_checkpoint_on_the_stored_history_stores_only_the_turns_messages_and_l
     history.push(Message::assistant("after the resume"));
     let third = checkpoint(ctx, task, history.clone(), &mark);
     other.checkpoints.save(&third).await.unwrap();
-    assert_eq!(listed(&redis.url(), &other, task).await, 3);
+    assert_eq!(listed(redis.url(), &other, task).await, 3);
     assert_eq!(other.checkpoints.load(task).await.unwrap().unwrap(), third);
 
     // The history is rewritten (a compaction): the checkpoint cannot be
@@ -115,5 +115,5 @@ async fn a_checkpoint_on_the_stored_history_stores_only_the_turns_messages_and_l
         }
         other => panic!("expected HistoryRewritten, got {other:?}"),
     }
-    support::cleanup(&redis.url(), &stores).await;
+    support::cleanup(redis.url(), &stores).await;
 }
