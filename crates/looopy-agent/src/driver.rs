@@ -353,8 +353,6 @@ fn synthetic_final(cx: &TurnContext, why: &str) -> AgentEvent {
     )
 }
 
-/// Compacts before the turn when configured and due. A failure is logged
-/// and reported in the final event; the turn runs on the full history.
 /// Whether `a` and `b` hold the same messages (shared ones compare by
 /// pointer, which is all of them when the window cut nothing).
 fn same_messages(a: &History, b: &History) -> bool {
@@ -364,6 +362,8 @@ fn same_messages(a: &History, b: &History) -> bool {
             .all(|(x, y)| std::ptr::eq(x, y) || x == y)
 }
 
+/// Compacts before the turn when configured and due. A failure is logged
+/// and reported in the final event; the turn runs on the full history.
 async fn maybe_compact(
     agent: &Agent,
     history: &mut History,
