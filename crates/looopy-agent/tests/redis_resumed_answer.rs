@@ -4,7 +4,8 @@
 //! resumed turn ends from the checkpoint without asking the model again,
 //! and stores the artifact from the answer the checkpoint recorded. The
 //! checkpoint builds on the stored history (it holds the turn's own
-//! messages only) and is rebuilt whole for the resume.
+//! messages only) and is rebuilt whole for the resume; once that history
+//! was rewritten, the resume fails with a message that says so.
 //!
 //! A "process" is a tokio runtime of its own, shut down while its turn's end
 //! hangs in the turn store (as a SIGKILL would leave it); Redis outlives it.
@@ -237,5 +238,59 @@ async fn an_answer_streamed_before_the_process_died_is_stored_by_the_resumed_tur
     );
     assert_eq!(saved[3].text(), answer);
     assert!(stores.checkpoints.load(&task).await.unwrap().is_none());
+    assert!(stores.locks.stranded(10).await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_after_the_history_was_rewritten_fails_and_says_why() {
+    let ids = UniqueIds::new();
+    let stores = connect(ids.prefix()).await;
+    let ctx = ids.next("ctx");
+    let task = ids.next("task");
+    {
+        let (ctx, task, stores) = (ctx.clone(), task.clone(), stores.clone());
+        std::thread::spawn(move || stream_and_die(&ctx, &task, &stores, &["an answer"]))
+            .join()
+            .unwrap();
+    }
+    assert!(
+        stores
+            .checkpoints
+            .load(&task)
+            .await
+            .unwrap()
+            .unwrap()
+            .stored_history
+            .is_some()
+    );
+    // Rewritten from outside while the turn was stranded.
+    stores
+        .messages
+        .replace_range(&ctx, 0..1, &[Message::user("rewritten")])
+        .await
+        .unwrap();
+    match stores.checkpoints.load(&task).await {
+        Err(StoreError::HistoryRewritten { task_id, .. }) => assert_eq!(task_id, task),
+        other => panic!("expected HistoryRewritten, got {other:?}"),
+    }
+
+    tokio::time::sleep(TTL * 2).await;
+    let llm = ScriptedLlm::new();
+    let survivor = agent(&ctx, &llm, &stores, stores.turns.clone());
+    let summary = survivor
+        .resume_turn(&task, TurnOptions::new())
+        .await
+        .unwrap()
+        .finish()
+        .await
+        .unwrap();
+    assert_eq!(summary.state, TaskState::Failed);
+    let said = summary.message.unwrap().text();
+    assert!(
+        said.contains("cannot resume") && said.contains("rewritten"),
+        "{said}"
+    );
+    assert!(llm.requests().is_empty());
+    // The conversation is not stuck: the lease was given back.
     assert!(stores.locks.stranded(10).await.unwrap().is_empty());
 }
