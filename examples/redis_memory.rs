@@ -16,7 +16,8 @@ async fn main() -> anyhow::Result<()> {
     };
     let url = std::env::var("LOOOPY_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
     let prefix = std::env::var("LOOOPY_REDIS_PREFIX").unwrap_or_else(|_| "looopy-example".into());
-    let stores = RedisStores::connect(RedisConfig::new(url).with_key_prefix(prefix)).await?;
+    let stores =
+        looopy::stores::redis::connect(RedisConfig::new(url).with_key_prefix(prefix)).await?;
 
     let agent = Agent::builder(conversation)
         .llm(LiteLlmProvider::from_env()?)

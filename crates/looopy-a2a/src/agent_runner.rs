@@ -29,10 +29,9 @@ pub type AgentFactory = dyn Fn(&str, &str) -> Result<Agent, AgentError> + Send +
 /// ```no_run
 /// use looopy_a2a::AgentRunner;
 /// use looopy_agent::Agent;
-/// use looopy_stores_memory::MemoryStores;
 /// use looopy_testkit::ScriptedLlm;
 ///
-/// let stores = MemoryStores::new();
+/// let stores = looopy_stores_memory::stores();
 /// let runner = AgentRunner::new(move |context_id, owner| {
 ///     Agent::builder(context_id)
 ///         .llm(ScriptedLlm::new())

@@ -678,12 +678,8 @@ async fn two_servers_on_redis_share_configs() {
             .prefix()
             .to_owned(),
     );
-    let stores = looopy_stores_redis::RedisStores::connect(config)
-        .await
-        .unwrap();
-    let configs = Arc::new(looopy_stores_redis::RedisPushConfigStore::new(
-        stores.backend.clone(),
-    ));
+    let stores = looopy_stores_redis::connect(config).await.unwrap();
+    let configs = stores.push_configs.clone();
     let server = |runner: ScriptedRunner| {
         looopy_a2a::A2aServer::builder(runner, stores.events.clone(), stores.task_records.clone())
             .push_notifications(configs.clone(), test_settings())

@@ -9,14 +9,14 @@ use std::sync::Arc;
 
 use looopy_a2a::A2aServer;
 use looopy_core::TaskState;
-use looopy_core::store::{EventLog, TaskRecordStore};
-use looopy_stores_redis::{RedisConfig, RedisStores};
+use looopy_core::store::Stores;
+use looopy_stores_redis::RedisConfig;
 use looopy_testkit::conformance::UniqueIds;
 use serde_json::json;
 use support::*;
 use tokio::sync::Semaphore;
 
-async fn redis_stores() -> Option<(looopy_testkit::TestRedis, RedisStores)> {
+async fn redis_stores() -> Option<(looopy_testkit::TestRedis, Stores)> {
     let redis = match looopy_testkit::test_redis() {
         Ok(r) => r,
         Err(e) if std::env::var("LOOOPY_SKIP_EXTERNAL").as_deref() == Ok("1") => {
@@ -29,11 +29,11 @@ async fn redis_stores() -> Option<(looopy_testkit::TestRedis, RedisStores)> {
     };
     let config =
         RedisConfig::new(redis.url()).with_key_prefix(UniqueIds::new().prefix().to_owned());
-    let stores = RedisStores::connect(config).await.unwrap();
+    let stores = looopy_stores_redis::connect(config).await.unwrap();
     Some((redis, stores))
 }
 
-fn server(runner: ScriptedRunner, stores: &RedisStores) -> A2aServer {
+fn server(runner: ScriptedRunner, stores: &Stores) -> A2aServer {
     A2aServer::builder(runner, stores.events.clone(), stores.task_records.clone())
         .cancel_poll_interval(std::time::Duration::from_millis(20))
         .build()

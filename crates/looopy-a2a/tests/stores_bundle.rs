@@ -10,7 +10,7 @@ use support::*;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_on_a_bundle_records_its_tasks_there() {
-    let stores = looopy_stores_memory::stores(&Default::default());
+    let stores = looopy_stores_memory::stores_with_retention(&Default::default());
     let server = A2aServer::with_stores(ScriptedRunner::hello(), &stores).build();
     let running = serve(server, &SharedStores::default()).await;
 

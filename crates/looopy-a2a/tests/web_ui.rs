@@ -25,7 +25,6 @@ use looopy_core::{
     LlmStream, Message, Part, Role, TaskState, TaskStatus, ToolCall, ToolDefinition, ToolProvider,
     ToolResult, TurnContext, Usage,
 };
-use looopy_stores_memory::MemoryStores;
 use looopy_testkit::external::{Browser, browser};
 use looopy_tools::LocalTools;
 use serde_json::json;
@@ -189,7 +188,7 @@ fn sleep_tool() -> Arc<dyn ToolProvider> {
 }
 
 fn runner() -> AgentRunner {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let tools = sleep_tool();
     AgentRunner::new(move |context_id, owner| {
         Agent::builder(context_id)

@@ -201,7 +201,7 @@ impl AgentBuilder {
     }
 
     /// How a turn's start and end reach the stores, each as one operation
-    /// (`looopy_stores_redis::RedisStores::turns`: one round trip each).
+    /// (the Redis stores' `Stores::turns`: one round trip each).
     /// It must work on the same stores as the message, state and
     /// checkpoint stores and the turn lock given here. Without one, the
     /// Agent calls those stores one after the other

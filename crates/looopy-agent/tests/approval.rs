@@ -10,13 +10,12 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use looopy_agent::{Agent, AgentError, TurnEnd};
 use looopy_core::approval::{ApprovalDecision, ApprovalRequest, Decision};
-use looopy_core::store::MessageStore;
+use looopy_core::store::Stores;
 use looopy_core::{
     LlmResponse, Message, Part, Role, TaskState, ToolCall, ToolDefinition, ToolError, ToolFailure,
     ToolProvider, ToolResult, TurnContext,
 };
 use looopy_loop::hooks::{Approval, ApproveFn};
-use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use serde_json::json;
 use support::*;
@@ -70,7 +69,7 @@ fn model() -> ScriptedLlm {
         .respond(LlmResponse::text("done"))
 }
 
-fn agent(context: &str, llm: &ScriptedLlm, stores: &MemoryStores, files: &Files) -> Agent {
+fn agent(context: &str, llm: &ScriptedLlm, stores: &Stores, files: &Files) -> Agent {
     builder(context, llm, stores)
         .tools(files.clone())
         .require_approval(["delete_file"])
@@ -104,7 +103,7 @@ fn result_sent(llm: &ScriptedLlm, id: &str) -> Message {
 }
 
 /// Asks, checks what the caller and the store see, returns the agent.
-async fn asked(context: &str, llm: &ScriptedLlm, stores: &MemoryStores, files: &Files) -> Agent {
+async fn asked(context: &str, llm: &ScriptedLlm, stores: &Stores, files: &Files) -> Agent {
     let agent = agent(context, llm, stores, files);
     let (events, s) = turn(&agent, "clean up").await;
     assert_eq!(s.end, TurnEnd::InputRequired);
@@ -134,7 +133,7 @@ async fn asked(context: &str, llm: &ScriptedLlm, stores: &MemoryStores, files: &
 
 #[tokio::test]
 async fn an_approved_call_runs_with_its_arguments_and_the_turn_goes_on() {
-    let (stores, files, llm) = (MemoryStores::new(), Files::default(), model());
+    let (stores, files, llm) = (looopy_stores_memory::stores(), Files::default(), model());
     let agent = asked("ap-approve", &llm, &stores, &files).await;
     let s = send(
         &agent,
@@ -155,7 +154,7 @@ async fn an_approved_call_runs_with_its_arguments_and_the_turn_goes_on() {
 
 #[tokio::test]
 async fn an_edited_call_runs_with_the_new_arguments() {
-    let (stores, files, llm) = (MemoryStores::new(), Files::default(), model());
+    let (stores, files, llm) = (looopy_stores_memory::stores(), Files::default(), model());
     let agent = asked("ap-edit", &llm, &stores, &files).await;
     let edit = Message::with_parts(
         Role::User,
@@ -171,7 +170,7 @@ async fn an_edited_call_runs_with_the_new_arguments() {
 
 #[tokio::test]
 async fn edited_arguments_are_checked_by_the_tool_as_any_call() {
-    let (stores, files, llm) = (MemoryStores::new(), Files::default(), model());
+    let (stores, files, llm) = (looopy_stores_memory::stores(), Files::default(), model());
     let agent = asked("ap-edit-bad", &llm, &stores, &files).await;
     let edit = Message::with_parts(
         Role::User,
@@ -193,7 +192,7 @@ async fn edited_arguments_are_checked_by_the_tool_as_any_call() {
 
 #[tokio::test]
 async fn a_denied_call_gives_the_model_a_denied_result_with_the_reason() {
-    let (stores, files, llm) = (MemoryStores::new(), Files::default(), model());
+    let (stores, files, llm) = (looopy_stores_memory::stores(), Files::default(), model());
     let agent = asked("ap-deny", &llm, &stores, &files).await;
     let s = send(
         &agent,
@@ -218,7 +217,7 @@ async fn a_denied_call_gives_the_model_a_denied_result_with_the_reason() {
 
 #[tokio::test]
 async fn plain_yes_approves_and_plain_no_denies_a_single_pending_call() {
-    let (stores, files, llm) = (MemoryStores::new(), Files::default(), model());
+    let (stores, files, llm) = (looopy_stores_memory::stores(), Files::default(), model());
     let agent = asked("ap-yes", &llm, &stores, &files).await;
     let s = send(&agent, Message::user("Yes")).await;
     assert_eq!(s.state, TaskState::Completed);
@@ -232,7 +231,7 @@ async fn plain_yes_approves_and_plain_no_denies_a_single_pending_call() {
         "the answer is consumed, not sent to the model"
     );
 
-    let (stores, files, llm) = (MemoryStores::new(), Files::default(), model());
+    let (stores, files, llm) = (looopy_stores_memory::stores(), Files::default(), model());
     let agent = asked("ap-no", &llm, &stores, &files).await;
     let s = send(&agent, Message::user("no")).await;
     assert_eq!(s.state, TaskState::Completed);
@@ -245,7 +244,7 @@ async fn plain_yes_approves_and_plain_no_denies_a_single_pending_call() {
 
 #[tokio::test]
 async fn other_text_denies_the_pending_call_and_reaches_the_model() {
-    let (stores, files, llm) = (MemoryStores::new(), Files::default(), model());
+    let (stores, files, llm) = (looopy_stores_memory::stores(), Files::default(), model());
     let agent = asked("ap-other", &llm, &stores, &files).await;
     let s = send(&agent, Message::user("what would that delete?")).await;
     assert_eq!(s.state, TaskState::Completed);
@@ -262,7 +261,7 @@ async fn other_text_denies_the_pending_call_and_reaches_the_model() {
 
 #[tokio::test]
 async fn text_beside_an_approval_follows_the_calls_result() {
-    let (stores, files, llm) = (MemoryStores::new(), Files::default(), model());
+    let (stores, files, llm) = (looopy_stores_memory::stores(), Files::default(), model());
     let agent = asked("ap-then", &llm, &stores, &files).await;
     let mut message = decision(&ApprovalDecision {
         tool_call_id: "d1".into(),
@@ -281,7 +280,7 @@ async fn text_beside_an_approval_follows_the_calls_result() {
 
 #[tokio::test]
 async fn bad_decisions_are_typed_errors_and_leave_the_call_waiting() {
-    let (stores, files, llm) = (MemoryStores::new(), Files::default(), model());
+    let (stores, files, llm) = (looopy_stores_memory::stores(), Files::default(), model());
     let agent = asked("ap-bad", &llm, &stores, &files).await;
     let malformed = Message::with_parts(
         Role::User,
@@ -316,7 +315,7 @@ async fn bad_decisions_are_typed_errors_and_leave_the_call_waiting() {
 
 #[tokio::test]
 async fn another_agent_on_the_same_stores_finishes_the_turn() {
-    let (stores, files, llm) = (MemoryStores::new(), Files::default(), model());
+    let (stores, files, llm) = (looopy_stores_memory::stores(), Files::default(), model());
     let first = asked("ap-restart", &llm, &stores, &files).await;
     drop(first);
     // A new Agent (as a new process would make) knows nothing but the stores.
@@ -335,7 +334,7 @@ async fn another_agent_on_the_same_stores_finishes_the_turn() {
 
 #[tokio::test]
 async fn a_policy_closure_can_ask() {
-    let (stores, files) = (MemoryStores::new(), Files::default());
+    let (stores, files) = (looopy_stores_memory::stores(), Files::default());
     let llm = model();
     let agent = builder("ap-closure", &llm, &stores)
         .tools(files.clone())

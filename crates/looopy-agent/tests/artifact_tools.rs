@@ -5,9 +5,7 @@
 mod support;
 
 use looopy_agent::artifact_tools::{APPEND_TO_ARTIFACT, CREATE_ARTIFACT, REPLACE_ARTIFACT};
-use looopy_core::store::ArtifactStore;
 use looopy_core::{AgentEvent, EventPayload, LlmResponse, Part, ToolCall};
-use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use support::*;
 
@@ -38,7 +36,7 @@ fn updates(events: &[AgentEvent]) -> Vec<(String, String, bool)> {
 
 #[tokio::test]
 async fn the_model_creates_appends_to_and_replaces_an_artifact() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(one(
             "a",
@@ -139,7 +137,7 @@ async fn the_model_creates_appends_to_and_replaces_an_artifact() {
 
 #[tokio::test]
 async fn the_artifact_tools_are_off_by_default() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new().respond(LlmResponse::text("hi"));
     let agent = builder("c-arts-off", &llm, &stores).build().unwrap();
     turn(&agent, "hello").await;

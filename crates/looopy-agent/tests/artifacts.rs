@@ -4,9 +4,7 @@
 mod support;
 
 use looopy_agent::{TOOL_ARTIFACT_IDS_KEY, TOOL_ARTIFACTS_KEY};
-use looopy_core::store::{ArtifactStore, MessageStore};
 use looopy_core::{EventPayload, FinishReason, LlmChunk, LlmResponse, Part, Role};
-use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use support::*;
 
@@ -19,7 +17,7 @@ fn texts(parts: &[Part]) -> Vec<String> {
 
 #[tokio::test]
 async fn streamed_text_is_saved_chunk_by_chunk_in_order() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let deltas: Vec<String> = (0..100).map(|i| format!("w{i} ")).collect();
     let mut chunks: Vec<LlmChunk> = deltas.iter().cloned().map(LlmChunk::TextDelta).collect();
     chunks.push(LlmChunk::Finish(FinishReason::Stop));
@@ -60,7 +58,7 @@ async fn streamed_text_is_saved_chunk_by_chunk_in_order() {
 
 #[tokio::test]
 async fn artifacts_made_by_tools_are_stored_announced_and_referenced() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(call("chart", &["k1"]))
         .respond(LlmResponse::text("Here is your chart."));

@@ -5,13 +5,12 @@ mod support;
 
 use looopy_agent::TurnOptions;
 use looopy_core::{AuthContext, LlmResponse, Message, TaskState};
-use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use support::*;
 
 #[tokio::test]
 async fn every_tool_call_of_a_turn_sees_that_turns_auth() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(call("lookup", &["a1", "a2"]))
         .respond(LlmResponse::text("turn 1 done"))

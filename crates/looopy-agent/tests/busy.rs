@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use looopy_agent::{AgentError, BusyHolder, LifecycleState, TurnEnd};
-use looopy_core::store::{Acquire, TurnLease};
-use looopy_core::store::{MessageStore, TurnLock};
+use looopy_core::store::TurnLock;
+use looopy_core::store::{Acquire, Stores, TurnLease};
 use looopy_core::{LlmResponse, Message, StoreError, TaskState};
-use looopy_stores_memory::MemoryStores;
+use looopy_stores_memory::MemoryTurnLock;
 use looopy_testkit::ScriptedLlm;
 use support::*;
 
@@ -20,7 +20,7 @@ const LONG: Duration = Duration::from_secs(3600);
 
 #[tokio::test]
 async fn a_second_turn_while_one_runs_is_refused_as_busy() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond_after(LONG, LlmResponse::text("late"))
         .respond(LlmResponse::text("second"));
@@ -75,7 +75,7 @@ async fn a_second_turn_while_one_runs_is_refused_as_busy() {
 
 #[tokio::test]
 async fn concurrent_calls_start_exactly_one_turn() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm =
         ScriptedLlm::new().respond_after(Duration::from_millis(50), LlmResponse::text("only"));
     let agent = builder("c-race", &llm, &stores).build().unwrap();
@@ -96,7 +96,12 @@ async fn concurrent_calls_start_exactly_one_turn() {
 
 #[tokio::test]
 async fn a_shared_turn_lock_makes_another_agent_for_the_context_busy() {
-    let stores = MemoryStores::new();
+    // The memory lock itself, to read who holds the lease.
+    let locks = Arc::new(MemoryTurnLock::new());
+    let stores = Stores {
+        locks: locks.clone(),
+        ..looopy_stores_memory::stores()
+    };
     let llm_a = ScriptedLlm::new().respond_after(LONG, LlmResponse::text("never"));
     let llm_b = ScriptedLlm::new().respond(LlmResponse::text("b answers"));
     let a = builder("c-shared", &llm_a, &stores)
@@ -113,7 +118,7 @@ async fn a_shared_turn_lock_makes_another_agent_for_the_context_busy() {
         .execute_turn(Some(Message::user("from a")), None)
         .await
         .unwrap();
-    assert!(stores.locks.holder("c-shared").is_some());
+    assert!(locks.holder("c-shared").is_some());
     let e = b
         .execute_turn(Some(Message::user("from b")), None)
         .await
@@ -127,11 +132,7 @@ async fn a_shared_turn_lock_makes_another_agent_for_the_context_busy() {
 
     running.cancel();
     assert_eq!(running.finish().await.unwrap().end, TurnEnd::Cancelled);
-    assert_eq!(
-        stores.locks.holder("c-shared"),
-        None,
-        "the lease is released"
-    );
+    assert_eq!(locks.holder("c-shared"), None, "the lease is released");
 
     let (_, s) = turn(&b, "from b").await;
     assert_eq!(s.state, TaskState::Completed);
@@ -143,12 +144,17 @@ async fn a_shared_turn_lock_makes_another_agent_for_the_context_busy() {
         .collect();
     assert_eq!(texts, vec!["from a", "from b"]);
     assert_eq!(s.turn_number, 2);
-    assert_eq!(stores.locks.holder("c-shared"), None);
+    assert_eq!(locks.holder("c-shared"), None);
 }
 
 #[tokio::test(start_paused = true)]
 async fn the_lease_is_renewed_while_a_long_turn_runs() {
-    let stores = MemoryStores::new();
+    // The memory lock itself, to read who holds the lease.
+    let locks = Arc::new(MemoryTurnLock::new());
+    let stores = Stores {
+        locks: locks.clone(),
+        ..looopy_stores_memory::stores()
+    };
     let ttl = Duration::from_millis(300);
     // The model takes ten TTLs to answer (on the paused clock).
     let llm_a = ScriptedLlm::new().respond_after(ttl * 10, LlmResponse::text("slow answer"));
@@ -166,9 +172,9 @@ async fn the_lease_is_renewed_while_a_long_turn_runs() {
         .execute_turn(Some(Message::user("slow")), None)
         .await
         .unwrap();
-    let owner = stores.locks.holder("c-renew").unwrap();
+    let owner = locks.holder("c-renew").unwrap();
     tokio::time::sleep(ttl * 5).await;
-    assert_eq!(stores.locks.holder("c-renew"), Some(owner));
+    assert_eq!(locks.holder("c-renew"), Some(owner));
     assert!(
         b.execute_turn(Some(Message::user("b")), None)
             .await
@@ -177,7 +183,7 @@ async fn the_lease_is_renewed_while_a_long_turn_runs() {
     );
     let s = running.finish().await.unwrap();
     assert_eq!(s.state, TaskState::Completed);
-    assert_eq!(stores.locks.holder("c-renew"), None);
+    assert_eq!(locks.holder("c-renew"), None);
 }
 
 /// A lock that grants the lease but loses it at the first renewal (as when
@@ -214,7 +220,7 @@ impl TurnLock for LosingLock {
 
 #[tokio::test(start_paused = true)]
 async fn losing_the_lease_abandons_the_turn_without_writing_more() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new().respond_after(LONG, LlmResponse::text("never"));
     let agent = builder("c-lost", &llm, &stores)
         .turn_lock(Arc::new(LosingLock))

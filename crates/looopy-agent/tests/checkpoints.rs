@@ -8,14 +8,12 @@ mod support;
 use std::sync::Arc;
 
 use looopy_core::LlmResponse;
-use looopy_core::store::CheckpointStore;
-use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use support::*;
 
 #[tokio::test]
 async fn a_completed_turn_leaves_no_checkpoint() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(call("lookup", &["l1"]))
         .respond(LlmResponse::text("done"));
@@ -37,7 +35,7 @@ async fn a_completed_turn_leaves_no_checkpoint() {
 
 #[tokio::test]
 async fn a_turn_waiting_for_input_keeps_its_checkpoint() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new().respond(call("client", &["c1"]));
     let tools = Arc::new(TestTools::default());
     let agent = builder("c-ckpt-input", &llm, &stores)

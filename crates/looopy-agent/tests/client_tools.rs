@@ -4,9 +4,7 @@
 mod support;
 
 use looopy_agent::{AgentError, CLIENT_TOOL_MARK, LifecycleState, TurnEnd, open_tool_calls};
-use looopy_core::store::MessageStore;
 use looopy_core::{History, LlmResponse, Message, Part, Role, TaskState, ToolCall};
-use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use serde_json::json;
 use support::*;
@@ -23,7 +21,7 @@ fn asks_the_client() -> LlmResponse {
 
 #[tokio::test]
 async fn client_results_in_the_next_message_continue_where_the_model_stopped() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(asks_the_client())
         .respond(LlmResponse::text("You are in Oslo."));
@@ -77,7 +75,7 @@ async fn client_results_in_the_next_message_continue_where_the_model_stopped() {
 
 #[tokio::test]
 async fn a_plain_message_after_input_required_closes_the_open_call() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(asks_the_client())
         .respond(LlmResponse::text("Fine, never mind."));
@@ -99,7 +97,7 @@ async fn a_plain_message_after_input_required_closes_the_open_call() {
 
 #[tokio::test]
 async fn results_for_unknown_calls_are_refused_and_nothing_is_written() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new().respond(asks_the_client());
     let agent = builder("c-client-bad", &llm, &stores)
         .tools(TestTools::default())

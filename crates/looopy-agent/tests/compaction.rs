@@ -6,9 +6,7 @@ mod support;
 
 use looopy_agent::compaction::{COMPACTION_KEY, SUMMARY_PREFIX};
 use looopy_agent::{CompactionConfig, keys};
-use looopy_core::store::{AgentStateStore, MessageStore};
 use looopy_core::{LlmError, LlmResponse, Message, TaskState};
-use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use support::*;
 
@@ -22,7 +20,7 @@ fn two_tool_turns(llm: ScriptedLlm) -> ScriptedLlm {
 
 #[tokio::test]
 async fn compaction_summarises_old_turns_keeps_tool_pairs_and_the_model_sees_the_summary() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = two_tool_turns(ScriptedLlm::new())
         .respond(LlmResponse::text("SUMMARY-ONE"))
         .respond(LlmResponse::text("answer 3"))
@@ -122,7 +120,7 @@ async fn compaction_summarises_old_turns_keeps_tool_pairs_and_the_model_sees_the
 
 #[tokio::test]
 async fn a_failed_summary_does_not_fail_the_turn() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = two_tool_turns(ScriptedLlm::new())
         .fail(LlmError::Timeout {
             message: "slow".into(),
@@ -154,7 +152,7 @@ async fn a_failed_summary_does_not_fail_the_turn() {
 
 #[tokio::test]
 async fn manual_compaction_works_without_automatic_limits() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = two_tool_turns(ScriptedLlm::new()).respond(LlmResponse::text("MANUAL"));
     let agent = builder("c-manual-compact", &llm, &stores)
         .tools(TestTools::default())

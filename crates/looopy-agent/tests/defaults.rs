@@ -9,16 +9,15 @@ use looopy_agent::{
     Agent, DEFAULT_TOOL_OUTPUT_MAX_CHARS, DEFAULT_TOOL_OUTPUT_PREVIEW_CHARS,
     DEFAULT_WINDOW_MESSAGES, WindowConfig,
 };
-use looopy_core::store::{ArtifactStore, MessageStore};
+use looopy_core::store::Stores;
 use looopy_core::{LlmResponse, Message, Part, ToolCall};
 use looopy_loop::tool_output::{READ_TOOL_OUTPUT, ToolOutputCache};
-use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use looopy_tools::LocalTools;
 use support::*;
 
 /// Seeds a conversation with `n` alternating user / assistant messages.
-async fn seed_history(stores: &MemoryStores, context: &str, n: usize) {
+async fn seed_history(stores: &Stores, context: &str, n: usize) {
     let messages: Vec<Message> = (0..n)
         .map(|i| {
             if i % 2 == 0 {
@@ -33,7 +32,7 @@ async fn seed_history(stores: &MemoryStores, context: &str, n: usize) {
 
 #[tokio::test]
 async fn the_model_gets_the_newest_fifty_messages_by_default() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     seed_history(&stores, "c-default-window", 80).await;
     let llm = ScriptedLlm::new().respond(LlmResponse::text("ok"));
     let agent = builder("c-default-window", &llm, &stores).build().unwrap();
@@ -48,7 +47,7 @@ async fn the_model_gets_the_newest_fifty_messages_by_default() {
 
 #[tokio::test]
 async fn an_unbounded_window_sends_everything() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     seed_history(&stores, "c-unbounded", 80).await;
     let llm = ScriptedLlm::new().respond(LlmResponse::text("ok"));
     let agent = builder("c-unbounded", &llm, &stores)
@@ -80,7 +79,7 @@ fn dump_then_done() -> ScriptedLlm {
 
 #[tokio::test]
 async fn long_tool_results_become_artifacts_by_default() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = dump_then_done();
     let agent = builder("c-default-cache", &llm, &stores)
         .tools(big_tool())
@@ -120,7 +119,7 @@ async fn long_tool_results_become_artifacts_by_default() {
 
 #[tokio::test]
 async fn the_cache_can_be_turned_off() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = dump_then_done();
     let agent = Agent::builder("c-no-cache")
         .llm(llm.clone())
@@ -139,7 +138,7 @@ async fn the_cache_can_be_turned_off() {
 
 #[tokio::test]
 async fn a_loop_customizer_replaces_the_default_cache_instead_of_adding_one() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = dump_then_done();
     let artifacts = stores.artifacts.clone();
     let agent = builder("c-custom-cache", &llm, &stores)

@@ -4,11 +4,9 @@
 mod support;
 
 use looopy_agent::{LifecycleState, TurnEnd, TurnOptions};
-use looopy_core::store::{AgentStateStore, MessageStore};
 use looopy_core::{
     CancellationToken, EventPayload, LlmError, LlmResponse, Message, Role, TaskState,
 };
-use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use support::*;
 
@@ -18,7 +16,7 @@ fn roles(messages: &[Message]) -> Vec<Role> {
 
 #[tokio::test]
 async fn an_llm_error_mid_turn_keeps_the_tool_results_and_the_next_turn_runs() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(call("lookup", &["a"]))
         .fail(LlmError::Server {
@@ -75,7 +73,7 @@ async fn an_llm_error_mid_turn_keeps_the_tool_results_and_the_next_turn_runs() {
 
 #[tokio::test]
 async fn cancelling_keeps_finished_tool_results_and_closes_the_others() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new().respond(LlmResponse::tool_calls(
         "Let me check two things.",
         vec![
@@ -127,7 +125,7 @@ async fn cancelling_keeps_finished_tool_results_and_closes_the_others() {
 
 #[tokio::test]
 async fn dropping_the_stream_cancels_the_turn_and_still_saves_it() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(call("slow", &["s1"]))
         .respond(LlmResponse::text("next turn"));
@@ -157,7 +155,7 @@ async fn dropping_the_stream_cancels_the_turn_and_still_saves_it() {
 
 #[tokio::test]
 async fn a_turn_kept_running_after_its_stream_is_dropped_finishes_and_saves() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(call("lookup", &["l1"]))
         .respond(LlmResponse::text("all done"));
@@ -184,7 +182,7 @@ async fn a_turn_kept_running_after_its_stream_is_dropped_finishes_and_saves() {
 
 #[tokio::test]
 async fn a_caller_token_cancels_only_the_turn() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new().respond(call("slow", &["s"]));
     let agent = builder("c-token", &llm, &stores)
         .tools(TestTools::default())

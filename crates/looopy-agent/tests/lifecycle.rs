@@ -6,15 +6,14 @@ mod support;
 use std::sync::Arc;
 
 use looopy_agent::{Agent, AgentError, LifecycleState, TurnEnd};
-use looopy_core::store::{AgentStateStore, MessageStore};
+use looopy_core::store::MessageStore;
 use looopy_core::{LlmResponse, Message, Role, TaskState};
-use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use support::*;
 
 #[tokio::test]
 async fn history_grows_over_turns_and_the_model_sees_earlier_turns() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(LlmResponse::text("It is sunny."))
         .respond(LlmResponse::text("You asked about the weather."));
@@ -77,7 +76,7 @@ async fn history_grows_over_turns_and_the_model_sees_earlier_turns() {
 
 #[tokio::test]
 async fn pause_then_a_new_agent_resumes_with_full_history_and_turn_count() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(LlmResponse::text("a1"))
         .respond(LlmResponse::text("a2"));
@@ -116,7 +115,7 @@ async fn pause_then_a_new_agent_resumes_with_full_history_and_turn_count() {
 
 #[tokio::test]
 async fn the_first_turn_starts_the_agent_and_a_paused_agent_continues() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(LlmResponse::text("one"))
         .respond(LlmResponse::text("two"));
@@ -131,7 +130,7 @@ async fn the_first_turn_starts_the_agent_and_a_paused_agent_continues() {
 
 #[tokio::test]
 async fn shutdown_refuses_turns_until_started_again() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(LlmResponse::text("one"))
         .respond(LlmResponse::text("two"));
@@ -163,7 +162,7 @@ async fn shutdown_refuses_turns_until_started_again() {
 
 #[tokio::test]
 async fn a_failing_start_marks_the_agent_failed_and_a_later_start_recovers() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let flaky = Arc::new(FlakyMessages::default());
     flaky.down.store(true, std::sync::atomic::Ordering::SeqCst);
     let llm = ScriptedLlm::new().respond(LlmResponse::text("ok"));
@@ -191,7 +190,7 @@ async fn a_failing_start_marks_the_agent_failed_and_a_later_start_recovers() {
 
 #[tokio::test]
 async fn auto_save_off_keeps_everything_in_memory_until_save_state() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(LlmResponse::text("a1"))
         .respond(LlmResponse::text("a2"));
@@ -228,7 +227,7 @@ async fn auto_save_off_keeps_everything_in_memory_until_save_state() {
 
 #[tokio::test]
 async fn a_failed_save_keeps_messages_in_memory_and_the_next_turn_writes_them() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let flaky = Arc::new(FlakyMessages::default());
     // Append 1 saves the user message, append 2 (the answer) fails.
     flaky
@@ -264,7 +263,7 @@ async fn a_failed_save_keeps_messages_in_memory_and_the_next_turn_writes_them() 
 
 #[tokio::test]
 async fn clear_forgets_history_and_artifacts_but_not_the_turn_count() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(LlmResponse::text("streamed answer"))
         .respond(LlmResponse::text("fresh"));
@@ -282,7 +281,7 @@ async fn clear_forgets_history_and_artifacts_but_not_the_turn_count() {
 
 #[tokio::test]
 async fn max_iterations_ends_the_turn_completed_with_the_reason() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(call("lookup", &["a"]))
         .respond(LlmResponse::text("Partial result."));
@@ -308,7 +307,7 @@ async fn max_iterations_ends_the_turn_completed_with_the_reason() {
 
 #[tokio::test]
 async fn the_builder_refuses_incomplete_or_contradictory_settings() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new();
     let e = Agent::builder("c")
         .llm(llm.clone())
@@ -341,7 +340,7 @@ async fn the_builder_refuses_incomplete_or_contradictory_settings() {
 
 #[tokio::test]
 async fn an_empty_conversation_without_a_message_is_refused() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new();
     let agent = builder("c-empty", &llm, &stores).build().unwrap();
     let e = agent.execute_turn(None, None).await.unwrap_err();
@@ -353,7 +352,7 @@ async fn an_empty_conversation_without_a_message_is_refused() {
 #[tokio::test]
 async fn a_turn_paused_from_its_agent_turn_waits_and_goes_on_when_resumed() {
     use futures::StreamExt;
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new().respond(LlmResponse::text("after the pause"));
     let agent = builder("paused", &llm, &stores).build().unwrap();
     let mut t = agent

@@ -6,16 +6,14 @@ mod support;
 use std::time::Duration;
 
 use looopy_agent::{TurnEnd, TurnOptions};
-use looopy_core::store::MessageStore;
 use looopy_core::{LlmResponse, Message, TaskState};
 use looopy_loop::TurnSettings;
-use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use support::*;
 
 #[tokio::test]
 async fn a_turns_system_prompt_and_iteration_limit_reach_the_loop() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(call("lookup", &["a"]))
         .respond(LlmResponse::text("Partial result."))
@@ -53,7 +51,7 @@ async fn a_turns_system_prompt_and_iteration_limit_reach_the_loop() {
 
 #[tokio::test]
 async fn a_wall_time_limit_fails_the_turn_and_the_stored_history_stays_whole() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new().respond(call("slow", &["s1"]));
     let agent = builder("c-wall", &llm, &stores)
         .tools(TestTools::default())

@@ -15,12 +15,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use looopy_agent::{Agent, AgentError, BusyHolder, TurnOptions};
-use looopy_core::store::{CheckpointStore, MessageStore, TurnLock};
+use looopy_core::store::Stores;
 use looopy_core::{
     LlmResponse, Message, Role, TaskState, ToolCall, ToolDefinition, ToolError, ToolProvider,
     ToolResult, TurnContext,
 };
-use looopy_stores_memory::MemoryStores;
+use looopy_stores_memory::MemoryTurnLock;
 use looopy_testkit::ScriptedLlm;
 use support::{builder, call};
 
@@ -51,7 +51,7 @@ impl ToolProvider for Tools {
     }
 }
 
-fn agent(ctx: &str, llm: &ScriptedLlm, stores: &MemoryStores, tools: Arc<Tools>) -> Agent {
+fn agent(ctx: &str, llm: &ScriptedLlm, stores: &Stores, tools: Arc<Tools>) -> Agent {
     builder(ctx, llm, stores)
         .tools_shared(tools)
         .task_store(stores.checkpoints.clone())
@@ -64,7 +64,7 @@ fn agent(ctx: &str, llm: &ScriptedLlm, stores: &MemoryStores, tools: Arc<Tools>)
 /// Starts a turn on a runtime of its own that calls `fast` and `hang`,
 /// waits until `fast`'s result is checkpointed, then kills the runtime.
 /// Returns the task id.
-fn run_and_die(ctx: &str, stores: &MemoryStores, tools: Arc<Tools>) -> String {
+fn run_and_die(ctx: &str, stores: &Stores, tools: Arc<Tools>) -> String {
     let llm = ScriptedLlm::new().respond(LlmResponse::tool_calls(
         "",
         vec![
@@ -109,7 +109,12 @@ fn run_and_die(ctx: &str, stores: &MemoryStores, tools: Arc<Tools>) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stranded_turn_is_resumed_by_one_other_process_and_saved() {
-    let stores = MemoryStores::new();
+    // The memory lock itself, to read who holds the lease.
+    let locks = Arc::new(MemoryTurnLock::new());
+    let stores = Stores {
+        locks: locks.clone(),
+        ..looopy_stores_memory::stores()
+    };
     let tools = Arc::new(Tools::default());
     let task_id = {
         let (stores, tools) = (stores.clone(), tools.clone());
@@ -182,7 +187,7 @@ async fn a_stranded_turn_is_resumed_by_one_other_process_and_saved() {
         ]
     );
     assert!(stores.locks.stranded(10).await.unwrap().is_empty());
-    assert_eq!(stores.locks.holder("c-rec"), None, "the lease was released");
+    assert_eq!(locks.holder("c-rec"), None, "the lease was released");
 
     // The conversation goes on.
     let llm2 = ScriptedLlm::new().respond(LlmResponse::text("second"));
@@ -200,7 +205,7 @@ async fn a_stranded_turn_is_resumed_by_one_other_process_and_saved() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_turn_cannot_be_resumed_elsewhere() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let tools = Arc::new(Tools::default());
     let llm = ScriptedLlm::new().respond(call("hang", &["h1"]));
     let a = agent("c-live", &llm, &stores, tools.clone());
@@ -226,7 +231,7 @@ async fn a_live_turn_cannot_be_resumed_elsewhere() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_turn_tools_given_to_resume_turn_serve_the_resumed_turn() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     // The agent has no tools of its own: `fast` and `hang` are the turn's.
     let tools = Arc::new(Tools::default());
     let task_id = {
@@ -311,7 +316,7 @@ async fn per_turn_tools_given_to_resume_turn_serve_the_resumed_turn() {
 }
 
 /// An agent with no tools of its own.
-fn bare_agent(ctx: &str, llm: &ScriptedLlm, stores: &MemoryStores) -> Agent {
+fn bare_agent(ctx: &str, llm: &ScriptedLlm, stores: &Stores) -> Agent {
     builder(ctx, llm, stores)
         .task_store(stores.checkpoints.clone())
         .turn_lock(stores.locks.clone())

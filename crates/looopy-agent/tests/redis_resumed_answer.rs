@@ -20,29 +20,37 @@ use std::time::Duration;
 use async_trait::async_trait;
 use looopy_agent::{Agent, TurnOptions};
 use looopy_core::store::{
-    AgentStateStore, ArtifactStore, CheckpointStore, MessageStore, TurnBegin, TurnBegun,
+    AgentStateStore, ArtifactStore, CheckpointStore, MessageStore, Stores, TurnBegin, TurnBegun,
     TurnCommit, TurnLock, TurnStore,
 };
 use looopy_core::{
     AgentEvent, EventPayload, FinishReason, LlmChunk, LlmResponse, Message, Part, Role, StoreError,
     TaskState,
 };
-use looopy_stores_redis::{RedisConfig, RedisStores, RedisTurnStore};
+use looopy_stores_redis::RedisConfig;
 use looopy_testkit::ScriptedLlm;
 use looopy_testkit::conformance::UniqueIds;
 
 const TTL: Duration = Duration::from_millis(300);
 
-async fn connect(prefix: &str) -> RedisStores {
+async fn connect(prefix: &str) -> Stores {
     let redis = looopy_testkit::test_redis().expect("a test Redis (LOOOPY_TEST_REDIS_URL)");
     let config = RedisConfig::new(redis.url()).with_key_prefix(prefix.to_owned());
-    RedisStores::connect(config).await.unwrap()
+    looopy_stores_redis::connect(config).await.unwrap()
+}
+
+/// The bundle's Redis turn store.
+fn redis_turns(stores: &Stores) -> Arc<dyn TurnStore> {
+    stores
+        .turns
+        .clone()
+        .expect("the Redis stores have a turn store")
 }
 
 /// The Redis turn store, except that a turn's end never comes back (the
 /// process dies while it waits): the end script is never sent.
 struct EndNeverSaved {
-    inner: Arc<RedisTurnStore>,
+    inner: Arc<dyn TurnStore>,
     reached: Arc<AtomicBool>,
 }
 
@@ -72,7 +80,7 @@ impl TurnStore for EndNeverSaved {
     }
 }
 
-fn agent(ctx: &str, llm: &ScriptedLlm, stores: &RedisStores, turns: Arc<dyn TurnStore>) -> Agent {
+fn agent(ctx: &str, llm: &ScriptedLlm, stores: &Stores, turns: Arc<dyn TurnStore>) -> Agent {
     Agent::builder(ctx)
         .llm(llm.clone())
         .message_store(stores.messages.clone())
@@ -112,7 +120,7 @@ fn announced(events: &[AgentEvent]) -> Vec<(String, String)> {
 /// Runs a turn that streams `deltas` on a runtime of its own, until its end
 /// is handed to the turn store, checks that the answer's artifact is not
 /// stored yet (its writes ride with that end), then kills the runtime.
-fn stream_and_die(ctx: &str, task: &str, stores: &RedisStores, deltas: &[&str]) {
+fn stream_and_die(ctx: &str, task: &str, stores: &Stores, deltas: &[&str]) {
     let mut chunks: Vec<LlmChunk> = deltas
         .iter()
         .map(|d| LlmChunk::TextDelta((*d).to_owned()))
@@ -127,7 +135,7 @@ fn stream_and_die(ctx: &str, task: &str, stores: &RedisStores, deltas: &[&str]) 
     runtime.block_on(async {
         let reached = Arc::new(AtomicBool::new(false));
         let turns = Arc::new(EndNeverSaved {
-            inner: stores.turns.clone(),
+            inner: redis_turns(stores),
             reached: reached.clone(),
         });
         let a = agent(ctx, &llm, stores, turns);
@@ -168,7 +176,7 @@ async fn an_answer_streamed_before_the_process_died_is_stored_by_the_resumed_tur
     // An earlier turn, so that the checkpoint has a stored history to
     // build on.
     let first = ScriptedLlm::new().respond(LlmResponse::text("first answer"));
-    let earlier = agent(&ctx, &first, &stores, stores.turns.clone());
+    let earlier = agent(&ctx, &first, &stores, redis_turns(&stores));
     let done = earlier
         .execute_turn(Some(Message::user("first question")), None)
         .await
@@ -207,7 +215,7 @@ async fn an_answer_streamed_before_the_process_died_is_stored_by_the_resumed_tur
     tokio::time::sleep(TTL * 2).await;
     // A model that is not asked: the resume ends from the checkpoint.
     let llm = ScriptedLlm::new();
-    let survivor = agent(&ctx, &llm, &stores, stores.turns.clone());
+    let survivor = agent(&ctx, &llm, &stores, redis_turns(&stores));
     let turn = survivor
         .resume_turn(&task, TurnOptions::new())
         .await
@@ -276,7 +284,7 @@ async fn a_resume_after_the_history_was_rewritten_fails_and_says_why() {
 
     tokio::time::sleep(TTL * 2).await;
     let llm = ScriptedLlm::new();
-    let survivor = agent(&ctx, &llm, &stores, stores.turns.clone());
+    let survivor = agent(&ctx, &llm, &stores, redis_turns(&stores));
     let summary = survivor
         .resume_turn(&task, TurnOptions::new())
         .await

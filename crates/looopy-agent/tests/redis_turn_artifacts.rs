@@ -9,24 +9,25 @@
 mod support;
 
 use looopy_agent::Agent;
-use looopy_core::store::{ArtifactStore, ArtifactWrite, TurnArtifacts, TurnCommit, TurnStore};
+use looopy_core::store::Stores;
+use looopy_core::store::{ArtifactWrite, TurnArtifacts, TurnCommit};
 use looopy_core::{
     AgentEvent, Artifact, EventPayload, FinishReason, LlmChunk, LlmResponse, Part, StoreError,
 };
-use looopy_stores_redis::{RedisConfig, RedisStores};
+use looopy_stores_redis::RedisConfig;
 use looopy_testkit::ScriptedLlm;
 use looopy_testkit::conformance::UniqueIds;
 
 use support::{TestTools, call, turn};
 
-async fn connect(prefix: &str) -> RedisStores {
+async fn connect(prefix: &str) -> Stores {
     let redis = looopy_testkit::test_redis().expect("a test Redis (LOOOPY_TEST_REDIS_URL)");
     let config = RedisConfig::new(redis.url()).with_key_prefix(prefix.to_owned());
-    RedisStores::connect(config).await.unwrap()
+    looopy_stores_redis::connect(config).await.unwrap()
 }
 
 /// An agent on every Redis store, through the turn store when `combined`.
-fn agent(ctx: &str, llm: &ScriptedLlm, stores: &RedisStores, combined: bool) -> Agent {
+fn agent(ctx: &str, llm: &ScriptedLlm, stores: &Stores, combined: bool) -> Agent {
     let mut b = Agent::builder(ctx)
         .llm(llm.clone())
         .tools(TestTools::default())
@@ -36,7 +37,8 @@ fn agent(ctx: &str, llm: &ScriptedLlm, stores: &RedisStores, combined: bool) -> 
         .turn_lock(stores.locks.clone())
         .task_store(stores.checkpoints.clone());
     if combined {
-        b = b.turn_store(stores.turns.clone());
+        let turns = stores.turns.clone();
+        b = b.turn_store(turns.expect("the Redis stores have a turn store"));
     }
     b.build().unwrap()
 }
@@ -143,10 +145,11 @@ async fn every_announced_artifact_is_stored_when_the_turn_has_ended() {
 async fn a_refused_turn_end_still_stores_the_artifacts_it_carries() {
     let ids = UniqueIds::new();
     let stores = connect(ids.prefix()).await;
+    let turns = stores.turns.clone().unwrap();
     let ctx = ids.next("ctx");
     let task = ids.next("task");
     assert!(
-        stores.turns.artifacts().is_some(),
+        turns.artifacts().is_some(),
         "the bundle's turn store takes the artifacts"
     );
     let writes = vec![
@@ -160,8 +163,7 @@ async fn a_refused_turn_end_still_stores_the_artifacts_it_carries() {
             parts: vec![Part::text("x")],
         },
     ];
-    let result = stores
-        .turns
+    let result = turns
         .commit_turn(TurnCommit {
             context_id: &ctx,
             lease_owner: Some("not-the-holder"),
@@ -202,7 +204,6 @@ async fn a_refused_turn_end_still_stores_the_artifacts_it_carries() {
             ("fresh".to_owned(), None, vec!["x".to_owned()], task.clone()),
         ]
     );
-    use looopy_core::store::MessageStore;
     assert!(
         stores.messages.load(&ctx).await.unwrap().is_empty(),
         "the refused end wrote no messages"

@@ -8,23 +8,23 @@
 mod support;
 
 use looopy_agent::Agent;
-use looopy_core::store::{AgentStateStore, CheckpointStore, MessageStore, TurnLock};
+use looopy_core::store::Stores;
 use looopy_core::{LlmResponse, Message, Role, TaskState};
-use looopy_stores_redis::{RedisConfig, RedisStores};
+use looopy_stores_redis::RedisConfig;
 use looopy_testkit::ScriptedLlm;
 use looopy_testkit::conformance::UniqueIds;
 use serde_json::Value;
 
 use support::{TestTools, call, turn};
 
-async fn connect(prefix: &str) -> RedisStores {
+async fn connect(prefix: &str) -> Stores {
     let redis = looopy_testkit::test_redis().expect("a test Redis (LOOOPY_TEST_REDIS_URL)");
     let config = RedisConfig::new(redis.url()).with_key_prefix(prefix.to_owned());
-    RedisStores::connect(config).await.unwrap()
+    looopy_stores_redis::connect(config).await.unwrap()
 }
 
 /// An agent on every Redis store, through the turn store when `combined`.
-fn agent(ctx: &str, llm: &ScriptedLlm, stores: &RedisStores, combined: bool) -> Agent {
+fn agent(ctx: &str, llm: &ScriptedLlm, stores: &Stores, combined: bool) -> Agent {
     let mut b = Agent::builder(ctx)
         .llm(llm.clone())
         .tools(TestTools::default())
@@ -35,7 +35,8 @@ fn agent(ctx: &str, llm: &ScriptedLlm, stores: &RedisStores, combined: bool) -> 
         .task_store(stores.checkpoints.clone())
         .owner("someone");
     if combined {
-        b = b.turn_store(stores.turns.clone());
+        let turns = stores.turns.clone();
+        b = b.turn_store(turns.expect("the Redis stores have a turn store"));
     }
     b.build().unwrap()
 }

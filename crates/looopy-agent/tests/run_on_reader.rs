@@ -6,9 +6,7 @@
 mod support;
 
 use looopy_agent::TurnOptions;
-use looopy_core::store::{AgentStateStore, MessageStore};
 use looopy_core::{AgentEvent, LlmResponse, Message, Role, TaskState};
-use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use support::*;
 
@@ -22,7 +20,7 @@ fn kinds(events: &[AgentEvent]) -> Vec<&'static str> {
 
 /// One turn with a tool call, read to its end; its events and what it saved.
 async fn read_to_end(context: &str, on_reader: bool) -> (Vec<AgentEvent>, Vec<Message>) {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(call("lookup", &["l1"]))
         .respond(LlmResponse::text("all done"));
@@ -56,7 +54,7 @@ async fn a_turn_run_by_its_reader_streams_and_saves_what_a_spawned_turn_does() {
 
 #[tokio::test]
 async fn a_turn_run_by_its_reader_and_kept_running_finishes_and_saves_when_dropped() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(call("lookup", &["l1"]))
         .respond(LlmResponse::text("all done"));
@@ -87,7 +85,7 @@ async fn a_turn_run_by_its_reader_and_kept_running_finishes_and_saves_when_dropp
 
 #[tokio::test]
 async fn a_turn_run_by_its_reader_is_cancelled_and_saved_when_dropped() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new().respond(call("slow", &["s1"]));
     let agent = builder("c-inline-drop", &llm, &stores)
         .tools(TestTools::default())

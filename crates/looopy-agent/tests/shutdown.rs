@@ -6,9 +6,7 @@ mod support;
 
 use std::time::Duration;
 
-use looopy_core::store::AgentStateStore;
 use looopy_core::{LlmResponse, ToolCall};
-use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use looopy_testkit::external::{mcp_server_everything, process_alive, process_ends_within};
 use looopy_tools::{McpToolProvider, StdioServer};
@@ -29,7 +27,7 @@ async fn shutdown_ends_the_mcp_server_process_and_a_restart_starts_it_again() {
         return;
     };
     let mcp = McpToolProvider::new(StdioServer::new(bin).arg("stdio"));
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(sum("a"))
         .respond(LlmResponse::text("5"))

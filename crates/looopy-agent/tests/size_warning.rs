@@ -5,9 +5,7 @@
 mod support;
 
 use looopy_agent::CompactionConfig;
-use looopy_core::store::MessageStore;
 use looopy_core::{AgentEvent, EventPayload, HistoryLimit, LlmResponse};
-use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use support::*;
 
@@ -27,7 +25,7 @@ fn warnings(events: &[AgentEvent]) -> Vec<(HistoryLimit, usize, usize)> {
 
 #[tokio::test]
 async fn a_history_past_its_size_warns_once_while_compaction_is_off() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::repeating(looopy_testkit::ScriptStep::Respond(LlmResponse::text("ok")));
     let agent = builder("c-size", &llm, &stores)
         .compaction(CompactionConfig {
@@ -58,7 +56,7 @@ async fn a_history_past_its_size_warns_once_while_compaction_is_off() {
 
 #[tokio::test]
 async fn no_warning_when_compaction_is_on() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::repeating(looopy_testkit::ScriptStep::Respond(LlmResponse::text("ok")));
     let agent = builder("c-size-auto", &llm, &stores)
         .compaction(CompactionConfig::after_messages(2).keep_recent(1))

@@ -10,7 +10,7 @@ use looopy_testkit::ScriptedLlm;
 
 #[tokio::test]
 async fn an_agent_built_from_a_bundle_keeps_its_turns_in_the_bundles_stores() {
-    let stores = looopy_stores_memory::stores(&Default::default());
+    let stores = looopy_stores_memory::stores_with_retention(&Default::default());
     let llm = ScriptedLlm::new().respond(LlmResponse::text("Hello!"));
     let agent = Agent::builder("ctx-bundle")
         .llm(llm)
@@ -36,7 +36,7 @@ async fn an_agent_built_from_a_bundle_keeps_its_turns_in_the_bundles_stores() {
 
 #[tokio::test]
 async fn the_bundles_turn_lock_keeps_a_second_owner_out() {
-    let stores = looopy_stores_memory::stores(&Default::default());
+    let stores = looopy_stores_memory::stores_with_retention(&Default::default());
     let held = stores
         .locks
         .try_acquire("ctx-held", "another-process", None, Duration::from_secs(30))

@@ -13,7 +13,6 @@ use looopy_agent::{
 use looopy_core::{
     FileContent, LlmProvider, LlmRequest, LlmResponse, Message, Part, Role, TurnContext, Usage,
 };
-use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use support::*;
 
@@ -39,7 +38,7 @@ async fn two_turns(agent: &Agent) {
 
 #[tokio::test]
 async fn a_custom_counter_changes_what_the_model_is_sent() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let plain = ScriptedLlm::new()
         .respond(LlmResponse::text("a1"))
         .respond(LlmResponse::text("a2"));
@@ -64,7 +63,7 @@ async fn a_custom_counter_changes_what_the_model_is_sent() {
 
 #[tokio::test]
 async fn a_large_image_does_not_evict_the_window() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(LlmResponse::text("a cat"))
         .respond(LlmResponse::text("yes"));
@@ -100,7 +99,7 @@ async fn the_system_prompt_reduces_what_history_fits() {
     // 40 characters: 10 text tokens + 4 overhead per message.
     let msg = |c: &str| c.repeat(40);
     let run = |prompt: Option<String>, context: &'static str| async move {
-        let stores = MemoryStores::new();
+        let stores = looopy_stores_memory::stores();
         let llm = ScriptedLlm::new()
             .respond(LlmResponse::text(msg("a")))
             .respond(LlmResponse::text(msg("b")));
@@ -128,7 +127,7 @@ async fn the_system_prompt_reduces_what_history_fits() {
 #[tokio::test]
 async fn with_a_prebuilt_loop_the_system_prompt_is_reserved_at_turn_start() {
     let run = |prompt: Option<&'static str>, context: &'static str| async move {
-        let stores = MemoryStores::new();
+        let stores = looopy_stores_memory::stores();
         let llm = ScriptedLlm::new()
             .respond(LlmResponse::text("a".repeat(40)))
             .respond(LlmResponse::text("b".repeat(40)));
@@ -202,7 +201,7 @@ async fn a_calibrated_counter_learns_from_reported_usage() {
 #[tokio::test]
 async fn an_agent_with_a_calibrated_counter_sends_less_once_it_learns() {
     let counter = Arc::new(CalibratedCounter::default().with_alpha(1.0));
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     // Each call reports 1000 prompt tokens: far more than the estimate.
     let answer = |t: &str| {
         LlmResponse::text(t).with_usage(Usage {

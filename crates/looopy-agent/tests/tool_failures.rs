@@ -9,13 +9,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use looopy_core::store::MessageStore;
 use looopy_core::{
     AgentEvent, EventPayload, LlmResponse, Role, ToolFailure, ToolOutcome, ToolResult, TurnContext,
 };
 use looopy_loop::hooks::{Approval, ApproveFn, HookContext};
 use looopy_loop::layers::TimeoutTools;
-use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use looopy_tools::{LocalTools, NoArgs, ToolFnError};
 use support::*;
@@ -46,7 +44,7 @@ async fn a_timed_out_tool_is_reported_as_a_timeout() {
     let llm = ScriptedLlm::new()
         .respond(call("slow", &["s1"]))
         .respond(LlmResponse::text("it timed out"));
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let agent = builder("ctx-timeout", &llm, &stores)
         .tools(tools)
         .build()
@@ -94,7 +92,7 @@ async fn a_denied_call_is_reported_as_denied_and_does_not_run() {
     let llm = ScriptedLlm::new()
         .respond(call("delete_all", &["d1"]))
         .respond(LlmResponse::text("refused"));
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let agent = builder("ctx-denied", &llm, &stores)
         .tools(tools)
         .configure_loop(|l| {

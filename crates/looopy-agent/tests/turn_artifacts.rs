@@ -4,12 +4,10 @@
 mod support;
 
 use async_trait::async_trait;
-use looopy_core::store::ArtifactStore;
 use looopy_core::{
     Artifact, LlmResponse, Part, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult,
     TurnContext,
 };
-use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use support::*;
 
@@ -49,7 +47,7 @@ impl ToolProvider for Reader {
 
 #[tokio::test]
 async fn a_tool_reads_the_artifacts_of_its_conversation_only() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     stores
         .artifacts
         .put(

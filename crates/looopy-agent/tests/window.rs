@@ -5,9 +5,7 @@
 mod support;
 
 use looopy_agent::{Agent, AgentLoop, WindowConfig, WindowedLlm};
-use looopy_core::store::MessageStore;
 use looopy_core::{LlmResponse, Message};
-use looopy_stores_memory::MemoryStores;
 use looopy_testkit::ScriptedLlm;
 use std::sync::Arc;
 use support::*;
@@ -27,7 +25,7 @@ fn texts(messages: &looopy_core::History) -> Vec<String> {
 
 #[tokio::test]
 async fn the_model_sees_a_tool_safe_window_and_the_store_keeps_everything() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(call("lookup", &["a"]))
         .respond(LlmResponse::text("ans1"))
@@ -83,7 +81,7 @@ impl looopy_core::store::CheckpointStore for LastSaved {
 
 #[tokio::test]
 async fn the_window_is_applied_once_by_the_model_layer_and_the_turn_keeps_the_whole_history() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(LlmResponse::text("a1"))
         .respond(LlmResponse::text("a2"))
@@ -115,7 +113,7 @@ async fn the_window_is_applied_once_by_the_model_layer_and_the_turn_keeps_the_wh
 
 #[tokio::test]
 async fn a_token_window_applies_too() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let big = "x".repeat(4000);
     let llm = ScriptedLlm::new()
         .respond(LlmResponse::text(big.clone()))
@@ -132,7 +130,7 @@ async fn a_token_window_applies_too() {
 
 #[tokio::test]
 async fn with_a_prebuilt_loop_the_window_applies_at_the_start_of_each_turn() {
-    let stores = MemoryStores::new();
+    let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new()
         .respond(LlmResponse::text("a1"))
         .respond(LlmResponse::text("a2"))

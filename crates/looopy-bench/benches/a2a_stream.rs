@@ -21,7 +21,7 @@ use looopy_a2a::{A2aServer, AgentCardConfig, AgentRunner};
 use looopy_agent::Agent;
 use looopy_bench::{Case, comment, cpu_seconds, ms, percentile};
 use looopy_core::{FinishReason, LlmChunk};
-use looopy_stores_memory::{MemoryStores, MemoryTaskRecordStore};
+use looopy_stores_memory::MemoryTaskRecordStore;
 use looopy_testkit::{ScriptStep, ScriptedLlm};
 use serde_json::json;
 
@@ -49,7 +49,7 @@ fn run_server(nodelay: bool) {
             .collect();
         chunks.push(LlmChunk::Finish(FinishReason::Stop));
         let llm = ScriptedLlm::repeating(ScriptStep::Stream(chunks));
-        let stores = MemoryStores::new();
+        let stores = looopy_stores_memory::stores();
         let s = stores.clone();
         let runner = AgentRunner::new(move |context_id, owner| {
             Agent::builder(context_id)
@@ -218,7 +218,7 @@ fn main() {
         let _ = server.wait();
     }
     comment(&format!(
-        "Server: A2aServer + AgentRunner (an Agent per context, MemoryStores with turn lock, in-memory event log and task store) in a child process, so that its CPU is read apart (/proc/<pid>/stat); Tokio multi-thread runtime. The model streams {CHUNKS} text chunks at once, so the figures are all server, HTTP and client overhead. Clients: reqwest (HTTP/1.1, keep-alive pool) in this process, SSE parsed from the raw bytes; the first-event time runs from before the request is sent to the first complete `data:` event read (the `task` event, logged before the response starts). \"server with TCP_NODELAY\" is the same server served through `A2aServer::router()` and `axum::serve` on a listener that sets TCP_NODELAY: Before `A2aServer::serve` set TCP_NODELAY itself, the first event, written after the response head, waited for the client's delayed ACK (about 40 ms on Linux: 41.3 ms median, 49 ms p99 measured then); the variant stays as a cross-check. Client and server share the machine's 2 cores, and the machine was shared with other work, so the p99 figures are noisy. Budget (ARCHITECTURE.md): first SSE event within 5 ms of the request on loopback."
+        "Server: A2aServer + AgentRunner (an Agent per context, the memory stores with turn lock, in-memory event log and task store) in a child process, so that its CPU is read apart (/proc/<pid>/stat); Tokio multi-thread runtime. The model streams {CHUNKS} text chunks at once, so the figures are all server, HTTP and client overhead. Clients: reqwest (HTTP/1.1, keep-alive pool) in this process, SSE parsed from the raw bytes; the first-event time runs from before the request is sent to the first complete `data:` event read (the `task` event, logged before the response starts). \"server with TCP_NODELAY\" is the same server served through `A2aServer::router()` and `axum::serve` on a listener that sets TCP_NODELAY: Before `A2aServer::serve` set TCP_NODELAY itself, the first event, written after the response head, waited for the client's delayed ACK (about 40 ms on Linux: 41.3 ms median, 49 ms p99 measured then); the variant stays as a cross-check. Client and server share the machine's 2 cores, and the machine was shared with other work, so the p99 figures are noisy. Budget (ARCHITECTURE.md): first SSE event within 5 ms of the request on loopback."
     ));
 }
 

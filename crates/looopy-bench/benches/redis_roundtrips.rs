@@ -8,7 +8,7 @@
 //! - message appends and the rest of an Agent turn: `Agent` turns (two
 //!   iterations: one tool call, then the answer) with every store in Redis
 //!   (messages, artifacts, agent state, turn lease, checkpoints) against
-//!   the same with `MemoryStores`; per turn.
+//!   the same with the memory stores; per turn.
 //!
 //! Round trips are counted by a TCP proxy between the stores and Redis: a
 //! round trip begins each time the client sends after Redis last answered,
@@ -27,16 +27,15 @@ use common::{Proxy, commands};
 use futures::StreamExt;
 use looopy_agent::Agent;
 use looopy_bench::{Case, comment, percentile, us};
-use looopy_core::store::{CheckpointStore, MessageStore};
+use looopy_core::store::{CheckpointStore, MessageStore, Stores};
 use looopy_core::{
     History, LlmResponse, Message, Role, ToolCall, ToolDefinition, ToolError, ToolProvider,
     ToolResult, TurnContext,
 };
 use looopy_loop::AgentLoop;
-use looopy_stores_memory::MemoryStores;
 use looopy_stores_redis::{
     RedisAgentStateStore, RedisArtifactStore, RedisBackend, RedisCheckpointStore, RedisConfig,
-    RedisMessageStore, RedisStores, RedisTurnLock, RedisTurnStore,
+    RedisMessageStore, RedisTurnLock, RedisTurnStore,
 };
 use looopy_testkit::{RedisServer, ScriptStep, ScriptedLlm};
 
@@ -87,8 +86,8 @@ fn history(n: usize) -> Vec<Message> {
         .collect()
 }
 
-async fn redis_stores(url: &str, prefix: &str) -> RedisStores {
-    RedisStores::connect(RedisConfig::new(url).with_key_prefix(prefix.to_owned()))
+async fn redis_stores(url: &str, prefix: &str) -> Stores {
+    looopy_stores_redis::connect(RedisConfig::new(url).with_key_prefix(prefix.to_owned()))
         .await
         .expect("connect to the bench Redis")
 }
@@ -256,7 +255,7 @@ impl RedisAgentStores {
 #[derive(Clone)]
 enum AgentStores {
     Redis(RedisAgentStores),
-    Memory(MemoryStores),
+    Memory(Stores),
 }
 
 /// A model that calls `noop_a` once, then answers.
@@ -361,7 +360,7 @@ async fn agent_part(server: &RedisServer, info: &redis::aio::MultiplexedConnecti
     let url = server.url();
     let redis =
         AgentStores::Redis(RedisAgentStores::connect(&url, &url, &url, "bench-agent").await);
-    let memory = AgentStores::Memory(MemoryStores::new());
+    let memory = AgentStores::Memory(looopy_stores_memory::stores());
     let proxies = [
         Proxy::start(server.port()).await,
         Proxy::start(server.port()).await,
@@ -426,7 +425,7 @@ async fn agent_part(server: &RedisServer, info: &redis::aio::MultiplexedConnecti
         .num("other_round_trips_per_turn", per_turn(rts[2]))
         .num("commands_per_turn", per_turn(cmds))
         .notes(format!(
-            "{:.1} round trips per turn of 2 iterations ({:.1} checkpoints, {:.1} message store calls, {:.1} turn start and end (RedisTurnStore: lease, agent state, history, input, messages, checkpoint delete) and artifacts), {:.1} commands; turn {m0:.0} µs with MemoryStores, {m1:.0} µs with Redis (medians; added = a Redis turn minus the median in-memory turn)",
+            "{:.1} round trips per turn of 2 iterations ({:.1} checkpoints, {:.1} message store calls, {:.1} turn start and end (RedisTurnStore: lease, agent state, history, input, messages, checkpoint delete) and artifacts), {:.1} commands; turn {m0:.0} µs with the memory stores, {m1:.0} µs with Redis (medians; added = a Redis turn minus the median in-memory turn)",
             per_turn(total),
             per_turn(rts[0]),
             per_turn(rts[1]),

@@ -20,11 +20,11 @@ use looopy_agent::Agent;
 use looopy_bench::{
     Case, comment, cpu_seconds, ms, peak_rss_kb, percentile, reset_peak_rss, rss_kb,
 };
+use looopy_core::store::Stores;
 use looopy_core::{
     LlmError, LlmProvider, LlmRequest, LlmResponse, Message, Role, TaskState, ToolCall,
     ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext,
 };
-use looopy_stores_memory::MemoryStores;
 
 /// The allocator `looopy serve` runs with (see `looopy_bench::Allocator`).
 #[global_allocator]
@@ -278,7 +278,7 @@ async fn run_floor(sessions: usize, live: &Arc<AtomicUsize>) -> (Vec<Duration>, 
 fn make_agent(
     i: usize,
     spec: Spec,
-    stores: &MemoryStores,
+    stores: &Stores,
     model: &Arc<SlowModel>,
     tools: &Arc<dyn ToolProvider>,
 ) -> Agent {
@@ -383,7 +383,7 @@ fn run_case(spec: Spec) {
         .build()
         .expect("runtime");
     rt.block_on(async {
-        let stores = MemoryStores::new();
+        let stores = looopy_stores_memory::stores();
         let model = Arc::new(SlowModel {
             use_tool: spec.tool,
             in_call: AtomicUsize::new(0),
@@ -402,7 +402,7 @@ fn run_case(spec: Spec) {
         if floor {
             run_floor(200, &live).await;
         } else {
-            let warm = MemoryStores::new();
+            let warm = looopy_stores_memory::stores();
             let agents: Vec<Agent> = (0..200)
                 .map(|i| make_agent(i, spec, &warm, &warm_model, &tools))
                 .collect();
@@ -523,6 +523,6 @@ fn main() {
         println!("{value}");
     }
     comment(
-        "Median and p99 are per-session turn latencies (turn start to final event). Each case runs in fresh child processes (3 runs, the median wall reported): a 200-session warm-up, then RSS before the sessions are built, at the moment the most turns were in flight (sampled every 2 ms), the peak (VmHWM, reset before building) and after. In the \"all held mid-turn\" case every session's first model call waits until all 10,000 are in it, and the RSS is read at that moment (its wall time means nothing). KB/session = (RSS then - RSS before) / sessions, so the history of a session (2 to 4 short messages in the shared MemoryStores) is counted in. Stores: MemoryStores messages, artifacts and agent state; \"turn lock\" adds MemoryTurnLock. The floor case runs the same shape with no Looopy code: a task per session and one for its turn, the 100 ms sleeps, 17 events of 56 bytes (the size of an AgentEvent) over an unbounded channel. Tokio multi-thread runtime, one worker per core; mimalloc, the allocator of the looopy binary, for every case. Budget (ARCHITECTURE.md): within 1.2x of the ideal wall time, under 50 KB per live session beyond its history.",
+        "Median and p99 are per-session turn latencies (turn start to final event). Each case runs in fresh child processes (3 runs, the median wall reported): a 200-session warm-up, then RSS before the sessions are built, at the moment the most turns were in flight (sampled every 2 ms), the peak (VmHWM, reset before building) and after. In the \"all held mid-turn\" case every session's first model call waits until all 10,000 are in it, and the RSS is read at that moment (its wall time means nothing). KB/session = (RSS then - RSS before) / sessions, so the history of a session (2 to 4 short messages in the shared memory stores) is counted in. Stores: the memory message, artifact and agent state stores; \"turn lock\" adds MemoryTurnLock. The floor case runs the same shape with no Looopy code: a task per session and one for its turn, the 100 ms sleeps, 17 events of 56 bytes (the size of an AgentEvent) over an unbounded channel. Tokio multi-thread runtime, one worker per core; mimalloc, the allocator of the looopy binary, for every case. Budget (ARCHITECTURE.md): within 1.2x of the ideal wall time, under 50 KB per live session beyond its history.",
     );
 }

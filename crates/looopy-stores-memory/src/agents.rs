@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use looopy_core::StoreError;
-use looopy_core::store::listing::newest_first;
+use looopy_core::store::listing::first_page;
 use looopy_core::store::{AgentState, AgentStateStore};
 
 use crate::lock;
@@ -123,12 +123,10 @@ impl AgentStateStore for MemoryAgentStateStore {
         let Some(contexts) = inner.by_owner.get(owner) else {
             return Ok(Vec::new());
         };
-        let mut states: Vec<&AgentState> = contexts
+        let states: Vec<&AgentState> = contexts
             .iter()
             .filter_map(|c| inner.states.peek(c))
             .collect();
-        states.sort_by(|a, b| newest_first(*a, *b));
-        let states = states.into_iter().take(limit).cloned().collect();
-        Ok(states)
+        Ok(first_page(states, limit).into_iter().cloned().collect())
     }
 }

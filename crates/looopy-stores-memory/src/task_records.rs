@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use looopy_core::StoreError;
-use looopy_core::store::listing::newest_first;
+use looopy_core::store::listing::first_page;
 use looopy_core::store::{TaskRecord, TaskRecordStore};
 
 use crate::lock;
@@ -91,13 +91,12 @@ impl TaskRecordStore for MemoryTaskRecordStore {
         limit: usize,
     ) -> Result<Vec<TaskRecord>, StoreError> {
         let records = lock(&self.records);
-        let mut found: Vec<&TaskRecord> = records
+        let found: Vec<&TaskRecord> = records
             .iter()
             .map(|(_, r)| r)
             .filter(|r| r.listed_by(owner, context_id))
             .collect();
-        found.sort_by(|a, b| newest_first(*a, *b));
-        Ok(found.into_iter().take(limit).cloned().collect())
+        Ok(first_page(found, limit).into_iter().cloned().collect())
     }
 
     async fn delete(&self, task_id: &str) -> Result<(), StoreError> {

@@ -2,33 +2,31 @@
 
 use std::sync::Arc;
 
-use looopy_core::store::Stores;
-use looopy_stores_memory::{MemoryRetention, MemoryTaskRecordStore};
-use looopy_testkit::conformance::{self, StoreUnderTest, UniqueIds};
+use looopy_stores_memory::{MemoryTaskRecordStore, stores};
+use looopy_testkit::conformance::{self, UniqueIds};
 
-/// The bundle an Agent and a server take, keeping everything (the suite
-/// checks expiry and caps elsewhere: `retention.rs`).
-fn stores() -> Stores {
-    looopy_stores_memory::stores(&MemoryRetention::unbounded())
-}
+// `stores()` is the bundle an Agent and a server take, keeping everything
+// (expiry and caps are checked in `retention.rs`).
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn memory_stores_pass_the_whole_suite() {
-    conformance::run_all(&StoreUnderTest::from_stores(&stores())).await;
+    conformance::run_all(&stores(), &UniqueIds::new()).await;
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn memory_stores_pass_on_a_single_thread() {
-    conformance::run_all(&StoreUnderTest::from_stores(&stores())).await;
+    conformance::run_all(&stores(), &UniqueIds::new()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_suites_share_one_set_of_stores() {
     // As on a shared Redis: unique ids keep concurrent runs apart.
     let stores = stores();
-    let a = StoreUnderTest::from_stores(&stores);
-    let b = StoreUnderTest::from_stores(&stores).with_ids(UniqueIds::with_prefix("second-run"));
-    futures::join!(conformance::run_all(&a), conformance::run_all(&b));
+    let (a, b) = (UniqueIds::new(), UniqueIds::with_prefix("second-run"));
+    futures::join!(
+        conformance::run_all(&stores, &a),
+        conformance::run_all(&stores, &b)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

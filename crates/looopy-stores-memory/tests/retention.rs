@@ -12,7 +12,10 @@ use looopy_core::store::{
     TaskCheckpoint,
 };
 use looopy_core::{AgentEvent, EventPayload, History, Message, TaskState, TaskStatus, Usage};
-use looopy_stores_memory::{MemoryRetention, MemoryStores};
+use looopy_stores_memory::{
+    MemoryAgentStateStore, MemoryCheckpointStore, MemoryEventLog, MemoryMessageStore,
+    MemoryRetention,
+};
 
 fn checkpoint(task_id: &str) -> TaskCheckpoint {
     TaskCheckpoint {
@@ -59,53 +62,47 @@ fn working(task_id: &str) -> AgentEvent {
     )
 }
 
-fn capped(max_entries: usize) -> MemoryStores {
-    MemoryStores::with_retention(&MemoryRetention {
+fn capped(max_entries: usize) -> MemoryRetention {
+    MemoryRetention {
         max_entries,
         ..MemoryRetention::unbounded()
-    })
+    }
 }
 
 #[tokio::test]
 async fn the_message_store_keeps_the_most_recently_used_conversations() {
-    let stores = capped(3);
+    let messages = MemoryMessageStore::with_retention(&capped(3));
     for c in ["a", "b", "c"] {
-        stores
-            .messages
-            .append(c, &[Message::user(c)])
-            .await
-            .unwrap();
+        messages.append(c, &[Message::user(c)]).await.unwrap();
     }
     // Reading "a" makes "b" the least recently used.
-    assert_eq!(stores.messages.count("a").await.unwrap(), 1);
-    stores
-        .messages
-        .append("d", &[Message::user("d")])
-        .await
-        .unwrap();
-    assert_eq!(stores.messages.context_count(), 3);
-    assert_eq!(stores.messages.count("b").await.unwrap(), 0);
+    assert_eq!(messages.count("a").await.unwrap(), 1);
+    messages.append("d", &[Message::user("d")]).await.unwrap();
+    assert_eq!(messages.context_count(), 3);
+    assert_eq!(messages.count("b").await.unwrap(), 0);
     for c in ["a", "c", "d"] {
-        assert_eq!(stores.messages.count(c).await.unwrap(), 1, "{c}");
+        assert_eq!(messages.count(c).await.unwrap(), 1, "{c}");
     }
 }
 
 #[tokio::test]
 async fn checkpoints_event_logs_and_states_are_capped_too() {
-    let stores = capped(2);
+    let retention = capped(2);
+    let checkpoints = MemoryCheckpointStore::with_retention(&retention);
+    let events = MemoryEventLog::with_retention(&retention);
+    let agents = MemoryAgentStateStore::with_retention(&retention);
     for t in ["t1", "t2", "t3"] {
-        stores.checkpoints.save(&checkpoint(t)).await.unwrap();
-        stores.events.append(t, Arc::new(working(t))).await.unwrap();
-        stores.agents.save(&owned_state(t, "me")).await.unwrap();
+        checkpoints.save(&checkpoint(t)).await.unwrap();
+        events.append(t, Arc::new(working(t))).await.unwrap();
+        agents.save(&owned_state(t, "me")).await.unwrap();
     }
-    assert!(stores.checkpoints.load("t1").await.unwrap().is_none());
-    assert!(stores.checkpoints.load("t3").await.unwrap().is_some());
-    assert_eq!(stores.checkpoints.len(), 2);
-    assert!(stores.events.read("t1", None, 10).await.unwrap().is_empty());
-    assert_eq!(stores.events.read("t3", None, 10).await.unwrap().len(), 1);
+    assert!(checkpoints.load("t1").await.unwrap().is_none());
+    assert!(checkpoints.load("t3").await.unwrap().is_some());
+    assert_eq!(checkpoints.len(), 2);
+    assert!(events.read("t1", None, 10).await.unwrap().is_empty());
+    assert_eq!(events.read("t3", None, 10).await.unwrap().len(), 1);
     // The owner index lists only the states still kept.
-    let listed: Vec<String> = stores
-        .agents
+    let listed: Vec<String> = agents
         .list_by_owner("me", 10)
         .await
         .unwrap()
@@ -118,7 +115,8 @@ async fn checkpoints_event_logs_and_states_are_capped_too() {
 
 #[tokio::test]
 async fn conversations_expire_after_their_last_write() {
-    let stores = MemoryStores::with_retention(&MemoryRetention {
+    // Through the bundle: its constructor hands the retention to each store.
+    let stores = looopy_stores_memory::stores_with_retention(&MemoryRetention {
         ttl_secs: 1,
         task_ttl_secs: 1,
         max_entries: 0,
@@ -150,8 +148,9 @@ async fn conversations_expire_after_their_last_write() {
 }
 
 #[tokio::test]
-async fn new_keeps_everything() {
-    let stores = MemoryStores::new();
+async fn the_bundle_without_retention_keeps_everything() {
+    // Twice the default cap: with it, the first conversations would go.
+    let stores = looopy_stores_memory::stores();
     for i in 0..20_000 {
         stores
             .messages
@@ -159,5 +158,8 @@ async fn new_keeps_everything() {
             .await
             .unwrap();
     }
-    assert_eq!(stores.messages.context_count(), 20_000);
+    for i in 0..20_000 {
+        let count = stores.messages.count(&format!("c{i}")).await.unwrap();
+        assert_eq!(count, 1, "c{i} was dropped");
+    }
 }

@@ -10,10 +10,6 @@ use looopy_testkit::conformance::{self, UniqueIds};
 #[tokio::test]
 async fn redis_cache_store_passes_the_cache_suite() {
     let redis = support::redis();
-    let stores = support::stores(support::config(redis.url())).await;
-    conformance::cache_store(
-        Arc::new(RedisCacheStore::new(stores.backend.clone())),
-        &UniqueIds::new(),
-    )
-    .await;
+    let backend = support::backend(support::config(redis.url())).await;
+    conformance::cache_store(Arc::new(RedisCacheStore::new(backend)), &UniqueIds::new()).await;
 }

@@ -8,9 +8,9 @@
 mod support;
 
 use chrono::Utc;
-use looopy_core::store::{CheckpointStore, HistoryMark, MessageStore, TaskCheckpoint};
+use looopy_core::store::{HistoryMark, TaskCheckpoint};
 use looopy_core::{History, Message, StoreError, TaskState};
-use looopy_stores_redis::RedisStores;
+use looopy_stores_redis::RedisBackend;
 
 const STORED: usize = 50;
 
@@ -34,21 +34,21 @@ fn checkpoint(ctx: &str, task: &str, messages: History, mark: &HistoryMark) -> T
 }
 
 /// How many messages the checkpoint's own list holds in Redis.
-async fn listed(url: &str, stores: &RedisStores, task: &str) -> usize {
+async fn listed(url: &str, backend: &RedisBackend, task: &str) -> usize {
     let client = redis::Client::open(url).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
     redis::cmd("LLEN")
-        .arg(stores.backend.keys().checkpoint_messages(task))
+        .arg(backend.keys().checkpoint_messages(task))
         .query_async(&mut conn)
         .await
         .unwrap()
 }
 
-async fn epoch(url: &str, stores: &RedisStores, ctx: &str) -> String {
+async fn epoch(url: &str, backend: &RedisBackend, ctx: &str) -> String {
     let client = redis::Client::open(url).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
     redis::cmd("GET")
-        .arg(stores.backend.keys().messages_epoch(ctx))
+        .arg(backend.keys().messages_epoch(ctx))
         .query_async(&mut conn)
         .await
         .unwrap()
@@ -58,14 +58,15 @@ async fn epoch(url: &str, stores: &RedisStores, ctx: &str) -> String {
 async fn a_checkpoint_on_the_stored_history_stores_only_the_turns_messages_and_loads_whole() {
     let redis = support::redis();
     let config = support::config(redis.url());
-    let stores = support::stores(config.clone()).await;
+    let backend = support::backend(config.clone()).await;
+    let stores = looopy_stores_redis::stores(backend.clone());
     let (ctx, task) = ("ctx-on-history", "task-on-history");
     let stored: Vec<Message> = (0..STORED)
         .map(|n| Message::user(format!("old {n}")))
         .collect();
     stores.messages.append(ctx, &stored).await.unwrap();
     let mark = HistoryMark {
-        epoch: epoch(redis.url(), &stores, ctx).await,
+        epoch: epoch(redis.url(), &backend, ctx).await,
         len: STORED,
     };
 
@@ -77,14 +78,14 @@ async fn a_checkpoint_on_the_stored_history_stores_only_the_turns_messages_and_l
         .await
         .unwrap();
     assert_eq!(
-        listed(redis.url(), &stores, task).await,
+        listed(redis.url(), &backend, task).await,
         1,
         "only the turn's own message is written"
     );
     history.push(Message::assistant("the turn's second"));
     let second = checkpoint(ctx, task, history.clone(), &mark);
     stores.checkpoints.save(&second).await.unwrap();
-    assert_eq!(listed(redis.url(), &stores, task).await, 2);
+    assert_eq!(listed(redis.url(), &backend, task).await, 2);
 
     let loaded = stores.checkpoints.load(task).await.unwrap().unwrap();
     assert_eq!(loaded, second, "loads with the stored history in front");
@@ -96,7 +97,7 @@ async fn a_checkpoint_on_the_stored_history_stores_only_the_turns_messages_and_l
     history.push(Message::assistant("after the resume"));
     let third = checkpoint(ctx, task, history.clone(), &mark);
     other.checkpoints.save(&third).await.unwrap();
-    assert_eq!(listed(redis.url(), &other, task).await, 3);
+    assert_eq!(listed(redis.url(), &backend, task).await, 3);
     assert_eq!(other.checkpoints.load(task).await.unwrap().unwrap(), third);
 
     // The history is rewritten (a compaction): the checkpoint cannot be
@@ -115,5 +116,5 @@ async fn a_checkpoint_on_the_stored_history_stores_only_the_turns_messages_and_l
         }
         other => panic!("expected HistoryRewritten, got {other:?}"),
     }
-    support::cleanup(redis.url(), &stores).await;
+    support::cleanup(redis.url(), backend.keys().prefix()).await;
 }

@@ -5,9 +5,8 @@
 mod support;
 
 use chrono::Utc;
-use looopy_core::store::{CheckpointStore, TaskCheckpoint};
+use looopy_core::store::TaskCheckpoint;
 use looopy_core::{History, Message, TaskState};
-use looopy_stores_redis::RedisStores;
 use looopy_testkit::RedisServer;
 
 fn checkpoint(task: &str, messages: History, iteration: u32) -> TaskCheckpoint {
@@ -94,7 +93,7 @@ async fn a_save_by_another_process_or_a_rewritten_history_forces_a_full_write() 
     let redis = support::redis();
     let config = support::config(redis.url());
     let a = support::stores(config.clone()).await;
-    let b = RedisStores::connect(config).await.unwrap(); // another process
+    let b = looopy_stores_redis::connect(config).await.unwrap(); // another process
     let mut history = History::from(vec![Message::user("q"), Message::assistant("a1")]);
     a.checkpoints
         .save(&checkpoint("t", history.clone(), 1))

@@ -9,28 +9,29 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use looopy_core::store::Stores;
-use looopy_core::store::{AgentState, AgentStateStore, EventLog, LifecycleState, MessageStore};
+use looopy_core::store::{AgentState, LifecycleState};
 use looopy_core::{AgentEvent, EventPayload, Message};
-use looopy_stores_redis::{RedisBackend, RedisConfig, RedisStores};
-use looopy_testkit::conformance::{self, StoreUnderTest};
+use looopy_stores_redis::{RedisBackend, RedisConfig};
+use looopy_testkit::conformance::{self, UniqueIds};
 
 use support::cluster::{ClusterConfig, TestCluster, cluster};
 
-fn under_test(stores: &RedisStores) -> StoreUnderTest {
-    StoreUnderTest::from_stores(&stores.clone().into())
+/// A pool on the cluster, checked to be a cluster pool.
+async fn backend(cluster: &TestCluster) -> RedisBackend {
+    let backend = support::backend(cluster.config()).await;
+    assert!(backend.is_cluster());
+    backend
 }
 
-async fn stores(cluster: &TestCluster) -> RedisStores {
-    let stores = support::stores(cluster.config()).await;
-    assert!(stores.backend.is_cluster());
-    stores
+async fn stores(cluster: &TestCluster) -> Stores {
+    looopy_stores_redis::stores(backend(cluster).await)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cluster_stores_pass_the_whole_suite() {
     let Some(cluster) = cluster() else { return };
     let stores = stores(&cluster).await;
-    conformance::run_all(&under_test(&stores)).await;
+    conformance::run_all(&stores, &UniqueIds::new()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -38,14 +39,15 @@ async fn the_turn_store_passes_its_rules_on_a_cluster() {
     // Store by store there: its keys are on several slots.
     let Some(cluster) = cluster() else { return };
     let stores = stores(&cluster).await;
-    conformance::turn_store(stores.turns.clone(), &conformance::UniqueIds::new()).await;
+    let turns = stores.turns.expect("the Redis stores have a turn store");
+    conformance::turn_store(turns, &UniqueIds::new()).await;
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn cluster_stores_pass_on_a_single_thread_with_one_connection() {
     let Some(cluster) = cluster() else { return };
     let stores = support::stores(cluster.config().with_pool_size(1)).await;
-    conformance::run_all(&under_test(&stores)).await;
+    conformance::run_all(&stores, &UniqueIds::new()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -58,7 +60,7 @@ async fn cluster_task_records_are_atomic_across_two_connections() {
     conformance::task_store_across_handles(
         a.task_records.clone(),
         b.task_records.clone(),
-        &conformance::UniqueIds::new(),
+        &UniqueIds::new(),
     )
     .await;
 }
@@ -74,7 +76,7 @@ async fn a_config_with_a_list_of_cluster_urls_connects_every_store() {
     ))
     .unwrap();
     let stores: Stores = looopy_stores_redis::connect(config).await.unwrap();
-    conformance::run_all(&StoreUnderTest::from_stores(&stores)).await;
+    conformance::run_all(&stores, &UniqueIds::new()).await;
 }
 
 /// A plain (non-cluster) connection to each master, by address.
@@ -110,8 +112,8 @@ async fn keys_by_master(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn keys_of_different_contexts_live_on_different_masters() {
     let Some(cluster) = cluster() else { return };
-    let stores = stores(&cluster).await;
-    let backend: &RedisBackend = &stores.backend;
+    let backend = backend(&cluster).await;
+    let stores = looopy_stores_redis::stores(backend.clone());
     let prefix = backend.keys().prefix().to_owned();
     let mut masters = masters(&cluster).await;
     assert_eq!(masters.len(), 3, "three masters: {:?}", masters.keys());

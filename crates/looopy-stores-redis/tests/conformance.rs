@@ -3,25 +3,20 @@
 
 mod support;
 
-use looopy_stores_redis::RedisStores;
-use looopy_testkit::conformance::{self, StoreUnderTest, UniqueIds};
-
-fn under_test(stores: &RedisStores) -> StoreUnderTest {
-    StoreUnderTest::from_stores(&stores.clone().into())
-}
+use looopy_testkit::conformance::{self, UniqueIds};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn redis_stores_pass_the_whole_suite() {
     let redis = support::redis();
     let stores = support::stores(support::config(redis.url())).await;
-    conformance::run_all(&under_test(&stores)).await;
+    conformance::run_all(&stores, &UniqueIds::new()).await;
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn redis_stores_pass_on_a_single_thread_with_one_connection() {
     let redis = support::redis();
     let stores = support::stores(support::config(redis.url()).with_pool_size(1)).await;
-    conformance::run_all(&under_test(&stores)).await;
+    conformance::run_all(&stores, &UniqueIds::new()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -29,12 +24,12 @@ async fn two_suites_share_one_prefix_and_one_pool() {
     // Unique ids keep concurrent runs apart, even under one key prefix.
     let redis = support::redis();
     let stores = support::stores(support::config(redis.url())).await;
-    let a = under_test(&stores);
-    let b = under_test(&stores).with_ids(UniqueIds::with_prefix(format!(
-        "second-{}",
-        UniqueIds::new().prefix()
-    )));
-    futures::join!(conformance::run_all(&a), conformance::run_all(&b));
+    let a = UniqueIds::new();
+    let b = UniqueIds::with_prefix(format!("second-{}", UniqueIds::new().prefix()));
+    futures::join!(
+        conformance::run_all(&stores, &a),
+        conformance::run_all(&stores, &b)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -56,5 +51,6 @@ async fn task_records_are_atomic_across_two_connections() {
 async fn the_redis_turn_store_passes_the_turn_store_rules() {
     let redis = support::redis();
     let stores = support::stores(support::config(redis.url())).await;
-    conformance::turn_store(stores.turns.clone(), &UniqueIds::new()).await;
+    let turns = stores.turns.expect("the Redis stores have a turn store");
+    conformance::turn_store(turns, &UniqueIds::new()).await;
 }

@@ -21,13 +21,12 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use looopy_core::store::CheckpointStore;
 use looopy_core::{
     History, LlmResponse, Message, Role, TaskState, ToolCall, ToolDefinition, ToolError,
     ToolProvider, ToolResult, TurnContext,
 };
 use looopy_loop::AgentLoop;
-use looopy_stores_redis::{RedisConfig, RedisStores};
+use looopy_stores_redis::RedisConfig;
 use looopy_testkit::ScriptedLlm;
 use support::cluster::ClusterConfig;
 
@@ -91,7 +90,7 @@ async fn child_process_role() {
     };
     let config: RedisConfig = serde_json::from_str(&config).unwrap();
     let runs = PathBuf::from(std::env::var(RUNS_ENV).unwrap());
-    let stores = RedisStores::connect(config).await.unwrap();
+    let stores = looopy_stores_redis::connect(config).await.unwrap();
     let llm = ScriptedLlm::new()
         .respond(LlmResponse::tool_calls(
             "",
@@ -198,7 +197,7 @@ async fn killed_mid_batch_then_resumed(config: RedisConfig) {
     }
 
     // The replacement process: new pool, new store, a model that finishes.
-    let stores = RedisStores::connect(config).await.unwrap();
+    let stores = looopy_stores_redis::connect(config).await.unwrap();
     let llm = ScriptedLlm::new().respond(LlmResponse::text("all done"));
     let agent = AgentLoop::builder(llm.clone())
         .tools(FileTools {

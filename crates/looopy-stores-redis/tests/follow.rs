@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::TryStreamExt;
-use looopy_core::store::EventLog;
 use looopy_core::{AgentEvent, EventPayload, TaskState, TaskStatus};
 
 fn event(task: &str, n: usize) -> AgentEvent {
@@ -39,6 +38,7 @@ async fn many_blocked_followers_do_not_block_a_pool_of_one() {
     let config = support::config(redis.url())
         .with_pool_size(1)
         .with_follow_block(Duration::from_millis(300));
+    let prefix = config.key_prefix.clone();
     let stores = support::stores(config).await;
     let followers: Vec<_> = (0..8)
         .map(|n| {
@@ -81,7 +81,7 @@ async fn many_blocked_followers_do_not_block_a_pool_of_one() {
         assert_eq!(got, stores.events.read(&task, None, 10).await.unwrap());
         assert!(got.last().unwrap().event.is_final());
     }
-    support::cleanup(redis.url(), &stores).await;
+    support::cleanup(redis.url(), &prefix).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,8 +9,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use looopy_core::store::Acquire;
-use looopy_core::store::TurnLock;
-use looopy_stores_redis::RedisStores;
 
 const ROUNDS: usize = 30;
 
@@ -19,7 +17,7 @@ async fn two_processes_never_hold_one_context_at_once() {
     let redis = support::redis();
     let config = support::config(redis.url());
     let first = support::stores(config.clone()).await;
-    let second = RedisStores::connect(config).await.unwrap();
+    let second = looopy_stores_redis::connect(config).await.unwrap();
     let inside = Arc::new(AtomicUsize::new(0));
     let turns = Arc::new(AtomicUsize::new(0));
 
@@ -67,7 +65,7 @@ async fn a_dead_processs_lease_expires_and_it_cannot_touch_the_next_one() {
     let redis = support::redis();
     let config = support::config(redis.url());
     let dead = support::stores(config.clone()).await;
-    let alive = RedisStores::connect(config).await.unwrap();
+    let alive = looopy_stores_redis::connect(config).await.unwrap();
     assert!(
         dead.locks
             .try_acquire("ctx", "dead", None, Duration::from_millis(300))

@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use looopy_core::store::Acquire;
-use looopy_core::store::{CheckpointStore, EventLog, MessageStore, TurnLock};
+use looopy_core::store::Stores;
 use looopy_core::{AgentEvent, EventPayload, Message, StoreError};
-use looopy_stores_redis::{RedisConfig, RedisStores};
+use looopy_stores_redis::RedisConfig;
 use looopy_testkit::RedisServer;
 
 /// Far above the configured timeouts: only a hang gets here.
@@ -56,7 +56,7 @@ fn text(task: &str, text: &str) -> AgentEvent {
 }
 
 /// Every kind of operation works.
-async fn all_work(stores: &RedisStores, round: &str) {
+async fn all_work(stores: &Stores, round: &str) {
     let ctx = format!("ctx-{round}");
     stores.messages.append(&ctx, &batch(round)).await.unwrap();
     assert_eq!(stores.messages.count(&ctx).await.unwrap(), 5);

@@ -9,12 +9,10 @@ use std::time::Duration;
 
 use chrono::Utc;
 use looopy_core::store::Acquire;
-use looopy_core::store::{
-    AgentState, AgentStateStore, ArtifactStore, CheckpointStore, EventLog, LifecycleState,
-    MessageStore, TaskCheckpoint, TaskRecord, TaskRecordStore, TurnLock,
-};
+use looopy_core::store::Stores;
+use looopy_core::store::{AgentState, LifecycleState, TaskCheckpoint, TaskRecord};
 use looopy_core::{AgentEvent, Artifact, EventPayload, Message, Part, TaskState, TaskStatus};
-use looopy_stores_redis::RedisStores;
+use looopy_stores_redis::KeyLayout;
 
 fn checkpoint(task: &str) -> TaskCheckpoint {
     TaskCheckpoint {
@@ -36,7 +34,7 @@ fn checkpoint(task: &str) -> TaskCheckpoint {
 }
 
 /// Writes one thing of every kind under `ctx` / `task`; returns their keys.
-async fn write_everything(stores: &RedisStores, ctx: &str, task: &str) -> Vec<String> {
+async fn write_everything(stores: &Stores, k: &KeyLayout, ctx: &str, task: &str) -> Vec<String> {
     stores.checkpoints.save(&checkpoint(task)).await.unwrap();
     stores
         .messages
@@ -92,7 +90,6 @@ async fn write_everything(stores: &RedisStores, ctx: &str, task: &str) -> Vec<St
         .await
         .unwrap();
     stores.task_records.request_cancel(task).await.unwrap();
-    let k = stores.backend.keys();
     vec![
         k.messages(ctx),
         k.artifacts(ctx),
@@ -122,10 +119,11 @@ async fn pttl(client: &redis::Client, key: &str) -> i64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checkpoints_expire_after_a_day_and_the_rest_never_by_default() {
     let redis = support::redis();
-    let stores = support::stores(support::config(redis.url())).await;
+    let backend = support::backend(support::config(redis.url())).await;
+    let stores = looopy_stores_redis::stores(backend.clone());
     let client = redis::Client::open(redis.url()).unwrap();
-    let keys = write_everything(&stores, "c1", "t1").await;
-    let k = stores.backend.keys();
+    let k = backend.keys();
+    let keys = write_everything(&stores, k, "c1", "t1").await;
     for key in [k.checkpoint("t1"), k.checkpoint_messages("t1")] {
         let ms = pttl(&client, &key).await;
         assert!(
@@ -149,7 +147,7 @@ async fn checkpoints_expire_after_a_day_and_the_rest_never_by_default() {
         lease > 0 && lease <= 5000,
         "a lease expires with its ttl: {lease}"
     );
-    support::cleanup(redis.url(), &stores).await;
+    support::cleanup(redis.url(), k.prefix()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -158,10 +156,11 @@ async fn short_ttls_make_every_key_expire() {
     let config = support::config(redis.url())
         .with_task_ttl(Some(Duration::from_secs(1)))
         .with_ttl(Some(Duration::from_secs(1)));
-    let stores = support::stores(config).await;
+    let backend = support::backend(config).await;
+    let stores = looopy_stores_redis::stores(backend.clone());
     let client = redis::Client::open(redis.url()).unwrap();
-    let mut keys = write_everything(&stores, "c2", "t2").await;
-    let k = stores.backend.keys();
+    let k = backend.keys();
+    let mut keys = write_everything(&stores, k, "c2", "t2").await;
     keys.extend([k.checkpoint("t2"), k.checkpoint_messages("t2")]);
     for key in &keys {
         let ms = pttl(&client, key).await;

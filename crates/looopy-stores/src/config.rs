@@ -34,7 +34,9 @@ impl StoreConfig {
     pub async fn build(&self) -> Result<Stores, StoreError> {
         match self {
             #[cfg(feature = "memory")]
-            StoreConfig::Memory(retention) => Ok(looopy_stores_memory::stores(retention)),
+            StoreConfig::Memory(retention) => {
+                Ok(looopy_stores_memory::stores_with_retention(retention))
+            }
             #[cfg(feature = "redis")]
             StoreConfig::Redis(config) => looopy_stores_redis::connect(config.clone()).await,
         }

@@ -4,7 +4,7 @@
 
 use looopy_core::StoreError;
 use looopy_stores::{StoreConfig, Stores};
-use looopy_testkit::conformance::{self, StoreUnderTest, UniqueIds};
+use looopy_testkit::conformance::{self, UniqueIds};
 
 #[derive(serde::Deserialize)]
 struct Settings {
@@ -16,10 +16,6 @@ fn from_toml(text: &str) -> StoreConfig {
         Ok(settings) => settings.store,
         Err(e) => panic!("bad settings: {e}"),
     }
-}
-
-fn under_test(stores: &Stores) -> StoreUnderTest {
-    StoreUnderTest::from_stores(stores)
 }
 
 async fn build(config: &StoreConfig) -> Stores {
@@ -40,14 +36,14 @@ async fn stores_built_from_configuration_pass_the_suite() {
         "[store]\nbackend = \"redis\"\nurl = \"{}\"\nkey_prefix = \"{prefix}\"\npool_size = 4\n",
         redis.url()
     ));
-    conformance::run_all(&under_test(&build(&config).await)).await;
+    conformance::run_all(&build(&config).await, &UniqueIds::new()).await;
 }
 
 #[cfg(feature = "memory")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn memory_stores_built_from_configuration_pass_the_suite() {
     let memory = from_toml("[store]\nbackend = \"memory\"\n");
-    conformance::run_all(&under_test(&build(&memory).await)).await;
+    conformance::run_all(&build(&memory).await, &UniqueIds::new()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

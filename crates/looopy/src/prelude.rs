@@ -10,7 +10,7 @@ pub use looopy_core::{
 };
 pub use looopy_loop::layers::ToolProviderExt;
 pub use looopy_loop::{AgentLoop, TurnOutcome, TurnStream};
-pub use looopy_stores_memory::MemoryStores;
+pub use looopy_stores::Stores;
 pub use looopy_tools::{LocalTools, NoArgs, ToolFnError};
 pub use schemars::JsonSchema;
 
@@ -23,7 +23,7 @@ pub use looopy_llm_litellm::{LiteLlmConfig, LiteLlmProvider};
 pub use looopy_tools::{McpToolProvider, StdioServer};
 
 #[cfg(feature = "redis")]
-pub use looopy_stores_redis::{RedisConfig, RedisStores};
+pub use looopy_stores_redis::RedisConfig;
 
 #[cfg(feature = "a2a-server")]
 pub use looopy_a2a::A2aServer;

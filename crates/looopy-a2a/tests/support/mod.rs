@@ -13,11 +13,12 @@ use looopy_a2a::{
     TurnRequest, TurnRunner,
 };
 use looopy_agent::Agent;
+use looopy_core::store::Stores;
 use looopy_core::{
     AgentEvent, Artifact, EventPayload, LlmResponse, Message, Part, TaskState, TaskStatus,
     ToolProvider,
 };
-use looopy_stores_memory::{MemoryEventLog, MemoryStores, MemoryTaskRecordStore};
+use looopy_stores_memory::{MemoryEventLog, MemoryTaskRecordStore};
 use looopy_testkit::ScriptedLlm;
 use serde_json::{Map, Value, json};
 use tokio::sync::{Semaphore, mpsc, oneshot};
@@ -97,11 +98,8 @@ pub async fn start(runner: impl TurnRunner) -> TestServer {
 // ------------------------------------------------------------------ agents
 
 /// An Agent runner whose model answers from `llm`, with extra tools.
-pub fn agent_runner(
-    llm: ScriptedLlm,
-    tools: Vec<Arc<dyn ToolProvider>>,
-) -> (AgentRunner, MemoryStores) {
-    let stores = MemoryStores::new();
+pub fn agent_runner(llm: ScriptedLlm, tools: Vec<Arc<dyn ToolProvider>>) -> (AgentRunner, Stores) {
+    let stores = looopy_stores_memory::stores();
     let s = stores.clone();
     let runner = AgentRunner::new(move |context_id, owner| {
         let mut b = Agent::builder(context_id)

@@ -10,16 +10,17 @@ use std::time::Duration;
 use async_trait::async_trait;
 use looopy_agent::{Agent, AgentBuilder, AgentTurn, FinishedTurn};
 use looopy_core::store::MessageStore;
+use looopy_core::store::Stores;
 use looopy_core::{
     AgentEvent, EventPayload, LlmResponse, Message, Part, Role, StoreError, ToolCall,
     ToolDefinition, ToolError, ToolProvider, ToolResult, ToolSignal, TurnContext,
 };
-use looopy_stores_memory::{MemoryMessageStore, MemoryStores};
+use looopy_stores_memory::MemoryMessageStore;
 use looopy_testkit::ScriptedLlm;
 use serde_json::json;
 
 /// An agent on the given stores (messages, artifacts, agent state).
-pub fn builder(context: &str, llm: &ScriptedLlm, stores: &MemoryStores) -> AgentBuilder {
+pub fn builder(context: &str, llm: &ScriptedLlm, stores: &Stores) -> AgentBuilder {
     Agent::builder(context)
         .llm(llm.clone())
         .message_store(stores.messages.clone())

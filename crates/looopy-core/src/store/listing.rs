@@ -26,6 +26,14 @@ impl Listed for AgentState {
     }
 }
 
+/// A borrowed value lists as the value does, so that a backend holding its
+/// values (memory) pages through references and clones only the page.
+impl<T: Listed> Listed for &T {
+    fn listing_key(&self) -> (DateTime<Utc>, &str) {
+        T::listing_key(self)
+    }
+}
+
 /// The listing order: the newest first, then by id ascending.
 pub fn newest_first<T: Listed>(a: &T, b: &T) -> Ordering {
     let (ta, ia) = a.listing_key();
@@ -80,6 +88,18 @@ mod tests {
         );
         let ids: Vec<_> = page.iter().map(|r| r.task_id.as_str()).collect();
         assert_eq!(ids, ["new", "a", "b"]);
+    }
+
+    #[test]
+    fn borrowed_values_page_in_the_same_order() {
+        let held = [
+            record("b", None, 5),
+            record("old", None, 9),
+            record("a", None, 5),
+        ];
+        let page = first_page(held.iter().collect(), 2);
+        let ids: Vec<_> = page.iter().map(|r| r.task_id.as_str()).collect();
+        assert_eq!(ids, ["a", "b"]);
     }
 
     #[test]

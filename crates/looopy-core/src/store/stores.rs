@@ -8,9 +8,14 @@ use super::{
 };
 
 /// Every store, as the trait objects an Agent and a server take: one type
-/// whatever the backend. Each backend crate builds one
-/// (`looopy_stores_memory::stores`, `looopy_stores_redis::stores`), and the
-/// `looopy-stores` crate builds one from configuration.
+/// whatever the backend, and the only bundle type. Each backend crate
+/// builds one (`looopy_stores_memory::stores` and `stores_with_retention`,
+/// `looopy_stores_redis::connect` and `stores`), and the `looopy-stores`
+/// crate builds one from configuration.
+///
+/// The fields are public, so a test that inspects one store beyond its
+/// trait builds that store itself and replaces the field
+/// (`Stores { locks: my_lock.clone(), ..backend_stores }`).
 ///
 /// Clones share the same stores.
 #[derive(Clone)]

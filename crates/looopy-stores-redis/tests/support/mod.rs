@@ -3,7 +3,8 @@
 
 pub mod cluster;
 
-use looopy_stores_redis::{RedisConfig, RedisStores};
+use looopy_core::store::Stores;
+use looopy_stores_redis::{RedisBackend, RedisConfig};
 use looopy_testkit::TestRedis;
 use looopy_testkit::conformance::UniqueIds;
 
@@ -20,20 +21,26 @@ pub fn config(url: &str) -> RedisConfig {
     RedisConfig::new(url).with_key_prefix(UniqueIds::new().prefix().to_owned())
 }
 
-/// Every store, connected.
-pub async fn stores(config: RedisConfig) -> RedisStores {
-    match RedisStores::connect(config).await {
-        Ok(stores) => stores,
+/// A pool on the test Redis, connected (for what only Redis has: the key
+/// layout, a store built on the same pool).
+pub async fn backend(config: RedisConfig) -> RedisBackend {
+    match RedisBackend::connect(config).await {
+        Ok(backend) => backend,
         Err(e) => panic!("could not connect to the test Redis: {e}"),
     }
 }
 
-/// Deletes every key under the stores' prefix (tests on the shared Redis
-/// leave nothing behind).
-pub async fn cleanup(url: &str, stores: &RedisStores) {
+/// Every store, connected.
+pub async fn stores(config: RedisConfig) -> Stores {
+    looopy_stores_redis::stores(backend(config).await)
+}
+
+/// Deletes every key under `prefix` (tests on the shared Redis leave
+/// nothing behind).
+pub async fn cleanup(url: &str, prefix: &str) {
     let client = redis::Client::open(url).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-    let pattern = format!("{}:*", stores.backend.keys().prefix());
+    let pattern = format!("{prefix}:*");
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg(pattern)
         .query_async(&mut conn)

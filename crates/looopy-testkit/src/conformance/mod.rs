@@ -5,18 +5,16 @@
 //!
 //! ```
 //! use looopy_core::store::Stores;
-//! use looopy_testkit::conformance::{StoreUnderTest, run_all};
+//! use looopy_testkit::conformance::{UniqueIds, run_all};
 //!
 //! async fn check_my_stores(stores: &Stores) {
-//!     run_all(&StoreUnderTest::from_stores(stores)).await;
+//!     run_all(stores, &UniqueIds::new()).await;
 //! }
 //! ```
 //!
-//! A backend that keeps only some stores builds the [`StoreUnderTest`] from
-//! them ([`StoreUnderTest::new`]) and adds its [`TaskRecordStore`]
-//! ([`StoreUnderTest::with_task_records`]) and [`PushConfigStore`]
-//! ([`StoreUnderTest::with_push_configs`]) when it has them: `run_all`
-//! checks those when set.
+//! A backend's [`TurnStore`](looopy_core::store::TurnStore) (`Stores::turns`)
+//! is checked on its own ([`turn_store`]): its rules hold for the default
+//! methods over the other stores too.
 //!
 //! Or one trait at a time ([`message_store`], [`event_log`], [`task_store`], ...). Failures
 //! panic with a message naming the broken rule. Every key the suite writes
@@ -55,6 +53,13 @@
 //!   by task id (ascending), follows owner and context changes and deletes,
 //!   lists a record under its final owner only after concurrent puts, and a
 //!   limit of 0 lists nothing.
+//!
+//! [`MessageStore`]: looopy_core::store::MessageStore
+//! [`ArtifactStore`]: looopy_core::store::ArtifactStore
+//! [`AgentStateStore`]: looopy_core::store::AgentStateStore
+//! [`EventLog`]: looopy_core::store::EventLog
+//! [`TurnLock`]: looopy_core::store::TurnLock
+//! [`TaskRecordStore`]: looopy_core::store::TaskRecordStore
 
 mod agents;
 mod artifacts;
@@ -74,10 +79,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use looopy_core::StoreError;
-use looopy_core::store::{
-    AgentStateStore, ArtifactStore, CheckpointStore, EventLog, MessageStore, PushConfigStore,
-    Stores, TaskRecordStore, TurnLock,
-};
+use looopy_core::store::Stores;
 
 pub use agents::agent_state_store;
 pub use artifacts::artifact_store;
@@ -129,110 +131,17 @@ impl Default for UniqueIds {
     }
 }
 
-/// The stores of one implementation, as the suite sees them.
-pub struct StoreUnderTest {
-    /// Loop checkpoints.
-    pub checkpoints: Arc<dyn CheckpointStore>,
-    /// Conversation histories.
-    pub messages: Arc<dyn MessageStore>,
-    /// Artifacts.
-    pub artifacts: Arc<dyn ArtifactStore>,
-    /// Agent lifecycle metadata.
-    pub agents: Arc<dyn AgentStateStore>,
-    /// Event logs.
-    pub events: Arc<dyn EventLog>,
-    /// Turn leases.
-    pub locks: Arc<dyn TurnLock>,
-    /// A2A task records, when the backend keeps them (checked by `run_all`
-    /// when set).
-    pub task_records: Option<Arc<dyn TaskRecordStore>>,
-    /// A2A push notification configs, when the backend keeps them (checked
-    /// by `run_all` when set).
-    pub push_configs: Option<Arc<dyn PushConfigStore>>,
-    /// Where the suite takes its keys from.
-    pub ids: UniqueIds,
-}
-
-impl StoreUnderTest {
-    /// The stores, with keys under a random prefix.
-    pub fn new(
-        tasks: Arc<dyn CheckpointStore>,
-        messages: Arc<dyn MessageStore>,
-        artifacts: Arc<dyn ArtifactStore>,
-        agents: Arc<dyn AgentStateStore>,
-        events: Arc<dyn EventLog>,
-        locks: Arc<dyn TurnLock>,
-    ) -> Self {
-        StoreUnderTest {
-            checkpoints: tasks,
-            messages,
-            artifacts,
-            agents,
-            events,
-            locks,
-            task_records: None,
-            push_configs: None,
-            ids: UniqueIds::new(),
-        }
-    }
-
-    /// Every store of a backend's bundle, task records and push configs
-    /// included, with keys under a random prefix.
-    pub fn from_stores(stores: &Stores) -> Self {
-        StoreUnderTest::new(
-            stores.checkpoints.clone(),
-            stores.messages.clone(),
-            stores.artifacts.clone(),
-            stores.agents.clone(),
-            stores.events.clone(),
-            stores.locks.clone(),
-        )
-        .with_task_records(stores.task_records.clone())
-        .with_push_configs(stores.push_configs.clone())
-    }
-
-    /// Adds the backend's task record store to what `run_all` checks.
-    pub fn with_task_records(mut self, task_records: Arc<dyn TaskRecordStore>) -> Self {
-        self.task_records = Some(task_records);
-        self
-    }
-
-    /// Adds the backend's push config store to what `run_all` checks.
-    pub fn with_push_configs(mut self, push_configs: Arc<dyn PushConfigStore>) -> Self {
-        self.push_configs = Some(push_configs);
-        self
-    }
-
-    /// Uses `ids` for keys instead of a random prefix.
-    pub fn with_ids(mut self, ids: UniqueIds) -> Self {
-        self.ids = ids;
-        self
-    }
-}
-
-impl std::fmt::Debug for StoreUnderTest {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StoreUnderTest")
-            .field("ids", &self.ids)
-            .finish_non_exhaustive()
-    }
-}
-
-/// Runs the whole suite (the task record checks only when
-/// [`StoreUnderTest::task_records`] is set); panics at the first broken rule.
-pub async fn run_all(stores: &StoreUnderTest) {
-    task_state_store(Arc::clone(&stores.checkpoints), &stores.ids).await;
-    message_store(Arc::clone(&stores.messages), &stores.ids).await;
-    artifact_store(Arc::clone(&stores.artifacts), &stores.ids).await;
-    agent_state_store(Arc::clone(&stores.agents), &stores.ids).await;
-    event_log(Arc::clone(&stores.events), &stores.ids).await;
-    turn_lock(Arc::clone(&stores.locks), &stores.ids).await;
-    if let Some(task_records) = &stores.task_records {
-        task_store(Arc::clone(task_records), &stores.ids).await;
-    }
-    if let Some(push_configs) = &stores.push_configs {
-        push_config_store(Arc::clone(push_configs), &stores.ids).await;
-    }
+/// Runs the whole suite on every store of the bundle but its turn store,
+/// with keys under the prefix of `ids`; panics at the first broken rule.
+pub async fn run_all(stores: &Stores, ids: &UniqueIds) {
+    task_state_store(Arc::clone(&stores.checkpoints), ids).await;
+    message_store(Arc::clone(&stores.messages), ids).await;
+    artifact_store(Arc::clone(&stores.artifacts), ids).await;
+    agent_state_store(Arc::clone(&stores.agents), ids).await;
+    event_log(Arc::clone(&stores.events), ids).await;
+    turn_lock(Arc::clone(&stores.locks), ids).await;
+    task_store(Arc::clone(&stores.task_records), ids).await;
+    push_config_store(Arc::clone(&stores.push_configs), ids).await;
 }
 
 /// Unwraps a store result, naming the operation when it failed.
