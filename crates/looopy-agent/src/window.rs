@@ -13,7 +13,7 @@
 //! asked for it.
 //!
 //! Tokens are estimated by the configuration's [`TokenCounter`]
-//! ([`HeuristicCounter`](crate::tokens::HeuristicCounter) by default).
+//! ([`HeuristicCounter`] by default).
 //! Everything here is pure; [`WindowedLlm`] applies the window to every
 //! request of a provider and feeds the counter the usage it reports.
 

@@ -81,16 +81,6 @@ fn decision(d: &ApprovalDecision) -> Message {
     Message::with_parts(Role::User, vec![d.to_part()])
 }
 
-async fn send(agent: &Agent, message: Message) -> looopy_agent::FinishedTurn {
-    agent
-        .execute_turn(Some(message), None)
-        .await
-        .unwrap()
-        .finish()
-        .await
-        .unwrap()
-}
-
 /// The tool message answering `id` in the last request the model got.
 fn result_sent(llm: &ScriptedLlm, id: &str) -> Message {
     let request = llm.requests().pop().unwrap();

@@ -62,10 +62,7 @@ async fn artifacts_made_by_tools_are_stored_announced_and_referenced() {
     let llm = ScriptedLlm::new()
         .respond(call("chart", &["k1"]))
         .respond(LlmResponse::text("Here is your chart."));
-    let agent = builder("c-tool-art", &llm, &stores)
-        .tools(TestTools::default())
-        .build()
-        .unwrap();
+    let agent = tool_agent("c-tool-art", &llm, &stores);
     let (events, s) = turn(&agent, "draw").await;
     let tool_done = events
         .iter()

@@ -45,13 +45,7 @@ async fn every_tool_call_of_a_turn_sees_that_turns_auth() {
     assert_eq!(t.task_id(), "task-two");
     t.finish().await.unwrap();
     // No auth this time: tools see none (nothing stale carried over).
-    agent
-        .execute_turn(Some(Message::user("three")), None)
-        .await
-        .unwrap()
-        .finish()
-        .await
-        .unwrap();
+    send(&agent, Message::user("three")).await;
 
     let seen = tools.seen();
     assert_eq!(seen.len(), 4);

@@ -4,7 +4,7 @@
 mod support;
 
 use looopy_agent::{AgentError, CLIENT_TOOL_MARK, LifecycleState, TurnEnd, open_tool_calls};
-use looopy_core::{History, LlmResponse, Message, Part, Role, TaskState, ToolCall};
+use looopy_core::{History, LlmResponse, Role, TaskState, ToolCall};
 use looopy_testkit::ScriptedLlm;
 use serde_json::json;
 use support::*;
@@ -25,10 +25,7 @@ async fn client_results_in_the_next_message_continue_where_the_model_stopped() {
     let llm = ScriptedLlm::new()
         .respond(asks_the_client())
         .respond(LlmResponse::text("You are in Oslo."));
-    let agent = builder("c-client", &llm, &stores)
-        .tools(TestTools::default())
-        .build()
-        .unwrap();
+    let agent = tool_agent("c-client", &llm, &stores);
     let (events, s) = turn(&agent, "Where am I?").await;
     assert_eq!(s.state, TaskState::InputRequired);
     assert_eq!(s.end, TurnEnd::InputRequired);
@@ -45,19 +42,8 @@ async fn client_results_in_the_next_message_continue_where_the_model_stopped() {
     assert_eq!(open, vec!["c1"]);
 
     // The client answers with a data part only.
-    let answer = Message::with_parts(
-        Role::User,
-        vec![Part::data(
-            json!({"toolCallId": "c1", "result": {"city": "Oslo"}}),
-        )],
-    );
-    let s = agent
-        .execute_turn(Some(answer), None)
-        .await
-        .unwrap()
-        .finish()
-        .await
-        .unwrap();
+    let answer = client_answer("c1", json!({"city": "Oslo"}));
+    let s = send(&agent, answer).await;
     assert_eq!(s.state, TaskState::Completed);
     let request = llm.requests().pop().unwrap();
     let sent = request.messages.to_vec();
@@ -79,10 +65,7 @@ async fn a_plain_message_after_input_required_closes_the_open_call() {
     let llm = ScriptedLlm::new()
         .respond(asks_the_client())
         .respond(LlmResponse::text("Fine, never mind."));
-    let agent = builder("c-client-skip", &llm, &stores)
-        .tools(TestTools::default())
-        .build()
-        .unwrap();
+    let agent = tool_agent("c-client-skip", &llm, &stores);
     turn(&agent, "Where am I?").await;
     turn(&agent, "Forget it, tell me a joke").await;
     let sent = llm.requests().pop().unwrap().messages.to_vec();
@@ -99,15 +82,9 @@ async fn a_plain_message_after_input_required_closes_the_open_call() {
 async fn results_for_unknown_calls_are_refused_and_nothing_is_written() {
     let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new().respond(asks_the_client());
-    let agent = builder("c-client-bad", &llm, &stores)
-        .tools(TestTools::default())
-        .build()
-        .unwrap();
+    let agent = tool_agent("c-client-bad", &llm, &stores);
     turn(&agent, "Where am I?").await;
-    let wrong = Message::with_parts(
-        Role::User,
-        vec![Part::data(json!({"toolCallId": "nope", "result": 1}))],
-    );
+    let wrong = client_answer("nope", json!(1));
     let e = agent.execute_turn(Some(wrong), None).await.unwrap_err();
     assert_eq!(
         e,

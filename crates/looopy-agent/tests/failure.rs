@@ -10,10 +10,6 @@ use looopy_core::{
 use looopy_testkit::ScriptedLlm;
 use support::*;
 
-fn roles(messages: &[Message]) -> Vec<Role> {
-    messages.iter().map(|m| m.role).collect()
-}
-
 #[tokio::test]
 async fn an_llm_error_mid_turn_keeps_the_tool_results_and_the_next_turn_runs() {
     let stores = looopy_stores_memory::stores();
@@ -81,18 +77,9 @@ async fn cancelling_keeps_finished_tool_results_and_closes_the_others() {
             looopy_core::ToolCall::new("stuck", "slow", "{}"),
         ],
     ));
-    let agent = builder("c-cancel", &llm, &stores)
-        .tools(TestTools::default())
-        .build()
-        .unwrap();
+    let agent = tool_agent("c-cancel", &llm, &stores);
     let token = CancellationToken::new();
-    let mut t = agent
-        .execute_turn_with(
-            Some(Message::user("go")),
-            TurnOptions::new().with_cancel(token.clone()),
-        )
-        .await
-        .unwrap();
+    let mut t = start_turn(&agent, "go", TurnOptions::new().with_cancel(token.clone())).await;
     until(&mut t, |e| {
         matches!(&*e.payload, EventPayload::ToolComplete { result, .. } if result.tool_call_id == "fast")
     })
@@ -129,10 +116,7 @@ async fn dropping_the_stream_cancels_the_turn_and_still_saves_it() {
     let llm = ScriptedLlm::new()
         .respond(call("slow", &["s1"]))
         .respond(LlmResponse::text("next turn"));
-    let agent = builder("c-drop", &llm, &stores)
-        .tools(TestTools::default())
-        .build()
-        .unwrap();
+    let agent = tool_agent("c-drop", &llm, &stores);
     let mut t = agent
         .execute_turn(Some(Message::user("start")), None)
         .await
@@ -140,14 +124,7 @@ async fn dropping_the_stream_cancels_the_turn_and_still_saves_it() {
     until(&mut t, is_tool_start).await;
     drop(t);
     wait_ready(&agent).await;
-    let stored = stores.messages.load("c-drop").await.unwrap();
-    assert_eq!(
-        roles(&stored),
-        vec![Role::User, Role::Assistant, Role::Tool]
-    );
-    assert!(stored[2].is_error());
-    let state = stores.agents.load("c-drop").await.unwrap().unwrap();
-    assert_eq!(state.last_turn.as_ref().unwrap().state, TaskState::Canceled);
+    assert_saved_cancelled_in_tool(&stores, "c-drop").await;
     let (_, s) = turn(&agent, "again").await;
     assert_eq!(s.state, TaskState::Completed);
     assert_eq!(llm.requests()[1].messages.len(), 4);
@@ -156,46 +133,21 @@ async fn dropping_the_stream_cancels_the_turn_and_still_saves_it() {
 #[tokio::test]
 async fn a_turn_kept_running_after_its_stream_is_dropped_finishes_and_saves() {
     let stores = looopy_stores_memory::stores();
-    let llm = ScriptedLlm::new()
-        .respond(call("lookup", &["l1"]))
-        .respond(LlmResponse::text("all done"));
-    let agent = builder("c-detach", &llm, &stores)
-        .tools(TestTools::default())
-        .build()
-        .unwrap();
-    let t = agent
-        .execute_turn_with(
-            Some(Message::user("go")),
-            TurnOptions::new().keep_running_on_drop(true),
-        )
-        .await
-        .unwrap();
+    let llm = lookup_then_done();
+    let agent = tool_agent("c-detach", &llm, &stores);
+    let t = start_turn(&agent, "go", TurnOptions::new().keep_running_on_drop(true)).await;
     drop(t);
     wait_ready(&agent).await;
-    let stored = stores.messages.load("c-detach").await.unwrap();
-    assert_eq!(
-        roles(&stored),
-        vec![Role::User, Role::Assistant, Role::Tool, Role::Assistant]
-    );
-    assert_eq!(stored[3].text(), "all done");
+    assert_saved_lookup_then_done(&stores, "c-detach").await;
 }
 
 #[tokio::test]
 async fn a_caller_token_cancels_only_the_turn() {
     let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new().respond(call("slow", &["s"]));
-    let agent = builder("c-token", &llm, &stores)
-        .tools(TestTools::default())
-        .build()
-        .unwrap();
+    let agent = tool_agent("c-token", &llm, &stores);
     let parent = CancellationToken::new();
-    let mut t = agent
-        .execute_turn_with(
-            Some(Message::user("x")),
-            TurnOptions::new().with_cancel(parent.clone()),
-        )
-        .await
-        .unwrap();
+    let mut t = start_turn(&agent, "x", TurnOptions::new().with_cancel(parent.clone())).await;
     until(&mut t, is_tool_start).await;
     t.cancel();
     let s = t.finish().await.unwrap();

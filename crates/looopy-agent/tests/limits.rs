@@ -6,7 +6,7 @@ mod support;
 use std::time::Duration;
 
 use looopy_agent::{TurnEnd, TurnOptions};
-use looopy_core::{LlmResponse, Message, TaskState};
+use looopy_core::{LlmResponse, TaskState};
 use looopy_loop::TurnSettings;
 use looopy_testkit::ScriptedLlm;
 use support::*;
@@ -24,15 +24,10 @@ async fn a_turns_system_prompt_and_iteration_limit_reach_the_loop() {
         .max_iterations(10)
         .build()
         .unwrap();
-    let t = agent
-        .execute_turn_with(
-            Some(Message::user("go")),
-            TurnOptions::new()
-                .with_system_prompt("Turn prompt.")
-                .with_max_iterations(1),
-        )
-        .await
-        .unwrap();
+    let options = TurnOptions::new()
+        .with_system_prompt("Turn prompt.")
+        .with_max_iterations(1);
+    let t = start_turn(&agent, "go", options).await;
     let (events, s) = t.collect_all().await;
     let s = s.unwrap();
     assert_eq!(s.end, TurnEnd::MaxIterations);
@@ -53,18 +48,9 @@ async fn a_turns_system_prompt_and_iteration_limit_reach_the_loop() {
 async fn a_wall_time_limit_fails_the_turn_and_the_stored_history_stays_whole() {
     let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new().respond(call("slow", &["s1"]));
-    let agent = builder("c-wall", &llm, &stores)
-        .tools(TestTools::default())
-        .build()
-        .unwrap();
-    let t = agent
-        .execute_turn_with(
-            Some(Message::user("go")),
-            TurnOptions::new()
-                .with_settings(TurnSettings::new().with_max_duration(Duration::from_millis(200))),
-        )
-        .await
-        .unwrap();
+    let agent = tool_agent("c-wall", &llm, &stores);
+    let limit = TurnSettings::new().with_max_duration(Duration::from_millis(200));
+    let t = start_turn(&agent, "go", TurnOptions::new().with_settings(limit)).await;
     let (events, s) = tokio::time::timeout(Duration::from_secs(60), t.collect_all())
         .await
         .expect("the limit did not stop the turn");

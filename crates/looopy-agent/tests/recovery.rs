@@ -22,7 +22,7 @@ use looopy_core::{
 };
 use looopy_stores_memory::MemoryTurnLock;
 use looopy_testkit::ScriptedLlm;
-use support::{builder, call};
+use support::{builder, call, send, start_turn};
 
 const TTL: Duration = Duration::from_millis(300);
 
@@ -61,50 +61,58 @@ fn agent(ctx: &str, llm: &ScriptedLlm, stores: &Stores, tools: Arc<Tools>) -> Ag
         .unwrap()
 }
 
-/// Starts a turn on a runtime of its own that calls `fast` and `hang`,
-/// waits until `fast`'s result is checkpointed, then kills the runtime.
-/// Returns the task id.
-fn run_and_die(ctx: &str, stores: &Stores, tools: Arc<Tools>) -> String {
-    let llm = ScriptedLlm::new().respond(LlmResponse::tool_calls(
-        "",
-        vec![
-            ToolCall::new("call-fast", "fast", "{}"),
-            ToolCall::new("call-hang", "hang", "{}"),
-        ],
-    ));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let task_id = runtime.block_on(async {
-        let a = agent(ctx, &llm, stores, tools);
-        let turn = a
-            .execute_turn_with(
-                Some(Message::user("do both")),
-                TurnOptions::new()
-                    .with_task_id("task-1")
-                    .keep_running_on_drop(true),
-            )
-            .await
+/// Starts a turn (with `options`, kept running when its stream is dropped)
+/// on a runtime and a thread of its own, on the agent that `agent` builds
+/// around a model that calls `fast` and `hang`; waits until `fast`'s result
+/// is checkpointed, then kills the runtime. Returns the task id.
+fn run_and_die(
+    stores: &Stores,
+    agent: impl FnOnce(&ScriptedLlm) -> Agent + Send + 'static,
+    options: TurnOptions,
+) -> String {
+    let stores = stores.clone();
+    std::thread::spawn(move || {
+        let llm = ScriptedLlm::new().respond(LlmResponse::tool_calls(
+            "",
+            vec![
+                ToolCall::new("call-fast", "fast", "{}"),
+                ToolCall::new("call-hang", "hang", "{}"),
+            ],
+        ));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
             .unwrap();
-        let task_id = turn.task_id().to_owned();
-        drop(turn);
-        // Until the checkpoint holds fast's result.
-        for _ in 0..500 {
-            if let Some(c) = stores.checkpoints.load(&task_id).await.unwrap()
-                && c.completed_tool_results
-                    .iter()
-                    .any(|r| r.tool_call_id == "call-fast")
-            {
-                return task_id;
+        let task_id = runtime.block_on(async {
+            let a = agent(&llm);
+            let turn = a
+                .execute_turn_with(
+                    Some(Message::user("do both")),
+                    options.keep_running_on_drop(true),
+                )
+                .await
+                .unwrap();
+            let task_id = turn.task_id().to_owned();
+            drop(turn);
+            // Until the checkpoint holds fast's result.
+            for _ in 0..500 {
+                if let Some(c) = stores.checkpoints.load(&task_id).await.unwrap()
+                    && c.completed_tool_results
+                        .iter()
+                        .any(|r| r.tool_call_id == "call-fast")
+                {
+                    return task_id;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
             }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("the fast call never reached the checkpoint");
-    });
-    runtime.shutdown_background();
-    task_id
+            panic!("the fast call never reached the checkpoint");
+        });
+        runtime.shutdown_background();
+        task_id
+    })
+    .join()
+    .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -117,10 +125,9 @@ async fn a_stranded_turn_is_resumed_by_one_other_process_and_saved() {
     };
     let tools = Arc::new(Tools::default());
     let task_id = {
-        let (stores, tools) = (stores.clone(), tools.clone());
-        std::thread::spawn(move || run_and_die("c-rec", &stores, tools))
-            .join()
-            .unwrap()
+        let (on, tools) = (stores.clone(), tools.clone());
+        let options = TurnOptions::new().with_task_id("task-1");
+        run_and_die(&stores, move |llm| agent("c-rec", llm, &on, tools), options)
     };
     assert_eq!(tools.fast.load(Ordering::SeqCst), 1);
 
@@ -192,13 +199,7 @@ async fn a_stranded_turn_is_resumed_by_one_other_process_and_saved() {
     // The conversation goes on.
     let llm2 = ScriptedLlm::new().respond(LlmResponse::text("second"));
     let d = agent("c-rec", &llm2, &stores, tools);
-    let s = d
-        .execute_turn(Some(Message::user("next")), None)
-        .await
-        .unwrap()
-        .finish()
-        .await
-        .unwrap();
+    let s = send(&d, Message::user("next")).await;
     assert_eq!(s.turn_number, 2);
     assert_eq!(llm2.requests()[0].messages.len(), 6);
 }
@@ -209,13 +210,7 @@ async fn a_live_turn_cannot_be_resumed_elsewhere() {
     let tools = Arc::new(Tools::default());
     let llm = ScriptedLlm::new().respond(call("hang", &["h1"]));
     let a = agent("c-live", &llm, &stores, tools.clone());
-    let running = a
-        .execute_turn_with(
-            Some(Message::user("go")),
-            TurnOptions::new().with_task_id("t-live"),
-        )
-        .await
-        .unwrap();
+    let running = start_turn(&a, "go", TurnOptions::new().with_task_id("t-live")).await;
     tokio::time::sleep(TTL * 2).await;
     let b = agent("c-live", &ScriptedLlm::new(), &stores, tools);
     let err = b
@@ -235,49 +230,15 @@ async fn per_turn_tools_given_to_resume_turn_serve_the_resumed_turn() {
     // The agent has no tools of its own: `fast` and `hang` are the turn's.
     let tools = Arc::new(Tools::default());
     let task_id = {
-        let (stores, tools) = (stores.clone(), tools.clone());
-        std::thread::spawn(move || {
-            let llm = ScriptedLlm::new().respond(LlmResponse::tool_calls(
-                "",
-                vec![
-                    ToolCall::new("call-fast", "fast", "{}"),
-                    ToolCall::new("call-hang", "hang", "{}"),
-                ],
-            ));
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .unwrap();
-            let task_id = runtime.block_on(async {
-                let a = bare_agent("c-turn-tools", &llm, &stores);
-                let turn = a
-                    .execute_turn_with(
-                        Some(Message::user("do both")),
-                        TurnOptions::new()
-                            .with_task_id("task-tt")
-                            .with_tools(tools)
-                            .keep_running_on_drop(true),
-                    )
-                    .await
-                    .unwrap();
-                let task_id = turn.task_id().to_owned();
-                drop(turn);
-                for _ in 0..500 {
-                    if let Some(c) = stores.checkpoints.load(&task_id).await.unwrap()
-                        && !c.completed_tool_results.is_empty()
-                    {
-                        return task_id;
-                    }
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-                panic!("the fast call never reached the checkpoint");
-            });
-            runtime.shutdown_background();
-            task_id
-        })
-        .join()
-        .unwrap()
+        let on = stores.clone();
+        let options = TurnOptions::new()
+            .with_task_id("task-tt")
+            .with_tools(tools.clone());
+        run_and_die(
+            &stores,
+            move |llm| bare_agent("c-turn-tools", llm, &on),
+            options,
+        )
     };
     tokio::time::sleep(TTL * 2).await;
 

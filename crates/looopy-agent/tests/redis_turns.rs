@@ -15,7 +15,7 @@ use looopy_testkit::ScriptedLlm;
 use looopy_testkit::conformance::UniqueIds;
 use serde_json::Value;
 
-use support::{TestTools, call, turn};
+use support::{TestTools, call, client_answer, send, turn};
 
 async fn connect(prefix: &str) -> Stores {
     let redis = looopy_testkit::test_redis().expect("a test Redis (LOOOPY_TEST_REDIS_URL)");
@@ -229,19 +229,8 @@ async fn client_results_reach_a_replica_that_did_not_ask_for_them() {
     let (_, asked) = turn(&b, "where am I?").await;
     assert_eq!(asked.state, TaskState::InputRequired);
 
-    let answer = Message::with_parts(
-        Role::User,
-        vec![looopy_core::Part::data(
-            serde_json::json!({"toolCallId": "c1", "result": {"city": "Oslo"}}),
-        )],
-    );
-    let done = a
-        .execute_turn(Some(answer), None)
-        .await
-        .unwrap()
-        .finish()
-        .await
-        .unwrap();
+    let answer = client_answer("c1", serde_json::json!({"city": "Oslo"}));
+    let done = send(&a, answer).await;
     assert_eq!(done.state, TaskState::Completed);
     let stored = stores_a.messages.load(&ctx).await.unwrap();
     let roles: Vec<Role> = stored.iter().map(|m| m.role).collect();

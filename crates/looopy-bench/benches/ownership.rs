@@ -30,18 +30,18 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use common::{Proxy, commands, redis_cpu_seconds};
+use common::{
+    Connections, OneTool, Proxy, RedisAgentStores as Stores, commands, connect, history,
+    on_private_redis, redis_cpu_seconds, three_proxies,
+};
 use looopy_agent::{Agent, TurnOptions};
 use looopy_bench::{Case, comment, cpu_seconds_fine, ms, percentile, us};
 use looopy_core::store::{Acquire, CheckpointStore, MessageStore, TurnLease, TurnLock};
 use looopy_core::{
-    LlmError, LlmProvider, LlmRequest, LlmResponse, Message, Role, StoreError, TaskState, ToolCall,
-    ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext,
+    LlmProvider, Message, StoreError, TaskState, ToolCall, ToolDefinition, ToolError, ToolProvider,
+    ToolResult, TurnContext,
 };
-use looopy_stores_redis::{
-    RedisAgentStateStore, RedisArtifactStore, RedisBackend, RedisCheckpointStore, RedisConfig,
-    RedisMessageStore, RedisTurnLock, RedisTurnStore,
-};
+use looopy_stores_redis::RedisTurnLock;
 use looopy_testkit::RedisServer;
 use tokio::sync::Notify;
 
@@ -93,70 +93,22 @@ impl ToolProvider for Tools {
     }
 }
 
-/// A model that calls `tool` once, then (once it sees a tool result) answers.
-struct OneTool(&'static str);
-
-#[async_trait]
-impl LlmProvider for OneTool {
-    async fn call(&self, request: LlmRequest, _cx: &TurnContext) -> Result<LlmResponse, LlmError> {
-        let answered = request
-            .messages
-            .last()
-            .is_some_and(|m| m.role == Role::Tool);
-        Ok(if answered {
-            LlmResponse::text("done")
-        } else {
-            LlmResponse::tool_calls("", vec![ToolCall::new("a", self.0, "{}")])
-        })
-    }
-}
-
-/// Every store an Agent uses, in Redis. The three groups may reach Redis
-/// through different proxies, to count their round trips apart.
-#[derive(Clone)]
-struct Stores {
-    tasks: Arc<RedisCheckpointStore>,
-    messages: Arc<RedisMessageStore>,
-    artifacts: Arc<RedisArtifactStore>,
-    agents: Arc<RedisAgentStateStore>,
-    lock: Arc<RedisTurnLock>,
-    /// The turn's start and end (one script each), through the lease's
-    /// connection: used with the lock, as `looopy serve` does.
-    turns: Arc<RedisTurnStore>,
-}
-
-impl Stores {
-    /// Checkpoints, messages and artifacts through `main_url`, the agent
-    /// state through `state_url`, the turn lease through `lock_url`.
-    async fn connect(main_url: &str, state_url: &str, lock_url: &str, prefix: &str) -> Self {
-        let backend = |url: &str| {
-            RedisBackend::connect(RedisConfig::new(url).with_key_prefix(prefix.to_owned()))
-        };
-        let (m, s, l) = (
-            backend(main_url).await.expect("connect"),
-            backend(state_url).await.expect("connect"),
-            backend(lock_url).await.expect("connect"),
-        );
-        let tasks = Arc::new(RedisCheckpointStore::new(m.clone()));
-        let messages = Arc::new(RedisMessageStore::new(m.clone()));
-        let agents = Arc::new(RedisAgentStateStore::new(s));
-        let lock = Arc::new(RedisTurnLock::new(l.clone()));
-        let turns = Arc::new(RedisTurnStore::new(
-            l,
-            messages.clone(),
-            agents.clone(),
-            lock.clone(),
-            tasks.clone(),
-        ));
-        Stores {
-            tasks,
-            messages,
-            artifacts: Arc::new(RedisArtifactStore::new(m)),
-            agents,
-            lock,
-            turns,
-        }
-    }
+/// Every store an Agent uses, in Redis: checkpoints, messages and
+/// artifacts through `main_url`, the agent state through `state_url`, the
+/// turn lease (and the turn store) through `lock_url`.
+async fn stores(main_url: &str, state_url: &str, lock_url: &str, prefix: &str) -> Stores {
+    let (main, state, lock) = (
+        connect(main_url, prefix).await,
+        connect(state_url, prefix).await,
+        connect(lock_url, prefix).await,
+    );
+    Stores::new(Connections {
+        tasks: main.clone(),
+        messages: main.clone(),
+        artifacts: main,
+        agents: state,
+        lock,
+    })
 }
 
 fn agent(
@@ -181,18 +133,6 @@ fn agent(
         b = b.lock_ttl(ttl);
     }
     b.build().expect("agent")
-}
-
-fn history(n: usize) -> Vec<Message> {
-    (0..n)
-        .map(|i| {
-            if i % 2 == 0 {
-                Message::user(format!("question {i}: what about this one?"))
-            } else {
-                Message::assistant(format!("answer {i}: here is what I found."))
-            }
-        })
-        .collect()
 }
 
 /// Runs one turn and reads it to its end.
@@ -307,13 +247,9 @@ async fn counted_turns(
 
 async fn cost(server: &RedisServer, info: &redis::aio::MultiplexedConnection) {
     let url = server.url();
-    let direct = Stores::connect(&url, &url, &url, "own-cost").await;
-    let proxies = [
-        Proxy::start(server.port()).await,
-        Proxy::start(server.port()).await,
-        Proxy::start(server.port()).await,
-    ];
-    let proxied = Stores::connect(
+    let direct = stores(&url, &url, &url, "own-cost").await;
+    let proxies = three_proxies(server.port()).await;
+    let proxied = stores(
         &proxies[0].url,
         &proxies[1].url,
         &proxies[2].url,
@@ -691,7 +627,7 @@ fn run_and_die(url: &str, prefix: &str, i: usize, after: Duration) -> (String, I
         .unwrap();
     let task_id = format!("kill-task-{i}");
     runtime.block_on(async {
-        let stores = Stores::connect(url, url, url, prefix).await;
+        let stores = stores(url, url, url, prefix).await;
         let tools = Arc::new(Tools::default());
         let a = agent(
             &format!("kill-{i}"),
@@ -735,7 +671,7 @@ async fn takeover(server: &RedisServer) {
     let url = server.url();
     let prefix = "own-kill";
     let seen = Arc::new(Seen::default());
-    let stores = Stores::connect(&url, &url, &url, prefix).await;
+    let stores = stores(&url, &url, &url, prefix).await;
     let lock = Arc::new(NotingLock {
         inner: (*stores.lock).clone(),
         seen: seen.clone(),
@@ -816,17 +752,7 @@ async fn takeover(server: &RedisServer) {
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let server = RedisServer::start().expect("redis-server (scripts/provision.sh redis)");
-        let info = redis::Client::open(server.url())
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap();
+    on_private_redis(|server, info| async move {
         // BENCH_PART=cost|takeover runs one part.
         let part = std::env::var("BENCH_PART").unwrap_or_default();
         if part.is_empty() || part == "cost" {

@@ -23,20 +23,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use common::{Proxy, commands};
+use common::{
+    Connections, OneTool, Proxy, RedisAgentStores, commands, connect, history, on_private_redis,
+    three_proxies,
+};
 use futures::StreamExt;
 use looopy_agent::Agent;
 use looopy_bench::{Case, comment, percentile, us};
 use looopy_core::store::{CheckpointStore, MessageStore, Stores};
 use looopy_core::{
-    History, LlmResponse, Message, Role, ToolCall, ToolDefinition, ToolError, ToolProvider,
-    ToolResult, TurnContext,
+    History, LlmResponse, Message, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult,
+    TurnContext,
 };
 use looopy_loop::AgentLoop;
-use looopy_stores_redis::{
-    RedisAgentStateStore, RedisArtifactStore, RedisBackend, RedisCheckpointStore, RedisConfig,
-    RedisMessageStore, RedisTurnLock, RedisTurnStore,
-};
+use looopy_stores_redis::RedisConfig;
 use looopy_testkit::{RedisServer, ScriptStep, ScriptedLlm};
 
 /// The allocator `looopy serve` runs with (see `looopy_bench::Allocator`).
@@ -72,18 +72,6 @@ impl ToolProvider for NoopTools {
     async fn execute(&self, call: &ToolCall, _cx: &TurnContext) -> ToolResult {
         ToolResult::text(&call.id, "ok")
     }
-}
-
-fn history(n: usize) -> Vec<Message> {
-    (0..n)
-        .map(|i| {
-            if i % 2 == 0 {
-                Message::user(format!("question {i}: what about this one?"))
-            } else {
-                Message::assistant(format!("answer {i}: here is what I found."))
-            }
-        })
-        .collect()
 }
 
 async fn redis_stores(url: &str, prefix: &str) -> Stores {
@@ -199,56 +187,27 @@ async fn checkpoints(
 
 // ------------------------------------------------------------------ agent turns
 
-/// Every store an Agent uses, in Redis; the three groups may reach Redis
-/// through different proxies (to count their round trips apart).
-#[derive(Clone)]
-struct RedisAgentStores {
-    tasks: Arc<RedisCheckpointStore>,
-    messages: Arc<RedisMessageStore>,
-    artifacts: Arc<RedisArtifactStore>,
-    agents: Arc<RedisAgentStateStore>,
-    locks: Arc<RedisTurnLock>,
-    /// A turn's start and end (one script each), through the third group.
-    turns: Arc<RedisTurnStore>,
-}
-
-impl RedisAgentStores {
-    /// Checkpoints through `tasks_url`, the history through `messages_url`,
-    /// artifacts, agent state, the turn lease and the turn store's start
-    /// and end scripts through `rest_url`.
-    async fn connect(tasks_url: &str, messages_url: &str, rest_url: &str, prefix: &str) -> Self {
-        let backend = |url: &str| {
-            RedisBackend::connect(RedisConfig::new(url).with_key_prefix(prefix.to_owned()))
-        };
-        let (t, m, r) = (
-            backend(tasks_url).await.expect("connect"),
-            backend(messages_url).await.expect("connect"),
-            backend(rest_url).await.expect("connect"),
-        );
-        let tasks = Arc::new(RedisCheckpointStore::new(t));
-        let messages = Arc::new(RedisMessageStore::new(m));
-        let agents = Arc::new(RedisAgentStateStore::new(r.clone()));
-        let locks = Arc::new(RedisTurnLock::new(r.clone()));
-        let artifacts = Arc::new(RedisArtifactStore::new(r.clone()));
-        let turns = Arc::new(
-            RedisTurnStore::new(
-                r,
-                messages.clone(),
-                agents.clone(),
-                locks.clone(),
-                tasks.clone(),
-            )
-            .with_artifacts(artifacts.clone()),
-        );
-        RedisAgentStores {
-            tasks,
-            messages,
-            artifacts,
-            agents,
-            locks,
-            turns,
-        }
-    }
+/// Every store an Agent uses, in Redis: checkpoints through `tasks_url`,
+/// the history through `messages_url`, artifacts, agent state, the turn
+/// lease and the turn store's start and end scripts through `rest_url`.
+async fn redis_agent_stores(
+    tasks_url: &str,
+    messages_url: &str,
+    rest_url: &str,
+    prefix: &str,
+) -> RedisAgentStores {
+    let (tasks, messages, rest) = (
+        connect(tasks_url, prefix).await,
+        connect(messages_url, prefix).await,
+        connect(rest_url, prefix).await,
+    );
+    RedisAgentStores::new(Connections {
+        tasks,
+        messages,
+        artifacts: rest.clone(),
+        agents: rest.clone(),
+        lock: rest,
+    })
 }
 
 /// Where an Agent keeps things: every store in Redis, or every one in memory.
@@ -258,40 +217,16 @@ enum AgentStores {
     Memory(Stores),
 }
 
-/// A model that calls `noop_a` once, then answers.
-fn one_tool_llm() -> Arc<dyn looopy_core::LlmProvider> {
-    struct OneTool;
-    #[async_trait]
-    impl looopy_core::LlmProvider for OneTool {
-        async fn call(
-            &self,
-            request: looopy_core::LlmRequest,
-            _cx: &TurnContext,
-        ) -> Result<LlmResponse, looopy_core::LlmError> {
-            let answered = request
-                .messages
-                .last()
-                .is_some_and(|m| m.role == Role::Tool);
-            Ok(if answered {
-                LlmResponse::text("done")
-            } else {
-                LlmResponse::tool_calls("", vec![ToolCall::new("a", "noop_a", "{}")])
-            })
-        }
-    }
-    Arc::new(OneTool)
-}
-
 fn agent(context: &str, stores: &AgentStores) -> Agent {
     let b = Agent::builder(context.to_owned())
-        .llm_shared(one_tool_llm())
+        .llm(OneTool("noop_a"))
         .tools(NoopTools);
     match stores {
         AgentStores::Redis(s) => b
             .message_store(s.messages.clone())
             .artifact_store(s.artifacts.clone())
             .state_store(s.agents.clone())
-            .turn_lock(s.locks.clone())
+            .turn_lock(s.lock.clone())
             .task_store(s.tasks.clone())
             .turn_store(s.turns.clone()),
         AgentStores::Memory(s) => b
@@ -358,16 +293,11 @@ async fn agent_turns(
 
 async fn agent_part(server: &RedisServer, info: &redis::aio::MultiplexedConnection) {
     let url = server.url();
-    let redis =
-        AgentStores::Redis(RedisAgentStores::connect(&url, &url, &url, "bench-agent").await);
+    let redis = AgentStores::Redis(redis_agent_stores(&url, &url, &url, "bench-agent").await);
     let memory = AgentStores::Memory(looopy_stores_memory::stores());
-    let proxies = [
-        Proxy::start(server.port()).await,
-        Proxy::start(server.port()).await,
-        Proxy::start(server.port()).await,
-    ];
+    let proxies = three_proxies(server.port()).await;
     let proxied = AgentStores::Redis(
-        RedisAgentStores::connect(
+        redis_agent_stores(
             &proxies[0].url,
             &proxies[1].url,
             &proxies[2].url,
@@ -437,18 +367,8 @@ async fn agent_part(server: &RedisServer, info: &redis::aio::MultiplexedConnecti
 }
 
 fn main() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let server = RedisServer::start().expect("redis-server (scripts/provision.sh redis)");
+    on_private_redis(|server, info| async move {
         let proxy = Proxy::start(server.port()).await;
-        let info = redis::Client::open(server.url())
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap();
         ping(&info).await;
         // BENCH_PART=checkpoints|agent runs one part (for profiling).
         let part = std::env::var("BENCH_PART").unwrap_or_default();

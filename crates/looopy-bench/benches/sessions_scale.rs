@@ -265,14 +265,7 @@ async fn run_floor(sessions: usize, live: &Arc<AtomicUsize>) -> (Vec<Duration>, 
             (started.elapsed(), events)
         }));
     }
-    let mut latencies = Vec::with_capacity(sessions);
-    let mut events = 0;
-    for h in handles {
-        let (latency, n) = h.await.expect("session task");
-        latencies.push(latency);
-        events += n;
-    }
-    (latencies, events)
+    gather(handles).await
 }
 
 fn make_agent(
@@ -322,6 +315,14 @@ async fn run_turns(agents: &[Agent], live: &Arc<AtomicUsize>) -> (Vec<Duration>,
             (started.elapsed(), events)
         }));
     }
+    gather(handles).await
+}
+
+/// Waits for every session task: their turn latencies, and the events they
+/// read in all.
+async fn gather(
+    handles: Vec<tokio::task::JoinHandle<(Duration, usize)>>,
+) -> (Vec<Duration>, usize) {
     let mut latencies = Vec::with_capacity(handles.len());
     let mut events = 0;
     for h in handles {

@@ -38,7 +38,7 @@ enum Command {
         /// Configuration file (optional: without it, an agent with no model on the memory store).
         #[arg(long, short)]
         config: Option<PathBuf>,
-        /// Address to listen on (overrides [server] bind).
+        /// Address to listen on (overrides `bind` in the configuration's server table).
         #[arg(long)]
         bind: Option<String>,
     },

@@ -18,7 +18,7 @@ use crate::tool_output;
 /// Builds an [`AgentLoop`].
 ///
 /// A loop built from just a model and tools gets the default layers (see
-/// [`layers`]): [`RetryPolicy::default()`] around the model (5 retries with
+/// [`layers`](crate::layers)): [`RetryPolicy::default()`] around the model (5 retries with
 /// backoff, honouring `Retry-After`, malformed responses retried) and a 30 s
 /// [`TimeoutLayer`] around every tool provider. Change them with
 /// [`retry`](Self::retry) and [`tool_timeout`](Self::tool_timeout) /

@@ -138,19 +138,7 @@ impl AgentLoop {
         cx: TurnContext,
         input: impl Into<TurnInput>,
     ) -> TurnStream {
-        let mut input = input.into();
-        let cx = cx.with_agent_id(self.config.agent_id.clone());
-        let (emit, rx) = self.channel(&cx, &mut input.settings);
-        let shared = Arc::new(TurnShared::default());
-        let turn = Turn::start(
-            self.clone(),
-            cx,
-            emit,
-            shared.clone(),
-            messages.clone(),
-            input,
-        );
-        TurnStream::new(Box::pin(turn.run(false)), rx, shared, messages)
+        self.start(messages, cx, input.into(), None)
     }
 
     /// [`start_turn_with`](Self::start_turn_with) that first runs the
@@ -165,19 +153,32 @@ impl AgentLoop {
         input: impl Into<TurnInput>,
         approved: ApprovedCalls,
     ) -> TurnStream {
-        let mut input = input.into();
+        self.start(messages, cx, input.into(), Some(approved))
+    }
+
+    /// Starts a turn: from the model's next answer, or (with `approved`)
+    /// from running the calls a person approved.
+    fn start(
+        &self,
+        messages: History,
+        cx: TurnContext,
+        mut input: TurnInput,
+        approved: Option<ApprovedCalls>,
+    ) -> TurnStream {
         let cx = cx.with_agent_id(self.config.agent_id.clone());
         let (emit, rx) = self.channel(&cx, &mut input.settings);
         let shared = Arc::new(TurnShared::default());
-        let turn = Turn::start(
+        let mut turn = Turn::start(
             self.clone(),
             cx,
             emit,
             shared.clone(),
             messages.clone(),
             input,
-        )
-        .with_approved(approved);
+        );
+        if let Some(approved) = approved {
+            turn = turn.with_approved(approved);
+        }
         TurnStream::new(Box::pin(turn.run(false)), rx, shared, messages)
     }
 }

@@ -181,12 +181,7 @@ async fn one_tool_turn(
     let tools = FnTools::new().tool("echo", |call, _| async move {
         ToolResult::text(&call.id, format!("ran with {}", call.arguments))
     });
-    let llm = ScriptedLlm::new()
-        .respond(LlmResponse::tool_calls(
-            "",
-            vec![ToolCall::new("c1", "echo", "{\"v\":1}")],
-        ))
-        .respond(LlmResponse::text("end"));
+    let llm = calls_then(&[("c1", "echo", "{\"v\":1}")], "end");
     let agent = AgentLoop::builder(llm.clone())
         .tools(tools)
         .hook(gate)
@@ -460,12 +455,7 @@ async fn a_paused_turn_waits_before_the_model_call_and_goes_on_when_resumed() {
 #[tokio::test]
 async fn a_pause_requested_during_tools_holds_the_next_model_call_and_cancel_still_works() {
     let tools = FnTools::new().echo("slow", Duration::from_millis(50));
-    let llm = ScriptedLlm::new()
-        .respond(LlmResponse::tool_calls(
-            "",
-            vec![ToolCall::new("c", "slow", "{}")],
-        ))
-        .respond(LlmResponse::text("never"));
+    let llm = calls_then(&[("c", "slow", "{}")], "never");
     let agent = AgentLoop::builder(llm.clone()).tools(tools).build();
     let cx = cx();
     let token = cx.cancel.clone();
@@ -582,15 +572,7 @@ async fn an_ask_ends_the_turn_input_required_and_approved_calls_run_without_aski
             "ls",
             |call, _| async move { ToolResult::text(&call.id, "a b") },
         );
-    let llm = ScriptedLlm::new()
-        .respond(LlmResponse::tool_calls(
-            "",
-            vec![
-                ToolCall::new("r1", "rm", r#"{"f":"a"}"#),
-                ToolCall::new("l1", "ls", "{}"),
-            ],
-        ))
-        .respond(LlmResponse::text("gone"));
+    let llm = calls_then(&[("r1", "rm", r#"{"f":"a"}"#), ("l1", "ls", "{}")], "gone");
     let agent = AgentLoop::builder(llm.clone())
         .tools(tools)
         .hook(RequireApproval::new(["rm"]))

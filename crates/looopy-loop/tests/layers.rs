@@ -57,15 +57,30 @@ fn call_hang() -> LlmResponse {
     LlmResponse::tool_calls("", vec![ToolCall::new("h1", "hang", "{}")])
 }
 
+/// A model answer that calls `slow` once.
+fn call_slow() -> LlmResponse {
+    LlmResponse::tool_calls("", vec![ToolCall::new("s1", "slow", "{}")])
+}
+
+/// A model that fails once with a 503, then answers `text`.
+fn down_then(text: &str) -> ScriptedLlm {
+    ScriptedLlm::new()
+        .fail(unavailable())
+        .respond(LlmResponse::text(text))
+}
+
+/// Runs a turn on the user message `text` to its end; its events.
+async fn run(agent: &AgentLoop, text: &str) -> Vec<AgentEvent> {
+    drain(agent.start_turn(user(text), cx())).await
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_loop_from_a_model_retries_a_503_then_answers() {
-    let llm = ScriptedLlm::new()
-        .fail(unavailable())
-        .respond(LlmResponse::text("back"));
+    let llm = down_then("back");
     let agent = AgentLoop::builder(llm.clone())
         .tools(FnTools::new().echo("t", std::time::Duration::ZERO))
         .build();
-    let events = drain(agent.start_turn(user("hi"), cx())).await;
+    let events = run(&agent, "hi").await;
     assert_eq!(final_event(&events).state(), Some(TaskState::Completed));
     assert_eq!(llm.request_count(), 2, "the 503 was tried again");
     assert!(
@@ -82,7 +97,7 @@ async fn a_loop_from_a_model_and_tools_times_out_a_tool_that_never_answers() {
         .respond(call_hang())
         .respond(LlmResponse::text("gave up on it"));
     let agent = AgentLoop::builder(llm).tools(hanging_tool()).build();
-    let events = drain(agent.start_turn(user("hang"), cx())).await;
+    let events = run(&agent, "hang").await;
     assert_eq!(final_event(&events).state(), Some(TaskState::Completed));
     let results = tool_results(&events);
     assert_eq!(results.len(), 1);
@@ -93,10 +108,7 @@ async fn a_loop_from_a_model_and_tools_times_out_a_tool_that_never_answers() {
 #[tokio::test(start_paused = true)]
 async fn the_configured_tool_timeout_replaces_the_default() {
     let llm = ScriptedLlm::new()
-        .respond(LlmResponse::tool_calls(
-            "",
-            vec![ToolCall::new("s1", "slow", "{}")],
-        ))
+        .respond(call_slow())
         .respond(LlmResponse::text("done"));
     // 40 s is past the default 30 s but within the configured minute.
     let tools = FnTools::new().echo("slow", std::time::Duration::from_secs(40));
@@ -104,7 +116,7 @@ async fn the_configured_tool_timeout_replaces_the_default() {
         .tools(tools)
         .tool_timeout(Some(std::time::Duration::from_secs(60)))
         .build();
-    let events = drain(agent.start_turn(user("slow"), cx())).await;
+    let events = run(&agent, "slow").await;
     let results = tool_results(&events);
     assert_eq!(results[0].failure, None);
     assert_eq!(results[0].text_content(), "slow:{}");
@@ -112,13 +124,11 @@ async fn the_configured_tool_timeout_replaces_the_default() {
 
 #[tokio::test(start_paused = true)]
 async fn without_default_layers_a_503_fails_the_turn() {
-    let llm = ScriptedLlm::new()
-        .fail(unavailable())
-        .respond(LlmResponse::text("back"));
+    let llm = down_then("back");
     let agent = AgentLoop::builder(llm.clone())
         .without_default_layers()
         .build();
-    let events = drain(agent.start_turn(user("hi"), cx())).await;
+    let events = run(&agent, "hi").await;
     assert_eq!(final_event(&events).state(), Some(TaskState::Failed));
     assert_eq!(llm.request_count(), 1, "no retry");
     assert!(
@@ -131,13 +141,11 @@ async fn without_default_layers_a_503_fails_the_turn() {
 
 #[tokio::test(start_paused = true)]
 async fn retry_none_fails_the_turn_on_the_first_503() {
-    let llm = ScriptedLlm::new()
-        .fail(unavailable())
-        .respond(LlmResponse::text("back"));
+    let llm = down_then("back");
     let agent = AgentLoop::builder(llm.clone())
         .retry(RetryPolicy::none())
         .build();
-    let events = drain(agent.start_turn(user("hi"), cx())).await;
+    let events = run(&agent, "hi").await;
     assert_eq!(final_event(&events).state(), Some(TaskState::Failed));
     assert_eq!(llm.request_count(), 1);
 }
@@ -145,17 +153,14 @@ async fn retry_none_fails_the_turn_on_the_first_503() {
 #[tokio::test(start_paused = true)]
 async fn without_default_layers_a_tool_runs_past_30_s() {
     let llm = ScriptedLlm::new()
-        .respond(LlmResponse::tool_calls(
-            "",
-            vec![ToolCall::new("s1", "slow", "{}")],
-        ))
+        .respond(call_slow())
         .respond(LlmResponse::text("done"));
     let tools = FnTools::new().echo("slow", std::time::Duration::from_secs(3600));
     let agent = AgentLoop::builder(llm)
         .tools(tools)
         .without_default_layers()
         .build();
-    let events = drain(agent.start_turn(user("slow"), cx())).await;
+    let events = run(&agent, "slow").await;
     let results = tool_results(&events);
     assert_eq!(
         results[0].failure, None,
@@ -168,17 +173,14 @@ async fn without_default_layers_a_tool_runs_past_30_s() {
 async fn tool_timeout_none_keeps_the_retry() {
     let llm = ScriptedLlm::new()
         .fail(unavailable())
-        .respond(LlmResponse::tool_calls(
-            "",
-            vec![ToolCall::new("s1", "slow", "{}")],
-        ))
+        .respond(call_slow())
         .respond(LlmResponse::text("done"));
     let tools = FnTools::new().echo("slow", std::time::Duration::from_secs(3600));
     let agent = AgentLoop::builder(llm.clone())
         .tools(tools)
         .tool_timeout(None)
         .build();
-    let events = drain(agent.start_turn(user("slow"), cx())).await;
+    let events = run(&agent, "slow").await;
     assert_eq!(final_event(&events).state(), Some(TaskState::Completed));
     assert_eq!(llm.request_count(), 3);
     assert_eq!(tool_results(&events)[0].failure, None);
@@ -279,7 +281,7 @@ async fn custom_layers_wrap_the_defaults_the_first_added_outermost() {
         .tool_layer(tool_recorder("tool-outer", &log))
         .tool_layer(tool_recorder("tool-inner", &log))
         .build();
-    let events = drain(agent.start_turn(user("go"), cx())).await;
+    let events = run(&agent, "go").await;
     assert_eq!(final_event(&events).state(), Some(TaskState::Completed));
     assert_eq!(llm.request_count(), 3);
     assert_eq!(
@@ -311,9 +313,7 @@ async fn layer_llm_applies_the_loops_model_layers_to_another_model() {
     let agent = AgentLoop::builder(ScriptedLlm::new())
         .llm_layer(llm_recorder("outer", &log))
         .build();
-    let other = ScriptedLlm::new()
-        .fail(unavailable())
-        .respond(LlmResponse::text("summary"));
+    let other = down_then("summary");
     let layered = agent.layer_llm(Arc::new(other.clone()));
     tokio::time::pause();
     let response = layered

@@ -240,12 +240,7 @@ async fn tool_failure_mode_fail_ends_the_turn_on_the_first_failed_call() {
 #[tokio::test]
 async fn tool_failure_mode_continue_lets_the_model_read_the_error() {
     let (tools, _) = failing_and_ok();
-    let llm = ScriptedLlm::new()
-        .respond(LlmResponse::tool_calls(
-            "",
-            vec![ToolCall::new("b1", "broken", "{}")],
-        ))
-        .respond(LlmResponse::text("went on"));
+    let llm = calls_then(&[("b1", "broken", "{}")], "went on");
     let agent = AgentLoop::builder(llm.clone())
         .tools(tools)
         .tool_failure_mode(ToolFailureMode::Fail)
@@ -308,10 +303,7 @@ async fn before_turn_rewrites_the_history_and_after_turn_the_final_message() {
     assert_eq!(req.system_prompt.as_deref(), Some("from the hook"));
     let last = final_event(&events);
     assert_eq!(last.state(), Some(TaskState::Completed));
-    let EventPayload::StatusUpdate { status, .. } = &*last.payload else {
-        unreachable!()
-    };
-    assert_eq!(status.message.as_ref().unwrap().text(), "answer (reviewed)");
+    assert_eq!(final_text(&events), "answer (reviewed)");
     let outcome = handle.outcome().unwrap();
     // What is stored is what the caller was shown; the turn's own messages
     // start after the rewritten history.

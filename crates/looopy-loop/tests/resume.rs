@@ -12,7 +12,7 @@ use looopy_core::store::CheckpointStore;
 use looopy_core::{
     EventPayload, History, LlmResponse, Message, Role, TaskState, ToolCall, ToolResult, TurnContext,
 };
-use looopy_loop::{AgentLoop, TurnInput};
+use looopy_loop::{AgentLoop, TurnInput, TurnStream};
 use looopy_stores_memory::MemoryCheckpointStore;
 use looopy_testkit::ScriptedLlm;
 use support::*;
@@ -61,6 +61,37 @@ async fn wait_for(
     }
 }
 
+/// A loop with `tools` that checkpoints into `store`.
+fn checkpointing(
+    llm: ScriptedLlm,
+    tools: FnTools,
+    store: &Arc<MemoryCheckpointStore>,
+) -> AgentLoop {
+    AgentLoop::builder(llm)
+        .tools(tools)
+        .task_store(store.clone())
+        .build()
+}
+
+/// Starts the test task on the user message "go".
+fn go(agent: &AgentLoop) -> TurnStream {
+    agent.start_turn(History::from(vec![Message::user("go")]), cx())
+}
+
+/// Reads `stream` up to its `n`th event of kind `kind`.
+async fn read_until(stream: &mut TurnStream, kind: &str, n: usize) {
+    let mut seen = 0;
+    while let Some(e) = stream.next().await {
+        if e.kind() == kind {
+            seen += 1;
+            if seen == n {
+                return;
+            }
+        }
+    }
+    panic!("the turn ended before its event {kind} number {n}");
+}
+
 fn three_calls() -> LlmResponse {
     LlmResponse::tool_calls(
         "",
@@ -75,17 +106,9 @@ fn three_calls() -> LlmResponse {
 #[tokio::test]
 async fn checkpoints_are_taken_and_the_last_one_holds_the_final_state() {
     let store = Arc::new(MemoryCheckpointStore::new());
-    let llm = ScriptedLlm::new()
-        .respond(LlmResponse::tool_calls(
-            "",
-            vec![ToolCall::new("ca", "a", "{}")],
-        ))
-        .respond(LlmResponse::text("ok"));
-    let agent = AgentLoop::builder(llm)
-        .tools(tools(Arc::default(), true))
-        .task_store(store.clone())
-        .build();
-    let events = drain(agent.start_turn(History::from(vec![Message::user("go")]), cx())).await;
+    let llm = calls_then(&[("ca", "a", "{}")], "ok");
+    let agent = checkpointing(llm, tools(Arc::default(), true), &store);
+    let events = drain(go(&agent)).await;
     // Six snapshots are taken (before it.1, after llm 1, after tool a, before
     // it.2, after llm 2, end); the writer may fold those that arrive while a
     // save runs into one save of the newest, but the end is always written,
@@ -117,15 +140,7 @@ async fn per_turn_tools_handed_again_to_resume_with_run_the_missing_call() {
     let agent = AgentLoop::builder(llm).task_store(store.clone()).build();
     let input = TurnInput::new().with_tools(Arc::new(tools(first_runs.clone(), false)));
     let mut stream = agent.start_turn_with(History::from(vec![Message::user("go")]), cx(), input);
-    let mut completed = 0;
-    while let Some(e) = stream.next().await {
-        if e.kind() == "internal:tool-complete" {
-            completed += 1;
-            if completed == 2 {
-                break;
-            }
-        }
-    }
+    read_until(&mut stream, "internal:tool-complete", 2).await;
     wait_for(&store, |c| c.completed_tool_results.len() == 2).await;
     drop(stream);
     drop(agent);
@@ -156,21 +171,10 @@ async fn resume_after_a_crash_mid_batch_runs_only_the_missing_calls() {
     let store = Arc::new(MemoryCheckpointStore::new());
     let first_runs = Arc::new(AtomicUsize::new(0));
     let llm = ScriptedLlm::new().respond(three_calls());
-    let agent = AgentLoop::builder(llm)
-        .tools(tools(first_runs.clone(), false))
-        .task_store(store.clone())
-        .build();
-    let mut stream = agent.start_turn(History::from(vec![Message::user("go")]), cx());
+    let agent = checkpointing(llm, tools(first_runs.clone(), false), &store);
+    let mut stream = go(&agent);
     // Read until a and b completed, then "crash" (drop everything).
-    let mut completed = 0;
-    while let Some(e) = stream.next().await {
-        if e.kind() == "internal:tool-complete" {
-            completed += 1;
-            if completed == 2 {
-                break;
-            }
-        }
-    }
+    read_until(&mut stream, "internal:tool-complete", 2).await;
     // Checkpoints are written in the background: wait until the one after
     // the second completion landed, then "crash".
     wait_for(&store, |c| c.completed_tool_results.len() == 2).await;
@@ -183,22 +187,17 @@ async fn resume_after_a_crash_mid_batch_runs_only_the_missing_calls() {
     // A new process: new loop, new tool counters, c works now.
     let second_runs = Arc::new(AtomicUsize::new(0));
     let llm2 = ScriptedLlm::new().respond(LlmResponse::text("all three done"));
-    let agent2 = AgentLoop::builder(llm2.clone())
-        .tools(tools(second_runs.clone(), true))
-        .task_store(store.clone())
-        .build();
+    let agent2 = checkpointing(llm2.clone(), tools(second_runs.clone(), true), &store);
     let stream = agent2.resume(cx());
     let handle = stream.handle();
     let events = drain(stream).await;
     assert_eq!(final_event(&events).state(), Some(TaskState::Completed));
     assert_eq!(second_runs.load(Ordering::SeqCst), 1, "only c ran again");
     let history = handle.outcome().unwrap().history;
-    let results: Vec<String> = history
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.text())
-        .collect();
-    assert_eq!(results, vec!["result a", "result b", "result c"]);
+    assert_eq!(
+        tool_texts(&history),
+        vec!["result a", "result b", "result c"]
+    );
     assert_eq!(history.last().unwrap().text(), "all three done");
     assert_eq!(llm2.requests()[0].messages.len(), 5);
     assert_eq!(
@@ -212,24 +211,14 @@ async fn resume_after_a_crash_mid_batch_runs_only_the_missing_calls() {
 async fn resume_after_a_crash_before_the_tools_ran_runs_them_all_once() {
     let store = Arc::new(MemoryCheckpointStore::new());
     let llm = ScriptedLlm::new().respond(three_calls());
-    let agent = AgentLoop::builder(llm)
-        .tools(tools(Arc::default(), false))
-        .task_store(store.clone())
-        .build();
-    let mut stream = agent.start_turn(History::from(vec![Message::user("go")]), cx());
-    while let Some(e) = stream.next().await {
-        if e.kind() == "internal:llm-response" {
-            break;
-        }
-    }
+    let agent = checkpointing(llm, tools(Arc::default(), false), &store);
+    let mut stream = go(&agent);
+    read_until(&mut stream, "internal:llm-response", 1).await;
     wait_for(&store, |c| c.messages.len() == 2).await;
     drop(stream);
     let runs = Arc::new(AtomicUsize::new(0));
     let llm2 = ScriptedLlm::new().respond(LlmResponse::text("fine"));
-    let agent2 = AgentLoop::builder(llm2)
-        .tools(tools(runs.clone(), true))
-        .task_store(store.clone())
-        .build();
+    let agent2 = checkpointing(llm2, tools(runs.clone(), true), &store);
     let events = drain(agent2.resume(cx())).await;
     assert_eq!(final_event(&events).state(), Some(TaskState::Completed));
     // a and b may have finished before the crash (they are instant); c never did.
@@ -276,19 +265,8 @@ async fn resume_without_a_checkpoint_fails_clearly() {
         .task_store(Arc::new(MemoryCheckpointStore::new()))
         .build();
     let events = drain(agent.resume(cx())).await;
-    let last = final_event(&events);
-    assert_eq!(last.state(), Some(TaskState::Failed));
-    let looopy_core::EventPayload::StatusUpdate { status, .. } = &*last.payload else {
-        unreachable!()
-    };
-    assert!(
-        status
-            .message
-            .as_ref()
-            .unwrap()
-            .text()
-            .contains("no checkpoint for task 'task-r'")
-    );
+    assert_eq!(final_event(&events).state(), Some(TaskState::Failed));
+    assert!(final_text(&events).contains("no checkpoint for task 'task-r'"));
 
     let no_store = AgentLoop::builder(ScriptedLlm::new()).build();
     let events = drain(no_store.resume(cx())).await;
@@ -360,20 +338,9 @@ async fn after_a_crash_completed_calls_stay_done_idempotent_calls_rerun_and_othe
         ],
     ));
     let first = Seen::default();
-    let agent = AgentLoop::builder(llm)
-        .tools(crash_tools(first.clone(), false))
-        .task_store(store.clone())
-        .build();
-    let mut stream = agent.start_turn(History::from(vec![Message::user("go")]), cx());
-    let mut started = 0;
-    while let Some(e) = stream.next().await {
-        if e.kind() == "internal:tool-start" {
-            started += 1;
-            if started == 3 {
-                break;
-            }
-        }
-    }
+    let agent = checkpointing(llm, crash_tools(first.clone(), false), &store);
+    let mut stream = go(&agent);
+    read_until(&mut stream, "internal:tool-start", 3).await;
     // `note` is recorded, `lookup` and `charge` are in flight: crash.
     wait_for(&store, |c| c.completed_tool_results.len() == 1).await;
     drop(stream);
@@ -391,10 +358,7 @@ async fn after_a_crash_completed_calls_stay_done_idempotent_calls_rerun_and_othe
     // A new process: every tool works now.
     let second = Seen::default();
     let llm2 = ScriptedLlm::new().respond(LlmResponse::text("noted; charge unclear"));
-    let agent2 = AgentLoop::builder(llm2.clone())
-        .tools(crash_tools(second.clone(), true))
-        .task_store(store.clone())
-        .build();
+    let agent2 = checkpointing(llm2.clone(), crash_tools(second.clone(), true), &store);
     let events = drain(agent2.resume(cx())).await;
     assert_eq!(final_event(&events).state(), Some(TaskState::Completed));
 
@@ -487,16 +451,9 @@ async fn a_call_in_flight_for_a_tool_that_is_gone_is_not_retried() {
         vec![ToolCall::new("c1", "lookup", "{}")],
     ));
     let seen = Seen::default();
-    let agent = AgentLoop::builder(llm)
-        .tools(crash_tools(seen.clone(), false))
-        .task_store(store.clone())
-        .build();
-    let mut stream = agent.start_turn(History::from(vec![Message::user("go")]), cx());
-    while let Some(e) = stream.next().await {
-        if e.kind() == "internal:tool-start" {
-            break;
-        }
-    }
+    let agent = checkpointing(llm, crash_tools(seen.clone(), false), &store);
+    let mut stream = go(&agent);
+    read_until(&mut stream, "internal:tool-start", 1).await;
     wait_for(&store, |c| c.messages.len() == 2).await;
     drop(stream);
     // The new process no longer offers `lookup`.
@@ -549,11 +506,7 @@ async fn approved_calls_interrupted_by_a_crash_run_again_on_resume_without_askin
     };
     let mut stream = agent.start_turn_approved(history, cx(), TurnSettings::default(), approved);
     // The approved call runs (and hangs): the process dies.
-    while let Some(e) = stream.next().await {
-        if e.kind() == "internal:tool-start" {
-            break;
-        }
-    }
+    read_until(&mut stream, "internal:tool-start", 1).await;
     wait_for(&store, |c| c.messages.len() == 3).await;
     drop(stream);
     drop(agent);
@@ -641,16 +594,11 @@ async fn a_call_of_a_tool_that_is_not_idempotent_is_saved_before_it_runs() {
             }
         })
     };
-    let llm = ScriptedLlm::new()
-        .respond(LlmResponse::tool_calls(
-            "",
-            vec![ToolCall::new("c-pay", "pay", "{}")],
-        ))
-        .respond(LlmResponse::text("done"));
+    let llm = calls_then(&[("c-pay", "pay", "{}")], "done");
     let agent = AgentLoop::builder(llm)
         .tools(tools)
         .task_store(store.clone())
         .build();
-    drain(agent.start_turn(History::from(vec![Message::user("go")]), cx())).await;
+    drain(go(&agent)).await;
     assert_eq!(*on_record.lock().unwrap(), vec![true]);
 }

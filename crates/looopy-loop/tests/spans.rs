@@ -237,17 +237,15 @@ async fn a_failed_tool_call_records_its_kind_as_error_type() {
             })
             .tool("boom", |_call, _| async move { panic!("kaboom") })
             .echo("fine", Duration::ZERO);
-        let llm = ScriptedLlm::new()
-            .respond(LlmResponse::tool_calls(
-                "",
-                vec![
-                    ToolCall::new("a", "slow", "{}"),
-                    ToolCall::new("b", "boom", "{}"),
-                    ToolCall::new("c", "nope", "{}"),
-                    ToolCall::new("d", "fine", "{}"),
-                ],
-            ))
-            .respond(LlmResponse::text("done"));
+        let llm = calls_then(
+            &[
+                ("a", "slow", "{}"),
+                ("b", "boom", "{}"),
+                ("c", "nope", "{}"),
+                ("d", "fine", "{}"),
+            ],
+            "done",
+        );
         let stream = AgentLoop::builder(llm)
             .tools(tools)
             .build()
@@ -300,12 +298,7 @@ async fn a_hit_is_marked_on_the_chat_and_execute_tool_spans() {
     let store: Arc<dyn CacheStore> = Arc::new(MemoryCacheStore::new());
     // The model's own call id: a call id the loop made up would differ
     // between the turns, and so would their second requests.
-    let llm = ScriptedLlm::new()
-        .respond(LlmResponse::tool_calls(
-            "",
-            vec![ToolCall::new("c1", "weather", "{}")],
-        ))
-        .respond(LlmResponse::text("sunny"));
+    let llm = calls_then(&[("c1", "weather", "{}")], "sunny");
     let agent = AgentLoop::builder(llm)
         .tools(FnTools::new().echo("weather", Duration::ZERO))
         .llm_layer(LlmCacheLayer::new(store.clone(), Duration::from_secs(60)))

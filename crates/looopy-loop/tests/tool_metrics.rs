@@ -7,9 +7,8 @@ mod support;
 
 use std::time::Duration;
 
-use looopy_core::{History, LlmResponse, Message, ToolCall, ToolResult, TurnContext};
+use looopy_core::{History, Message, ToolResult, TurnContext};
 use looopy_loop::AgentLoop;
-use looopy_testkit::ScriptedLlm;
 use opentelemetry::KeyValue;
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
 use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
@@ -60,16 +59,14 @@ async fn each_tool_call_is_measured_with_its_failure_kind() {
             ToolResult::text(&call.id, "never")
         })
         .echo("echo", Duration::ZERO);
-    let llm = ScriptedLlm::new()
-        .respond(LlmResponse::tool_calls(
-            "",
-            vec![
-                ToolCall::new("h1", "hang", "{}"),
-                ToolCall::new("e1", "echo", "{}"),
-                ToolCall::new("e2", "echo", "{}"),
-            ],
-        ))
-        .respond(LlmResponse::text("done"));
+    let llm = calls_then(
+        &[
+            ("h1", "hang", "{}"),
+            ("e1", "echo", "{}"),
+            ("e2", "echo", "{}"),
+        ],
+        "done",
+    );
     // Instruments are taken from the global provider when the loop is built.
     let agent = AgentLoop::builder(llm)
         .tools(tools)

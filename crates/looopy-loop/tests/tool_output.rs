@@ -83,15 +83,13 @@ async fn small_outputs_and_unknown_references_are_left_alone_or_refused() {
     let tools = FnTools::new().tool("small", |call, _| async move {
         ToolResult::text(&call.id, "tiny")
     });
-    let llm = ScriptedLlm::new()
-        .respond(LlmResponse::tool_calls(
-            "",
-            vec![
-                ToolCall::new("s", "small", "{}"),
-                ToolCall::new("r", "read_tool_output", r#"{"artifact_id":"nope"}"#),
-            ],
-        ))
-        .respond(LlmResponse::text("ok"));
+    let llm = calls_then(
+        &[
+            ("s", "small", "{}"),
+            ("r", "read_tool_output", r#"{"artifact_id":"nope"}"#),
+        ],
+        "ok",
+    );
     let agent = AgentLoop::builder(llm)
         .tools(tools)
         .tool_output_cache(ToolOutputCache::new(store.clone(), 1000, 200))

@@ -64,10 +64,7 @@ async fn plain_answer_follows_the_event_order_and_keeps_the_system_prompt_out_of
     let meta = final_meta(&events);
     assert_eq!(meta["finishReason"], "finished");
     assert_eq!(meta["usage"]["totalTokens"], 7);
-    let EventPayload::StatusUpdate { status, .. } = &*last.payload else {
-        unreachable!()
-    };
-    assert_eq!(status.message.as_ref().unwrap().text(), "Hello there");
+    assert_eq!(final_text(&events), "Hello there");
 
     let req = &llm.requests()[0];
     assert_eq!(req.system_prompt.as_deref(), Some("You are terse."));
@@ -146,12 +143,7 @@ async fn tools_run_in_parallel_within_the_limit_and_results_keep_the_model_order
     );
 
     let history = handle.outcome().unwrap().history;
-    let results: Vec<String> = history
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.text())
-        .collect();
-    assert_eq!(results, vec!["r0", "r1", "r2", "r3", "r4"]);
+    assert_eq!(tool_texts(&history), vec!["r0", "r1", "r2", "r3", "r4"]);
     // The second request saw every result.
     assert_eq!(llm.requests()[1].messages.len(), 7);
     // Order: text, then per call start/complete.
@@ -176,17 +168,15 @@ async fn unknown_tools_bad_json_and_panics_become_error_results_and_the_loop_goe
         })
         .tool("boom", |_call, _| async move { panic!("kaboom") })
         .echo("fine", Duration::ZERO);
-    let llm = ScriptedLlm::new()
-        .respond(LlmResponse::tool_calls(
-            "",
-            vec![
-                ToolCall::new("a", "nope", "{}"),
-                ToolCall::new("b", "raw", "{not json"),
-                ToolCall::new("c", "boom", "{}"),
-                ToolCall::new("d", "fine", "{\"x\":1}"),
-            ],
-        ))
-        .respond(LlmResponse::text("recovered"));
+    let llm = calls_then(
+        &[
+            ("a", "nope", "{}"),
+            ("b", "raw", "{not json"),
+            ("c", "boom", "{}"),
+            ("d", "fine", "{\"x\":1}"),
+        ],
+        "recovered",
+    );
     let stream = AgentLoop::builder(llm)
         .tools(tools)
         .build()
@@ -242,19 +232,8 @@ async fn duplicate_tool_names_fail_the_turn_with_a_clear_message() {
             .start_turn(user("x"), cx()),
     )
     .await;
-    let last = final_event(&events);
-    assert_eq!(last.state(), Some(TaskState::Failed));
-    let EventPayload::StatusUpdate { status, .. } = &*last.payload else {
-        unreachable!()
-    };
-    assert!(
-        status
-            .message
-            .as_ref()
-            .unwrap()
-            .text()
-            .contains("duplicate tool name 'same'")
-    );
+    assert_eq!(final_event(&events).state(), Some(TaskState::Failed));
+    assert!(final_text(&events).contains("duplicate tool name 'same'"));
     assert_eq!(llm.request_count(), 0);
 }
 
@@ -547,15 +526,7 @@ async fn auth_and_ids_reach_every_tool_call() {
         ));
         async move { ToolResult::text(&call.id, "me") }
     });
-    let llm = ScriptedLlm::new()
-        .respond(LlmResponse::tool_calls(
-            "",
-            vec![
-                ToolCall::new("1", "who", "{}"),
-                ToolCall::new("2", "who", "{}"),
-            ],
-        ))
-        .respond(LlmResponse::text("ok"));
+    let llm = calls_then(&[("1", "who", "{}"), ("2", "who", "{}")], "ok");
     let cx = cx().with_auth(looopy_core::AuthContext::new("alice"));
     drain(
         AgentLoop::builder(llm)

@@ -14,7 +14,7 @@ const PUT_ATTEMPTS: usize = 64;
 
 /// A2A task records in Redis: `P:{task:T}:record` holds the record as JSON,
 /// its version included; `P:{task:T}:cancel` is its cancel flag. Writes go
-/// through one script on the record's key ([`TASK_RECORD_CAS`]): it checks
+/// through one script on the record's key (`TASK_RECORD_CAS`): it checks
 /// the stored version and writes the record in one step, so
 /// `compare_and_put` is atomic on a cluster too (one key, one slot); `put`
 /// is a compare-and-put against whatever version is stored, tried again

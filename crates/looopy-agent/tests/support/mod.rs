@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use looopy_agent::{Agent, AgentBuilder, AgentTurn, FinishedTurn};
+use looopy_agent::{Agent, AgentBuilder, AgentTurn, FinishedTurn, TurnOptions};
 use looopy_core::store::MessageStore;
 use looopy_core::store::Stores;
 use looopy_core::{
@@ -26,6 +26,21 @@ pub fn builder(context: &str, llm: &ScriptedLlm, stores: &Stores) -> AgentBuilde
         .message_store(stores.messages.clone())
         .artifact_store(stores.artifacts.clone())
         .state_store(stores.agents.clone())
+}
+
+/// An agent with the [`TestTools`] on the given stores.
+pub fn tool_agent(context: &str, llm: &ScriptedLlm, stores: &Stores) -> Agent {
+    builder(context, llm, stores)
+        .tools(TestTools::default())
+        .build()
+        .unwrap()
+}
+
+/// A model that calls `lookup` once (call id `l1`), then answers "all done".
+pub fn lookup_then_done() -> ScriptedLlm {
+    ScriptedLlm::new()
+        .respond(call("lookup", &["l1"]))
+        .respond(LlmResponse::text("all done"))
 }
 
 /// A model answer calling `name` once per id.
@@ -46,6 +61,65 @@ pub async fn turn(agent: &Agent, text: &str) -> (Vec<AgentEvent>, FinishedTurn) 
         .unwrap();
     let (events, summary) = t.collect_all().await;
     (events, summary.unwrap())
+}
+
+/// Starts a turn with a user message and per-turn options.
+pub async fn start_turn(agent: &Agent, text: &str, options: TurnOptions) -> AgentTurn {
+    agent
+        .execute_turn_with(Some(Message::user(text)), options)
+        .await
+        .unwrap()
+}
+
+/// Runs a turn on `message` to its end.
+pub async fn send(agent: &Agent, message: Message) -> FinishedTurn {
+    agent
+        .execute_turn(Some(message), None)
+        .await
+        .unwrap()
+        .finish()
+        .await
+        .unwrap()
+}
+
+/// A user message that answers the client tool call `call_id` with `result`.
+pub fn client_answer(call_id: &str, result: serde_json::Value) -> Message {
+    Message::with_parts(
+        Role::User,
+        vec![Part::data(json!({"toolCallId": call_id, "result": result}))],
+    )
+}
+
+/// The roles of `messages`, in order.
+pub fn roles(messages: &[Message]) -> Vec<Role> {
+    messages.iter().map(|m| m.role).collect()
+}
+
+/// Asserts what a turn cancelled in its one tool call saved in `context`:
+/// the user message, the call and its error result, and a cancelled last turn.
+pub async fn assert_saved_cancelled_in_tool(stores: &Stores, context: &str) {
+    let stored = stores.messages.load(context).await.unwrap();
+    assert_eq!(
+        roles(&stored),
+        vec![Role::User, Role::Assistant, Role::Tool]
+    );
+    assert!(stored[2].is_error());
+    let state = stores.agents.load(context).await.unwrap().unwrap();
+    assert_eq!(
+        state.last_turn.as_ref().unwrap().state,
+        looopy_core::TaskState::Canceled
+    );
+}
+
+/// Asserts what [`lookup_then_done`] saved in `context` when its turn ran to
+/// its end: the user message, the call, its result and the answer.
+pub async fn assert_saved_lookup_then_done(stores: &Stores, context: &str) {
+    let stored = stores.messages.load(context).await.unwrap();
+    assert_eq!(
+        roles(&stored),
+        vec![Role::User, Role::Assistant, Role::Tool, Role::Assistant]
+    );
+    assert_eq!(stored[3].text(), "all done");
 }
 
 /// Reads events until one matches; returns it.

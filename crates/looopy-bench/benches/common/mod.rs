@@ -1,10 +1,22 @@
-//! What the Redis benches share: a TCP proxy that counts round trips, and
-//! what Redis itself reports (commands run, CPU used).
+//! What the Redis benches share: a TCP proxy that counts round trips, what
+//! Redis itself reports (commands run, CPU used), and the Agent they run:
+//! its stores in Redis, its model and its history.
 #![allow(dead_code, reason = "each bench uses part of it")]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use std::future::Future;
+
+use async_trait::async_trait;
+use looopy_core::{
+    LlmError, LlmProvider, LlmRequest, LlmResponse, Message, Role, ToolCall, TurnContext,
+};
+use looopy_stores_redis::{
+    RedisAgentStateStore, RedisArtifactStore, RedisBackend, RedisCheckpointStore, RedisConfig,
+    RedisMessageStore, RedisTurnLock, RedisTurnStore,
+};
+use looopy_testkit::RedisServer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -39,6 +51,38 @@ impl Proxy {
     pub(crate) fn round_trips(&self) -> u64 {
         self.round_trips.load(Ordering::SeqCst)
     }
+}
+
+/// Three proxies in front of Redis at `upstream_port`, one per group of
+/// stores whose round trips a bench counts apart.
+pub(crate) async fn three_proxies(upstream_port: u16) -> [Proxy; 3] {
+    [
+        Proxy::start(upstream_port).await,
+        Proxy::start(upstream_port).await,
+        Proxy::start(upstream_port).await,
+    ]
+}
+
+/// Runs `bench` on a multi-threaded runtime with a private `redis-server`
+/// and a connection that reads what the server reports (see [`commands`]).
+pub(crate) fn on_private_redis<F, Fut>(bench: F)
+where
+    F: FnOnce(RedisServer, redis::aio::MultiplexedConnection) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let server = RedisServer::start().expect("redis-server (scripts/provision.sh redis)");
+        let info = redis::Client::open(server.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        bench(server, info).await;
+    });
 }
 
 async fn pump(client: TcpStream, server: TcpStream, round_trips: Arc<AtomicU64>) {
@@ -113,4 +157,104 @@ pub(crate) async fn redis_cpu_seconds(conn: &redis::aio::MultiplexedConnection) 
         .filter(|l| l.starts_with("used_cpu_user:") || l.starts_with("used_cpu_sys:"))
         .filter_map(|l| l.split(':').nth(1)?.trim().parse::<f64>().ok())
         .sum()
+}
+
+/// A connection to the bench Redis whose keys start with `prefix`.
+pub(crate) async fn connect(url: &str, prefix: &str) -> RedisBackend {
+    RedisBackend::connect(RedisConfig::new(url).with_key_prefix(prefix.to_owned()))
+        .await
+        .expect("connect to the bench Redis")
+}
+
+/// The connection each group of an Agent's stores reaches Redis through:
+/// a bench puts proxies in front of them to count each group's round trips.
+pub(crate) struct Connections {
+    pub(crate) tasks: RedisBackend,
+    pub(crate) messages: RedisBackend,
+    pub(crate) artifacts: RedisBackend,
+    pub(crate) agents: RedisBackend,
+    /// The turn lease, and the turn store's start and end scripts.
+    pub(crate) lock: RedisBackend,
+}
+
+/// Every store an Agent uses, in Redis.
+#[derive(Clone)]
+pub(crate) struct RedisAgentStores {
+    pub(crate) tasks: Arc<RedisCheckpointStore>,
+    pub(crate) messages: Arc<RedisMessageStore>,
+    pub(crate) artifacts: Arc<RedisArtifactStore>,
+    pub(crate) agents: Arc<RedisAgentStateStore>,
+    pub(crate) lock: Arc<RedisTurnLock>,
+    /// A turn's start and end (one script each), through the lease's
+    /// connection, as `looopy serve` does.
+    pub(crate) turns: Arc<RedisTurnStore>,
+}
+
+impl RedisAgentStores {
+    pub(crate) fn new(connections: Connections) -> Self {
+        let Connections {
+            tasks,
+            messages,
+            artifacts,
+            agents,
+            lock,
+        } = connections;
+        let tasks = Arc::new(RedisCheckpointStore::new(tasks));
+        let messages = Arc::new(RedisMessageStore::new(messages));
+        let agents = Arc::new(RedisAgentStateStore::new(agents));
+        let turn_lock = Arc::new(RedisTurnLock::new(lock.clone()));
+        let artifacts = Arc::new(RedisArtifactStore::new(artifacts));
+        // The answer's artifact rides with the turn's end, as in
+        // `looopy_stores_redis::stores`.
+        let turns = Arc::new(
+            RedisTurnStore::new(
+                lock,
+                messages.clone(),
+                agents.clone(),
+                turn_lock.clone(),
+                tasks.clone(),
+            )
+            .with_artifacts(artifacts.clone()),
+        );
+        RedisAgentStores {
+            tasks,
+            messages,
+            artifacts,
+            agents,
+            lock: turn_lock,
+            turns,
+        }
+    }
+}
+
+/// A model that calls the tool it names once, then (once it sees a tool
+/// result) answers.
+pub(crate) struct OneTool(pub(crate) &'static str);
+
+#[async_trait]
+impl LlmProvider for OneTool {
+    async fn call(&self, request: LlmRequest, _cx: &TurnContext) -> Result<LlmResponse, LlmError> {
+        let answered = request
+            .messages
+            .last()
+            .is_some_and(|m| m.role == Role::Tool);
+        Ok(if answered {
+            LlmResponse::text("done")
+        } else {
+            LlmResponse::tool_calls("", vec![ToolCall::new("a", self.0, "{}")])
+        })
+    }
+}
+
+/// A conversation of `n` messages, user and assistant in turn.
+pub(crate) fn history(n: usize) -> Vec<Message> {
+    (0..n)
+        .map(|i| {
+            if i % 2 == 0 {
+                Message::user(format!("question {i}: what about this one?"))
+            } else {
+                Message::assistant(format!("answer {i}: here is what I found."))
+            }
+        })
+        .collect()
 }

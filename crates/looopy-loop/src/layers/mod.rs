@@ -13,9 +13,9 @@
 //! and [`tool_layer`](crate::AgentLoopBuilder::tool_layer) wrap in the order
 //! they were added, the first outermost (the first to see a call, the last to
 //! see its answer), as with tower's `ServiceBuilder`. The default layers sit
-//! innermost, next to the provider: [`RetryPolicy`](retry::RetryPolicy)
+//! innermost, next to the provider: [`RetryPolicy`]
 //! around the model (a custom layer sees one call per model request, however
-//! many attempts it took) and [`TimeoutLayer`](timeout::TimeoutLayer) around
+//! many attempts it took) and [`TimeoutLayer`] around
 //! every tool provider (a custom layer sees a timed-out call as a `Timeout`
 //! result). Each provider is wrapped once, at build time.
 //!

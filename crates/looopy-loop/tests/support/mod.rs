@@ -10,9 +10,11 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use looopy_core::{
-    AgentEvent, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext,
+    AgentEvent, EventPayload, History, LlmResponse, Role, ToolCall, ToolDefinition, ToolError,
+    ToolProvider, ToolResult, TurnContext,
 };
 use looopy_loop::TurnStream;
+use looopy_testkit::ScriptedLlm;
 
 type Handler = Arc<dyn Fn(ToolCall, TurnContext) -> BoxFuture<'static, ToolResult> + Send + Sync>;
 
@@ -108,6 +110,39 @@ impl Drop for DropFlag {
     fn drop(&mut self) {
         self.0.store(true, Ordering::SeqCst);
     }
+}
+
+/// A model that calls the tools `(id, name, arguments)` in one answer, then
+/// answers `text`.
+pub fn calls_then(calls: &[(&str, &str, &str)], text: &str) -> ScriptedLlm {
+    let calls = calls
+        .iter()
+        .map(|(id, name, arguments)| ToolCall::new(*id, *name, *arguments))
+        .collect();
+    ScriptedLlm::new()
+        .respond(LlmResponse::tool_calls("", calls))
+        .respond(LlmResponse::text(text))
+}
+
+/// The text of the message that the final event of a turn carries.
+pub fn final_text(events: &[AgentEvent]) -> String {
+    let EventPayload::StatusUpdate { status, .. } = &*final_event(events).payload else {
+        panic!("the final event is a status update")
+    };
+    status
+        .message
+        .as_ref()
+        .map(|m| m.text())
+        .expect("the final event carries a message")
+}
+
+/// The texts of the tool messages in `history`, in order.
+pub fn tool_texts(history: &History) -> Vec<String> {
+    history
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.text())
+        .collect()
 }
 
 pub async fn drain(mut s: TurnStream) -> Vec<AgentEvent> {

@@ -141,9 +141,8 @@ impl<T: DeserializeOwned> StructuredOutput<T> {
             attempt += 1;
             let response = llm.call(request.clone(), cx).await?;
             usage += response.usage.unwrap_or_default();
-            let text = response.message.text();
-            match self.parse(&text) {
-                Ok(value) => {
+            match self.read(response.message.text(), attempt)? {
+                Reading::Value(value) => {
                     return Ok(Structured {
                         value,
                         response,
@@ -151,19 +150,26 @@ impl<T: DeserializeOwned> StructuredOutput<T> {
                         usage,
                     });
                 }
-                Err(error) if attempt > self.max_retries => {
-                    return Err(StructuredError::Invalid {
-                        attempts: attempt,
-                        text,
-                        source: error,
-                    });
-                }
-                Err(error) => {
-                    let correction = self.correction(&error);
+                Reading::Retry(correction) => {
                     request.messages.push(response.message);
                     request.messages.push(correction);
                 }
             }
+        }
+    }
+
+    /// Reads the answer of attempt number `attempt`: its value, or the
+    /// correction to send while retries are left; the last attempt's
+    /// malformed answer is the error.
+    fn read(&self, text: String, attempt: u32) -> Result<Reading<T>, StructuredError> {
+        match self.parse(&text) {
+            Ok(value) => Ok(Reading::Value(value)),
+            Err(error) if attempt > self.max_retries => Err(StructuredError::Invalid {
+                attempts: attempt,
+                text,
+                source: error,
+            }),
+            Err(error) => Ok(Reading::Retry(self.correction(&error))),
         }
     }
 
@@ -195,28 +201,27 @@ impl<T: DeserializeOwned> StructuredOutput<T> {
                     });
                 }
             };
-            match self.parse(&text) {
-                Ok(value) => {
+            match self.read(text, attempt)? {
+                Reading::Value(value) => {
                     return Ok(StructuredTurn {
                         value,
                         outcome,
                         attempts: attempt,
                     });
                 }
-                Err(error) if attempt > self.max_retries => {
-                    return Err(StructuredError::Invalid {
-                        attempts: attempt,
-                        text,
-                        source: error,
-                    });
-                }
-                Err(error) => {
+                Reading::Retry(correction) => {
                     history = outcome.history;
-                    history.push(self.correction(&error));
+                    history.push(correction);
                 }
             }
         }
     }
+}
+
+/// What an answer read as `T` gave: the value, or a correction for the model.
+enum Reading<T> {
+    Value(T),
+    Retry(Message),
 }
 
 /// `run_structured` on an [`AgentLoop`]: [`StructuredOutput::run`] with the
