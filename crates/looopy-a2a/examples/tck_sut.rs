@@ -34,7 +34,6 @@ use looopy_core::{
 };
 use looopy_stores_memory::{MemoryEventLog, MemoryPushConfigStore, MemoryTaskRecordStore};
 use serde_json::{Map, json};
-use tokio::sync::mpsc;
 
 /// One step of a scenario.
 #[derive(Debug, Clone)]
@@ -223,7 +222,8 @@ impl TurnRunner for TckRunner {
         else {
             return Err(RunnerError::new("a direct reply runs no turn"));
         };
-        let (tx, rx) = mpsc::unbounded_channel();
+        // The receiver is the stream of the turn's events.
+        let (tx, rx) = futures::channel::mpsc::unbounded();
         let this = self.clone();
         tokio::spawn(async move {
             let event = |p| AgentEvent::new(request.task_id.clone(), request.context_id.clone(), p);
@@ -251,7 +251,7 @@ impl TurnRunner for TckRunner {
                         tokio::select! {
                             () = tokio::time::sleep(d) => continue,
                             () = request.cancel.cancelled() => {
-                                let _ = tx.send(end(TaskStatus::new(TaskState::Canceled)));
+                                let _ = tx.unbounded_send(end(TaskStatus::new(TaskState::Canceled)));
                                 return;
                             }
                         }
@@ -263,17 +263,14 @@ impl TurnRunner for TckRunner {
                             this.remember(&request.context_id, answer.clone());
                             status = status.with_message(answer);
                         }
-                        let _ = tx.send(end(status));
+                        let _ = tx.unbounded_send(end(status));
                         return;
                     }
                 };
-                let _ = tx.send(event(payload));
+                let _ = tx.unbounded_send(event(payload));
             }
         });
-        Ok(
-            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) })
-                .boxed(),
-        )
+        Ok(rx.boxed())
     }
 
     async fn messages(

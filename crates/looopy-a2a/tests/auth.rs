@@ -55,15 +55,7 @@ async fn requests_without_valid_credentials_get_401() {
     assert!(runner.requests().is_empty(), "nothing ran");
 
     // The card needs no credentials and lists the schemes.
-    let card: serde_json::Value = http()
-        .get(format!("{}/.well-known/agent-card.json", server.url))
-        .header("A2A-Version", "1.0")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = agent_card(&server.url, Some("1.0")).await;
     assert_eq!(
         card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
         "Bearer"
@@ -73,14 +65,7 @@ async fn requests_without_valid_credentials_get_401() {
         "header"
     );
     assert_eq!(card["securityRequirements"].as_array().unwrap().len(), 2);
-    let legacy: serde_json::Value = http()
-        .get(format!("{}/.well-known/agent.json", server.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let legacy = get_json(&server.url, "/.well-known/agent.json", None).await;
     assert_eq!(legacy["securitySchemes"]["apiKey"]["in"], "header");
     assert_eq!(legacy["security"], json!([{"bearer": []}, {"apiKey": []}]));
 }

@@ -25,50 +25,29 @@ async fn cancel_a_running_task_then_again() {
         "TASK_STATE_WORKING"
     );
 
-    let r = rpc(
-        &server.url,
-        Some("1.0"),
-        "CancelTask",
-        json!({"id": task_id}),
-    )
-    .await;
+    let r = rpc_v1(&server.url, "CancelTask", json!({"id": task_id})).await;
     assert_eq!(r["result"]["id"], task_id.as_str());
     assert_eq!(r["result"]["status"]["state"], "TASK_STATE_CANCELED");
     // The open stream sees the end too.
     let rest = stream.rest().await;
-    assert_eq!(
-        rest.last().unwrap().data["result"]["statusUpdate"]["status"]["state"],
-        "TASK_STATE_CANCELED"
-    );
+    assert_eq!(*last_state_v1(&rest), "TASK_STATE_CANCELED");
 
     // A finished task is not cancelable, in both versions.
-    let again = rpc(
-        &server.url,
-        Some("1.0"),
-        "CancelTask",
-        json!({"id": task_id}),
-    )
-    .await;
+    let again = rpc_v1(&server.url, "CancelTask", json!({"id": task_id})).await;
     assert_eq!(again["error"]["code"], -32002);
-    let again = rpc(&server.url, None, "tasks/cancel", json!({"id": task_id})).await;
+    let again = rpc_v03(&server.url, "tasks/cancel", json!({"id": task_id})).await;
     assert_eq!(again["error"]["code"], -32002);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn completed_tasks_are_not_cancelable_and_unknown_ones_not_found() {
     let server = start(ScriptedRunner::hello()).await;
-    let r = rpc(&server.url, None, "message/send", v03_message("x")).await;
+    let r = rpc_v03(&server.url, "message/send", v03_message("x")).await;
     let id = r["result"]["id"].as_str().unwrap();
-    let c = rpc(&server.url, None, "tasks/cancel", json!({"id": id})).await;
+    let c = rpc_v03(&server.url, "tasks/cancel", json!({"id": id})).await;
     assert_eq!(c["error"]["code"], -32002);
     assert_eq!(c["error"]["data"][0]["reason"], "TASK_NOT_CANCELABLE");
-    let c = rpc(
-        &server.url,
-        Some("1.0"),
-        "CancelTask",
-        json!({"id": "no-such-task"}),
-    )
-    .await;
+    let c = rpc_v1(&server.url, "CancelTask", json!({"id": "no-such-task"})).await;
     assert_eq!(c["error"]["code"], -32001);
 }
 
@@ -79,14 +58,14 @@ async fn a_task_waiting_for_input_can_be_canceled() {
         finish(TaskState::InputRequired, "Which one?"),
     ]]))
     .await;
-    let r = rpc(&server.url, None, "message/send", v03_message("x")).await;
+    let r = rpc_v03(&server.url, "message/send", v03_message("x")).await;
     assert_eq!(r["result"]["status"]["state"], "input-required");
     let id = r["result"]["id"].as_str().unwrap();
-    let c = rpc(&server.url, None, "tasks/cancel", json!({"id": id})).await;
+    let c = rpc_v03(&server.url, "tasks/cancel", json!({"id": id})).await;
     assert_eq!(c["result"]["status"]["state"], "canceled");
     let mut cont = v03_message("too late");
     cont["message"]["taskId"] = json!(id);
-    let r = rpc(&server.url, None, "message/send", cont).await;
+    let r = rpc_v03(&server.url, "message/send", cont).await;
     assert_eq!(
         r["error"]["code"], -32004,
         "a canceled task takes no more messages"
@@ -106,14 +85,14 @@ async fn cancel_through_another_server_sharing_the_stores() {
     )
     .await;
     let b = serve(builder(ScriptedRunner::hello(), &stores).build(), &stores).await;
-    let r = rpc(&a.url, Some("1.0"), "SendMessage", {
+    let r = rpc_v1(&a.url, "SendMessage", {
         let mut p = v1_message("long");
         p["configuration"] = json!({"returnImmediately": true});
         p
     })
     .await;
     let id = r["result"]["task"]["id"].as_str().unwrap();
-    let c = rpc(&b.url, Some("1.0"), "CancelTask", json!({"id": id})).await;
+    let c = rpc_v1(&b.url, "CancelTask", json!({"id": id})).await;
     assert_eq!(c["result"]["status"]["state"], "TASK_STATE_CANCELED");
 }
 
@@ -137,7 +116,7 @@ async fn cancel_an_agent_turn_waiting_on_its_model() {
         .as_str()
         .unwrap()
         .to_owned();
-    let c = rpc(&server.url, None, "tasks/cancel", json!({"id": task_id})).await;
+    let c = rpc_v03(&server.url, "tasks/cancel", json!({"id": task_id})).await;
     assert_eq!(c["result"]["status"]["state"], "canceled");
     let rest = stream.rest().await;
     let last = &rest.last().unwrap().data["result"];

@@ -169,17 +169,17 @@ async fn media_types_the_card_does_not_accept_are_refused() {
     let mut params = v1_message("look");
     params["message"]["parts"] =
         json!([{"raw": "iVBORw0KGgo=", "mediaType": "image/png", "filename": "a.png"}]);
-    let r = rpc(&server.url, Some("1.0"), "SendMessage", params).await;
+    let r = rpc_v1(&server.url, "SendMessage", params).await;
     assert_eq!(r["error"]["code"], -32005);
     let mut params = v03_message("look");
     params["message"]["parts"] =
         json!([{"kind": "file", "file": {"uri": "http://x/a.mp4", "mimeType": "video/mp4"}}]);
-    let r = rpc(&server.url, None, "message/send", params).await;
+    let r = rpc_v03(&server.url, "message/send", params).await;
     assert_eq!(r["error"]["code"], -32005);
     // JSON data is accepted by default.
     let mut params = v03_message("x");
     params["message"]["parts"] = json!([{"kind": "data", "data": {"a": 1}}]);
-    let r = rpc(&server.url, None, "message/send", params).await;
+    let r = rpc_v03(&server.url, "message/send", params).await;
     assert_eq!(r["result"]["status"]["state"], "completed");
 }
 
@@ -211,7 +211,7 @@ async fn oversized_bodies_get_413_with_a_json_rpc_error() {
     .await;
     assert!(status_line.starts_with("HTTP/1.1 413"), "{status_line}");
     // The server is fine afterwards.
-    let r = rpc(&server.url, None, "message/send", v03_message("small")).await;
+    let r = rpc_v03(&server.url, "message/send", v03_message("small")).await;
     assert_eq!(r["result"]["status"]["state"], "completed");
     // And the default limit is 1 MiB. The server answers from the declared
     // length alone; sending the 2 MiB body as well would race its early

@@ -16,7 +16,7 @@ use looopy_core::store::{EventLog, TaskRecordStore, TurnLock};
 use looopy_core::{AgentEvent, EventPayload, TaskState, TaskStatus};
 use looopy_stores_memory::MemoryTurnLock;
 use serde_json::json;
-use support::{SharedStores, builder, eventually, rpc, serve, v1_message};
+use support::{SharedStores, builder, eventually, rpc_v1, serve, v1_message};
 
 /// Emits `working`, then (with `hand_over`) lets "another process" take the
 /// turn's lease, then ends without a final event.
@@ -62,7 +62,7 @@ async fn one_turn(hand_over: bool) -> (TaskState, bool) {
         hand_over,
     };
     let server = serve(builder(runner, &stores).recovery(lock).build(), &stores).await;
-    let sent = rpc(&server.url, Some("1.0"), "SendMessage", {
+    let sent = rpc_v1(&server.url, "SendMessage", {
         let mut p = v1_message("go");
         p["configuration"] = json!({ "returnImmediately": true });
         p

@@ -15,18 +15,12 @@ use support::*;
 #[tokio::test(flavor = "multi_thread")]
 async fn a_context_id_continues_the_conversation() {
     let (server, llm) = agent_server(&["Nice to meet you, Ada.", "Your name is Ada."]).await;
-    let first = rpc(
-        &server.url,
-        Some("1.0"),
-        "SendMessage",
-        v1_message("My name is Ada."),
-    )
-    .await;
+    let first = rpc_v1(&server.url, "SendMessage", v1_message("My name is Ada.")).await;
     let first = &first["result"]["task"];
     let context = first["contextId"].as_str().unwrap();
     let mut second = v1_message("What is my name?");
     second["message"]["contextId"] = json!(context);
-    let second = rpc(&server.url, Some("1.0"), "SendMessage", second).await;
+    let second = rpc_v1(&server.url, "SendMessage", second).await;
     let second = &second["result"]["task"];
     assert_eq!(second["contextId"], context);
     assert_ne!(second["id"], first["id"], "a new task in the same context");
@@ -50,10 +44,10 @@ async fn a_context_id_continues_the_conversation() {
     );
     // The same in 0.3 after a 1.0 turn: the conversation is the server's, not the version's.
     let (server, llm) = agent_server(&["one", "two"]).await;
-    let r = rpc(&server.url, None, "message/send", v03_message("a")).await;
+    let r = rpc_v03(&server.url, "message/send", v03_message("a")).await;
     let mut next = v03_message("b");
     next["message"]["contextId"] = r["result"]["contextId"].clone();
-    rpc(&server.url, None, "message/send", next).await;
+    rpc_v03(&server.url, "message/send", next).await;
     assert_eq!(llm.requests()[1].messages.len(), 3);
 }
 
@@ -77,7 +71,7 @@ async fn a_client_tool_makes_the_task_wait_and_the_next_message_continues_it() {
     let (runner, _stores) = agent_runner(llm.clone(), vec![Arc::new(ask) as Arc<dyn ToolProvider>]);
     let server = start(runner).await;
 
-    let first = rpc(&server.url, None, "message/send", v03_message("Weather?")).await;
+    let first = rpc_v03(&server.url, "message/send", v03_message("Weather?")).await;
     let task = &first["result"];
     assert_eq!(task["status"]["state"], "input-required");
     let task_id = task["id"].as_str().unwrap().to_owned();
@@ -117,7 +111,7 @@ async fn a_client_tool_makes_the_task_wait_and_the_next_message_continues_it() {
     // The task's history, read from the Agent's message store: the
     // question and the answer. The client tool's call and result are tool
     // messages there, which the history leaves out.
-    let got = rpc(&server.url, None, "tasks/get", json!({"id": task_id})).await;
+    let got = rpc_v03(&server.url, "tasks/get", json!({"id": task_id})).await;
     let history = got["result"]["history"].as_array().unwrap();
     let texts: Vec<_> = history
         .iter()
@@ -134,7 +128,7 @@ async fn a_client_tool_makes_the_task_wait_and_the_next_message_continues_it() {
     // A completed task takes no more messages.
     let mut late = v03_message("more");
     late["message"]["taskId"] = json!(task_id);
-    let r = rpc(&server.url, None, "message/send", late).await;
+    let r = rpc_v03(&server.url, "message/send", late).await;
     assert_eq!(r["error"]["code"], -32004);
 }
 
@@ -150,13 +144,7 @@ async fn continuation_rules() {
         ],
     ]);
     let server = start(runner.clone()).await;
-    let r = rpc(
-        &server.url,
-        Some("1.0"),
-        "SendMessage",
-        v1_message("Weather?"),
-    )
-    .await;
+    let r = rpc_v1(&server.url, "SendMessage", v1_message("Weather?")).await;
     let task = &r["result"]["task"];
     assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
     let task_id = task["id"].as_str().unwrap().to_owned();
@@ -166,14 +154,14 @@ async fn continuation_rules() {
     wrong["message"]["taskId"] = json!(task_id);
     wrong["message"]["contextId"] = json!("another");
     assert_eq!(
-        rpc(&server.url, Some("1.0"), "SendMessage", wrong).await["error"]["code"],
+        rpc_v1(&server.url, "SendMessage", wrong).await["error"]["code"],
         -32602
     );
     // Unknown task ids are not found.
     let mut unknown = v1_message("Paris");
     unknown["message"]["taskId"] = json!("nope");
     assert_eq!(
-        rpc(&server.url, Some("1.0"), "SendMessage", unknown).await["error"]["code"],
+        rpc_v1(&server.url, "SendMessage", unknown).await["error"]["code"],
         -32001
     );
 
@@ -181,11 +169,11 @@ async fn continuation_rules() {
     let mut cont = v1_message("Paris");
     cont["message"]["taskId"] = json!(task_id);
     cont["configuration"] = json!({"returnImmediately": true});
-    let r = rpc(&server.url, Some("1.0"), "SendMessage", cont.clone()).await;
+    let r = rpc_v1(&server.url, "SendMessage", cont.clone()).await;
     assert_eq!(r["result"]["task"]["id"], task_id.as_str());
     // While that turn runs, another message to the task is refused.
     assert_eq!(
-        rpc(&server.url, Some("1.0"), "SendMessage", cont).await["error"]["code"],
+        rpc_v1(&server.url, "SendMessage", cont).await["error"]["code"],
         -32004
     );
     let requests = runner.requests();
@@ -208,10 +196,7 @@ async fn continuation_rules() {
     );
     gate.add_permits(1);
     let rest = s.rest().await;
-    assert_eq!(
-        rest.last().unwrap().data["result"]["statusUpdate"]["status"]["state"],
-        "TASK_STATE_COMPLETED"
-    );
+    assert_eq!(*last_state_v1(&rest), "TASK_STATE_COMPLETED");
 
     // Replaying from the first turn's start follows across both turns.
     let first_event = {
@@ -220,16 +205,10 @@ async fn continuation_rules() {
             .id
             .clone()
     };
-    let all = sse(
-        &server.url,
-        Some("1.0"),
-        &[("last-event-id", &first_event)],
-        "SubscribeToTask",
-        json!({"id": task_id}),
-    )
-    .await
-    .rest()
-    .await;
+    let all = resubscribe_v1(&server.url, &task_id, &first_event)
+        .await
+        .rest()
+        .await;
     let states: Vec<_> = all
         .iter()
         .skip(1)
@@ -266,14 +245,14 @@ async fn a_loop_runner_keeps_the_history_of_a_context() {
     let messages = Arc::new(MemoryMessageStore::new());
     let runner = LoopRunner::new(AgentLoop::builder(llm.clone()).build(), messages.clone());
     let server = start(runner).await;
-    let r = rpc(&server.url, None, "message/send", v03_message("one")).await;
+    let r = rpc_v03(&server.url, "message/send", v03_message("one")).await;
     assert_eq!(
         r["result"]["status"]["message"]["parts"][0]["text"],
         "first"
     );
     let mut next = v03_message("two");
     next["message"]["contextId"] = r["result"]["contextId"].clone();
-    let r2 = rpc(&server.url, None, "message/send", next).await;
+    let r2 = rpc_v03(&server.url, "message/send", next).await;
     assert_eq!(
         r2["result"]["status"]["message"]["parts"][0]["text"],
         "second"
@@ -307,7 +286,7 @@ async fn client_tools_declared_in_a_message_are_offered_for_that_turn() {
         "description": "The user's location",
         "parameters": {"type": "object", "properties": {}}
     }]});
-    let first = rpc(&server.url, Some("1.0"), "SendMessage", ask).await;
+    let first = rpc_v1(&server.url, "SendMessage", ask).await;
     let task = &first["result"]["task"];
     assert_eq!(
         task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
@@ -327,7 +306,7 @@ async fn client_tools_declared_in_a_message_are_offered_for_that_turn() {
     answer["message"]["contextId"] = task["contextId"].clone();
     answer["message"]["parts"] =
         json!([{"data": {"toolCallId": "call-7", "result": {"city": "Oslo"}}}]);
-    let done = rpc(&server.url, Some("1.0"), "SendMessage", answer).await;
+    let done = rpc_v1(&server.url, "SendMessage", answer).await;
     let task = &done["result"]["task"];
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
     let second = &llm.requests()[1];
@@ -350,7 +329,7 @@ async fn an_invalid_client_tool_declaration_fails_the_task_saying_why() {
     let server = start(runner).await;
     let mut ask = v1_message("hi");
     ask["message"]["metadata"] = json!({"clientTools": [{"description": "no name"}]});
-    let r = rpc(&server.url, Some("1.0"), "SendMessage", ask).await;
+    let r = rpc_v1(&server.url, "SendMessage", ask).await;
     let task = &r["result"]["task"];
     assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{r}");
     let text = task["status"]["message"]["parts"][0]["text"]

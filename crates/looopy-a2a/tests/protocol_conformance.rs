@@ -100,21 +100,9 @@ async fn a_server_can_default_to_the_0_3_card() {
         &stores,
     )
     .await;
-    let plain: Value = card(&server.url, "/.well-known/agent-card.json", &[])
-        .await
-        .json()
-        .await
-        .unwrap();
+    let plain = agent_card(&server.url, None).await;
     assert_eq!(plain["protocolVersion"], "0.3.0");
-    let v1: Value = card(
-        &server.url,
-        "/.well-known/agent-card.json",
-        &[("A2A-Version", "1.0")],
-    )
-    .await
-    .json()
-    .await
-    .unwrap();
+    let v1 = agent_card(&server.url, Some("1.0")).await;
     assert!(v1.get("url").is_none());
 }
 
@@ -149,17 +137,16 @@ async fn a_body_declared_as_something_else_than_json_gets_32005() {
 async fn proto_field_names_are_read_like_json_names() {
     let server = start(ScriptedRunner::hello()).await;
     let url = &server.url;
-    let sent = rpc(url, V1, "SendMessage", v1_message("hi")).await;
+    let sent = rpc_v1(url, "SendMessage", v1_message("hi")).await;
     let task = &sent["result"]["task"];
     let id = task["id"].as_str().unwrap();
     assert!(!task["history"].as_array().unwrap().is_empty());
-    let none = rpc(url, V1, "GetTask", json!({"id": id, "history_length": 0})).await;
+    let none = rpc_v1(url, "GetTask", json!({"id": id, "history_length": 0})).await;
     assert!(none["result"].get("history").is_none(), "{none}");
-    let one = rpc(url, V1, "GetTask", json!({"id": id, "historyLength": 1})).await;
+    let one = rpc_v1(url, "GetTask", json!({"id": id, "historyLength": 1})).await;
     assert_eq!(one["result"]["history"].as_array().unwrap().len(), 1);
-    let listed = rpc(
+    let listed = rpc_v1(
         url,
-        V1,
         "ListTasks",
         json!({"context_id": task["contextId"], "page_size": 1}),
     )
@@ -167,15 +154,9 @@ async fn proto_field_names_are_read_like_json_names() {
     assert_eq!(listed["result"]["pageSize"], 1);
     assert_eq!(listed["result"]["tasks"][0]["id"], id);
     // A negative history length is refused, in both versions.
-    let bad = rpc(url, V1, "GetTask", json!({"id": id, "historyLength": -1})).await;
+    let bad = rpc_v1(url, "GetTask", json!({"id": id, "historyLength": -1})).await;
     assert_eq!(bad["error"]["code"], -32602);
-    let bad = rpc(
-        url,
-        None,
-        "tasks/get",
-        json!({"id": id, "historyLength": -1}),
-    )
-    .await;
+    let bad = rpc_v03(url, "tasks/get", json!({"id": id, "historyLength": -1})).await;
     assert_eq!(bad["error"]["code"], -32602);
 }
 
@@ -183,7 +164,7 @@ async fn proto_field_names_are_read_like_json_names() {
 async fn subscribing_to_a_finished_task_fails_before_any_stream() {
     let server = start(ScriptedRunner::hello()).await;
     let url = &server.url;
-    let sent = rpc(url, V1, "SendMessage", v1_message("hi")).await;
+    let sent = rpc_v1(url, "SendMessage", v1_message("hi")).await;
     let id = sent["result"]["task"]["id"].as_str().unwrap();
     // 1.0: a plain JSON-RPC error, no event stream.
     let res = stream_request(url, V1, &[], "SubscribeToTask", json!({"id": id})).await;
@@ -218,7 +199,7 @@ async fn a_subscription_to_a_waiting_task_follows_its_next_turn_to_the_end() {
     ]);
     let server = start(runner).await;
     let url = &server.url;
-    let sent = rpc(url, V1, "SendMessage", v1_message("weather?")).await;
+    let sent = rpc_v1(url, "SendMessage", v1_message("weather?")).await;
     let id = sent["result"]["task"]["id"].as_str().unwrap().to_owned();
     assert_eq!(
         sent["result"]["task"]["status"]["state"],
@@ -234,7 +215,7 @@ async fn a_subscription_to_a_waiting_task_follows_its_next_turn_to_the_end() {
     let mut answer = v1_message("Paris");
     answer["message"]["taskId"] = json!(id);
     answer["configuration"] = json!({"returnImmediately": true});
-    rpc(url, V1, "SendMessage", answer).await;
+    rpc_v1(url, "SendMessage", answer).await;
     gate.add_permits(1);
     let rest = sub.rest().await;
     let states: Vec<&str> = rest
@@ -286,7 +267,7 @@ async fn a_runner_may_answer_with_a_message_instead_of_a_task() {
     let url = &server.url;
     let mut ping = v1_message("ping");
     ping["message"]["contextId"] = json!("ctx-1");
-    let v = rpc(url, V1, "SendMessage", ping.clone()).await;
+    let v = rpc_v1(url, "SendMessage", ping.clone()).await;
     let message = &v["result"]["message"];
     assert!(v["result"].get("task").is_none(), "{v}");
     assert_eq!(message["role"], "ROLE_AGENT");
@@ -301,13 +282,13 @@ async fn a_runner_may_answer_with_a_message_instead_of_a_task() {
         "pong"
     );
     // 0.3: the message itself, with its kind.
-    let v = rpc(url, None, "message/send", v03_message("ping")).await;
+    let v = rpc_v03(url, "message/send", v03_message("ping")).await;
     assert_eq!(v["result"]["kind"], "message");
     assert_eq!(v["result"]["role"], "agent");
     // No task was made; other messages still get one.
-    let listed = rpc(url, V1, "ListTasks", json!({})).await;
+    let listed = rpc_v1(url, "ListTasks", json!({})).await;
     assert_eq!(listed["result"]["totalSize"], 0);
-    let v = rpc(url, V1, "SendMessage", v1_message("hello")).await;
+    let v = rpc_v1(url, "SendMessage", v1_message("hello")).await;
     assert_eq!(
         v["result"]["task"]["status"]["state"],
         "TASK_STATE_COMPLETED"

@@ -15,7 +15,7 @@ use a2a_pb::{
 };
 use futures::StreamExt;
 use looopy_a2a::AuthConfig;
-use serde_json::{Value, json};
+use serde_json::json;
 use support::*;
 use tonic::Code;
 use tonic::metadata::MetadataValue;
@@ -23,14 +23,7 @@ use tonic::transport::Channel;
 
 /// The gRPC URL the card lists, dialled.
 async fn client(server: &TestServer) -> A2aServiceClient<Channel> {
-    let card: Value = http()
-        .get(format!("{}/.well-known/agent-card.json", server.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = agent_card(&server.url, None).await;
     let grpc = card["supportedInterfaces"]
         .as_array()
         .unwrap()
@@ -129,7 +122,7 @@ async fn every_method_works_over_grpc() {
     assert_eq!(listed.tasks.len(), 1);
 
     // The same task over JSON-RPC.
-    let v = rpc(&server.url, Some("1.0"), "GetTask", json!({"id": task.id})).await;
+    let v = rpc_v1(&server.url, "GetTask", json!({"id": task.id})).await;
     assert_eq!(v["result"]["status"]["state"], "TASK_STATE_COMPLETED");
 
     // A stream: the task first, the completed status last.

@@ -92,7 +92,7 @@ async fn every_operation_works_over_http_json() {
     assert_eq!(listed["tasks"][0]["id"], id);
 
     // The same task over JSON-RPC: one server, one set of tasks.
-    let v = rpc(&server.url, Some("1.0"), "GetTask", json!({"id": id})).await;
+    let v = rpc_v1(&server.url, "GetTask", json!({"id": id})).await;
     assert_eq!(v["result"]["status"]["state"], "TASK_STATE_COMPLETED");
 
     // Streams carry bare StreamResponses, with the log ids.

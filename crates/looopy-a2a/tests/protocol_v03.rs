@@ -12,9 +12,8 @@ use support::*;
 async fn message_send_answers_a_kind_tagged_task() {
     let (server, _llm) = agent_server(&["Bonjour!"]).await;
     // No A2A-Version header: a 0.3 request.
-    let r = rpc(
+    let r = rpc_v03(
         &server.url,
-        None,
         "message/send",
         v03_message("Say hello in French"),
     )
@@ -88,13 +87,13 @@ async fn input_required_is_kebab_case_and_blocking_false_returns_at_once() {
     let server = start(runner).await;
     let mut params = v03_message("weather?");
     params["configuration"] = json!({"blocking": false});
-    let r = rpc(&server.url, None, "message/send", params).await;
+    let r = rpc_v03(&server.url, "message/send", params).await;
     let id = r["result"]["id"].as_str().unwrap().to_owned();
     assert_ne!(r["result"]["status"]["state"], "input-required");
     gate.add_permits(1);
     let url = server.url.clone();
     eventually(async || {
-        let r = rpc(&url, None, "tasks/get", json!({"id": id})).await;
+        let r = rpc_v03(&url, "tasks/get", json!({"id": id})).await;
         r["result"]["status"]["state"] == "input-required"
     })
     .await;
@@ -104,7 +103,7 @@ async fn input_required_is_kebab_case_and_blocking_false_returns_at_once() {
 async fn one_endpoint_serves_both_versions_and_the_a2a_path() {
     let server = start(ScriptedRunner::hello()).await;
     // A 1.0-only method without a header is served as 1.0 (as the Python SDK does).
-    let r = rpc(&server.url, None, "SendMessage", v1_message("x")).await;
+    let r = rpc_v03(&server.url, "SendMessage", v1_message("x")).await;
     assert_eq!(
         r["result"]["task"]["status"]["state"],
         "TASK_STATE_COMPLETED"
@@ -123,6 +122,6 @@ async fn one_endpoint_serves_both_versions_and_the_a2a_path() {
     assert_eq!(v["result"]["kind"], "task");
     // A task made in 1.0 reads in 0.3.
     let id = r["result"]["task"]["id"].as_str().unwrap();
-    let got = rpc(&server.url, None, "tasks/get", json!({"id": id})).await;
+    let got = rpc_v03(&server.url, "tasks/get", json!({"id": id})).await;
     assert_eq!(got["result"]["status"]["state"], "completed");
 }

@@ -12,19 +12,9 @@ const V1: Option<&str> = Some("1.0");
 #[tokio::test(flavor = "multi_thread")]
 async fn card_is_negotiated_by_version() {
     let server = start(ScriptedRunner::hello()).await;
-    let get = |path: &str, version: Option<&str>| {
-        let mut req = http().get(format!("{}{path}", server.url));
-        if let Some(v) = version {
-            req = req.header("A2A-Version", v);
-        }
-        req.send()
-    };
-    let v1: serde_json::Value = get("/.well-known/agent-card.json", V1)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let url = server.url.as_str();
+    let get = move |path: &'static str, version| get_json(url, path, version);
+    let v1 = get("/.well-known/agent-card.json", V1).await;
     assert_eq!(v1["name"], "Test agent");
     assert_eq!(v1["capabilities"]["streaming"], true);
     let interfaces = v1["supportedInterfaces"].as_array().unwrap();
@@ -42,50 +32,24 @@ async fn card_is_negotiated_by_version() {
 
     // No header: the 1.0 card too (the document the 1.0 spec defines for
     // this URI), without any 0.3 field.
-    let plain: serde_json::Value = get("/.well-known/agent-card.json", None)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let plain = get("/.well-known/agent-card.json", None).await;
     assert_eq!(plain, v1);
     // A 0.3 client names its version (header or query parameter).
-    let v03: serde_json::Value = get("/.well-known/agent-card.json", Some("0.3"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v03 = get("/.well-known/agent-card.json", Some("0.3")).await;
     assert_eq!(v03["protocolVersion"], "0.3.0");
     assert_eq!(v03["url"], format!("{}/", server.url));
     assert_eq!(v03["preferredTransport"], "JSONRPC");
     assert_eq!(v03["supportedInterfaces"][0]["protocolVersion"], "1.0");
-    let by_query: serde_json::Value = get("/.well-known/agent-card.json?A2A-Version=0.3", None)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let by_query = get("/.well-known/agent-card.json?A2A-Version=0.3", None).await;
     assert_eq!(by_query, v03);
-    let legacy: serde_json::Value = get("/.well-known/agent.json", V1)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let legacy = get("/.well-known/agent.json", V1).await;
     assert_eq!(legacy["protocolVersion"], "0.3.0");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn send_message_blocks_until_the_turn_ends() {
     let (server, llm) = agent_server(&["Paris is the capital of France."]).await;
-    let r = rpc(
-        &server.url,
-        V1,
-        "SendMessage",
-        v1_message("Capital of France?"),
-    )
-    .await;
+    let r = rpc_v1(&server.url, "SendMessage", v1_message("Capital of France?")).await;
     assert_eq!(r["jsonrpc"], "2.0");
     assert_eq!(r["id"], 1);
     let task = &r["result"]["task"];
@@ -119,9 +83,8 @@ async fn send_message_blocks_until_the_turn_ends() {
 
     // GetTask answers the same, with the history limited on request.
     let id = task["id"].as_str().unwrap();
-    let got = rpc(
+    let got = rpc_v1(
         &server.url,
-        V1,
         "GetTask",
         json!({"id": id, "historyLength": 1}),
     )
@@ -145,7 +108,7 @@ async fn return_immediately_answers_before_the_turn_ends() {
     let server = start(runner).await;
     let mut params = v1_message("hi");
     params["configuration"] = json!({"returnImmediately": true});
-    let r = rpc(&server.url, V1, "SendMessage", params).await;
+    let r = rpc_v1(&server.url, "SendMessage", params).await;
     let task = &r["result"]["task"];
     let state = task["status"]["state"].as_str().unwrap();
     assert!(
@@ -156,7 +119,7 @@ async fn return_immediately_answers_before_the_turn_ends() {
     gate.add_permits(1);
     let url = server.url.clone();
     eventually(async || {
-        let r = rpc(&url, V1, "GetTask", json!({"id": id})).await;
+        let r = rpc_v1(&url, "GetTask", json!({"id": id})).await;
         r["result"]["status"]["state"] == "TASK_STATE_COMPLETED"
     })
     .await;
@@ -219,7 +182,7 @@ async fn streaming_sends_every_public_event_with_log_ids() {
     assert!(ids.windows(2).all(|w| w[0] < w[1]));
 
     // The record has the folded artifact.
-    let got = rpc(&server.url, V1, "GetTask", json!({"id": task_id})).await;
+    let got = rpc_v1(&server.url, "GetTask", json!({"id": task_id})).await;
     assert_eq!(
         got["result"]["artifacts"][0]["parts"],
         json!([{"text": "Hello, world"}])
@@ -229,24 +192,23 @@ async fn streaming_sends_every_public_event_with_log_ids() {
 #[tokio::test(flavor = "multi_thread")]
 async fn list_tasks_pages_the_callers_tasks() {
     let server = start(ScriptedRunner::hello()).await;
-    let first = rpc(&server.url, V1, "SendMessage", v1_message("a")).await;
+    let first = rpc_v1(&server.url, "SendMessage", v1_message("a")).await;
     let context = first["result"]["task"]["contextId"]
         .as_str()
         .unwrap()
         .to_owned();
     let mut second = v1_message("b");
     second["message"]["contextId"] = json!(context);
-    rpc(&server.url, V1, "SendMessage", second).await;
-    rpc(&server.url, V1, "SendMessage", v1_message("c")).await;
+    rpc_v1(&server.url, "SendMessage", second).await;
+    rpc_v1(&server.url, "SendMessage", v1_message("c")).await;
 
-    let all = rpc(&server.url, V1, "ListTasks", json!({})).await;
+    let all = rpc_v1(&server.url, "ListTasks", json!({})).await;
     assert_eq!(all["result"]["totalSize"], 3);
     assert_eq!(all["result"]["nextPageToken"], "");
     assert!(all["result"]["tasks"][0].get("artifacts").is_none());
 
-    let page = rpc(
+    let page = rpc_v1(
         &server.url,
-        V1,
         "ListTasks",
         json!({"pageSize": 2, "includeArtifacts": true}),
     )
@@ -256,9 +218,8 @@ async fn list_tasks_pages_the_callers_tasks() {
     assert!(page["result"]["tasks"][0]["artifacts"].is_array());
     let token = page["result"]["nextPageToken"].as_str().unwrap().to_owned();
     assert!(!token.is_empty());
-    let rest = rpc(
+    let rest = rpc_v1(
         &server.url,
-        V1,
         "ListTasks",
         json!({"pageSize": 2, "pageToken": token}),
     )
@@ -266,32 +227,30 @@ async fn list_tasks_pages_the_callers_tasks() {
     assert_eq!(rest["result"]["tasks"].as_array().unwrap().len(), 1);
     assert_eq!(rest["result"]["nextPageToken"], "");
 
-    let in_context = rpc(&server.url, V1, "ListTasks", json!({"contextId": context})).await;
+    let in_context = rpc_v1(&server.url, "ListTasks", json!({"contextId": context})).await;
     assert_eq!(in_context["result"]["totalSize"], 2);
-    let completed = rpc(
+    let completed = rpc_v1(
         &server.url,
-        V1,
         "ListTasks",
         json!({"status": "TASK_STATE_COMPLETED"}),
     )
     .await;
     assert_eq!(completed["result"]["totalSize"], 3);
-    let working = rpc(
+    let working = rpc_v1(
         &server.url,
-        V1,
         "ListTasks",
         json!({"status": "TASK_STATE_WORKING"}),
     )
     .await;
     assert_eq!(working["result"]["totalSize"], 0);
-    let bad = rpc(&server.url, V1, "ListTasks", json!({"pageSize": 0})).await;
+    let bad = rpc_v1(&server.url, "ListTasks", json!({"pageSize": 0})).await;
     assert_eq!(bad["error"]["code"], -32602);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn unsupported_operations_have_their_codes() {
     let server = start(ScriptedRunner::hello()).await;
-    let r = rpc(&server.url, V1, "GetExtendedAgentCard", json!({})).await;
+    let r = rpc_v1(&server.url, "GetExtendedAgentCard", json!({})).await;
     assert_eq!(r["error"]["code"], -32004);
     for m in [
         "CreateTaskPushNotificationConfig",
@@ -299,15 +258,9 @@ async fn unsupported_operations_have_their_codes() {
         "ListTaskPushNotificationConfigs",
         "DeleteTaskPushNotificationConfig",
     ] {
-        let r = rpc(&server.url, V1, m, json!({"taskId": "t", "id": "x"})).await;
+        let r = rpc_v1(&server.url, m, json!({"taskId": "t", "id": "x"})).await;
         assert_eq!(r["error"]["code"], -32003, "{m}");
     }
-    let r = rpc(
-        &server.url,
-        None,
-        "tasks/pushNotificationConfig/set",
-        json!({}),
-    )
-    .await;
+    let r = rpc_v03(&server.url, "tasks/pushNotificationConfig/set", json!({})).await;
     assert_eq!(r["error"]["code"], -32003);
 }

@@ -101,6 +101,74 @@ impl Receiver {
             .map(|r| r.body)
             .collect()
     }
+
+    /// Waits until the final A2A 1.0 `completed` status update was
+    /// delivered (answered 200).
+    async fn wait_for_v1_completed(&self) {
+        eventually(async || {
+            self.delivered()
+                .iter()
+                .any(|b| b["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED")
+        })
+        .await;
+    }
+}
+
+/// The push-config methods of A2A 1.0 on the server at this URL; each
+/// returns the whole JSON-RPC response (a result or an error).
+struct ConfigsV1<'a>(&'a str);
+
+impl ConfigsV1<'_> {
+    /// `CreateTaskPushNotificationConfig` with these params as sent.
+    async fn create(&self, params: Value) -> Value {
+        rpc_v1(self.0, "CreateTaskPushNotificationConfig", params).await
+    }
+
+    async fn get(&self, task_id: &str, id: &str) -> Value {
+        let params = json!({"taskId": task_id, "id": id});
+        rpc_v1(self.0, "GetTaskPushNotificationConfig", params).await
+    }
+
+    async fn list(&self, task_id: &str) -> Value {
+        let params = json!({"taskId": task_id});
+        rpc_v1(self.0, "ListTaskPushNotificationConfigs", params).await
+    }
+
+    async fn delete(&self, task_id: &str, id: &str) -> Value {
+        let params = json!({"taskId": task_id, "id": id});
+        rpc_v1(self.0, "DeleteTaskPushNotificationConfig", params).await
+    }
+}
+
+/// The push-config methods of A2A 0.3 (`tasks/pushNotificationConfig/*`)
+/// on the server at this URL; each returns the whole JSON-RPC response.
+struct ConfigsV03<'a>(&'a str);
+
+impl ConfigsV03<'_> {
+    /// `get` of the task's config `config_id`, or of its first one.
+    async fn get(&self, task_id: &str, config_id: Option<&str>) -> Value {
+        let mut params = json!({"id": task_id});
+        if let Some(config_id) = config_id {
+            params["pushNotificationConfigId"] = json!(config_id);
+        }
+        rpc_v03(self.0, "tasks/pushNotificationConfig/get", params).await
+    }
+
+    /// `set` of `config` (a `pushNotificationConfig`) on the task.
+    async fn set(&self, task_id: &str, config: Value) -> Value {
+        let params = json!({"taskId": task_id, "pushNotificationConfig": config});
+        rpc_v03(self.0, "tasks/pushNotificationConfig/set", params).await
+    }
+
+    async fn list(&self, task_id: &str) -> Value {
+        let params = json!({"id": task_id});
+        rpc_v03(self.0, "tasks/pushNotificationConfig/list", params).await
+    }
+
+    async fn delete(&self, task_id: &str, config_id: &str) -> Value {
+        let params = json!({"id": task_id, "pushNotificationConfigId": config_id});
+        rpc_v03(self.0, "tasks/pushNotificationConfig/delete", params).await
+    }
 }
 
 /// Fast retries, and the receiver on 127.0.0.1 allowed.
@@ -145,16 +213,7 @@ fn stream_kind(body: &Value) -> &str {
 }
 
 async fn card_capability(url: &str, version: &str) -> Value {
-    let card: Value = http()
-        .get(format!("{url}/.well-known/agent-card.json"))
-        .header("A2A-Version", version)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    card["capabilities"]["pushNotifications"].clone()
+    agent_card(url, Some(version)).await["capabilities"]["pushNotifications"].clone()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -172,13 +231,7 @@ async fn v1_configs_with_a_message_receive_stream_responses_with_token_and_auth(
     )
     .await;
 
-    eventually(async || {
-        receiver
-            .delivered()
-            .iter()
-            .any(|b| b["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED")
-    })
-    .await;
+    receiver.wait_for_v1_completed().await;
     let all = receiver.all();
     for r in &all {
         assert_eq!(r.headers[PUSH_TOKEN_HEADER], "tok-1");
@@ -203,32 +256,19 @@ async fn v1_configs_with_a_message_receive_stream_responses_with_token_and_auth(
     assert_eq!(all[4].body["statusUpdate"]["taskId"], task_id.as_str());
 
     // The config methods on the same task.
-    let got = rpc_v1(
-        &server.url,
-        "GetTaskPushNotificationConfig",
-        json!({"taskId": task_id, "id": "hook-1"}),
-    )
-    .await;
+    let got = ConfigsV1(&server.url).get(&task_id, "hook-1").await;
     assert_eq!(
         result(&got),
         &json!({"taskId": task_id, "id": "hook-1", "url": receiver.url, "token": "tok-1",
                 "authentication": {"scheme": "Bearer", "credentials": "s3cret"}})
     );
     // A config created on a finished task (snake_case, as the TCK sends it).
-    let created = rpc_v1(
-        &server.url,
-        "CreateTaskPushNotificationConfig",
-        json!({"task_id": task_id, "id": "hook-2", "url": "https://example.com/hook"}),
-    )
-    .await;
+    let created = ConfigsV1(&server.url)
+        .create(json!({"task_id": task_id, "id": "hook-2", "url": "https://example.com/hook"}))
+        .await;
     assert_eq!(result(&created)["id"], "hook-2");
     assert_eq!(result(&created)["taskId"], task_id.as_str());
-    let listed = rpc_v1(
-        &server.url,
-        "ListTaskPushNotificationConfigs",
-        json!({"taskId": task_id}),
-    )
-    .await;
+    let listed = ConfigsV1(&server.url).list(&task_id).await;
     let ids: Vec<&str> = result(&listed)["configs"]
         .as_array()
         .unwrap()
@@ -239,27 +279,14 @@ async fn v1_configs_with_a_message_receive_stream_responses_with_token_and_auth(
 
     for _ in 0..2 {
         // Deleting is idempotent.
-        let deleted = rpc_v1(
-            &server.url,
-            "DeleteTaskPushNotificationConfig",
-            json!({"taskId": task_id, "id": "hook-2"}),
-        )
-        .await;
+        let deleted = ConfigsV1(&server.url).delete(&task_id, "hook-2").await;
         assert_eq!(result(&deleted), &Value::Null);
     }
-    let gone = rpc_v1(
-        &server.url,
-        "GetTaskPushNotificationConfig",
-        json!({"taskId": task_id, "id": "hook-2"}),
-    )
-    .await;
+    let gone = ConfigsV1(&server.url).get(&task_id, "hook-2").await;
     assert_eq!(error_code(&gone), -32001);
-    let unknown = rpc_v1(
-        &server.url,
-        "CreateTaskPushNotificationConfig",
-        json!({"taskId": "no-such-task", "url": "https://example.com/hook"}),
-    )
-    .await;
+    let unknown = ConfigsV1(&server.url)
+        .create(json!({"taskId": "no-such-task", "url": "https://example.com/hook"}))
+        .await;
     assert_eq!(error_code(&unknown), -32001);
 }
 
@@ -298,12 +325,7 @@ async fn v03_configs_receive_the_task() {
 
     // set / get / list / delete in their 0.3 shapes. The config sent with
     // the message has the task's id.
-    let got = rpc_v03(
-        &server.url,
-        "tasks/pushNotificationConfig/get",
-        json!({"id": task_id}),
-    )
-    .await;
+    let got = ConfigsV03(&server.url).get(&task_id, None).await;
     assert_eq!(result(&got)["taskId"], task_id.as_str());
     assert_eq!(
         result(&got)["pushNotificationConfig"]["id"],
@@ -313,41 +335,17 @@ async fn v03_configs_receive_the_task() {
         result(&got)["pushNotificationConfig"]["authentication"],
         json!({"schemes": ["Bearer"], "credentials": "abc"})
     );
-    let set = rpc_v03(
-        &server.url,
-        "tasks/pushNotificationConfig/set",
-        json!({"taskId": task_id, "pushNotificationConfig": {"id": "second", "url": "https://example.com/h"}}),
-    )
-    .await;
+    let second = json!({"id": "second", "url": "https://example.com/h"});
+    let set = ConfigsV03(&server.url).set(&task_id, second).await;
     assert_eq!(result(&set)["pushNotificationConfig"]["id"], "second");
-    let listed = rpc_v03(
-        &server.url,
-        "tasks/pushNotificationConfig/list",
-        json!({"id": task_id}),
-    )
-    .await;
+    let listed = ConfigsV03(&server.url).list(&task_id).await;
     assert_eq!(result(&listed).as_array().unwrap().len(), 2);
-    let deleted = rpc_v03(
-        &server.url,
-        "tasks/pushNotificationConfig/delete",
-        json!({"id": task_id, "pushNotificationConfigId": "second"}),
-    )
-    .await;
+    let deleted = ConfigsV03(&server.url).delete(&task_id, "second").await;
     assert_eq!(result(&deleted), &Value::Null);
-    let listed = rpc_v03(
-        &server.url,
-        "tasks/pushNotificationConfig/list",
-        json!({"id": task_id}),
-    )
-    .await;
+    let listed = ConfigsV03(&server.url).list(&task_id).await;
     assert_eq!(result(&listed).as_array().unwrap().len(), 1);
     // An unknown config id gets the task's first config (as the 0.3 SDK).
-    let got = rpc_v03(
-        &server.url,
-        "tasks/pushNotificationConfig/get",
-        json!({"id": task_id, "pushNotificationConfigId": "default"}),
-    )
-    .await;
+    let got = ConfigsV03(&server.url).get(&task_id, Some("default")).await;
     assert_eq!(
         result(&got)["pushNotificationConfig"]["id"],
         task_id.as_str()
@@ -416,20 +414,12 @@ async fn private_webhooks_are_refused_unless_allowed() {
         "http://169.254.169.254/latest/meta-data".into(),
         "http://[::1]:8080/hook".into(),
     ] {
-        let refused = rpc_v1(
-            &server.url,
-            "CreateTaskPushNotificationConfig",
-            json!({"taskId": task_id, "url": url}),
-        )
-        .await;
+        let refused = ConfigsV1(&server.url)
+            .create(json!({"taskId": task_id, "url": url}))
+            .await;
         assert_eq!(error_code(&refused), -32602, "{url}: {refused}");
     }
-    let listed = rpc_v1(
-        &server.url,
-        "ListTaskPushNotificationConfigs",
-        json!({"taskId": task_id}),
-    )
-    .await;
+    let listed = ConfigsV1(&server.url).list(&task_id).await;
     assert!(result(&listed)["configs"].as_array().unwrap().is_empty());
     assert!(receiver.all().is_empty());
 }
@@ -437,10 +427,7 @@ async fn private_webhooks_are_refused_unless_allowed() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_turn_ends_while_its_webhook_hangs() {
     let receiver = Receiver::start(Mode::Hang, 0).await;
-    let gate = Arc::new(Semaphore::new(0));
-    let mut script = hello_script();
-    script.insert(2, Step::Gate(gate.clone()));
-    let runner = ScriptedRunner::new(vec![script]);
+    let (runner, gate) = gated_runner();
     let settings = test_settings().request_timeout(Duration::from_secs(600));
     let server = push_server(runner, settings).await;
 
@@ -454,11 +441,7 @@ async fn a_turn_ends_while_its_webhook_hangs() {
     // The first update reached the webhook, which holds it and never answers.
     eventually(async || !receiver.all().is_empty()).await;
     gate.add_permits(1);
-    eventually(async || {
-        let got = rpc_v1(&server.url, "GetTask", json!({"id": task_id})).await;
-        result(&got)["status"]["state"] == "TASK_STATE_COMPLETED"
-    })
-    .await;
+    wait_for_state(&server.url, &task_id, "TASK_STATE_COMPLETED").await;
     // Still hanging on the first update: nothing else was sent.
     let all = receiver.all();
     assert_eq!(all.len(), 1);
@@ -471,12 +454,9 @@ async fn without_push_the_methods_and_configs_are_refused() {
     assert_eq!(card_capability(&server.url, "1.0").await, false);
     let sent = rpc_v1(&server.url, "SendMessage", v1_message("hi")).await;
     let task_id = result(&sent)["task"]["id"].as_str().unwrap().to_owned();
-    let refused = rpc_v1(
-        &server.url,
-        "CreateTaskPushNotificationConfig",
-        json!({"taskId": task_id, "url": "https://example.com/hook"}),
-    )
-    .await;
+    let refused = ConfigsV1(&server.url)
+        .create(json!({"taskId": task_id, "url": "https://example.com/hook"}))
+        .await;
     assert_eq!(error_code(&refused), -32003);
     let params = configured_message(
         json!({"taskPushNotificationConfig": {"url": "https://example.com/hook"}}),
@@ -490,11 +470,7 @@ async fn without_push_the_methods_and_configs_are_refused() {
 /// creates, gets, lists and deletes configs.
 #[tokio::test(flavor = "multi_thread")]
 async fn python_sdk_1_x_push_configs() {
-    let Some(python) = require(
-        "LOOOPY_A2A_PYTHON",
-        repo_root().join(".tools/venv/bin/python"),
-        "the Python venv with a2a-sdk 1.x",
-    ) else {
+    let Some(python) = sdk_1_x_python() else {
         return;
     };
     let receiver = Receiver::start(Mode::Accept, 0).await;
@@ -505,24 +481,8 @@ async fn python_sdk_1_x_push_configs() {
         .build();
     let server = serve(server, &stores).await;
 
-    let out = tokio::time::timeout(
-        Duration::from_secs(120),
-        tokio::process::Command::new(&python)
-            .arg(fixture("a2a_push_v1.py"))
-            .arg(&server.url)
-            .arg("py-token")
-            .arg(&receiver.url)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("the Python client hung")
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}\n{stdout}");
-    let out: Value = serde_json::from_str(stdout.lines().last().unwrap_or(""))
-        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+    let args = [server.url.as_str(), "py-token", &receiver.url];
+    let out = run_python(&python, "a2a_push_v1.py", &args).await;
 
     let task_id = out["task_id"].as_str().unwrap();
     assert_eq!(out["create"]["id"], "py-2");
@@ -547,13 +507,7 @@ async fn python_sdk_1_x_push_configs() {
     assert_ne!(out["get_deleted"], "no error", "{out}");
 
     // The config sent with the message got the turn's updates.
-    eventually(async || {
-        receiver
-            .delivered()
-            .iter()
-            .any(|b| b["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED")
-    })
-    .await;
+    receiver.wait_for_v1_completed().await;
     let first = &receiver.all()[0];
     assert_eq!(first.headers[PUSH_TOKEN_HEADER], "py-token-1");
     assert_eq!(first.headers["authorization"], "Bearer py-cred");
@@ -565,14 +519,6 @@ fn gated_runner() -> (ScriptedRunner, Arc<Semaphore>) {
     let mut script = hello_script();
     script.insert(2, Step::Gate(gate.clone()));
     (ScriptedRunner::new(vec![script]), gate)
-}
-
-async fn wait_for_state(url: &str, task_id: &str, state: &str) {
-    eventually(async || {
-        let got = rpc_v1(url, "GetTask", json!({"id": task_id})).await;
-        result(&got)["status"]["state"] == state
-    })
-    .await;
 }
 
 fn tokens(received: &[Received]) -> Vec<String> {
@@ -590,21 +536,12 @@ async fn a_config_created_during_a_turn_gets_the_rest_of_it() {
     let task_id = send_v1(&server.url, json!({"returnImmediately": true})).await;
     wait_for_state(&server.url, &task_id, "TASK_STATE_WORKING").await;
 
-    let created = rpc_v1(
-        &server.url,
-        "CreateTaskPushNotificationConfig",
-        json!({"taskId": task_id, "url": receiver.url, "token": "late"}),
-    )
-    .await;
+    let created = ConfigsV1(&server.url)
+        .create(json!({"taskId": task_id, "url": receiver.url, "token": "late"}))
+        .await;
     result(&created);
     gate.add_permits(1);
-    eventually(async || {
-        receiver
-            .delivered()
-            .iter()
-            .any(|b| b["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED")
-    })
-    .await;
+    receiver.wait_for_v1_completed().await;
     let all = receiver.all();
     assert!(tokens(&all).iter().all(|t| t == "late"));
     let kinds: Vec<&str> = all.iter().map(|r| stream_kind(&r.body)).collect();
@@ -626,19 +563,11 @@ async fn a_deleted_config_gets_nothing_more() {
     // It got the updates before the gate (task, working).
     eventually(async || tokens(&receiver.all()).len() == 2).await;
     // A second config from here on, and the first one deleted.
-    let kept = rpc_v1(
-        &server.url,
-        "CreateTaskPushNotificationConfig",
-        json!({"taskId": task_id, "id": "kept", "url": receiver.url, "token": "kept"}),
-    )
-    .await;
+    let kept = ConfigsV1(&server.url)
+        .create(json!({"taskId": task_id, "id": "kept", "url": receiver.url, "token": "kept"}))
+        .await;
     result(&kept);
-    let deleted = rpc_v1(
-        &server.url,
-        "DeleteTaskPushNotificationConfig",
-        json!({"taskId": task_id, "id": "gone"}),
-    )
-    .await;
+    let deleted = ConfigsV1(&server.url).delete(&task_id, "gone").await;
     result(&deleted);
     gate.add_permits(1);
     eventually(async || {
@@ -694,29 +623,15 @@ async fn two_servers_on_redis_share_configs() {
     let task_id = send_v1(&a.url, json!({"returnImmediately": true})).await;
     wait_for_state(&a.url, &task_id, "TASK_STATE_WORKING").await;
 
-    let created = rpc_v1(
-        &b.url,
-        "CreateTaskPushNotificationConfig",
-        json!({"taskId": task_id, "id": "via-b", "url": receiver.url, "token": "via-b"}),
-    )
-    .await;
+    let created = ConfigsV1(&b.url)
+        .create(json!({"taskId": task_id, "id": "via-b", "url": receiver.url, "token": "via-b"}))
+        .await;
     result(&created);
-    let got = rpc_v1(
-        &a.url,
-        "GetTaskPushNotificationConfig",
-        json!({"taskId": task_id, "id": "via-b"}),
-    )
-    .await;
+    let got = ConfigsV1(&a.url).get(&task_id, "via-b").await;
     assert_eq!(result(&got)["url"], receiver.url.as_str());
 
     gate.add_permits(1);
-    eventually(async || {
-        receiver
-            .delivered()
-            .iter()
-            .any(|b| b["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED")
-    })
-    .await;
+    receiver.wait_for_v1_completed().await;
     let all = receiver.all();
     assert!(tokens(&all).iter().all(|t| t == "via-b"));
     assert!(
@@ -869,13 +784,7 @@ async fn a_recovered_turn_sends_the_rest_of_its_updates() {
         .push_notifications(configs, test_settings())
         .build();
     let server = serve(server, &stores).await;
-    eventually(async || {
-        receiver
-            .delivered()
-            .iter()
-            .any(|body| body["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED")
-    })
-    .await;
+    receiver.wait_for_v1_completed().await;
     let sent = tokens(&receiver.all());
     assert!(sent.iter().all(|t| t == "recovered-token"), "{sent:?}");
     server.stop().await;

@@ -6,22 +6,11 @@
 
 mod support;
 
-use std::path::PathBuf;
-use std::time::Duration;
-
 use looopy_a2a::AuthConfig;
 use looopy_core::LlmResponse;
 use looopy_testkit::{ScriptStep, ScriptedLlm};
 use serde_json::Value;
 use support::*;
-
-fn python(env_var: &str, venv: &str, what: &str) -> Option<PathBuf> {
-    require(
-        env_var,
-        repo_root().join(format!(".tools/{venv}/bin/python")),
-        what,
-    )
-}
 
 async fn server() -> TestServer {
     let llm = ScriptedLlm::new()
@@ -32,41 +21,17 @@ async fn server() -> TestServer {
     serve(builder(runner, &stores).auth(auth).build(), &stores).await
 }
 
-async fn run(python: &PathBuf, script: &str, url: &str) -> Value {
-    let out = tokio::time::timeout(
-        Duration::from_secs(120),
-        tokio::process::Command::new(python)
-            .arg(fixture(script))
-            .arg(url)
-            .arg("py-token")
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("the Python client hung")
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{script} failed:\n{stderr}\n{stdout}");
-    serde_json::from_str(stdout.lines().last().unwrap_or(""))
-        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
-}
-
 fn stream_states(stream: &[Value], state_at: impl Fn(&Value) -> Option<String>) -> Vec<String> {
     stream.iter().filter_map(state_at).collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn python_sdk_1_x_client() {
-    let Some(python) = python(
-        "LOOOPY_A2A_PYTHON",
-        "venv",
-        "the Python venv with a2a-sdk 1.x",
-    ) else {
+    let Some(python) = sdk_1_x_python() else {
         return;
     };
     let server = server().await;
-    let out = run(&python, "a2a_client_v1.py", &server.url).await;
+    let out = run_python(&python, "a2a_client_v1.py", &[&server.url, "py-token"]).await;
 
     assert_eq!(out["sent_version_header"], "1.0");
     assert_eq!(out["card"]["name"], "Test agent");
@@ -126,15 +91,11 @@ async fn python_sdk_1_x_client() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn python_sdk_0_3_client() {
-    let Some(python) = python(
-        "LOOOPY_A2A03_PYTHON",
-        "venv-a2a03",
-        "the Python venv with a2a-sdk 0.3.x",
-    ) else {
+    let Some(python) = sdk_0_3_python() else {
         return;
     };
     let server = server().await;
-    let out = run(&python, "a2a_client_v03.py", &server.url).await;
+    let out = run_python(&python, "a2a_client_v03.py", &[&server.url, "py-token"]).await;
 
     assert_eq!(out["card"]["name"], "Test agent");
     assert_eq!(out["card"]["protocolVersion"], "0.3.0");

@@ -157,28 +157,20 @@ async fn cancelling_the_local_turn_cancels_the_remote_task() {
         }
     });
     // Wait until the remote task runs, then cancel the local turn.
-    let tasks = server.tasks.clone();
-    eventually(async || {
-        use looopy_core::store::TaskRecordStore;
-        tasks
-            .list(None, None, 10)
-            .await
-            .unwrap()
-            .iter()
-            .any(|r| r.status.state == TaskState::Working)
-    })
-    .await;
+    eventually(async || states(&server).await.contains(&TaskState::Working)).await;
     cancel.cancel();
     let r = call.await.unwrap();
     assert!(r.is_error);
     eventually(async || {
-        use looopy_core::store::TaskRecordStore;
-        tasks
-            .list(None, None, 10)
-            .await
-            .unwrap()
-            .iter()
-            .all(|r| r.status.state == TaskState::Canceled)
+        let states = states(&server).await;
+        states.iter().all(|s| *s == TaskState::Canceled)
     })
     .await;
+}
+
+/// The states of the server's tasks (the first ten).
+async fn states(server: &TestServer) -> Vec<TaskState> {
+    use looopy_core::store::TaskRecordStore;
+    let records = server.tasks.list(None, None, 10).await.unwrap();
+    records.into_iter().map(|r| r.status.state).collect()
 }

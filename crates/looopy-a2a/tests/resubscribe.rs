@@ -58,40 +58,22 @@ async fn v1_disconnect_then_resubscribe_gets_exactly_the_missing_events() {
 
     // The task goes on without a reader.
     gate.add_permits(1);
-    let url = server.url.clone();
-    let id = task_id.clone();
-    eventually(async || {
-        let r = rpc(&url, Some("1.0"), "GetTask", json!({"id": id})).await;
-        r["result"]["status"]["state"] == "TASK_STATE_COMPLETED"
-    })
-    .await;
+    wait_for_state(&server.url, &task_id, "TASK_STATE_COMPLETED").await;
 
-    let events = sse(
-        &server.url,
-        Some("1.0"),
-        &[("last-event-id", &last_seen)],
-        "SubscribeToTask",
-        json!({"id": task_id}),
-    )
-    .await
-    .rest()
-    .await;
+    let events = resubscribe_v1(&server.url, &task_id, &last_seen)
+        .await
+        .rest()
+        .await;
     // 1.0 starts with the task as it is (no id), then the missed events.
     assert_eq!(events[0].data["result"]["task"]["id"], task_id.as_str());
     assert_eq!(
         events[0].data["result"]["task"]["status"]["state"],
         "TASK_STATE_COMPLETED"
     );
-    let missed: Vec<_> = events[1..].iter().collect();
-    let texts: Vec<_> = missed
-        .iter()
-        .filter_map(|e| e.data["result"]["artifactUpdate"]["artifact"]["parts"][0]["text"].as_str())
-        .collect();
+    let missed = &events[1..];
+    let texts = artifact_texts_v1(missed);
     assert_eq!(texts, ["two ", "three"]);
-    assert_eq!(
-        missed.last().unwrap().data["result"]["statusUpdate"]["status"]["state"],
-        "TASK_STATE_COMPLETED"
-    );
+    assert_eq!(*last_state_v1(missed), "TASK_STATE_COMPLETED");
     assert_eq!(missed.len(), 3);
     // Exactly the log's events after the last one seen.
     let ids = log_ids(&server, &task_id).await;
@@ -176,13 +158,7 @@ async fn v03_resubscribe_while_running_then_follow_to_the_end() {
 async fn subscribe_without_last_event_id_starts_with_the_task_and_replays_the_turn() {
     let gate = Arc::new(Semaphore::new(0));
     let server = start(gated(&gate)).await;
-    let r = rpc(&server.url, Some("1.0"), "SendMessage", {
-        let mut p = v1_message("x");
-        p["configuration"] = json!({"returnImmediately": true});
-        p
-    })
-    .await;
-    let task_id = r["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let task_id = send_v1(&server.url, json!({"returnImmediately": true})).await;
     let mut s = subscribe_v1(&server.url, &task_id).await;
     let snapshot = s.next().await.unwrap();
     assert!(snapshot.id.is_none());
@@ -194,10 +170,7 @@ async fn subscribe_without_last_event_id_starts_with_the_task_and_replays_the_tu
     );
     gate.add_permits(1);
     let rest = s.rest().await;
-    assert_eq!(
-        rest.last().unwrap().data["result"]["statusUpdate"]["status"]["state"],
-        "TASK_STATE_COMPLETED"
-    );
+    assert_eq!(*last_state_v1(&rest), "TASK_STATE_COMPLETED");
     assert_eq!(rest.len(), 5, "working, one, two, three, completed");
 }
 
@@ -215,27 +188,17 @@ async fn a_second_server_sharing_the_stores_serves_the_stream() {
     let seen = first.next().await.unwrap().id.unwrap();
     drop(first);
 
-    let mut on_b = sse(
-        &b.url,
-        Some("1.0"),
-        &[("last-event-id", &seen)],
-        "SubscribeToTask",
-        json!({"id": task_id}),
-    )
-    .await;
+    let mut on_b = resubscribe_v1(&b.url, &task_id, &seen).await;
     assert_eq!(
         on_b.next().await.unwrap().data["result"]["task"]["status"]["state"],
         "TASK_STATE_WORKING"
     );
     gate.add_permits(1);
     let rest = on_b.rest().await;
-    let texts: Vec<_> = rest
-        .iter()
-        .filter_map(|e| e.data["result"]["artifactUpdate"]["artifact"]["parts"][0]["text"].as_str())
-        .collect();
+    let texts = artifact_texts_v1(&rest);
     assert_eq!(texts, ["one ", "two ", "three"]);
     // B answers GetTask for A's task too.
-    let got = rpc(&b.url, Some("1.0"), "GetTask", json!({"id": task_id})).await;
+    let got = rpc_v1(&b.url, "GetTask", json!({"id": task_id})).await;
     assert_eq!(got["result"]["status"]["state"], "TASK_STATE_COMPLETED");
     assert_eq!(
         got["result"]["artifacts"][0]["parts"][0]["text"],
@@ -247,18 +210,9 @@ async fn a_second_server_sharing_the_stores_serves_the_stream() {
 async fn a_running_task_reports_its_artifacts_so_far() {
     let gate = Arc::new(Semaphore::new(0));
     let server = start(gated(&gate)).await;
-    let r = rpc(&server.url, Some("1.0"), "SendMessage", {
-        let mut p = v1_message("x");
-        p["configuration"] = json!({"returnImmediately": true});
-        p
-    })
-    .await;
-    let task_id = r["result"]["task"]["id"].as_str().unwrap().to_owned();
-    let url = server.url.clone();
-    let id = task_id.clone();
+    let task_id = send_v1(&server.url, json!({"returnImmediately": true})).await;
     eventually(async || {
-        let r = rpc(&url, Some("1.0"), "GetTask", json!({"id": id})).await;
-        r["result"]["artifacts"][0]["parts"][0]["text"] == "one "
+        get_task_v1(&server.url, &task_id).await["artifacts"][0]["parts"][0]["text"] == "one "
     })
     .await;
     gate.add_permits(1);
@@ -267,17 +221,11 @@ async fn a_running_task_reports_its_artifacts_so_far() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_bad_last_event_id_is_an_invalid_param() {
     let server = start(ScriptedRunner::hello()).await;
-    let r = rpc(&server.url, Some("1.0"), "SendMessage", v1_message("x")).await;
+    let r = rpc_v1(&server.url, "SendMessage", v1_message("x")).await;
     let id = r["result"]["task"]["id"].as_str().unwrap();
-    let events = sse(
-        &server.url,
-        Some("1.0"),
-        &[("last-event-id", "not-an-id")],
-        "SubscribeToTask",
-        json!({"id": id}),
-    )
-    .await
-    .rest()
-    .await;
+    let events = resubscribe_v1(&server.url, id, "not-an-id")
+        .await
+        .rest()
+        .await;
     assert_eq!(events.last().unwrap().data["error"]["code"], -32602);
 }

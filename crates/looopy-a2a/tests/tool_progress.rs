@@ -11,7 +11,7 @@ use std::time::Duration;
 use looopy_a2a::TOOL_PROGRESS_EXTENSION;
 use looopy_core::{
     EventPayload, LlmResponse, TaskState, ToolCall, ToolDefinition, ToolOutcome, ToolProvider,
-    ToolResult, Usage,
+    ToolResult,
 };
 use looopy_loop::layers::TimeoutTools;
 use looopy_testkit::ScriptedLlm;
@@ -21,15 +21,6 @@ use support::*;
 use tokio::sync::Semaphore;
 
 const EXT: &str = TOOL_PROGRESS_EXTENSION;
-
-fn usage(input: u64, output: u64) -> Usage {
-    Usage {
-        input_tokens: input,
-        output_tokens: output,
-        total_tokens: input + output,
-        ..Usage::default()
-    }
-}
 
 fn tool_steps() -> Vec<Step> {
     let call = ToolCall::new("call-1", "lookup", r#"{"q":"weather"}"#);
@@ -71,30 +62,19 @@ async fn stream_all(
     params: Value,
 ) -> (reqwest::header::HeaderMap, Vec<SseEvent>) {
     let response = stream_request(url, version, headers, method, params).await;
-    let h = response.headers().clone();
-    let text = tokio::time::timeout(Duration::from_secs(20), response.text())
-        .await
-        .expect("the stream did not end")
-        .unwrap();
-    let events = text
-        .split("\n\n")
-        .filter_map(|block| {
-            let mut id = None;
-            let mut data = String::new();
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("id:") {
-                    id = Some(v.trim().to_owned());
-                } else if let Some(v) = line.strip_prefix("data:") {
-                    data.push_str(v.trim_start());
-                }
-            }
-            (!data.is_empty()).then(|| SseEvent {
-                id,
-                data: serde_json::from_str(&data).unwrap(),
-            })
-        })
-        .collect();
-    (h, events)
+    let headers = response.headers().clone();
+    (headers, SseReader::new(response).rest().await)
+}
+
+/// `SendStreamingMessage` (A2A 1.0) of `text`, asking for the
+/// tool-progress extension: its headers and events.
+async fn stream_v1_with_progress(
+    url: &str,
+    text: &str,
+) -> (reqwest::header::HeaderMap, Vec<SseEvent>) {
+    let headers = [("A2A-Extensions", EXT)];
+    let params = v1_message(text);
+    stream_all(url, Some("1.0"), &headers, "SendStreamingMessage", params).await
 }
 
 /// The data of the progress updates among 1.0 stream events.
@@ -170,15 +150,7 @@ async fn the_card_offers_the_extension_unless_turned_off() {
         &stores,
     )
     .await;
-    let card: Value = http()
-        .get(format!("{}/.well-known/agent-card.json", off.url))
-        .header("A2A-Version", "1.0")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = agent_card(&off.url, Some("1.0")).await;
     assert!(card["capabilities"].get("extensions").is_none(), "{card}");
 }
 
@@ -283,7 +255,7 @@ async fn clients_that_do_not_opt_in_see_plain_a2a_as_before() {
 
     // Task objects are the same too (the updates are not history).
     let task_id = events[0].data["result"]["task"]["id"].as_str().unwrap();
-    let task = rpc(&now.url, Some("1.0"), "GetTask", json!({"id": task_id})).await;
+    let task = rpc_v1(&now.url, "GetTask", json!({"id": task_id})).await;
     assert!(!task.to_string().contains(EXT), "{task}");
     assert_eq!(task["result"]["history"].as_array().unwrap().len(), 2);
 }
@@ -358,10 +330,7 @@ async fn resubscription_replays_progress_to_opted_in_clients_only() {
     assert!(progress_v1(&plain).is_empty());
     assert!(!plain.iter().any(|e| e.data.to_string().contains(EXT)));
     for events in [&opted, &plain, &from_start] {
-        assert_eq!(
-            events.last().unwrap().data["result"]["statusUpdate"]["status"]["state"],
-            "TASK_STATE_COMPLETED"
-        );
+        assert_eq!(*last_state_v1(events), "TASK_STATE_COMPLETED");
     }
     let _ = first.rest().await;
 
@@ -422,20 +391,10 @@ async fn only_turns_that_asked_for_the_extension_build_and_log_its_updates() {
     )
     .await;
     assert!(progress_v1(&replay).is_empty());
-    assert_eq!(
-        replay.last().unwrap().data["result"]["statusUpdate"]["status"]["state"],
-        "TASK_STATE_COMPLETED"
-    );
+    assert_eq!(*last_state_v1(&replay), "TASK_STATE_COMPLETED");
 
     // With it: the stream carries them and the log holds them.
-    let (_, opted) = stream_all(
-        &server.url,
-        Some("1.0"),
-        &[("A2A-Extensions", EXT)],
-        "SendStreamingMessage",
-        v1_message("weather?"),
-    )
-    .await;
+    let (_, opted) = stream_v1_with_progress(&server.url, "weather?").await;
     assert_eq!(
         kinds(&progress_v1(&opted)),
         ["turn-start", "usage", "tool-start", "tool-complete"]
@@ -443,13 +402,7 @@ async fn only_turns_that_asked_for_the_extension_build_and_log_its_updates() {
     assert_eq!(logged_progress(&server, &task_of(&opted)).await, 4);
 
     // A non-streaming send has no stream to carry them: none are logged.
-    let sent = rpc(
-        &server.url,
-        Some("1.0"),
-        "SendMessage",
-        v1_message("weather?"),
-    )
-    .await;
+    let sent = rpc_v1(&server.url, "SendMessage", v1_message("weather?")).await;
     let sent_task = sent["result"]["task"]["id"].as_str().unwrap();
     assert_eq!(
         sent["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
@@ -538,14 +491,7 @@ async fn agent_turns_report_their_real_tool_calls() {
     let tools: Arc<dyn ToolProvider> = Arc::new(tools);
     let (runner, _stores) = agent_runner(llm, vec![tools]);
     let server = start(runner).await;
-    let (_, events) = stream_all(
-        &server.url,
-        Some("1.0"),
-        &[("A2A-Extensions", EXT)],
-        "SendStreamingMessage",
-        v1_message("rest"),
-    )
-    .await;
+    let (_, events) = stream_v1_with_progress(&server.url, "rest").await;
     let progress = progress_v1(&events);
     let started: Vec<&Value> = progress
         .iter()

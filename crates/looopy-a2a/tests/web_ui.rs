@@ -10,6 +10,7 @@
 
 mod support;
 
+use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,9 +24,9 @@ use looopy_core::store::TaskRecordStore;
 use looopy_core::{
     AgentEvent, Artifact, EventPayload, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse,
     LlmStream, Message, Part, Role, TaskState, TaskStatus, ToolCall, ToolDefinition, ToolProvider,
-    ToolResult, TurnContext, Usage,
+    ToolResult, TurnContext,
 };
-use looopy_testkit::external::{Browser, browser};
+use looopy_testkit::external::browser;
 use looopy_tools::LocalTools;
 use serde_json::json;
 use support::*;
@@ -37,15 +38,6 @@ const TOKEN: &str = "let-me-in";
 /// a second, anything else is echoed with the number of the user's messages
 /// in the conversation. Text is streamed in small chunks.
 struct DemoLlm;
-
-fn usage(input: u64, output: u64) -> Usage {
-    Usage {
-        input_tokens: input,
-        output_tokens: output,
-        total_tokens: input + output,
-        ..Usage::default()
-    }
-}
 
 #[async_trait]
 impl LlmProvider for DemoLlm {
@@ -219,12 +211,7 @@ async fn web_server(auth: AuthConfig) -> TestServer {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_chat_page_works_in_a_real_browser() {
-    let Some(Browser {
-        chromium,
-        playwright_core: playwright,
-        node,
-    }) = browser()
-    else {
+    let Some(browser) = browser() else {
         return;
     };
 
@@ -233,26 +220,18 @@ async fn the_chat_page_works_in_a_real_browser() {
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("web-ui");
     std::fs::create_dir_all(&shots).unwrap();
 
-    let run = tokio::process::Command::new(node)
-        .arg(fixture("web_ui.cjs"))
-        .env("PLAYWRIGHT_CORE", &playwright)
-        .env("CHROMIUM", &chromium)
-        .env("OPEN_URL", &open.url)
-        .env("AUTH_URL", &guarded.url)
-        .env("TOKEN", TOKEN)
-        .env("SHOTS", &shots)
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(240), run)
+    let env: [(&str, &dyn AsRef<OsStr>); 4] = [
+        ("OPEN_URL", &open.url),
+        ("AUTH_URL", &guarded.url),
+        ("TOKEN", &TOKEN),
+        ("SHOTS", &shots),
+    ];
+    let run = browser
+        .run_script(&fixture("web_ui.cjs"), &env, Duration::from_secs(240))
         .await
-        .expect("the browser script ran past 4 minutes")
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    eprintln!("{stdout}\n{stderr}");
     eprintln!("screenshots in {}", shots.display());
-    assert!(out.status.success(), "the browser script failed: {stderr}");
-    assert!(stdout.contains("ALL OK"), "{stdout}");
+    assert!(run.all_ok(), "the browser script failed: {run:?}");
 
     // What the page did is what the servers recorded.
     let records = open.tasks.list(None, None, 100).await.unwrap();

@@ -12,38 +12,19 @@ mod support;
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Duration;
 
-use looopy_testkit::external::{repo_root, require};
+use looopy_testkit::external::{browser, repo_root};
 use looopy_testkit::openai_fixture::openai;
 use looopy_testkit::{FixtureReply, OpenAiFixture};
 use serde_json::{Value, json};
-use support::{serve_running, write_config};
-
-fn python() -> Option<PathBuf> {
-    require(
-        "LOOOPY_A2A_PYTHON",
-        repo_root().join(".tools/venv/bin/python"),
-        "the Python venv with a2a-sdk and mcp",
-    )
-}
+use support::{Journal, serve_running, write_config};
 
 /// The model: asks for `quick_note` on the user's job; once the call's
 /// result is in, answers `final: <result>`.
 fn model(body: &Value) -> FixtureReply {
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let last_user = messages
-        .iter()
-        .rposition(|m| m["role"] == "user")
-        .unwrap_or(0);
-    let results: Vec<String> = messages[last_user..]
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(support::message_text)
-        .collect();
+    let (job, results) = support::last_user_turn(body);
     if results.is_empty() {
-        let job = support::message_text(&messages[last_user]);
         let args = json!({ "job": job }).to_string();
         return FixtureReply::json(openai::tool_calls_completion(&[(
             &format!("call-{job}"),
@@ -55,7 +36,8 @@ fn model(body: &Value) -> FixtureReply {
 }
 
 struct Setup {
-    dir: tempfile::TempDir,
+    _dir: tempfile::TempDir,
+    journal: Journal,
     config: PathBuf,
     python: PathBuf,
     _llm: OpenAiFixture,
@@ -65,15 +47,11 @@ impl Setup {
     /// A `looopy.toml` with the MCP tools of `durable_tools.py`, calls of
     /// `quick_note` waiting for approval, and `store` as its `[store]`.
     async fn new(store: &str) -> Option<Setup> {
-        let python = python()?;
-        let respond: Arc<dyn Fn(&Value) -> FixtureReply + Send + Sync> = Arc::new(model);
-        let llm = OpenAiFixture::start_responder(Duration::ZERO, respond)
-            .await
-            .unwrap();
+        let python = support::python()?;
+        let llm = support::model_answering(model).await;
         let dir = tempfile::tempdir().unwrap();
-        let journal = dir.path().join("journal.txt");
-        std::fs::write(&journal, "").unwrap();
-        let script = repo_root().join("crates/looopy-cli/tests/fixtures/durable_tools.py");
+        let journal = Journal::create(dir.path());
+        let tools = support::durable_tools_section(&python, &journal, "");
         let config = write_config(
             &dir,
             &format!(
@@ -84,24 +62,18 @@ approve_tools = ["quick_note"]
 [llm]
 base_url = "{base}"
 model = "m"
-[[tools.mcp]]
-name = "durable"
-command = "{python}"
-args = ["{script}"]
-env = {{ JOURNAL = "{journal}" }}
+{tools}
 [[auth.tokens]]
 principal = "python"
 token = "py-token"
 {store}
 "#,
                 base = llm.base_url(),
-                python = python.display(),
-                script = script.display(),
-                journal = journal.display(),
             ),
         );
         Some(Setup {
-            dir,
+            _dir: dir,
+            journal,
             config,
             python,
             _llm: llm,
@@ -109,11 +81,7 @@ token = "py-token"
     }
 
     fn journal(&self) -> Vec<String> {
-        std::fs::read_to_string(self.dir.path().join("journal.txt"))
-            .unwrap()
-            .lines()
-            .map(str::to_owned)
-            .collect()
+        self.journal.lines()
     }
 
     /// Runs the client script with these arguments; its JSON output.
@@ -129,14 +97,7 @@ token = "py-token"
         })
         .await
         .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{}\n{stdout}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_str(stdout.lines().last().unwrap_or(""))
-            .unwrap_or_else(|e| panic!("{e}: {stdout}"))
+        support::json_output(&out)
     }
 
     async fn ask(&self, url: &str, job: &str) -> Value {
@@ -159,6 +120,23 @@ token = "py-token"
             approval.to_string(),
         ])
         .await
+    }
+
+    /// Answers the question of `task` with `approval`; the turn completes:
+    /// the text of its final status.
+    async fn completed(&self, url: &str, task: &Value, approval: Value) -> String {
+        let done = self.answer(url, task, approval).await;
+        let done = &done["task"];
+        assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+        status_text(done)
+    }
+
+    /// How many times `quick_note` ran.
+    fn quick_runs(&self) -> usize {
+        self.journal()
+            .iter()
+            .filter(|l| l.starts_with("quick"))
+            .count()
     }
 }
 
@@ -221,40 +199,18 @@ async fn the_python_sdk_approves_and_denies_tool_calls_of_looopy_serve() {
 
     // Approved: the tool runs once and the model reads its result.
     let (task, request) = asked(&setup, &url, "one").await;
-    let done = setup
-        .answer(&url, &task, decision(&request, "approve"))
-        .await;
-    let done = &done["task"];
-    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
-    assert_eq!(status_text(done), "final: noted one");
-    assert_eq!(
-        setup
-            .journal()
-            .iter()
-            .filter(|l| l.starts_with("quick"))
-            .count(),
-        1
-    );
+    let approve = decision(&request, "approve");
+    let done = setup.completed(&url, &task, approve).await;
+    assert_eq!(done, "final: noted one");
+    assert_eq!(setup.quick_runs(), 1);
 
     // Denied: the tool does not run; the model reads the denial.
     let (task, request) = asked(&setup, &url, "two").await;
     let mut deny = decision(&request, "deny");
     deny["reason"] = json!("not today");
-    let done = setup.answer(&url, &task, deny).await;
-    let done = &done["task"];
-    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
-    assert_eq!(
-        status_text(done),
-        "final: Error: Tool call denied: not today"
-    );
-    assert_eq!(
-        setup
-            .journal()
-            .iter()
-            .filter(|l| l.starts_with("quick"))
-            .count(),
-        1
-    );
+    let done = setup.completed(&url, &task, deny).await;
+    assert_eq!(done, "final: Error: Tool call denied: not today");
+    assert_eq!(setup.quick_runs(), 1);
 
     // A malformed decision asks again: the task still waits, with the error
     // and the same request; nothing ran.
@@ -271,25 +227,16 @@ async fn the_python_sdk_approves_and_denies_tool_calls_of_looopy_serve() {
         "{message}"
     );
     assert!(!setup.journal().contains(&"quick call-three".to_owned()));
-    let done = setup
-        .answer(&url, &task, decision(&request, "approve"))
-        .await;
-    assert_eq!(
-        done["task"]["status"]["state"], "TASK_STATE_COMPLETED",
-        "{done}"
-    );
-    assert_eq!(status_text(&done["task"]), "final: noted three");
+    let approve = decision(&request, "approve");
+    let done = setup.completed(&url, &task, approve).await;
+    assert_eq!(done, "final: noted three");
 
     // Edited: the tool runs with the arguments the person gave.
     let (task, request) = asked(&setup, &url, "four").await;
     let mut edit = decision(&request, "edit");
     edit["arguments"] = json!({ "job": "four, edited" });
-    let done = setup.answer(&url, &task, edit).await;
-    assert_eq!(
-        done["task"]["status"]["state"], "TASK_STATE_COMPLETED",
-        "{done}"
-    );
-    assert_eq!(status_text(&done["task"]), "final: noted four, edited");
+    let done = setup.completed(&url, &task, edit).await;
+    assert_eq!(done, "final: noted four, edited");
     server.stop();
 }
 
@@ -311,29 +258,11 @@ async fn a_second_binary_on_redis_finishes_a_turn_the_first_asked_about() {
     first.wait();
 
     let (second, url) = serve_running(&setup.config, &[]);
-    let done = setup
-        .answer(&url, &task, decision(&request, "approve"))
-        .await;
-    let done = &done["task"];
-    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
-    assert_eq!(status_text(done), "final: noted restart");
-    let runs: Vec<String> = setup
-        .journal()
-        .into_iter()
-        .filter(|l| l.starts_with("quick"))
-        .collect();
-    assert_eq!(runs.len(), 1, "{runs:?}");
+    let approve = decision(&request, "approve");
+    let done = setup.completed(&url, &task, approve).await;
+    assert_eq!(done, "final: noted restart");
+    assert_eq!(setup.quick_runs(), 1, "{:?}", setup.journal());
     second.stop();
-}
-
-fn which(program: &str) -> PathBuf {
-    std::env::var_os("PATH")
-        .and_then(|paths| {
-            std::env::split_paths(&paths)
-                .map(|dir| dir.join(program))
-                .find(|p| p.is_file())
-        })
-        .unwrap_or_else(|| PathBuf::from(format!("/usr/bin/{program}")))
 }
 
 /// The chat page in headless Chromium (`tests/fixtures/web_approval.cjs`):
@@ -341,21 +270,7 @@ fn which(program: &str) -> PathBuf {
 /// typed data part and the turn completes with the tool's result.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_chat_page_approves_a_tool_call_with_a_click() {
-    let Some(chromium) = require(
-        "LOOOPY_CHROMIUM",
-        PathBuf::from("/usr/bin/chromium"),
-        "Chromium",
-    ) else {
-        return;
-    };
-    let Some(playwright) = require(
-        "LOOOPY_PLAYWRIGHT_CORE",
-        repo_root().join(".tools/node/node_modules/playwright-core"),
-        "npm playwright-core",
-    ) else {
-        return;
-    };
-    let Some(node) = require("LOOOPY_NODE", which("node"), "Node.js") else {
+    let Some(browser) = browser() else {
         return;
     };
     let Some(setup) = Setup::new("").await else {
@@ -364,32 +279,16 @@ async fn the_chat_page_approves_a_tool_call_with_a_click() {
     let (server, url) = serve_running(&setup.config, &[]);
     let script =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/web_approval.cjs");
-    let run = tokio::process::Command::new(node)
-        .arg(script)
-        .env("PLAYWRIGHT_CORE", &playwright)
-        .env("CHROMIUM", &chromium)
-        .env("URL", &url)
-        .env("TOKEN", "py-token")
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(180), run)
+    let env: [(&str, &dyn AsRef<std::ffi::OsStr>); 2] = [("URL", &url), ("TOKEN", &"py-token")];
+    let run = browser
+        .run_script(&script, &env, Duration::from_secs(180))
         .await
-        .expect("the browser script ran past 3 minutes")
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    eprintln!("{stdout}\n{stderr}");
     tokio::task::spawn_blocking(move || server.stop())
         .await
         .unwrap();
-    assert!(out.status.success(), "the browser script failed: {stderr}");
-    assert!(stdout.contains("ALL OK"), "{stdout}");
-    let runs = setup
-        .journal()
-        .iter()
-        .filter(|l| l.starts_with("quick"))
-        .count();
-    assert_eq!(runs, 1, "the tool ran once, after the click");
+    assert!(run.all_ok(), "the browser script failed: {run:?}");
+    assert_eq!(setup.quick_runs(), 1, "the tool ran once, after the click");
 }
 
 /// `looopy chat` on a pseudo-terminal: the turn's question, a y/n prompt,
@@ -412,29 +311,13 @@ async fn looopy_chat_asks_y_or_n_and_sends_the_approval() {
         screen.wait_for("(answer y or n)");
         master.write_all(b"y\r").unwrap();
         screen.wait_for("final: noted tty");
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            master.write_all(b"\x03").unwrap();
-            std::thread::sleep(Duration::from_millis(100));
-            if child.try_wait().unwrap().is_some() {
-                break;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "Ctrl-C did not end the session"
-            );
-        }
+        support::ctrl_c_until_it_leaves(&mut child, &mut master);
         screen.text()
     })
     .await
     .unwrap();
     assert!(screen.contains("Allow quick_note"), "{screen}");
-    let runs = setup
-        .journal()
-        .iter()
-        .filter(|l| l.starts_with("quick"))
-        .count();
-    assert_eq!(runs, 1, "{screen}");
+    assert_eq!(setup.quick_runs(), 1, "{screen}");
     tokio::task::spawn_blocking(move || server.stop())
         .await
         .unwrap();

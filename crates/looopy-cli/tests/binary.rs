@@ -8,7 +8,7 @@ mod support;
 
 use looopy_testkit::openai_fixture::openai;
 use looopy_testkit::{FixtureReply, OpenAiFixture};
-use support::{BIN, serve, stop, write_config};
+use support::{BIN, config_with_model, serve, stop, write_config};
 
 fn chat(url: &str, input: &str) -> (String, String) {
     let mut child = Command::new(BIN)
@@ -42,14 +42,8 @@ async fn serve_and_chat_keep_one_conversation_and_stop_on_sigterm() {
     let llm = OpenAiFixture::start().await.unwrap();
     llm.push(FixtureReply::Text("Hello from the fixture".into()));
     llm.push(FixtureReply::Text("Second answer".into()));
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(
-        &dir,
-        &format!(
-            "[agent]\nname = \"fixture-agent\"\nsystem_prompt = \"Be brief.\"\n[llm]\nbase_url = \"{}\"\nmodel = \"test-model\"\n",
-            llm.base_url()
-        ),
-    );
+    let agent = "[agent]\nname = \"fixture-agent\"\nsystem_prompt = \"Be brief.\"\n";
+    let (_dir, config) = config_with_model(&llm, "test-model", agent);
     let (server, url) = serve(&config, &[]);
     let (out, err) = tokio::task::spawn_blocking(move || chat(&url, "hi there\nand again\n"))
         .await
@@ -147,14 +141,7 @@ async fn the_history_window_of_looopy_toml_limits_what_the_model_is_sent() {
     for answer in ["first answer", "second answer", "third answer"] {
         llm.push(FixtureReply::Text(answer.into()));
     }
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(
-        &dir,
-        &format!(
-            "[llm]\nbase_url = \"{}\"\nmodel = \"m\"\n[history]\nwindow_messages = 3\n",
-            llm.base_url()
-        ),
-    );
+    let (_dir, config) = config_with_model(&llm, "m", "[history]\nwindow_messages = 3\n");
     let (server, url) = serve(&config, &[]);
     tokio::task::spawn_blocking(move || chat(&url, "one\ntwo\nthree\n"))
         .await

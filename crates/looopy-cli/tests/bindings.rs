@@ -10,29 +10,28 @@ use a2a_pb::a2a_service_client::A2aServiceClient;
 use a2a_pb::{Message, Part, Role, SendMessageRequest, part, send_message_response};
 use looopy_testkit::{FixtureReply, OpenAiFixture};
 use serde_json::Value;
-use support::{Running, serve_running, write_config};
+use support::{Running, config_with_model, serve_running, write_config};
 
+/// The agent card of the server at `url`, asked for in `version` (the
+/// `A2A-Version` header; none: the server's default).
+async fn card_in(url: &str, version: Option<&str>) -> Value {
+    let mut request = reqwest::Client::new().get(format!("{url}/.well-known/agent-card.json"));
+    if let Some(version) = version {
+        request = request.header("A2A-Version", version);
+    }
+    request.send().await.unwrap().json().await.unwrap()
+}
+
+/// The server's default agent card.
 async fn card(url: &str) -> Value {
-    reqwest::get(format!("{url}/.well-known/agent-card.json"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    card_in(url, None).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_card_lists_three_bindings_and_grpc_reaches_the_agent() {
     let llm = OpenAiFixture::start().await.unwrap();
     llm.push(FixtureReply::Text("answered over gRPC".into()));
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(
-        &dir,
-        &format!(
-            "[llm]\nbase_url = \"{}\"\nmodel = \"test-model\"\n",
-            llm.base_url()
-        ),
-    );
+    let (_dir, config) = config_with_model(&llm, "test-model", "");
     let (server, url): (Running, String) = serve_running(&config, &[]);
 
     let card = card(&url).await;
@@ -114,15 +113,7 @@ async fn card_default_version_serves_the_0_3_card_to_version_less_requests() {
     let version = card["protocolVersion"].as_str().unwrap_or_default();
     assert!(version.starts_with("0.3"), "a 0.3 card: {card}");
     // A request that names 1.0 still gets the 1.0 card.
-    let v1: Value = reqwest::Client::new()
-        .get(format!("{url}/.well-known/agent-card.json"))
-        .header("A2A-Version", "1.0")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v1 = card_in(&url, Some("1.0")).await;
     assert!(v1.get("protocolVersion").is_none(), "{v1}");
     assert!(server.stop().success());
 }

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use looopy_testkit::openai_fixture::openai;
 use looopy_testkit::{FixtureReply, OpenAiFixture, SseEvent, SseReply};
-use support::{BIN, Captured, Running, interrupt, serve_running, write_config};
+use support::{BIN, Captured, Running, config_with_model, interrupt, serve_running};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// `looopy chat <url>` with piped stdin, stdout and stderr.
@@ -34,14 +34,9 @@ fn chat(url: &str) -> (Running, ChildStdin, Captured, Captured) {
     (Running::new(child), stdin, out, err)
 }
 
-fn config_for(llm: &OpenAiFixture, dir: &tempfile::TempDir) -> std::path::PathBuf {
-    write_config(
-        dir,
-        &format!(
-            "[llm]\nbase_url = \"{}\"\nmodel = \"m\"\nmax_retries = 0\n",
-            llm.base_url()
-        ),
-    )
+/// A config on `llm` that does not retry failed model calls.
+fn config_for(llm: &OpenAiFixture) -> (tempfile::TempDir, std::path::PathBuf) {
+    config_with_model(llm, "m", "max_retries = 0\n")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -58,12 +53,12 @@ async fn chat_shows_tool_calls_token_usage_and_the_trace_id() {
         openai::finish_chunk("stop"),
         openai::usage_chunk(20, 5),
     ]));
-    let dir = tempfile::tempdir().unwrap();
+    let (_dir, config) = config_for(&llm);
     // The server exports its traces: chat shows the turn's trace id.
     let (otlp, received) = support::otlp_receiver().await;
     let traces = format!("{otlp}/v1/traces");
     let (server, url) = serve_running(
-        &config_for(&llm, &dir),
+        &config,
         &[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", traces.as_str())],
     );
     let (out, err) = tokio::task::spawn_blocking(move || {
@@ -107,8 +102,8 @@ async fn ctrl_c_cancels_the_turn_and_a_second_ctrl_c_leaves() {
         SseEvent::Pause(Duration::from_secs(60)),
         SseEvent::Json(openai::text_chunk(" never shown")),
     ])));
-    let dir = tempfile::tempdir().unwrap();
-    let (server, url) = serve_running(&config_for(&llm, &dir), &[]);
+    let (_dir, config) = config_for(&llm);
+    let (server, url) = serve_running(&config, &[]);
     let (err, status) = tokio::task::spawn_blocking(move || {
         let (child, mut stdin, out, err) = chat(&url);
         stdin.write_all(b"think hard\n").unwrap();
@@ -188,14 +183,8 @@ async fn a_stream_cut_in_the_middle_is_resumed_without_loss_or_repeats() {
     // The card must send clients through the proxy: its URL is the public one.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let proxy = format!("http://{}", listener.local_addr().unwrap());
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(
-        &dir,
-        &format!(
-            "[llm]\nbase_url = \"{}\"\nmodel = \"m\"\nmax_retries = 0\n[server]\npublic_url = \"{proxy}\"\n",
-            llm.base_url()
-        ),
-    );
+    let rest = format!("max_retries = 0\n[server]\npublic_url = \"{proxy}\"\n");
+    let (_dir, config) = config_with_model(&llm, "m", &rest);
     let (server, url) = serve_running(&config, &[]);
     let cut = cutting_proxy(listener, url.trim_start_matches("http://").to_owned());
     let (out, err, status) = tokio::task::spawn_blocking(move || {

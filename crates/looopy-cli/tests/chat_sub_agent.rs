@@ -7,26 +7,15 @@
 mod support;
 
 use std::io::Write;
-use std::time::{Duration, Instant};
 
 use looopy_testkit::openai_fixture::openai;
 use looopy_testkit::{FixtureReply, OpenAiFixture};
-use support::{serve_running, write_config};
+use support::serve_running;
 
 /// One agent's config on the shared model fixture, with `tools` after it.
-fn config(
-    llm: &OpenAiFixture,
-    dir: &tempfile::TempDir,
-    name: &str,
-    tools: &str,
-) -> std::path::PathBuf {
-    write_config(
-        dir,
-        &format!(
-            "[agent]\nname = \"{name}\"\n\n[llm]\nbase_url = \"{}\"\nmodel = \"m\"\nmax_retries = 0\n{tools}",
-            llm.base_url()
-        ),
-    )
+fn config(llm: &OpenAiFixture, name: &str, tools: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let rest = format!("max_retries = 0\n[agent]\nname = \"{name}\"\n{tools}");
+    support::config_with_model(llm, "m", &rest)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -50,27 +39,19 @@ async fn the_called_agents_progress_is_shown_nested_under_the_tool() {
     ));
     llm.push(FixtureReply::Text("The forecaster says: sunny.".into()));
 
-    let child_dir = tempfile::tempdir().unwrap();
-    let (child, child_url) = serve_running(&config(&llm, &child_dir, "forecaster", ""), &[]);
-    let parent_dir = tempfile::tempdir().unwrap();
+    let (_child_dir, child_config) = config(&llm, "forecaster", "");
+    let (child, child_url) = serve_running(&child_config, &[]);
     let remote = format!("\n[[tools.a2a]]\nname = \"forecaster\"\nurl = \"{child_url}\"\n");
-    let (parent, url) = serve_running(&config(&llm, &parent_dir, "parent", &remote), &[]);
+    let (_parent_dir, parent_config) = config(&llm, "parent", &remote);
+    let (parent, url) = serve_running(&parent_config, &[]);
 
     let (screen, status) = tokio::task::spawn_blocking(move || {
         let (mut chat, mut master, screen) = support::chat_on_pty(&url, None);
         screen.wait_for("> ");
         master.write_all(b"what's the weather?\r").unwrap();
         screen.wait_for("The forecaster says: sunny.");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            // Ctrl-C at the prompt leaves (sent until the prompt takes it).
-            master.write_all(b"\x03").unwrap();
-            std::thread::sleep(Duration::from_millis(100));
-            if chat.try_wait().unwrap().is_some() {
-                return (screen.text(), chat.wait());
-            }
-            assert!(Instant::now() < deadline, "Ctrl-C did not end the session");
-        }
+        let status = support::ctrl_c_until_it_leaves(&mut chat, &mut master);
+        (screen.text(), status)
     })
     .await
     .unwrap();

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use looopy_testkit::{FixtureReply, OpenAiFixture};
-use support::{serve_running, write_config};
+use support::serve_running;
 
 /// The last user message of a request the model got.
 fn last_user_text(body: &serde_json::Value) -> String {
@@ -28,11 +28,7 @@ async fn on_a_terminal_lines_are_edited_history_recalls_and_ctrl_c_leaves() {
     let llm = OpenAiFixture::start().await.unwrap();
     llm.push(FixtureReply::Text("First answer.".into()));
     llm.push(FixtureReply::Text("Second answer.".into()));
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(
-        &dir,
-        &format!("[llm]\nbase_url = \"{}\"\nmodel = \"m\"\n", llm.base_url()),
-    );
+    let (_dir, config) = support::config_with_model(&llm, "m", "");
     let (server, url) = serve_running(&config, &[]);
     let status = tokio::task::spawn_blocking(move || {
         let (mut child, mut master, screen) = support::chat_on_pty(&url, None);
@@ -57,16 +53,7 @@ async fn on_a_terminal_lines_are_edited_history_recalls_and_ctrl_c_leaves() {
         // ↑ brings "hello" back; Enter sends it again.
         master.write_all(b"\x1b[A\r").unwrap();
         screen.wait_for("Second answer.");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            // Ctrl-C at the prompt leaves (sent until the prompt takes it).
-            master.write_all(b"\x03").unwrap();
-            std::thread::sleep(Duration::from_millis(100));
-            if child.try_wait().unwrap().is_some() {
-                return child.wait();
-            }
-            assert!(Instant::now() < deadline, "Ctrl-C did not end the session");
-        }
+        support::ctrl_c_until_it_leaves(&mut child, &mut master)
     })
     .await
     .unwrap();

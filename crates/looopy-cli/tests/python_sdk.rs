@@ -8,27 +8,15 @@ mod support;
 use std::path::PathBuf;
 use std::process::Command;
 
-use looopy_testkit::external::{repo_root, require};
+use looopy_testkit::external::repo_root;
 use looopy_testkit::{FixtureReply, OpenAiFixture};
 use serde_json::Value;
-use support::{serve, stop, write_config};
+use support::{config_with_model, json_output, serve, stop};
 
-/// The venv's python, or `None` when external tests are skipped.
-fn python(venv: &str) -> Option<PathBuf> {
-    let var = if venv == "venv" {
-        "LOOOPY_A2A_PYTHON"
-    } else {
-        "LOOOPY_A2A03_PYTHON"
-    };
-    require(
-        var,
-        repo_root().join(format!(".tools/{venv}/bin/python")),
-        "the Python venv with a2a-sdk",
-    )
-}
-
-async fn against_looopy_serve(venv: &str, script: &str) -> Value {
-    let Some(python) = python(venv) else {
+/// What the client `script` run by `python` found (`Null` when external
+/// tests are skipped and there is no such Python).
+async fn against_looopy_serve(python: Option<PathBuf>, script: &str) -> Value {
+    let Some(python) = python else {
         return Value::Null;
     };
     let llm = OpenAiFixture::start_fast(
@@ -37,14 +25,8 @@ async fn against_looopy_serve(venv: &str, script: &str) -> Value {
     )
     .await
     .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(
-        &dir,
-        &format!(
-            "[agent]\nname = \"binary-agent\"\n[llm]\nbase_url = \"{}\"\nmodel = \"m\"\n[[auth.tokens]]\nprincipal = \"python\"\ntoken = \"py-token\"\n",
-            llm.base_url()
-        ),
-    );
+    let rest = "[agent]\nname = \"binary-agent\"\n[[auth.tokens]]\nprincipal = \"python\"\ntoken = \"py-token\"\n";
+    let (_dir, config) = config_with_model(&llm, "m", rest);
     let (server, url) = serve(&config, &[]);
     let script = repo_root()
         .join("crates/looopy-a2a/tests/fixtures")
@@ -60,19 +42,12 @@ async fn against_looopy_serve(venv: &str, script: &str) -> Value {
     .await
     .unwrap();
     stop(server);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(stdout.lines().last().unwrap_or(""))
-        .unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    json_output(&out)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a2a_sdk_1_x_talks_to_looopy_serve() {
-    let out = against_looopy_serve("venv", "a2a_client_v1.py").await;
+    let out = against_looopy_serve(support::python(), "a2a_client_v1.py").await;
     if out.is_null() {
         return;
     }
@@ -84,7 +59,7 @@ async fn a2a_sdk_1_x_talks_to_looopy_serve() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a2a_sdk_0_3_talks_to_looopy_serve() {
-    let out = against_looopy_serve("venv-a2a03", "a2a_client_v03.py").await;
+    let out = against_looopy_serve(support::python_a2a03(), "a2a_client_v03.py").await;
     if out.is_null() {
         return;
     }

@@ -12,47 +12,27 @@ mod support;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Child;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use looopy_a2a::{A2aClient, SendRequest, SendResponse, StreamEvent};
 use looopy_core::TaskState;
-use looopy_testkit::external::{repo_root, require};
 use looopy_testkit::openai_fixture::openai;
 use looopy_testkit::redis_cluster::{TestCluster, test_redis_cluster};
 use looopy_testkit::{FixtureReply, OpenAiFixture, SseReply, TestRedis};
 use serde_json::{Value, json};
-use support::{serve, write_config};
+use support::{Journal, serve, write_config};
 
 /// Jobs per replica.
 const JOBS_PER_REPLICA: usize = 3;
 /// How long `slow_step` takes: the kill lands while it runs.
 const SLOW_SECS: &str = "4";
 
-fn python() -> Option<PathBuf> {
-    require(
-        "LOOOPY_MCP_PYTHON",
-        repo_root().join(".tools/venv/bin/python"),
-        "the Python venv with the mcp package",
-    )
-}
-
 /// The model: for a new job, a quick call and a slow call; once their
 /// results are in, an answer naming the job (slow to come for `cancel-*`
 /// jobs, so that they can be cancelled after recovery).
 fn model(body: &Value) -> FixtureReply {
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let last_user = messages
-        .iter()
-        .rposition(|m| m["role"] == "user")
-        .unwrap_or(0);
-    let job = support::message_text(&messages[last_user]);
-    let results: Vec<String> = messages[last_user..]
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(support::message_text)
-        .collect();
+    let (job, results) = support::last_user_turn(body);
     if results.is_empty() {
         let args = json!({ "job": job }).to_string();
         let (quick, slow) = (format!("q-{job}"), format!("s-{job}"));
@@ -87,7 +67,7 @@ fn model(body: &Value) -> FixtureReply {
 struct Fleet {
     _dir: tempfile::TempDir,
     config: PathBuf,
-    journal: PathBuf,
+    journal: Journal,
     llm: OpenAiFixture,
     _redis: Redis,
 }
@@ -110,14 +90,11 @@ impl Redis {
 
 impl Fleet {
     async fn new(python: &Path, redis: Redis) -> Fleet {
-        let respond: Arc<dyn Fn(&Value) -> FixtureReply + Send + Sync> = Arc::new(model);
-        let llm = OpenAiFixture::start_responder(Duration::ZERO, respond)
-            .await
-            .unwrap();
+        let llm = support::model_answering(model).await;
         let dir = tempfile::tempdir().unwrap();
-        let journal = dir.path().join("journal.txt");
-        std::fs::write(&journal, "").unwrap();
-        let script = repo_root().join("crates/looopy-cli/tests/fixtures/durable_tools.py");
+        let journal = Journal::create(dir.path());
+        let slow = format!("SLOW_SECS = \"{SLOW_SECS}\"");
+        let tools = support::durable_tools_section(python, &journal, &slow);
         let prefix = format!("recovery-{}", uuid::Uuid::new_v4().simple());
         let config = write_config(
             &dir,
@@ -128,11 +105,7 @@ name = "durable"
 [llm]
 base_url = "{base}"
 model = "m"
-[[tools.mcp]]
-name = "durable"
-command = "{python}"
-args = ["{script}"]
-env = {{ JOURNAL = "{journal}", SLOW_SECS = "{SLOW_SECS}" }}
+{tools}
 [store]
 backend = "redis"
 {redis}
@@ -142,9 +115,6 @@ lease_ttl_secs = 1.5
 scan_interval_secs = 0.3
 "#,
                 base = llm.base_url(),
-                python = python.display(),
-                script = script.display(),
-                journal = journal.display(),
                 redis = redis.store_keys(),
             ),
         );
@@ -162,11 +132,7 @@ scan_interval_secs = 0.3
     }
 
     fn journal(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.journal)
-            .unwrap()
-            .lines()
-            .map(str::to_owned)
-            .collect()
+        self.journal.lines()
     }
 
     fn count(&self, line: &str) -> usize {
@@ -281,7 +247,9 @@ fn single_redis() -> Redis {
 
 /// Kills replica 0 mid-tool. With `restart`, starts it again at once.
 async fn kill_one_replica(redis: Redis, restart: bool) {
-    let Some(python) = python() else { return };
+    let Some(python) = support::python() else {
+        return;
+    };
     let fleet = Fleet::new(&python, redis).await;
     let mut replicas: Vec<(Child, String)> = (0..3).map(|_| fleet.start()).collect();
     let urls: Vec<String> = replicas.iter().map(|(_, u)| u.clone()).collect();
@@ -405,7 +373,9 @@ async fn turns_of_a_killed_and_restarted_replica_finish() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recovered_turn_is_cancelled_from_another_replica() {
-    let Some(python) = python() else { return };
+    let Some(python) = support::python() else {
+        return;
+    };
     let fleet = Fleet::new(&python, single_redis()).await;
     let mut replicas: Vec<(Child, String)> = (0..3).map(|_| fleet.start()).collect();
     let urls: Vec<String> = replicas.iter().map(|(_, u)| u.clone()).collect();

@@ -4,6 +4,7 @@
 
 mod support;
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use support::{BIN, Captured, Running, write_config};
@@ -21,6 +22,22 @@ fn looopy(args: &[&str]) -> Command {
         cmd.env_remove(var);
     }
     cmd
+}
+
+/// `looopy serve --config <config>` on a free port, and what it prints on
+/// stdout and on stderr as it comes.
+fn serve_watched(config: &Path) -> (Running, Captured, Captured) {
+    let mut child = Running::new(
+        looopy(&["serve", "--config", config.to_str().unwrap()])
+            .args(["--bind", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let out = Captured::spawn(child.stdout.take().unwrap());
+    let err = Captured::spawn(child.stderr.take().unwrap());
+    (child, out, err)
 }
 
 #[test]
@@ -158,16 +175,7 @@ fn serve_prints_a_banner_and_warns_when_there_is_no_model() {
         &dir,
         "[agent]\nname = \"banner-agent\"\n[[auth.tokens]]\nprincipal = \"a\"\ntoken = \"secret-token\"\n",
     );
-    let mut child = Running::new(
-        looopy(&["serve", "--config", config.to_str().unwrap()])
-            .args(["--bind", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let out = Captured::spawn(child.stdout.take().unwrap());
-    let err = Captured::spawn(child.stderr.take().unwrap());
+    let (child, out, err) = serve_watched(&config);
     let url = out
         .wait_for("\n")
         .trim()
@@ -192,24 +200,8 @@ fn serve_prints_a_banner_and_warns_when_there_is_no_model() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_names_its_model_and_does_not_warn() {
     let llm = looopy_testkit::OpenAiFixture::start().await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(
-        &dir,
-        &format!(
-            "[llm]\nbase_url = \"{}\"\nmodel = \"gpt-test\"\n",
-            llm.base_url()
-        ),
-    );
-    let mut child = Running::new(
-        looopy(&["serve", "--config", config.to_str().unwrap()])
-            .args(["--bind", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let _out = Captured::spawn(child.stdout.take().unwrap());
-    let err = Captured::spawn(child.stderr.take().unwrap());
+    let (_dir, config) = support::config_with_model(&llm, "gpt-test", "");
+    let (child, _out, err) = serve_watched(&config);
     let banner = tokio::task::spawn_blocking(move || err.wait_for("auth      off"))
         .await
         .unwrap();

@@ -10,11 +10,11 @@ use std::collections::{HashMap, HashSet};
 
 use looopy_a2a::{A2aClient, SendRequest, SendResponse};
 use looopy_core::TaskState;
-use looopy_testkit::external::{repo_root, require};
+use looopy_testkit::external::repo_root;
 use looopy_testkit::openai_fixture::openai;
 use looopy_testkit::{FixtureReply, OpenAiFixture};
 use opentelemetry_proto::tonic::trace::v1::Span;
-use support::{exported_spans, otlp_receiver, serve, stop, write_config};
+use support::{config_with_model, exported_spans, otlp_receiver, serve, stop, write_config};
 
 const TOKEN: &str = "secret-token-never-in-spans";
 
@@ -24,11 +24,7 @@ fn hex(bytes: &[u8]) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_request_is_one_trace_from_the_a2a_span_to_the_tool_call() {
-    let Some(python) = require(
-        "LOOOPY_MCP_PYTHON",
-        repo_root().join(".tools/venv/bin/python"),
-        "the Python venv with the mcp package",
-    ) else {
+    let Some(python) = support::python() else {
         return;
     };
     let (otlp, received) = otlp_receiver().await;
@@ -174,14 +170,8 @@ async fn a_remote_agent_used_as_a_tool_joins_the_callers_trace() {
     // The callee: a second `looopy serve` with a model of its own.
     let callee_llm = OpenAiFixture::start().await.unwrap();
     callee_llm.push(FixtureReply::Text("the callee's answer".into()));
-    let callee_dir = tempfile::tempdir().unwrap();
-    let callee_config = write_config(
-        &callee_dir,
-        &format!(
-            "[agent]\nname = \"callee\"\n[llm]\nbase_url = \"{}\"\nmodel = \"m\"\n",
-            callee_llm.base_url()
-        ),
-    );
+    let (_callee_dir, callee_config) =
+        config_with_model(&callee_llm, "m", "[agent]\nname = \"callee\"\n");
     let (callee, callee_url) = serve(&callee_config, &otel);
     // The caller: its model asks the callee through the remote-agent tool.
     let llm = OpenAiFixture::start().await.unwrap();
@@ -191,15 +181,10 @@ async fn a_remote_agent_used_as_a_tool_joins_the_callers_trace() {
         r#"{"message":"please help"}"#,
     )])));
     llm.push(FixtureReply::Text("done with help".into()));
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(
-        &dir,
-        &format!(
-            "[agent]\nname = \"caller\"\n[llm]\nbase_url = \"{}\"\nmodel = \"m\"\n\
-             [[tools.a2a]]\nname = \"helper\"\nurl = \"{callee_url}\"\n",
-            llm.base_url()
-        ),
+    let rest = format!(
+        "[agent]\nname = \"caller\"\n[[tools.a2a]]\nname = \"helper\"\nurl = \"{callee_url}\"\n"
     );
+    let (_dir, config) = config_with_model(&llm, "m", &rest);
     let (caller, url) = serve(&config, &otel);
     let answer = A2aClient::new(&url)
         .send(&SendRequest::text("ask the helper"))

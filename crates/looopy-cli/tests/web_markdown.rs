@@ -9,12 +9,13 @@
 
 mod support;
 
+use std::ffi::OsStr;
 use std::path::Path;
 use std::time::Duration;
 
-use looopy_testkit::external::{Browser, browser};
+use looopy_testkit::external::browser;
 use looopy_testkit::{FixtureReply, OpenAiFixture};
-use support::{serve_running, write_config};
+use support::serve_running;
 
 /// What the model answers: Markdown with every block kind the page renders,
 /// and attempts to inject markup through it.
@@ -46,44 +47,25 @@ A [click me](javascript:pwned("link")) and a [data link](data:text/html,<script>
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_chat_page_renders_markdown_answers_without_injecting_html() {
-    let Some(Browser {
-        chromium,
-        playwright_core: playwright,
-        node,
-    }) = browser()
-    else {
+    let Some(browser) = browser() else {
         return;
     };
     let llm = OpenAiFixture::start().await.unwrap();
     llm.push(FixtureReply::Text(ANSWER.into()));
-    let dir = tempfile::tempdir().unwrap();
-    let config = write_config(
-        &dir,
-        &format!("[llm]\nbase_url = \"{}\"\nmodel = \"m\"\n", llm.base_url()),
-    );
+    let (_dir, config) = support::config_with_model(&llm, "m", "");
     let (server, url) = serve_running(&config, &[]);
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("web-markdown");
     std::fs::create_dir_all(&shots).unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/web_markdown.cjs");
-    let run = tokio::process::Command::new(node)
-        .arg(script)
-        .env("PLAYWRIGHT_CORE", &playwright)
-        .env("CHROMIUM", &chromium)
-        .env("URL", &url)
-        .env("SHOTS", &shots)
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(180), run)
+    let env: [(&str, &dyn AsRef<OsStr>); 2] = [("URL", &url), ("SHOTS", &shots)];
+    let run = browser
+        .run_script(&script, &env, Duration::from_secs(180))
         .await
-        .expect("the browser script ran past 3 minutes")
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    eprintln!("{stdout}\n{stderr}\nscreenshots in {}", shots.display());
+    eprintln!("screenshots in {}", shots.display());
     tokio::task::spawn_blocking(move || server.stop())
         .await
         .unwrap();
-    assert!(out.status.success(), "the browser script failed: {stderr}");
-    assert!(stdout.contains("ALL OK"), "{stdout}");
+    assert!(run.all_ok(), "the browser script failed: {run:?}");
     assert_eq!(llm.requests().len(), 1, "one turn");
 }

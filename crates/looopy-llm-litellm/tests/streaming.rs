@@ -1,4 +1,5 @@
 //! Streamed calls (server-sent events) against the in-process fixture server.
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
 
 mod support;
 
@@ -58,8 +59,7 @@ async fn usage_chunk_with_an_empty_delta_is_accepted() {
         openai::finish_chunk("length"),
         openai::usage_chunk_with_empty_delta(5, 1),
     ]));
-    let cx = cx();
-    let (chunks, err) = drain(provider(&f).stream(ask("hi"), &cx)).await;
+    let (chunks, err) = stream_from(&f, "hi").await;
     assert_eq!(err, None);
     let r = assemble(&chunks);
     assert_eq!(r.message.text(), "ok");
@@ -84,8 +84,7 @@ async fn several_tool_calls_streamed_interleaved() {
         ])
         .interval(Duration::from_millis(5)),
     ));
-    let cx = cx();
-    let (chunks, err) = drain(provider(&f).stream(ask("weather and time"), &cx)).await;
+    let (chunks, err) = stream_from(&f, "weather and time").await;
     assert_eq!(err, None);
     let r = assemble(&chunks);
     assert_eq!(r.message.text(), "Let me check.");
@@ -102,6 +101,28 @@ async fn several_tool_calls_streamed_interleaved() {
         chunks.last(),
         Some(&LlmChunk::Finish(FinishReason::ToolCalls))
     );
+}
+
+/// What the provider streams for `ask(question)` as the fixture `f` plays
+/// its next reply: the chunks, and the error that ended the stream.
+async fn stream_from(f: &OpenAiFixture, question: &str) -> (Vec<LlmChunk>, Option<LlmError>) {
+    let cx = cx();
+    drain(provider(f).stream(ask(question), &cx)).await
+}
+
+/// What the provider streams when the server answers with these SSE
+/// events, written as they are.
+async fn stream_events(events: Vec<SseEvent>) -> (Vec<LlmChunk>, Option<LlmError>) {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(FixtureReply::Sse(SseReply::from_events(events)));
+    stream_from(&f, "a").await
+}
+
+/// A stream of these chunks, one every 20 ms (long enough to be cut short).
+fn slowly(chunks: Vec<serde_json::Value>) -> FixtureReply {
+    SseReply::new(chunks)
+        .interval(Duration::from_millis(20))
+        .into()
 }
 
 /// The stream failed as malformed, quoting `quoted` in its message.
@@ -134,28 +155,24 @@ async fn a_stream_cut_before_done_is_malformed() {
 
 #[tokio::test]
 async fn garbage_chunks_are_malformed_and_quoted() {
-    let f = OpenAiFixture::start().await.unwrap();
-    f.push(FixtureReply::Sse(SseReply::from_events(vec![
+    let (chunks, err) = stream_events(vec![
         SseEvent::Json(openai::text_chunk("a")),
         SseEvent::Data("{not json at all".into()),
-    ])));
-    let cx = cx();
-    let (chunks, err) = drain(provider(&f).stream(ask("a"), &cx)).await;
+    ])
+    .await;
     assert_eq!(chunks, vec![LlmChunk::TextDelta("a".into())]);
     assert_malformed(&err, "{not json at all");
 }
 
 #[tokio::test]
 async fn comments_and_keepalives_are_ignored() {
-    let f = OpenAiFixture::start().await.unwrap();
-    f.push(FixtureReply::Sse(SseReply::from_events(vec![
+    let (chunks, err) = stream_events(vec![
         SseEvent::Verbatim(": keep-alive\n\n".into()),
         SseEvent::Json(openai::text_chunk("x")),
         SseEvent::Verbatim("event: ping\ndata: \n\n".into()),
         SseEvent::Json(openai::finish_chunk("stop")),
-    ])));
-    let cx = cx();
-    let (chunks, err) = drain(provider(&f).stream(ask("a"), &cx)).await;
+    ])
+    .await;
     assert_eq!(err, None);
     assert_eq!(
         chunks,
@@ -200,8 +217,7 @@ async fn errors_before_and_inside_the_stream() {
 async fn a_json_answer_to_a_stream_request_is_streamed() {
     let f = OpenAiFixture::start().await.unwrap();
     f.push(FixtureReply::json(openai::completion("whole")));
-    let cx = cx();
-    let (chunks, err) = drain(provider(&f).stream(ask("a"), &cx)).await;
+    let (chunks, err) = stream_from(&f, "a").await;
     assert_eq!(err, None);
     assert_eq!(assemble(&chunks).message.text(), "whole");
 }
@@ -234,11 +250,7 @@ async fn dropping_the_stream_aborts_the_request() {
     let many: Vec<_> = (0..500)
         .map(|i| openai::text_chunk(&format!("t{i} ")))
         .collect();
-    f.push(
-        SseReply::new(many)
-            .interval(Duration::from_millis(20))
-            .into(),
-    );
+    f.push(slowly(many));
     let llm = provider(&f);
     let cx = cx();
     let mut stream = llm.stream(ask("a long story"), &cx);
@@ -256,11 +268,7 @@ async fn dropping_the_stream_aborts_the_request() {
 async fn cancelling_the_turn_ends_the_stream() {
     let f = OpenAiFixture::start().await.unwrap();
     let many: Vec<_> = (0..500).map(|_| openai::text_chunk("t")).collect();
-    f.push(
-        SseReply::new(many)
-            .interval(Duration::from_millis(20))
-            .into(),
-    );
+    f.push(slowly(many));
     let llm = provider(&f);
     let cx = cx();
     let mut stream = llm.stream(ask("a"), &cx);
@@ -279,11 +287,7 @@ async fn cancelling_the_turn_ends_the_stream() {
 async fn the_whole_request_limit_covers_the_stream() {
     let f = OpenAiFixture::start().await.unwrap();
     let many: Vec<_> = (0..500).map(|_| openai::text_chunk("t")).collect();
-    f.push(
-        SseReply::new(many)
-            .interval(Duration::from_millis(20))
-            .into(),
-    );
+    f.push(slowly(many));
     let llm =
         LiteLlmProvider::new(support::config(&f).with_request_timeout(Duration::from_millis(300)))
             .unwrap();

@@ -1,7 +1,10 @@
 //! Finding the external programs tests talk to (Python venvs, npm packages,
-//! Chromium), which `scripts/provision.sh` installs under `.tools/`.
+//! Chromium), which `scripts/provision.sh` installs under `.tools/`, and
+//! running a Node.js browser script against that Chromium.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The repository root (two levels above this crate).
 pub fn repo_root() -> PathBuf {
@@ -110,4 +113,61 @@ pub fn browser() -> Option<Browser> {
         playwright_core,
         node,
     })
+}
+
+/// What a browser script run by [`Browser::run_script`] did.
+#[derive(Debug, Clone)]
+pub struct ScriptRun {
+    /// Whether it exited with status 0.
+    pub success: bool,
+    /// What it printed on stdout (its checks, `ALL OK` at the end).
+    pub stdout: String,
+    /// What it printed on stderr (the failed check).
+    pub stderr: String,
+}
+
+impl ScriptRun {
+    /// Whether it exited 0 after printing `ALL OK`, the last word of the
+    /// browser scripts once every check of theirs passed.
+    pub fn all_ok(&self) -> bool {
+        self.success && self.stdout.contains("ALL OK")
+    }
+}
+
+impl Browser {
+    /// Runs the Node.js `script` that drives this Chromium (told where as
+    /// `PLAYWRIGHT_CORE` and `CHROMIUM`, with `env` besides); killed after
+    /// `limit`, which is then an error of kind `TimedOut`. Its output is
+    /// echoed to stderr, for the test's log.
+    pub async fn run_script(
+        &self,
+        script: &Path,
+        env: &[(&str, &dyn AsRef<OsStr>)],
+        limit: Duration,
+    ) -> std::io::Result<ScriptRun> {
+        let mut command = tokio::process::Command::new(&self.node);
+        command
+            .arg(script)
+            .env("PLAYWRIGHT_CORE", &self.playwright_core)
+            .env("CHROMIUM", &self.chromium)
+            .kill_on_drop(true);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let out = tokio::time::timeout(limit, command.output())
+            .await
+            .map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("{} ran past {limit:?}", script.display()),
+                )
+            })??;
+        let run = ScriptRun {
+            success: out.status.success(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        };
+        eprintln!("{}\n{}", run.stdout, run.stderr);
+        Ok(run)
+    }
 }

@@ -17,7 +17,8 @@
 //! - [`events`]: reading a turn's events (the one final event, its
 //!   metadata, the kinds in order).
 //! - [`external`]: finding the provisioned external programs (or failing
-//!   with how to provision them).
+//!   with how to provision them), and running a browser script against
+//!   the provisioned Chromium.
 
 pub mod conformance;
 pub mod events;

@@ -7,13 +7,10 @@ mod support;
 
 use std::path::Path;
 
-use looopy_core::{Part, ToolCall, ToolProvider, TurnContext};
+use looopy_core::{Part, ToolCall, ToolProvider};
 use looopy_tools::{McpToolProvider, StdioServer};
 use serde_json::{Value, json};
-
-fn cx() -> TurnContext {
-    TurnContext::new("t", "c")
-}
+use support::{call, cx};
 
 fn provider(bin: &Path) -> McpToolProvider {
     McpToolProvider::new(
@@ -50,24 +47,15 @@ async fn server_everything_over_stdio() {
     assert_eq!(sum.description, "Returns the sum of two numbers");
     assert_eq!(sum.parameters["properties"]["a"]["type"], "number");
 
-    let r = mcp
-        .execute(
-            &ToolCall::new("1", "echo", r#"{"message": "hello"}"#),
-            &cx(),
-        )
-        .await;
+    let r = call(&mcp, "1", "echo", r#"{"message": "hello"}"#).await;
     assert!(!r.is_error, "{}", r.text_content());
     assert_eq!(r.text_content(), "Echo: hello");
 
-    let r = mcp
-        .execute(&ToolCall::new("2", "get-sum", r#"{"a": 2, "b": 3}"#), &cx())
-        .await;
+    let r = call(&mcp, "2", "get-sum", r#"{"a": 2, "b": 3}"#).await;
     assert_eq!(r.text_content(), "The sum of 2 and 3 is 5.");
 
     // Text around an image; the image is an inline PNG.
-    let r = mcp
-        .execute(&ToolCall::new("3", "get-tiny-image", "{}"), &cx())
-        .await;
+    let r = call(&mcp, "3", "get-tiny-image", "{}").await;
     assert!(!r.is_error, "{}", r.text_content());
     let files: Vec<_> = r
         .content
@@ -89,12 +77,13 @@ async fn server_everything_over_stdio() {
     assert!(r.content.iter().any(|p| p.as_text().is_some()));
 
     // Structured content: one data part, the JSON text copy dropped.
-    let r = mcp
-        .execute(
-            &ToolCall::new("4", "get-structured-content", r#"{"location": "Chicago"}"#),
-            &cx(),
-        )
-        .await;
+    let r = call(
+        &mcp,
+        "4",
+        "get-structured-content",
+        r#"{"location": "Chicago"}"#,
+    )
+    .await;
     assert!(!r.is_error, "{}", r.text_content());
     assert_eq!(
         r.content,
@@ -104,12 +93,7 @@ async fn server_everything_over_stdio() {
     );
 
     // Resource links become files by URI.
-    let r = mcp
-        .execute(
-            &ToolCall::new("5", "get-resource-links", r#"{"count": 2}"#),
-            &cx(),
-        )
-        .await;
+    let r = call(&mcp, "5", "get-resource-links", r#"{"count": 2}"#).await;
     assert!(!r.is_error, "{}", r.text_content());
     let uris: Vec<_> = r
         .content
@@ -122,16 +106,12 @@ async fn server_everything_over_stdio() {
     assert_eq!(uris.len(), 2, "{:?}", r.content);
 
     // The child got the configured environment.
-    let r = mcp
-        .execute(&ToolCall::new("6", "get-env", "{}"), &cx())
-        .await;
+    let r = call(&mcp, "6", "get-env", "{}").await;
     let env: Value = serde_json::from_str(&r.text_content()).unwrap();
     assert_eq!(env["LOOOPY_TEST_MARKER"], "marker-42");
 
     // Arguments the server's schema rejects give an error result.
-    let r = mcp
-        .execute(&ToolCall::new("7", "get-sum", r#"{"a": "two"}"#), &cx())
-        .await;
+    let r = call(&mcp, "7", "get-sum", r#"{"a": "two"}"#).await;
     assert!(r.is_error, "{}", r.text_content());
     assert!(r.text_content().starts_with("Error:"));
 
@@ -151,26 +131,9 @@ async fn server_everything_is_respawned_after_a_crash() {
     let first = mcp.server_pid().await.unwrap();
     support::kill9(first);
 
-    let mut failures = 0;
-    loop {
-        let r = mcp
-            .execute(
-                &ToolCall::new("1", "ev_echo", r#"{"message": "again"}"#),
-                &cx(),
-            )
-            .await;
-        if !r.is_error {
-            assert_eq!(r.text_content(), "Echo: again");
-            break;
-        }
-        assert!(
-            r.text_content().contains("unavailable"),
-            "{}",
-            r.text_content()
-        );
-        failures += 1;
-        assert!(failures <= 1, "more than one failed call after the crash");
-    }
+    let again = ToolCall::new("1", "ev_echo", r#"{"message": "again"}"#);
+    let r = support::call_after_crash(&mcp, &again).await;
+    assert_eq!(r.text_content(), "Echo: again");
     let second = mcp.server_pid().await.unwrap();
     assert_ne!(first, second);
     assert!(

@@ -5,27 +5,27 @@
 
 mod support;
 
-use std::path::Path;
 use std::time::Duration;
 
-use looopy_core::{Part, ToolCall, ToolDefinition, ToolError, ToolProvider, TurnContext};
+use looopy_core::{Part, ToolCall, ToolDefinition, ToolError, ToolProvider};
 use looopy_loop::layers::ToolProviderExt;
 use looopy_tools::{HttpServer, IDEMPOTENCY_KEY_META, McpToolProvider, StdioServer};
 use serde_json::json;
+use support::{call, cx};
 
-fn cx() -> TurnContext {
-    TurnContext::new("t", "c")
-}
-
-fn stdio_provider(python: &Path) -> McpToolProvider {
-    McpToolProvider::new(
-        StdioServer::new(python)
-            .arg(support::fixture_server().display().to_string())
-            .arg("stdio")
-            .env("PYTHONUNBUFFERED", "1"),
+/// The fixture server over stdio, with names prefixed `py_` (`None` when
+/// there is no provisioned Python and external tests are skipped).
+fn stdio_provider() -> Option<McpToolProvider> {
+    let python = support::python()?;
+    let server = StdioServer::new(python)
+        .arg(support::fixture_server().display().to_string())
+        .arg("stdio")
+        .env("PYTHONUNBUFFERED", "1");
+    Some(
+        McpToolProvider::new(server)
+            .with_name("py")
+            .with_prefix("py_"),
     )
-    .with_name("py")
-    .with_prefix("py_")
 }
 
 /// The checks shared by both transports.
@@ -60,23 +60,13 @@ async fn exercise(mcp: &McpToolProvider) {
     assert_eq!(weather.parameters["properties"]["city"]["type"], "string");
 
     // Text, routed back to the server's own name.
-    let r = mcp
-        .execute(
-            &ToolCall::new("1", "py_echo_text", r#"{"text": "hi"}"#),
-            &cx(),
-        )
-        .await;
+    let r = call(mcp, "1", "py_echo_text", r#"{"text": "hi"}"#).await;
     assert!(!r.is_error, "{}", r.text_content());
     assert_eq!(r.tool_call_id, "1");
     assert_eq!(r.content[0], Part::text("echo: hi"));
 
     // Structured content becomes a data part, without the JSON text copy.
-    let r = mcp
-        .execute(
-            &ToolCall::new("2", "py_weather", r#"{"city": "Oslo"}"#),
-            &cx(),
-        )
-        .await;
+    let r = call(mcp, "2", "py_weather", r#"{"city": "Oslo"}"#).await;
     assert!(!r.is_error, "{}", r.text_content());
     assert_eq!(
         r.content,
@@ -84,9 +74,7 @@ async fn exercise(mcp: &McpToolProvider) {
     );
 
     // Images become inline files.
-    let r = mcp
-        .execute(&ToolCall::new("3", "py_pixel", ""), &cx())
-        .await;
+    let r = call(mcp, "3", "py_pixel", "").await;
     assert!(!r.is_error, "{}", r.text_content());
     match &r.content[..] {
         [Part::File { file }] => {
@@ -97,31 +85,20 @@ async fn exercise(mcp: &McpToolProvider) {
     }
 
     // A failing tool is an error result with the server's message.
-    let r = mcp
-        .execute(
-            &ToolCall::new("4", "py_fail", r#"{"reason": "testing"}"#),
-            &cx(),
-        )
-        .await;
+    let r = call(mcp, "4", "py_fail", r#"{"reason": "testing"}"#).await;
     assert!(r.is_error);
     let text = r.text_content();
     assert!(text.starts_with("Error: "), "{text}");
     assert!(text.contains("failed on purpose: testing"), "{text}");
 
     // Arguments the server rejects, and ones that are not an object.
-    let r = mcp
-        .execute(&ToolCall::new("5", "py_weather", r#"{"town": 1}"#), &cx())
-        .await;
+    let r = call(mcp, "5", "py_weather", r#"{"town": 1}"#).await;
     assert!(r.is_error, "{}", r.text_content());
-    let r = mcp
-        .execute(&ToolCall::new("6", "py_weather", "[1]"), &cx())
-        .await;
+    let r = call(mcp, "6", "py_weather", "[1]").await;
     assert!(r.is_error);
     assert!(r.text_content().contains("must be a JSON object"));
 
-    let r = mcp
-        .execute(&ToolCall::new("7", "py_nope", "{}"), &cx())
-        .await;
+    let r = call(mcp, "7", "py_nope", "{}").await;
     assert!(r.is_error);
     assert!(r.text_content().contains("Unknown tool 'py_nope'"));
 
@@ -138,67 +115,44 @@ async fn exercise(mcp: &McpToolProvider) {
         )
         .await;
     assert_eq!(meta_of(r)[IDEMPOTENCY_KEY_META], "call-8");
-    let r = mcp
-        .execute(&ToolCall::new("call-9", "py_trace_context", ""), &cx())
-        .await;
+    let r = call(mcp, "call-9", "py_trace_context", "").await;
     assert_eq!(meta_of(r)["io.looopy/idempotencyKey"], "call-9");
 }
 
 #[tokio::test]
 async fn python_server_over_stdio() {
-    let Some(python) = support::python() else {
+    let Some(mcp) = stdio_provider() else {
         return;
     };
-    let mcp = stdio_provider(&python);
     exercise(&mcp).await;
     mcp.shutdown().await.unwrap();
 }
 
 #[tokio::test]
 async fn a_call_before_any_listing_connects_and_routes() {
-    let Some(python) = support::python() else {
+    let Some(mcp) = stdio_provider() else {
         return;
     };
-    let mcp = stdio_provider(&python);
-    let r = mcp
-        .execute(
-            &ToolCall::new("1", "py_echo_text", r#"{"text": "first"}"#),
-            &cx(),
-        )
-        .await;
+    let r = call(&mcp, "1", "py_echo_text", r#"{"text": "first"}"#).await;
     assert_eq!(r.text_content(), "echo: first");
     mcp.shutdown().await.unwrap();
 }
 
 #[tokio::test]
 async fn the_provider_reconnects_after_the_child_dies() {
-    let Some(python) = support::python() else {
+    let Some(mcp) = stdio_provider() else {
         return;
     };
-    let mcp = stdio_provider(&python);
     mcp.connect().await.unwrap();
     let first = mcp.server_pid().await.unwrap();
-    let r = mcp.execute(&ToolCall::new("1", "py_pid", ""), &cx()).await;
+    let r = call(&mcp, "1", "py_pid", "").await;
     assert_eq!(r.text_content(), first.to_string());
 
     support::kill9(first);
     // The provider reaps the dead child when it notices; it may also be
     // reaped by the reconnect below.
-    let mut failures = 0;
-    let second = loop {
-        let r = mcp.execute(&ToolCall::new("2", "py_pid", ""), &cx()).await;
-        if !r.is_error {
-            break r.text_content().parse::<u32>().unwrap();
-        }
-        // The call that finds the broken pipe reports the server unavailable.
-        assert!(
-            r.text_content().contains("unavailable"),
-            "{}",
-            r.text_content()
-        );
-        failures += 1;
-        assert!(failures <= 1, "more than one failed call after the crash");
-    };
+    let r = support::call_after_crash(&mcp, &ToolCall::new("2", "py_pid", "")).await;
+    let second = r.text_content().parse::<u32>().unwrap();
     assert_ne!(second, first, "the server was not re-spawned");
     assert_eq!(mcp.server_pid().await, Some(second));
     assert!(
@@ -213,10 +167,9 @@ async fn the_provider_reconnects_after_the_child_dies() {
 
 #[tokio::test]
 async fn shutdown_ends_the_child_and_later_calls_fail() {
-    let Some(python) = support::python() else {
+    let Some(mcp) = stdio_provider() else {
         return;
     };
-    let mcp = stdio_provider(&python);
     mcp.connect().await.unwrap();
     let pid = mcp.server_pid().await.unwrap();
     assert!(support::alive(pid));
@@ -224,7 +177,7 @@ async fn shutdown_ends_the_child_and_later_calls_fail() {
     // shutdown waits for the child: it is gone at once, not eventually.
     assert!(!support::alive(pid), "the child outlived shutdown()");
 
-    let r = mcp.execute(&ToolCall::new("1", "py_pid", ""), &cx()).await;
+    let r = call(&mcp, "1", "py_pid", "").await;
     assert!(r.is_error);
     assert!(
         r.text_content().contains("shut down"),
@@ -239,10 +192,9 @@ async fn shutdown_ends_the_child_and_later_calls_fail() {
 
 #[tokio::test]
 async fn dropping_the_provider_kills_the_child() {
-    let Some(python) = support::python() else {
+    let Some(mcp) = stdio_provider() else {
         return;
     };
-    let mcp = stdio_provider(&python);
     mcp.connect().await.unwrap();
     let pid = mcp.server_pid().await.unwrap();
     drop(mcp);
@@ -257,7 +209,7 @@ async fn a_missing_program_is_reported_unavailable() {
     let mcp = McpToolProvider::new(StdioServer::new("/nonexistent/mcp-server"));
     let err = mcp.connect().await.unwrap_err();
     assert!(err.to_string().contains("could not start"), "{err}");
-    let r = mcp.execute(&ToolCall::new("1", "x", "{}"), &cx()).await;
+    let r = call(&mcp, "1", "x", "{}").await;
     assert!(r.is_error);
     assert!(
         r.text_content().contains("unavailable"),
@@ -283,39 +235,14 @@ async fn python_server_over_streamable_http() {
         .clone()
         .with_timeouts()
         .with_default(Duration::from_secs(20));
-    let r = tools
-        .execute(
-            &ToolCall::new("9", "py_echo_text", r#"{"text": "x"}"#),
-            &cx(),
-        )
-        .await;
+    let r = call(&tools, "9", "py_echo_text", r#"{"text": "x"}"#).await;
     assert!(r.is_error, "{}", r.text_content());
 
     // A new server process on the same URL: the provider reconnects.
-    let port: u16 = server
-        .url
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .trim_end_matches("/mcp")
-        .parse()
-        .unwrap();
-    let _restarted = tokio::process::Command::new(&python)
-        .arg(support::fixture_server())
-        .arg("http")
-        .arg(port.to_string())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    support::wait_for_port(port).await;
+    let _restarted = support::HttpFixture::start_on(&python, server.port).await;
     let mut ok = false;
     for _ in 0..3 {
-        let r = tools
-            .execute(
-                &ToolCall::new("10", "py_echo_text", r#"{"text": "back"}"#),
-                &cx(),
-            )
-            .await;
+        let r = call(&tools, "10", "py_echo_text", r#"{"text": "back"}"#).await;
         if !r.is_error {
             assert_eq!(r.text_content(), "echo: back");
             ok = true;
@@ -344,18 +271,15 @@ async fn a_sessions_tools_are_listed_once() {
 
 #[tokio::test]
 async fn a_tools_list_changed_notification_refreshes_the_listing() {
-    let Some(python) = support::python() else {
+    let Some(mcp) = stdio_provider() else {
         return;
     };
-    let mcp = stdio_provider(&python);
     let names = |tools: Vec<ToolDefinition>| -> Vec<String> {
         tools.into_iter().map(|t| t.name).collect::<Vec<_>>()
     };
     let before = names(mcp.tools(&cx()).await.unwrap());
     assert!(!before.contains(&"py_late".to_owned()));
-    let grown = mcp
-        .execute(&ToolCall::new("g1", "py_grow", r#"{"name":"late"}"#), &cx())
-        .await;
+    let grown = call(&mcp, "g1", "py_grow", r#"{"name":"late"}"#).await;
     assert!(!grown.is_error, "{}", grown.text_content());
     // The notification arrives on its own; the next listing (the next
     // turn) sees the new tool without reconnecting.
@@ -368,9 +292,7 @@ async fn a_tools_list_changed_notification_refreshes_the_listing() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(seen.contains(&"py_late".to_owned()), "tools: {seen:?}");
-    let called = mcp
-        .execute(&ToolCall::new("l1", "py_late", "{}"), &cx())
-        .await;
+    let called = call(&mcp, "l1", "py_late", "{}").await;
     assert_eq!(called.text_content(), "I am late");
     mcp.shutdown().await.unwrap();
 }

@@ -299,14 +299,21 @@ async fn send(
     Ok(wire::encode_send_response(v, &SendResponse::Task(snapshot)))
 }
 
+/// The task a `GetTask`, `CancelTask` or `SubscribeToTask` request names,
+/// recorded on the request's span.
+fn task_query(v: ProtocolVersion, params: Value) -> Result<wire::TaskQuery, RpcError> {
+    let q = wire::decode_task_query(v, params)?;
+    trace::record_task(&q.id, None);
+    Ok(q)
+}
+
 async fn get_task(
     state: &ServerState,
     auth: &AuthContext,
     v: ProtocolVersion,
     params: Value,
 ) -> Result<Value, RpcError> {
-    let q = wire::decode_task_query(v, params)?;
-    trace::record_task(&q.id, None);
+    let q = task_query(v, params)?;
     let record = state.tasks.owned(&q.id, &auth.principal).await?;
     trace::record_task(&q.id, Some(record.status.state));
     let snapshot = state.tasks.snapshot(&record, q.history_length).await?;
@@ -329,8 +336,7 @@ async fn cancel(
     v: ProtocolVersion,
     params: Value,
 ) -> Result<Value, RpcError> {
-    let q = wire::decode_task_query(v, params)?;
-    trace::record_task(&q.id, None);
+    let q = task_query(v, params)?;
     let snapshot = state.tasks.cancel(auth, &q.id).await?;
     trace::record_task(&q.id, Some(snapshot.status.state));
     Ok(wire::encode_task(v, &snapshot))
@@ -369,8 +375,7 @@ async fn stream(
             next_turn: false,
         }
     } else {
-        let q = wire::decode_task_query(v, params)?;
-        trace::record_task(&q.id, None);
+        let q = task_query(v, params)?;
         let record = state.tasks.owned(&q.id, &auth.principal).await?;
         trace::record_task(&q.id, Some(record.status.state));
         // Replaying what a client missed works on a finished task too; a

@@ -16,12 +16,12 @@ use looopy_agent::Agent;
 use looopy_core::store::Stores;
 use looopy_core::{
     AgentEvent, Artifact, EventPayload, LlmResponse, Message, Part, TaskState, TaskStatus,
-    ToolProvider,
+    ToolProvider, Usage,
 };
 use looopy_stores_memory::{MemoryEventLog, MemoryTaskRecordStore};
 use looopy_testkit::ScriptedLlm;
 use serde_json::{Map, Value, json};
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::{Semaphore, oneshot};
 
 /// A running server; shuts down when dropped.
 pub struct TestServer {
@@ -126,6 +126,16 @@ pub async fn agent_server(answers: &[&str]) -> (TestServer, ScriptedLlm) {
     }
     let (runner, _stores) = agent_runner(llm.clone(), Vec::new());
     (start(runner).await, llm)
+}
+
+/// Token usage of one model call.
+pub fn usage(input: u64, output: u64) -> Usage {
+    Usage {
+        input_tokens: input,
+        output_tokens: output,
+        total_tokens: input + output,
+        ..Usage::default()
+    }
 }
 
 // ------------------------------------------------------------------ scripted runner
@@ -236,7 +246,8 @@ impl TurnRunner for ScriptedRunner {
                 scripts[0].clone()
             }
         };
-        let (tx, rx) = mpsc::unbounded_channel();
+        // The receiver is the stream of the turn's events.
+        let (tx, rx) = futures::channel::mpsc::unbounded();
         tokio::spawn(async move {
             let event = |p: EventPayload| {
                 AgentEvent::new(request.task_id.clone(), request.context_id.clone(), p)
@@ -265,29 +276,26 @@ impl TurnRunner for ScriptedRunner {
                                 .or_default()
                                 .push(m.clone());
                         }
-                        let _ = tx.send(event(p));
+                        let _ = tx.unbounded_send(event(p));
                     }
                     Step::Gate(gate) => {
                         tokio::select! {
                             permit = gate.acquire() => permit.unwrap().forget(),
                             () = request.cancel.cancelled() => {
-                                let _ = tx.send(cancelled());
+                                let _ = tx.unbounded_send(cancelled());
                                 return;
                             }
                         }
                     }
                     Step::UntilCancelled => {
                         request.cancel.cancelled().await;
-                        let _ = tx.send(cancelled());
+                        let _ = tx.unbounded_send(cancelled());
                         return;
                     }
                 }
             }
         });
-        Ok(
-            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) })
-                .boxed(),
-        )
+        Ok(rx.boxed())
     }
 
     async fn messages(
@@ -306,6 +314,21 @@ impl TurnRunner for ScriptedRunner {
 
 pub fn http() -> reqwest::Client {
     reqwest::Client::new()
+}
+
+/// The agent card the server at `url` serves, asked for in `version` (the
+/// `A2A-Version` header; none: the server's default).
+pub async fn agent_card(url: &str, version: Option<&str>) -> Value {
+    get_json(url, "/.well-known/agent-card.json", version).await
+}
+
+/// GETs `path` of the server at `url` and parses the JSON answer.
+pub async fn get_json(url: &str, path: &str, version: Option<&str>) -> Value {
+    let mut req = http().get(format!("{url}{path}"));
+    if let Some(v) = version {
+        req = req.header("A2A-Version", v);
+    }
+    req.send().await.unwrap().json().await.unwrap()
 }
 
 /// Posts a JSON-RPC request; returns status and body.
@@ -461,6 +484,33 @@ pub async fn subscribe_v1(url: &str, task_id: &str) -> SseReader {
     .await
 }
 
+/// `SubscribeToTask` (A2A 1.0) resuming after the event `last_event_id`
+/// (its `Last-Event-ID` header).
+pub async fn resubscribe_v1(url: &str, task_id: &str, last_event_id: &str) -> SseReader {
+    sse(
+        url,
+        Some("1.0"),
+        &[("last-event-id", last_event_id)],
+        "SubscribeToTask",
+        json!({"id": task_id}),
+    )
+    .await
+}
+
+/// The texts of the artifact updates among A2A 1.0 stream events, in order.
+pub fn artifact_texts_v1(events: &[SseEvent]) -> Vec<&str> {
+    events
+        .iter()
+        .filter_map(|e| e.data["result"]["artifactUpdate"]["artifact"]["parts"][0]["text"].as_str())
+        .collect()
+}
+
+/// The state of the last of these A2A 1.0 stream events, a status update
+/// (`TASK_STATE_*`; `Null` when it is something else).
+pub fn last_state_v1(events: &[SseEvent]) -> &Value {
+    &events.last().expect("no events").data["result"]["statusUpdate"]["status"]["state"]
+}
+
 /// Opens a streaming JSON-RPC call.
 pub async fn sse(
     url: &str,
@@ -471,16 +521,7 @@ pub async fn sse(
 ) -> SseReader {
     let response = stream_request(url, version, headers, method, params).await;
     assert_eq!(response.status().as_u16(), 200);
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
-    SseReader {
-        response,
-        buffer: String::new(),
-        content_type,
-    }
+    SseReader::new(response)
 }
 
 pub fn v1_message(text: &str) -> Value {
@@ -517,6 +558,45 @@ pub fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// The Python of the venv with the official a2a-sdk 1.x (`.tools/venv`).
+pub fn sdk_1_x_python() -> Option<PathBuf> {
+    require(
+        "LOOOPY_A2A_PYTHON",
+        repo_root().join(".tools/venv/bin/python"),
+        "the Python venv with a2a-sdk 1.x",
+    )
+}
+
+/// The Python of the venv with the official a2a-sdk 0.3.x (`.tools/venv-a2a03`).
+pub fn sdk_0_3_python() -> Option<PathBuf> {
+    require(
+        "LOOOPY_A2A03_PYTHON",
+        repo_root().join(".tools/venv-a2a03/bin/python"),
+        "the Python venv with a2a-sdk 0.3.x",
+    )
+}
+
+/// Runs the Python fixture `script` with `args` (at most 120 s); it must
+/// succeed and print its findings as JSON on its last line, returned here.
+pub async fn run_python(python: &Path, script: &str, args: &[&str]) -> Value {
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new(python)
+            .arg(fixture(script))
+            .args(args)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the Python client hung")
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{script} failed:\n{stderr}\n{stdout}");
+    serde_json::from_str(stdout.lines().last().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
+}
+
 /// A JSON-RPC call in A2A 1.0 (its version header), answered 200.
 pub async fn rpc_v1(url: &str, method: &str, params: Value) -> Value {
     rpc(url, Some("1.0"), method, params).await
@@ -532,6 +612,19 @@ pub fn configured_message(configuration: Value) -> Value {
     let mut params = v1_message("hi");
     params["configuration"] = configuration;
     params
+}
+
+/// The task `task_id` as `GetTask` (A2A 1.0) answers it.
+pub async fn get_task_v1(url: &str, task_id: &str) -> Value {
+    let got = rpc_v1(url, "GetTask", json!({"id": task_id})).await;
+    assert!(got["error"].is_null(), "{got}");
+    got["result"].clone()
+}
+
+/// Waits until `GetTask` (A2A 1.0) tells the task is in `state`
+/// (`TASK_STATE_*`).
+pub async fn wait_for_state(url: &str, task_id: &str, state: &str) {
+    eventually(async || get_task_v1(url, task_id).await["status"]["state"] == state).await;
 }
 
 /// Sends "hi" in A2A 1.0 with `configuration`; the id of the task it made.

@@ -17,6 +17,23 @@ pub fn write_config(dir: &tempfile::TempDir, body: &str) -> PathBuf {
     path
 }
 
+/// A `looopy.toml` in a new temp folder (removed when the returned guard
+/// drops): an `[llm]` section naming the fixture `llm`'s endpoint and
+/// `model`, then `rest` (more `[llm]` keys first, then other sections).
+pub fn config_with_model(
+    llm: &looopy_testkit::OpenAiFixture,
+    model: &str,
+    rest: &str,
+) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let body = format!(
+        "[llm]\nbase_url = \"{}\"\nmodel = \"{model}\"\n{rest}",
+        llm.base_url()
+    );
+    let config = write_config(&dir, &body);
+    (dir, config)
+}
+
 /// Starts `looopy serve --config <config>` on a free port, without the
 /// caller's LLM and OTLP variables (plus `extra_env`), and waits for its
 /// "listening" line. Returns the process and its `http://` URL.
@@ -343,6 +360,108 @@ pub fn exported_spans(received: &Received) -> Vec<opentelemetry_proto::tonic::tr
         .collect()
 }
 
+/// What a scripted model reads of an OpenAI chat request: the text of the
+/// last user message (the job it is asked to do), and the text of each
+/// tool result that came after it.
+pub fn last_user_turn(body: &serde_json::Value) -> (String, Vec<String>) {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let Some(last_user) = messages.iter().rposition(|m| m["role"] == "user") else {
+        return (String::new(), Vec::new());
+    };
+    let results = messages[last_user..]
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(message_text)
+        .collect();
+    (message_text(&messages[last_user]), results)
+}
+
+/// An OpenAI-compatible model that answers each chat request `body` with
+/// `model(body)`, at once.
+pub async fn model_answering(
+    model: fn(&serde_json::Value) -> looopy_testkit::FixtureReply,
+) -> looopy_testkit::OpenAiFixture {
+    let respond: looopy_testkit::openai_fixture::Responder = std::sync::Arc::new(model);
+    looopy_testkit::OpenAiFixture::start_responder(Duration::ZERO, respond)
+        .await
+        .unwrap()
+}
+
+/// The `looopy.toml` section of the MCP server
+/// `tests/fixtures/durable_tools.py` run by `python`, its tools writing
+/// what they do to `journal`; `env` adds to its environment (TOML pairs,
+/// `KEY = "value", …`).
+pub fn durable_tools_section(python: &Path, journal: &Journal, env: &str) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/durable_tools.py");
+    let env = if env.is_empty() {
+        String::new()
+    } else {
+        format!(", {env}")
+    };
+    format!(
+        "[[tools.mcp]]\nname = \"durable\"\ncommand = \"{}\"\nargs = [\"{}\"]\nenv = {{ JOURNAL = \"{}\"{env} }}\n",
+        python.display(),
+        script.display(),
+        journal.path().display(),
+    )
+}
+
+/// The Python of `.tools/venv` (a2a-sdk 1.x and `mcp`), provisioned by
+/// `scripts/provision.sh python`.
+pub fn python() -> Option<PathBuf> {
+    looopy_testkit::external::require(
+        "LOOOPY_A2A_PYTHON",
+        looopy_testkit::external::repo_root().join(".tools/venv/bin/python"),
+        "the Python venv with a2a-sdk 1.x and mcp",
+    )
+}
+
+/// The Python of `.tools/venv-a2a03` (a2a-sdk 0.3.x).
+pub fn python_a2a03() -> Option<PathBuf> {
+    looopy_testkit::external::require(
+        "LOOOPY_A2A03_PYTHON",
+        looopy_testkit::external::repo_root().join(".tools/venv-a2a03/bin/python"),
+        "the Python venv with a2a-sdk 0.3.x",
+    )
+}
+
+/// The JSON a fixture script printed on its last line; the script must
+/// have succeeded.
+pub fn json_output(out: &std::process::Output) -> serde_json::Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}\n{stdout}");
+    serde_json::from_str(stdout.lines().last().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
+}
+
+/// The file `tests/fixtures/durable_tools.py` writes a line to for each
+/// step of its tools (`JOURNAL` in its environment).
+pub struct Journal(PathBuf);
+
+impl Journal {
+    /// An empty journal in `dir`.
+    pub fn create(dir: &Path) -> Journal {
+        let path = dir.join("journal.txt");
+        std::fs::write(&path, "").unwrap();
+        Journal(path)
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// Its lines so far.
+    pub fn lines(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.0)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
 /// The text of an OpenAI chat message's content (a string or text parts),
 /// as a scripted model reads the messages it is sent.
 pub fn message_text(message: &serde_json::Value) -> String {
@@ -354,6 +473,22 @@ pub fn message_text(message: &serde_json::Value) -> String {
             .collect::<Vec<_>>()
             .join(""),
         _ => String::new(),
+    }
+}
+
+/// Presses Ctrl-C in a `looopy chat` session (see [`chat_on_pty`]) until
+/// it ends (the prompt takes it once it is back), at most 30 s; its exit
+/// status.
+pub fn ctrl_c_until_it_leaves(chat: &mut Running, master: &mut std::fs::File) -> ExitStatus {
+    use std::io::Write;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        master.write_all(b"\x03").unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        if let Some(status) = chat.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "Ctrl-C did not end the session");
     }
 }
 

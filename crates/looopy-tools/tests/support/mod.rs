@@ -5,8 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use looopy_core::{ToolCall, ToolProvider, ToolResult, TurnContext};
 #[allow(unused_imports)] // not every test binary needs them
-pub use looopy_testkit::external::{repo_root, require};
+pub use looopy_testkit::external::{
+    mcp_server_everything as server_everything, process_alive as alive, process_ends_within,
+    repo_root, require,
+};
 
 /// The Python of the provisioned venv (has the `mcp` package).
 pub fn python() -> Option<PathBuf> {
@@ -28,12 +32,18 @@ pub struct HttpFixture {
     pub child: tokio::process::Child,
     /// Its endpoint, `http://127.0.0.1:PORT/mcp`.
     pub url: String,
+    /// Its port.
+    pub port: u16,
 }
 
 impl HttpFixture {
-    /// Starts the fixture server over streamable HTTP.
+    /// Starts the fixture server over streamable HTTP on a free port.
     pub async fn start(python: &Path) -> Self {
-        let port = free_port();
+        Self::start_on(python, free_port()).await
+    }
+
+    /// Starts the fixture server over streamable HTTP on `port`.
+    pub async fn start_on(python: &Path, port: u16) -> Self {
         let child = tokio::process::Command::new(python)
             .arg(fixture_server())
             .arg("http")
@@ -45,17 +55,9 @@ impl HttpFixture {
         HttpFixture {
             child,
             url: format!("http://127.0.0.1:{port}/mcp"),
+            port,
         }
     }
-}
-
-/// `mcp-server-everything` from npm.
-pub fn server_everything() -> Option<PathBuf> {
-    require(
-        "LOOOPY_MCP_EVERYTHING",
-        repo_root().join(".tools/node/node_modules/.bin/mcp-server-everything"),
-        "@modelcontextprotocol/server-everything",
-    )
 }
 
 /// A port that was free a moment ago.
@@ -82,28 +84,41 @@ pub async fn wait_for_port(port: u16) {
     }
 }
 
-/// Whether a process runs (exists and is not a zombie).
-pub fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            // The state follows the parenthesised command name.
-            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-            !state.starts_with('Z') && !state.starts_with('X')
-        }
-        Err(_) => false,
-    }
-}
-
 /// Waits until the process is gone (at most 20 s); false if it never went.
 pub async fn wait_gone(pid: u32) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while alive(pid) {
-        if Instant::now() > deadline {
-            return false;
+    process_ends_within(pid, Duration::from_secs(20)).await
+}
+
+/// The context of the tests' calls.
+pub fn cx() -> TurnContext {
+    TurnContext::new("t", "c")
+}
+
+/// `tools` runs the call `id` of `name` with `arguments` (JSON text).
+pub async fn call(tools: &impl ToolProvider, id: &str, name: &str, arguments: &str) -> ToolResult {
+    tools
+        .execute(&ToolCall::new(id, name, arguments), &cx())
+        .await
+}
+
+/// Makes `call` until it succeeds, after the server was killed: the call
+/// that finds the dead server fails as unavailable (one such call at the
+/// most), the next one reaches a new server.
+pub async fn call_after_crash(tools: &impl ToolProvider, call: &ToolCall) -> ToolResult {
+    let mut failures = 0;
+    loop {
+        let r = tools.execute(call, &cx()).await;
+        if !r.is_error {
+            return r;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            r.text_content().contains("unavailable"),
+            "{}",
+            r.text_content()
+        );
+        failures += 1;
+        assert!(failures <= 1, "more than one failed call after the crash");
     }
-    true
 }
 
 /// Kills a process hard.
