@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use chrono::Utc;
 use looopy_core::store::{
-    Acquire, AgentState, AgentStateStore, ArtifactStore, HistoryMark, LifecycleState, MessageStore,
-    StoredArtifact, TurnLock, TurnStore,
+    Acquire, AgentState, AgentStateStore, ArtifactStore, CheckpointStore, HistoryMark,
+    LifecycleState, MessageStore, StoredArtifact, TurnLock, TurnStore,
 };
 use looopy_core::{History, LlmProvider, Message, StoreError, TurnContext};
 use looopy_loop::AgentLoop;
@@ -310,6 +310,37 @@ impl Agent {
         let state = status.state_mut();
         state.turn_count = stored.turn_count.max(state.turn_count);
         state.metadata = stored.metadata;
+    }
+
+    /// Whether this Agent's checkpoints may build on the stored history
+    /// (`TurnInput::stored_history`): the loop's checkpoint store is the
+    /// turn store's own (same allocation), which keeps it beside the
+    /// message store the history's mark comes from.
+    pub(crate) fn checkpoints_beside_history(&self) -> bool {
+        let inner = &self.inner;
+        match (
+            inner.turns.checkpoints(),
+            inner.agent_loop.checkpoint_store(),
+        ) {
+            (Some(of_turns), Some(of_loop)) => {
+                std::ptr::addr_eq(of_turns as *const dyn CheckpointStore, Arc::as_ptr(of_loop))
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the turn store saves this Agent's artifacts with a turn's
+    /// end: it takes artifacts into that store, the very one this Agent
+    /// writes (same allocation), and turns are saved at all.
+    pub(crate) fn turn_store_saves_artifacts(&self) -> bool {
+        let inner = &self.inner;
+        inner.settings.auto_save
+            && inner.turns.artifacts().is_some_and(|store| {
+                std::ptr::addr_eq(
+                    store as *const dyn ArtifactStore,
+                    Arc::as_ptr(&inner.artifacts),
+                )
+            })
     }
 
     /// Writes the state, when a state store is configured.

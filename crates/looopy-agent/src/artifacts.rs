@@ -13,11 +13,22 @@
 //!   emits an `artifact-update` event for it, and in the saved tool message
 //!   keeps only their ids (under [`TOOL_ARTIFACT_IDS_KEY`]).
 //!
+//! When the turn store saves artifacts with the turn's end
+//! ([`TurnStore::artifacts`](looopy_core::store::TurnStore::artifacts) is
+//! the Agent's own artifact store), the streamed writes are held back and
+//! handed to that end instead of costing a round trip each: the turn's final
+//! event is sent after the end is saved, so a client that reads the
+//! artifact store once the turn ended finds every artifact the turn
+//! announced. Held writes are written at once before a tool runs (a tool
+//! may read the conversation's artifacts) and when the end is saved
+//! without them (see [`ArtifactRecorder::write_held`]). Tool-made
+//! artifacts are always written before their event goes out.
+//!
 //! A failing store does not fail the turn: the error is logged and counted.
 
 use std::sync::Arc;
 
-use looopy_core::store::ArtifactStore;
+use looopy_core::store::{ArtifactStore, ArtifactWrite};
 use looopy_core::{AgentEvent, Artifact, EventPayload, Message, Part, ToolResult};
 use serde_json::Value;
 
@@ -37,6 +48,8 @@ pub(crate) struct ArtifactRecorder {
     context_id: Arc<str>,
     task_id: Arc<str>,
     pending: Option<(String, Vec<Part>)>,
+    /// Writes held back for the turn's end; `None`: written as they come.
+    held: Option<Vec<ArtifactWrite>>,
     pub(crate) failures: usize,
     pub(crate) saved: Vec<String>,
 }
@@ -46,12 +59,14 @@ impl ArtifactRecorder {
         store: Arc<dyn ArtifactStore>,
         context_id: Arc<str>,
         task_id: Arc<str>,
+        hold: bool,
     ) -> Self {
         ArtifactRecorder {
             store,
             context_id,
             task_id,
             pending: None,
+            held: hold.then(Vec::new),
             failures: 0,
             saved: Vec::new(),
         }
@@ -68,22 +83,58 @@ impl ArtifactRecorder {
         }
     }
 
-    /// Writes buffered chunks.
+    /// Writes buffered chunks (or holds them back with the other writes).
     pub(crate) async fn flush(&mut self) {
-        if let Some((id, parts)) = self.pending.take()
+        if let Some((artifact_id, parts)) = self.pending.take()
             && !parts.is_empty()
         {
+            if let Some(held) = &mut self.held {
+                held.push(ArtifactWrite::Append { artifact_id, parts });
+                return;
+            }
             let result = self
                 .store
-                .append_parts(&self.context_id, &self.task_id, &id, &parts)
+                .append_parts(&self.context_id, &self.task_id, &artifact_id, &parts)
                 .await;
             if let Err(e) = result {
-                self.failed("append to", &id, &e);
+                self.failed("append to", &artifact_id, &e);
+            }
+        }
+    }
+
+    /// The writes held back for the turn's end (buffered chunks included);
+    /// empty when writes are not held.
+    pub(crate) async fn take_held(&mut self) -> Vec<ArtifactWrite> {
+        self.flush().await;
+        self.held.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Writes the held-back writes through the artifact store now, in order
+    /// (before a tool runs, or when the turn's end is saved without them);
+    /// later writes are held again.
+    pub(crate) async fn write_held(&mut self) {
+        let writes = self.take_held().await;
+        self.write_now(&writes).await;
+    }
+
+    /// Writes `writes` through the artifact store, in order.
+    pub(crate) async fn write_now(&mut self, writes: &[ArtifactWrite]) {
+        for write in writes {
+            let result = write
+                .apply(self.store.as_ref(), &self.context_id, &self.task_id)
+                .await;
+            if let Err(e) = result {
+                self.failed("save", write.artifact_id(), &e);
             }
         }
     }
 
     async fn put(&mut self, artifact: &Artifact) {
+        if let Some(held) = &mut self.held {
+            held.push(ArtifactWrite::Put(artifact.clone()));
+            self.note(&artifact.artifact_id);
+            return;
+        }
         match self
             .store
             .put(&self.context_id, &self.task_id, artifact)
@@ -135,10 +186,12 @@ impl ArtifactRecorder {
         if artifacts.is_empty() {
             return Vec::new();
         }
-        self.flush().await;
+        self.write_held().await;
         let mut events = Vec::with_capacity(artifacts.len());
         for artifact in artifacts {
+            let held = self.held.take();
             self.put(&artifact).await;
+            self.held = held;
             events.push(AgentEvent::new(
                 self.task_id.clone(),
                 self.context_id.clone(),

@@ -7,17 +7,28 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use chrono::Utc;
-use looopy_core::store::{HistoryMark, LastTurn, LifecycleState, TurnCommit};
+use looopy_core::store::{
+    ArtifactWrite, HistoryMark, LastTurn, LifecycleState, TurnArtifacts, TurnCommit,
+};
 use looopy_core::{History, Message, StoreError};
 
 use crate::agent::{Agent, HeldHistory};
+use crate::artifacts::ArtifactRecorder;
 use crate::lease::Lease;
+
+/// The artifact writes a turn held back for its end, and the recorder that
+/// writes them itself when the end is saved without them.
+pub(crate) struct HeldArtifacts<'r> {
+    pub(crate) writes: Vec<ArtifactWrite>,
+    pub(crate) recorder: &'r mut ArtifactRecorder,
+}
 
 /// Saves what a turn produced and gives its lease back; marks the agent
 /// ready. `ended`: the task of a turn that ended for good (its checkpoint
 /// goes once the messages are saved; an input-required turn keeps it).
 /// `held`: the history the turn started from and its mark, kept for the
-/// next turn once saved. Returns why saving failed, if it did.
+/// next turn once saved. `artifacts`: written with the end when the turn
+/// store takes them, else before it. Returns why saving failed, if it did.
 pub(crate) async fn finish(
     agent: &Agent,
     produced: &[Message],
@@ -25,10 +36,13 @@ pub(crate) async fn finish(
     lease: Option<Lease>,
     ended: Option<&str>,
     held: Option<(HistoryMark, History)>,
+    artifacts: HeldArtifacts<'_>,
 ) -> Option<String> {
     let inner = &agent.inner;
     let auto = inner.settings.auto_save;
+    let HeldArtifacts { writes, recorder } = artifacts;
     if !auto || !agent.status().unsaved.is_empty() {
+        recorder.write_now(&writes).await;
         agent.status().held = None;
         let error = finish_separately(agent, produced, record).await;
         if let Some(lease) = lease {
@@ -42,6 +56,7 @@ pub(crate) async fn finish(
         }
         return error;
     }
+    let record_task = record.task_id.clone();
     let snapshot = {
         let mut status = agent.status();
         mark_ended(status.state_mut(), record);
@@ -58,6 +73,10 @@ pub(crate) async fn finish(
             messages: produced,
             state: snapshot.as_deref(),
             forget_checkpoint: ended.filter(|_| inner.agent_loop.checkpoint_store().is_some()),
+            artifacts: (!writes.is_empty()).then_some(TurnArtifacts {
+                task_id: &record_task,
+                writes: &writes,
+            }),
         })
         .await;
     let context_id = &inner.context_id;
@@ -87,6 +106,10 @@ pub(crate) async fn finish(
         }
         Err(error) => {
             tracing::warn!(%context_id, %error, "could not save the turn's end; keeping its messages in memory");
+            // Not known to be written: written again on their own (a put
+            // twice is the same artifact; parts appended twice after a lost
+            // reply are the one way this repeats content).
+            recorder.write_now(&writes).await;
             {
                 let mut status = agent.status();
                 status.held = None;

@@ -97,9 +97,10 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
         let cx = &turn.cx;
         // Sent after the turn's first event (its task), which must come first.
         let mut warnings = Vec::new();
-        let loop_input = looopy_loop::TurnInput {
+        let mut loop_input = looopy_loop::TurnInput {
             settings: turn.input.settings.clone().also_building(DRIVER_READS),
             tools: turn.input.tools.clone(),
+            stored_history: None,
         };
         let (stream, base, compaction, compaction_error, saved_before) = match &mut turn.start {
             Start::New(prepared) => {
@@ -123,6 +124,14 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
                     window::apply(&prepared.history, &settings.window)
                 };
                 let base = sent.len();
+                if compaction.is_none()
+                    && agent.checkpoints_beside_history()
+                    && same_messages(&sent, &prepared.history)
+                {
+                    // The turn starts from the stored history, whole: its
+                    // checkpoints refer to it instead of copying it.
+                    loop_input.stored_history = prepared.mark.clone();
+                }
                 let agent_loop = &agent.inner.agent_loop;
                 let stream = match prepared.approved.take() {
                     Some(approved) => {
@@ -143,6 +152,7 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
             agent.inner.artifacts.clone(),
             agent.inner.context_id.clone(),
             cx.task_id.clone(),
+            !saved_before && agent.turn_store_saves_artifacts(),
         );
         let mut pumped = Pumped {
             final_event: None,
@@ -154,6 +164,9 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
         let run = tokio::select! {
             run = run => run,
             () = lost.cancelled() => {
+                // What the turn announced is stored, as when written while
+                // it streamed.
+                recorder.write_held().await;
                 abandon(turn);
                 return;
             }
@@ -162,7 +175,7 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
             tracing::error!(task_id = %cx.task_id, "the turn panicked; saving what it produced");
             pumped.final_event = None;
         }
-        recorder.flush().await;
+        let held_artifacts = recorder.take_held().await;
 
         let outcome = handle.outcome();
         let end = outcome.as_ref().map_or(TurnEnd::Error, |o| o.end);
@@ -182,6 +195,7 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
             at: Utc::now(),
         };
         let save_error = if saved_before {
+            recorder.write_now(&held_artifacts).await;
             agent.set_lifecycle(LifecycleState::Ready);
             if let Some(lease) = turn.lease.take() {
                 lease.release().await;
@@ -198,7 +212,12 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
                 _ => None,
             };
             let ended = state.is_terminal().then_some(&*cx.task_id);
-            commit::finish(agent, &produced, record, turn.lease.take(), ended, held).await
+            let artifacts = commit::HeldArtifacts {
+                writes: held_artifacts,
+                recorder: &mut recorder,
+            };
+            let lease = turn.lease.take();
+            commit::finish(agent, &produced, record, lease, ended, held, artifacts).await
         };
         drop(turn.guard);
 
@@ -285,6 +304,11 @@ async fn pump(
                 recorder.observe(&event).await;
                 None
             }
+            EventPayload::ToolStart { .. } => {
+                // The tool may read the conversation's artifacts.
+                recorder.write_held().await;
+                None
+            }
             EventPayload::ToolComplete { result, .. } => Some(result.clone()),
             _ => None,
         };
@@ -327,6 +351,15 @@ fn synthetic_final(cx: &TurnContext, why: &str) -> AgentEvent {
             metadata,
         },
     )
+}
+
+/// Whether `a` and `b` hold the same messages (shared ones compare by
+/// pointer, which is all of them when the window cut nothing).
+fn same_messages(a: &History, b: &History) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b.iter())
+            .all(|(x, y)| std::ptr::eq(x, y) || x == y)
 }
 
 /// Compacts before the turn when configured and due. A failure is logged

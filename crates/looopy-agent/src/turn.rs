@@ -490,6 +490,7 @@ impl Agent {
             input: TurnInput {
                 settings: options.settings,
                 tools: options.tools,
+                stored_history: None,
             },
         };
         let turn = driver::drive(run).in_current_span();

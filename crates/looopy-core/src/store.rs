@@ -42,8 +42,9 @@ pub mod validate;
 pub use push::{PushAuthentication, PushConfig, PushConfigStore};
 pub use stores::Stores;
 pub use turn::{
-    BegunTurn, HistoryMark, LeaseRequest, LoadedHistory, SeparateStores, TurnBegin, TurnBegun,
-    TurnCommit, TurnStore, begin_separately, commit_separately,
+    ArtifactWrite, BegunTurn, HistoryMark, LeaseRequest, LoadedHistory, SeparateStores,
+    TurnArtifacts, TurnBegin, TurnBegun, TurnCommit, TurnStore, begin_separately,
+    commit_separately,
 };
 
 /// Why a store operation failed. No variant means "partly done": a failed
@@ -81,6 +82,19 @@ pub enum StoreError {
     LeaseLost {
         /// The conversation.
         context_id: String,
+    },
+    /// A checkpoint builds on the conversation's stored history
+    /// ([`TaskCheckpoint::stored_history`]), and that history was rewritten
+    /// (compacted, replaced or deleted) since: the checkpoint's messages
+    /// cannot be rebuilt.
+    #[error(
+        "the stored history of context `{context_id}` that the checkpoint of task `{task_id}` builds on was rewritten; the checkpoint cannot be rebuilt"
+    )]
+    HistoryRewritten {
+        /// The conversation.
+        context_id: String,
+        /// The task whose checkpoint builds on it.
+        task_id: String,
     },
     /// Any other backend error.
     #[error("store error: {message}")]
@@ -129,6 +143,20 @@ pub struct TaskCheckpoint {
     /// calls that have neither a result here nor a tool message.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub completed_tool_results: Vec<ToolResult>,
+    /// The assistant messages of this turn whose text was streamed as an
+    /// answer artifact, with that artifact's id: a resumed turn announces
+    /// them again, whole, so that an answer whose streamed artifact was not
+    /// stored before the process died is stored from the checkpoint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub streamed_answers: Vec<StreamedAnswer>,
+    /// When set, `messages[..len]` are the first `len` messages of the
+    /// conversation's stored history under `epoch` (the Agent started the
+    /// turn from the stored history, whole): a store may keep only the
+    /// messages after them and read the rest back from the message store
+    /// on load, failing with [`StoreError::HistoryRewritten`] when the
+    /// history's epoch changed since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored_history: Option<HistoryMark>,
     /// When the turn started.
     pub created_at: DateTime<Utc>,
     /// When this checkpoint was taken.
@@ -136,6 +164,17 @@ pub struct TaskCheckpoint {
     /// Free-form metadata (for instance the turn's input options).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
+}
+
+/// An assistant message of a turn whose text went out as an answer artifact
+/// (`artifact-update` events) while the model streamed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamedAnswer {
+    /// The artifact the text was streamed to.
+    pub artifact_id: String,
+    /// The message's position in [`TaskCheckpoint::messages`].
+    pub message: usize,
 }
 
 /// Loop checkpoints, so that a turn can resume after a crash.

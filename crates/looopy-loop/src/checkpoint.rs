@@ -13,12 +13,16 @@
 //! must be on record first, or a resume would run it again). What a crash
 //! can lose is the snapshot still in flight: a resume then repeats at most
 //! the work done since the last save that landed, idempotent calls included.
+//!
+//! A checkpoint also names the turn's answers that were streamed as
+//! artifacts ([`StreamedAnswer`]); a resume announces them again from the
+//! recorded messages ([`announce_streamed`]).
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use looopy_core::store::{CheckpointStore, TaskCheckpoint};
+use looopy_core::store::{CheckpointStore, HistoryMark, StreamedAnswer, TaskCheckpoint};
 use looopy_core::{History, Role, TaskState, ToolCall, ToolResult, TurnContext, Usage};
 use tokio::sync::{mpsc, oneshot};
 
@@ -33,6 +37,8 @@ pub(crate) struct Snapshot<'a> {
     pub(crate) usage: Usage,
     pub(crate) created_at: DateTime<Utc>,
     pub(crate) completed: &'a [ToolResult],
+    pub(crate) streamed: &'a [StreamedAnswer],
+    pub(crate) stored_history: Option<&'a HistoryMark>,
 }
 
 /// The checkpoint a snapshot stands for.
@@ -47,6 +53,8 @@ fn checkpoint_of(cx: &TurnContext, s: Snapshot<'_>) -> TaskCheckpoint {
         turn_start: s.turn_start,
         usage: s.usage,
         completed_tool_results: s.completed.to_vec(),
+        streamed_answers: s.streamed.to_vec(),
+        stored_history: s.stored_history.cloned(),
         created_at: s.created_at,
         updated_at: Utc::now(),
         metadata: Default::default(),
@@ -122,6 +130,24 @@ async fn write_newest(
         }
         for done in flushes {
             let _ = done.send(());
+        }
+    }
+}
+
+/// Announces again, whole (one `artifact-update` with the message's text),
+/// each answer a resumed turn's checkpoint says was streamed: the process
+/// that streamed it may have died before the Agent stored its artifact
+/// (the Agent may hold streamed writes until the turn's end is saved), and
+/// a checkpoint that records the answer lets the resume end without asking
+/// the model again. A stored artifact is replaced by the same text.
+pub(crate) fn announce_streamed(emit: &Emitter, history: &History, answers: &[StreamedAnswer]) {
+    for answer in answers {
+        let Some(message) = history.get(answer.message) else {
+            continue;
+        };
+        let text = message.text();
+        if !text.is_empty() {
+            emit.text_chunk(&answer.artifact_id, text, true, true);
         }
     }
 }

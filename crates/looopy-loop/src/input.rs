@@ -17,6 +17,7 @@
 use std::sync::Arc;
 
 use looopy_core::ToolProvider;
+use looopy_core::store::HistoryMark;
 
 use crate::limits::TurnSettings;
 
@@ -52,6 +53,14 @@ pub struct TurnInput {
     /// (`looopy_tools::ClientTools`). A name clash with the loop's tools
     /// fails the turn, as between any two providers.
     pub tools: Option<Arc<dyn ToolProvider>>,
+    /// The history handed to the turn starts with the conversation's
+    /// stored history up to this mark: its checkpoints say so
+    /// ([`TaskCheckpoint::stored_history`]), so that a store may keep only
+    /// what follows. `None` (the default): checkpoints stand alone.
+    /// Ignored by a resume (the checkpoint keeps its own).
+    ///
+    /// [`TaskCheckpoint::stored_history`]: looopy_core::store::TaskCheckpoint::stored_history
+    pub stored_history: Option<HistoryMark>,
 }
 
 impl TurnInput {
@@ -63,6 +72,13 @@ impl TurnInput {
     /// Sets the settings of the turn.
     pub fn with_settings(mut self, settings: TurnSettings) -> Self {
         self.settings = settings;
+        self
+    }
+
+    /// Says that the turn's history starts with the stored history up to
+    /// `mark` (see [`stored_history`](Self::stored_history)).
+    pub fn with_stored_history(mut self, mark: HistoryMark) -> Self {
+        self.stored_history = Some(mark);
         self
     }
 
@@ -78,6 +94,7 @@ impl From<TurnSettings> for TurnInput {
         TurnInput {
             settings,
             tools: None,
+            stored_history: None,
         }
     }
 }

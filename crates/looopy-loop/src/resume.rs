@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use looopy_core::{History, TurnContext};
 
+use crate::checkpoint;
 use crate::events::TurnEnd;
 use crate::input::TurnInput;
 use crate::stream::{TurnOutcome, TurnShared, TurnStream};
@@ -68,6 +69,7 @@ impl AgentLoop {
                 Ok(c) if c.state.ends_turn() => {
                     shared2.set_history(c.messages.clone());
                     let end = TurnEnd::of_saved_state(c.state);
+                    checkpoint::announce_streamed(&emit, &c.messages, &c.streamed_answers);
                     let message = c.messages.last().cloned();
                     // The outcome is there once the final event is, as for
                     // a turn that runs.

@@ -8,7 +8,7 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use looopy_core::approval::ApprovalRequest;
-use looopy_core::store::TaskCheckpoint;
+use looopy_core::store::{HistoryMark, StreamedAnswer, TaskCheckpoint};
 use looopy_core::{
     History, LlmError, LlmResponse, Message, Part, Role, TaskState, ToolCall, ToolFailure,
     ToolOutcome, ToolProvider, ToolResult, ToolSignal, TurnContext, Usage,
@@ -40,6 +40,12 @@ pub(crate) struct Turn {
     pub(crate) created_at: DateTime<Utc>,
     /// Results of the current batch that finished before the batch did.
     pub(crate) completed: Vec<ToolResult>,
+    /// This turn's answers streamed as artifacts (kept in its checkpoints,
+    /// announced again by a resume).
+    streamed: Vec<StreamedAnswer>,
+    /// The stored history the turn's history starts with (see
+    /// `TurnInput::stored_history`).
+    stored_history: Option<HistoryMark>,
     /// Extra prompts sent by incomplete-work hooks so far.
     incomplete_prompts: u32,
     /// Tool calls dispatched so far (for `max_tool_calls`).
@@ -112,7 +118,12 @@ impl Turn {
         history: History,
         input: TurnInput,
     ) -> Self {
-        let TurnInput { settings, tools } = input;
+        let TurnInput {
+            settings,
+            tools,
+            stored_history,
+        } = input;
+        let stored_history = stored_history.filter(|m| m.len <= history.len());
         let writer = CheckpointWriter::new(agent.task_store.clone(), emit.clone());
         Turn {
             writer,
@@ -126,6 +137,8 @@ impl Turn {
             usage: Usage::default(),
             created_at: Utc::now(),
             completed: Vec::new(),
+            streamed: Vec::new(),
+            stored_history,
             incomplete_prompts: 0,
             tool_calls: 0,
             settings,
@@ -167,6 +180,8 @@ impl Turn {
         turn.usage = c.usage;
         turn.created_at = c.created_at;
         turn.completed = c.completed_tool_results;
+        turn.streamed = c.streamed_answers;
+        turn.stored_history = c.stored_history;
         turn
     }
 
@@ -212,6 +227,9 @@ impl Turn {
         }
         self.emit.status(TaskState::Working);
         self.emit.execution_start(resumed);
+        if resumed {
+            checkpoint::announce_streamed(&self.emit, &self.history, &self.streamed);
+        }
         let ending = self.body(resumed, started).await;
         let span = tracing::Span::current();
         span.record("looopy.turn.end", ending.end.as_str());
@@ -256,8 +274,10 @@ impl Turn {
             .await
         {
             Ok(Some(history)) if !resumed => {
-                // The turn's own messages are those added after the rewrite.
+                // The turn's own messages are those added after the rewrite,
+                // and the history no longer starts with the stored one.
                 self.turn_start = history.len();
+                self.stored_history = None;
                 self.history = history;
                 self.shared.set_history(self.history.clone());
             }
@@ -426,6 +446,9 @@ impl Turn {
             Err(f) => return Step::End(Ending::hook(f)),
         };
         let iteration = self.iteration;
+        // The artifact the model's text went out on (none for a response a
+        // hook gave instead of the model).
+        let mut streamed_to = None;
         let mut response = match skipped {
             Some(response) => response,
             None => {
@@ -440,7 +463,10 @@ impl Turn {
                 )
                 .await
                 {
-                    Ok(r) => r,
+                    Ok(r) => {
+                        streamed_to = Some(artifact_id);
+                        r
+                    }
                     Err(LlmError::Cancelled) => {
                         return Step::End(Ending::new(TurnEnd::Cancelled, None));
                     }
@@ -469,6 +495,11 @@ impl Turn {
         let calls = response.message.tool_calls.clone();
         let text = response.message.text();
         self.push(response.message);
+        if !text.is_empty()
+            && let Some(artifact_id) = streamed_to
+        {
+            self.note_streamed(artifact_id);
+        }
         self.checkpoint(TaskState::Working);
         if calls.is_empty() {
             if config.require_done_tool {
@@ -767,10 +798,12 @@ impl Turn {
             &artifact_id,
         )
         .await;
+        let mut streamed = false;
         let answer = match result {
             Err(LlmError::Cancelled) => return Ending::new(TurnEnd::Cancelled, None),
             Ok(response) => {
                 self.add_usage(response.usage);
+                streamed = !response.message.text().is_empty();
                 answer_text(response, &config.fallback_final_text)
             }
             Err(e) => {
@@ -780,6 +813,9 @@ impl Turn {
             }
         };
         self.push(answer.clone());
+        if streamed {
+            self.note_streamed(artifact_id);
+        }
         let flag = match end {
             TurnEnd::MaxToolCalls => "maxToolCallsReached",
             _ => "maxIterationsReached",
@@ -824,6 +860,16 @@ impl Turn {
     }
 
     /// Hands the current state to the checkpoint writer (it does not wait).
+    /// The last message's text went out on `artifact_id`: the checkpoints
+    /// say so from now on (see [`StreamedAnswer`]).
+    fn note_streamed(&mut self, artifact_id: String) {
+        let message = self.history.len().saturating_sub(1);
+        self.streamed.push(StreamedAnswer {
+            artifact_id,
+            message,
+        });
+    }
+
     fn checkpoint(&self, state: TaskState) {
         let snapshot = Snapshot {
             iteration: self.iteration,
@@ -833,6 +879,8 @@ impl Turn {
             usage: self.usage,
             created_at: self.created_at,
             completed: &self.completed,
+            streamed: &self.streamed,
+            stored_history: self.stored_history.as_ref(),
         };
         self.writer.submit(&self.cx, snapshot);
     }

@@ -241,7 +241,20 @@ async fn resume_of_an_ended_task_reports_it_without_calling_the_model() {
     let llm2 = ScriptedLlm::new();
     let agent2 = AgentLoop::builder(llm2.clone()).task_store(store).build();
     let events = drain(agent2.resume(cx())).await;
-    assert_eq!(events.len(), 1);
+    // The answer's artifact, announced again whole (its writes may have
+    // been lost with the process), then the final state.
+    assert_eq!(events.len(), 2);
+    let looopy_core::EventPayload::ArtifactUpdate {
+        artifact,
+        append,
+        last_chunk,
+    } = &*events[0].payload
+    else {
+        panic!("expected the answer's artifact first, got {:?}", events[0]);
+    };
+    assert_eq!(artifact.parts.len(), 1);
+    assert_eq!(artifact.parts[0].as_text(), Some("answer"));
+    assert!(!append && *last_chunk);
     assert_eq!(final_event(&events).state(), Some(TaskState::Completed));
     assert_eq!(llm2.request_count(), 0);
 }

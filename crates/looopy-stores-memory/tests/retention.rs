@@ -28,6 +28,8 @@ fn checkpoint(task_id: &str) -> TaskCheckpoint {
         turn_start: 0,
         usage: Usage::default(),
         completed_tool_results: Vec::new(),
+        streamed_answers: Vec::new(),
+        stored_history: None,
         created_at: Utc::now(),
         updated_at: Utc::now(),
         metadata: Default::default(),

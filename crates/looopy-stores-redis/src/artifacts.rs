@@ -27,7 +27,7 @@ pub struct RedisArtifactStore {
 /// The fields of one artifact, as stored.
 type Row = (String, String, String, String, Vec<String>);
 
-fn time(at: DateTime<Utc>) -> String {
+pub(crate) fn time(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Nanos, true)
 }
 
@@ -38,7 +38,7 @@ fn parse_time(s: &str) -> Result<DateTime<Utc>, StoreError> {
 }
 
 /// The artifact as JSON without its parts.
-fn meta_json(artifact: &Artifact) -> Result<String, StoreError> {
+pub(crate) fn meta_json(artifact: &Artifact) -> Result<String, StoreError> {
     let mut meta = serde_json::to_value(artifact)?;
     if let Value::Object(map) = &mut meta {
         map.remove("parts");
@@ -46,7 +46,7 @@ fn meta_json(artifact: &Artifact) -> Result<String, StoreError> {
     Ok(meta.to_string())
 }
 
-fn parts_json(parts: &[Part]) -> Result<Vec<String>, StoreError> {
+pub(crate) fn parts_json(parts: &[Part]) -> Result<Vec<String>, StoreError> {
     parts
         .iter()
         .map(|p| serde_json::to_string(p).map_err(StoreError::from))

@@ -22,12 +22,21 @@
 //! dead, or after a lost reply) a no-op answered with "stale", never an
 //! append onto someone else's history. Loads read both keys in one
 //! `MULTI`/`EXEC` and check that the list holds `len` messages.
+//!
+//! A checkpoint that builds on the conversation's stored history
+//! ([`TaskCheckpoint::stored_history`]: the Agent started the turn from it,
+//! whole) keeps only the messages after it in its list, so that a turn's
+//! first save writes the turn's own messages, not the whole conversation.
+//! Its load reads the history's first `len` messages and its epoch in one
+//! more round trip and fails with
+//! [`StoreError::HistoryRewritten`](looopy_core::StoreError::HistoryRewritten)
+//! when the epoch is no longer the one the checkpoint names.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use looopy_core::store::{CheckpointStore, TaskCheckpoint};
+use looopy_core::store::{CheckpointStore, HistoryMark, TaskCheckpoint};
 use looopy_core::{History, Message, StoreError};
 use serde_json::Value;
 
@@ -43,6 +52,8 @@ const REMEMBERED_TASKS: usize = 4096;
 struct Saved {
     epoch: String,
     history: History,
+    /// How many leading messages are the stored history's, not in the list.
+    base: usize,
 }
 
 /// Loop checkpoints in Redis (see the module docs for the layout and why a
@@ -75,6 +86,10 @@ fn head_json(checkpoint: &TaskCheckpoint) -> Result<String, StoreError> {
     // history every save was not (O(history) per iteration).
     let head = TaskCheckpoint {
         messages: History::new(),
+        stored_history: checkpoint
+            .stored_history
+            .clone()
+            .filter(|mark| mark.len <= checkpoint.messages.len()),
         ..checkpoint.clone()
     };
     let mut json = serde_json::to_value(&head)?;
@@ -97,26 +112,37 @@ impl RedisCheckpointStore {
         self.saved.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn remember(&self, task_id: &str, epoch: String, history: History) {
+    fn remember(&self, task_id: &str, epoch: String, history: History, base: usize) {
         let mut saved = self.saved();
         if saved.len() >= REMEMBERED_TASKS && !saved.contains_key(task_id) {
             saved.clear();
         }
-        saved.insert(task_id.to_owned(), Saved { epoch, history });
+        saved.insert(
+            task_id.to_owned(),
+            Saved {
+                epoch,
+                history,
+                base,
+            },
+        );
     }
 
     fn forget(&self, task_id: &str) {
         self.saved().remove(task_id);
     }
 
+    /// Writes the messages from `base` on (the list holds no others):
+    /// those after `append_from` onto the stored list, or all of them.
     async fn write(
         &self,
         checkpoint: &TaskCheckpoint,
         head: &str,
         epoch: &str,
+        base: usize,
         append_from: Option<usize>,
     ) -> Result<bool, StoreError> {
         let keys = self.backend.keys();
+        let from = append_from.unwrap_or(base);
         let mut call = SAVE_CHECKPOINT.prepare_invoke();
         call.key(keys.checkpoint(&checkpoint.task_id))
             .key(keys.checkpoint_messages(&checkpoint.task_id))
@@ -126,11 +152,11 @@ impl RedisCheckpointStore {
                 "full"
             })
             .arg(epoch)
-            .arg(append_from.unwrap_or(0))
+            .arg(from - base)
             .arg(head)
-            .arg(checkpoint.messages.len())
+            .arg(checkpoint.messages.len() - base)
             .arg(self.backend.task_ttl_ms());
-        for message in checkpoint.messages.iter().skip(append_from.unwrap_or(0)) {
+        for message in checkpoint.messages.iter().skip(from) {
             call.arg(serde_json::to_string(message)?);
         }
         let written: i64 = self.backend.script(&call, Retry::Safe).await?;
@@ -138,24 +164,73 @@ impl RedisCheckpointStore {
     }
 }
 
+impl RedisCheckpointStore {
+    /// The first `mark.len` messages of the conversation's stored history,
+    /// read in one round trip; [`StoreError::HistoryRewritten`] when the
+    /// history is no longer the one of `mark`.
+    async fn stored_prefix(
+        &self,
+        checkpoint: &TaskCheckpoint,
+        mark: &HistoryMark,
+    ) -> Result<History, StoreError> {
+        let context_id = &checkpoint.context_id;
+        let keys = self.backend.keys();
+        let mut pipe = redis::pipe();
+        pipe.atomic().get(keys.messages_epoch(context_id)).lrange(
+            keys.messages(context_id),
+            0,
+            mark.len as isize - 1,
+        );
+        let (epoch, messages): (Option<String>, Vec<String>) =
+            self.backend.pipe(&pipe, Retry::Safe).await?;
+        if mark.len == 0 {
+            return Ok(History::new());
+        }
+        if epoch.as_deref() != Some(mark.epoch.as_str()) || messages.len() != mark.len {
+            return Err(StoreError::HistoryRewritten {
+                context_id: context_id.clone(),
+                task_id: checkpoint.task_id.clone(),
+            });
+        }
+        messages
+            .iter()
+            .map(|json| Ok(serde_json::from_str::<Message>(json)?))
+            .collect()
+    }
+}
+
+/// How many leading messages of `checkpoint` its list leaves to the stored
+/// history (see [`TaskCheckpoint::stored_history`]).
+fn base_of(checkpoint: &TaskCheckpoint) -> usize {
+    checkpoint
+        .stored_history
+        .as_ref()
+        .map(|mark| mark.len)
+        .filter(|len| *len <= checkpoint.messages.len())
+        .unwrap_or(0)
+}
+
 #[async_trait]
 impl CheckpointStore for RedisCheckpointStore {
     async fn save(&self, checkpoint: &TaskCheckpoint) -> Result<(), StoreError> {
         let head = head_json(checkpoint)?;
         let task_id = checkpoint.task_id.as_str();
+        let base = base_of(checkpoint);
         let known = self
             .saved()
             .get(task_id)
-            .filter(|s| extends(&checkpoint.messages, &s.history))
+            .filter(|s| s.base == base && extends(&checkpoint.messages, &s.history))
             .map(|s| (s.epoch.clone(), s.history.len()));
         let result = async {
             if let Some((epoch, stored)) = known
-                && self.write(checkpoint, &head, &epoch, Some(stored)).await?
+                && self
+                    .write(checkpoint, &head, &epoch, base, Some(stored))
+                    .await?
             {
                 return Ok(epoch);
             }
             let epoch = uuid::Uuid::new_v4().simple().to_string();
-            self.write(checkpoint, &head, &epoch, None).await?;
+            self.write(checkpoint, &head, &epoch, base, None).await?;
             Ok(epoch)
         }
         .await;
@@ -167,7 +242,7 @@ impl CheckpointStore for RedisCheckpointStore {
                 Ok(())
             }
             Ok(epoch) => {
-                self.remember(task_id, epoch, checkpoint.messages.clone());
+                self.remember(task_id, epoch, checkpoint.messages.clone(), base);
                 Ok(())
             }
             Err(e) => {
@@ -202,13 +277,17 @@ impl CheckpointStore for RedisCheckpointStore {
             map.insert("messages".into(), Value::Array(Vec::new()));
         }
         let mut checkpoint: TaskCheckpoint = serde_json::from_value(head)?;
-        let mut history = History::new();
+        let mut history = match &checkpoint.stored_history {
+            Some(mark) => self.stored_prefix(&checkpoint, mark).await?,
+            None => History::new(),
+        };
+        let base = history.len();
         for json in &messages {
             history.push(serde_json::from_str::<Message>(json)?);
         }
         checkpoint.messages = history.clone();
         if !checkpoint.state.ends_turn() {
-            self.remember(task_id, epoch, history);
+            self.remember(task_id, epoch, history, base);
         }
         Ok(Some(checkpoint))
     }

@@ -50,17 +50,21 @@ pub fn stores(backend: RedisBackend) -> Stores {
     let messages = Arc::new(RedisMessageStore::new(backend.clone()));
     let agents = Arc::new(RedisAgentStateStore::new(backend.clone()));
     let locks = Arc::new(RedisTurnLock::new(backend.clone()));
-    let turns = Arc::new(RedisTurnStore::new(
-        backend.clone(),
-        messages.clone(),
-        agents.clone(),
-        locks.clone(),
-        checkpoints.clone(),
-    ));
+    let artifacts = Arc::new(RedisArtifactStore::new(backend.clone()));
+    let turns = Arc::new(
+        RedisTurnStore::new(
+            backend.clone(),
+            messages.clone(),
+            agents.clone(),
+            locks.clone(),
+            checkpoints.clone(),
+        )
+        .with_artifacts(artifacts.clone()),
+    );
     Stores {
         checkpoints,
         messages,
-        artifacts: Arc::new(RedisArtifactStore::new(backend.clone())),
+        artifacts,
         agents,
         events: Arc::new(RedisEventLog::new(backend.clone())),
         locks,

@@ -13,18 +13,21 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-/// Helpers every script gets: `push` (`ARGV[from..]` or a table onto a list
-/// in chunks, so that no call passes more values than Lua's stack takes),
+/// Helpers every script gets: `push` and `push_range` (`ARGV[from..]`, a
+/// range of it, or a table onto a list in chunks, so that no call passes
+/// more values than Lua's stack takes),
 /// `expire`, and `index_artifact`.
 const PUSH: &str = r#"
-local function push(key, values, from)
-  local n = #values
+local function push_range(key, values, from, to)
   local i = from
-  while i <= n do
-    local j = math.min(i + 999, n)
+  while i <= to do
+    local j = math.min(i + 999, to)
     redis.call('RPUSH', key, unpack(values, i, j))
     i = j + 1
   end
+end
+local function push(key, values, from)
+  push_range(key, values, from, #values)
 end
 local function expire(key, ms)
   if ms > 0 then redis.call('PEXPIRE', key, ms) end
@@ -375,25 +378,53 @@ return {1, epoch, from, len, messages, state, saved}
     ))
 });
 
-/// An Agent turn's end, on one server: checks that the lease is still the
-/// caller's (else writes nothing), appends the messages, stores the agent
-/// state (indexed under its owner), releases the lease and deletes the
-/// checkpoint, all or nothing.
+/// An Agent turn's end, on one server: writes the artifacts the turn held
+/// back (as `artifact_put` / `artifact_append` would, whatever the lease:
+/// the turn announced them), then checks that the lease is still the
+/// caller's (else writes nothing more), appends the messages, stores the
+/// agent state (indexed under its owner), releases the lease and deletes
+/// the checkpoint.
 ///
 /// KEYS: lease, registry, messages, epoch, agent, owner index, checkpoint
-/// header, checkpoint messages.
+/// header, checkpoint messages, artifact index, then per artifact write its
+/// hash and its parts list.
 /// ARGV: 1 check and release the lease ('1'/'0'), 2 owner, 3 member (the
 /// context id), 4 state JSON ('' for none), 5 index under the owner
 /// ('1'/'0'), 6 index score, 7 delete the checkpoint ('1'/'0'), 8 ttl_ms,
-/// 9 new epoch (for a history created here), 10.. messages.
+/// 9 new epoch (for a history created here), 10 number of artifact writes,
+/// 11 their task id, 12 now; per artifact write: kind ('put'/'append'),
+/// member (escaped id), meta JSON, number of parts, the parts; then the
+/// messages.
 /// Returns 1, or 0 when the lease is held by another owner.
 pub(crate) static TURN_COMMIT: LazyLock<Script> = LazyLock::new(|| {
     with_helpers(
         r#"
-if ARGV[1] == '1' and redis.call('HGET', KEYS[1], 'owner') ~= ARGV[2] then return 0 end
 local ttl = tonumber(ARGV[8])
-if #ARGV > 9 then
-  push(KEYS[3], ARGV, 10)
+local at = 13
+for w = 1, tonumber(ARGV[10]) do
+  local kind, member, meta, n = ARGV[at], ARGV[at + 1], ARGV[at + 2], tonumber(ARGV[at + 3])
+  local art, parts = KEYS[8 + 2 * w], KEYS[9 + 2 * w]
+  local new = index_artifact(KEYS[9], art, member)
+  if kind == 'put' then
+    if new then redis.call('HSET', art, 'created', ARGV[12]) end
+    redis.call('HSET', art, 'meta', meta, 'task', ARGV[11], 'updated', ARGV[12])
+    redis.call('DEL', parts)
+  else
+    if new then
+      redis.call('DEL', parts)
+      redis.call('HSET', art, 'created', ARGV[12], 'meta', meta, 'task', ARGV[11])
+    end
+    redis.call('HSET', art, 'updated', ARGV[12])
+  end
+  if n > 0 then push_range(parts, ARGV, at + 4, at + 3 + n) end
+  expire(KEYS[9], ttl)
+  expire(art, ttl)
+  expire(parts, ttl)
+  at = at + 4 + n
+end
+if ARGV[1] == '1' and redis.call('HGET', KEYS[1], 'owner') ~= ARGV[2] then return 0 end
+if #ARGV >= at then
+  push(KEYS[3], ARGV, at)
   redis.call('SET', KEYS[4], ARGV[9], 'NX')
   expire(KEYS[3], ttl)
   expire(KEYS[4], ttl)

@@ -3,26 +3,34 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use chrono::Utc;
 use looopy_core::store::{
-    Acquire, AgentState, AgentStateStore, BegunTurn, CheckpointStore, HistoryMark, LoadedHistory,
-    MessageStore, TurnBegin, TurnBegun, TurnCommit, TurnLock, TurnStore, begin_separately,
-    commit_separately,
+    Acquire, AgentState, AgentStateStore, ArtifactStore, ArtifactWrite, BegunTurn, CheckpointStore,
+    HistoryMark, LoadedHistory, MessageStore, TurnArtifacts, TurnBegin, TurnBegun, TurnCommit,
+    TurnLock, TurnStore, begin_separately, commit_separately,
 };
-use looopy_core::{Message, StoreError};
-use redis::Value;
+use looopy_core::{Artifact, Message, StoreError};
+use redis::{ScriptInvocation, Value};
 
+use crate::artifacts::{meta_json, parts_json, time};
 use crate::backend::{RedisBackend, Retry};
 use crate::index::score;
+use crate::keys::escape;
 use crate::messages::new_epoch;
 use crate::scripts::{TURN_BEGIN, TURN_COMMIT};
-use crate::{RedisAgentStateStore, RedisCheckpointStore, RedisMessageStore, RedisTurnLock};
+use crate::{
+    RedisAgentStateStore, RedisArtifactStore, RedisCheckpointStore, RedisMessageStore,
+    RedisTurnLock,
+};
 
 /// The [`TurnStore`] of the Redis stores: on one server, a turn's start
 /// (take the lease, read the state and the history or only its new tail,
 /// save the input) is one Lua script, and so is its end (check the lease,
 /// append the messages, store the state, release the lease, delete the
 /// checkpoint), so that a turn costs these two round trips and its
-/// checkpoints.
+/// checkpoints. Given the artifact store ([`RedisTurnStore::with_artifacts`]),
+/// the end also writes the artifacts the turn held back, in the same
+/// script.
 ///
 /// The scripts name keys of several hash tags (the lease lives with its
 /// registry shard, the checkpoint with its task), which a Redis Cluster
@@ -36,6 +44,7 @@ pub struct RedisTurnStore {
     states: Arc<RedisAgentStateStore>,
     lock: Arc<RedisTurnLock>,
     checkpoints: Arc<RedisCheckpointStore>,
+    artifacts: Option<Arc<RedisArtifactStore>>,
 }
 
 impl RedisTurnStore {
@@ -53,8 +62,53 @@ impl RedisTurnStore {
             states,
             lock,
             checkpoints,
+            artifacts: None,
         }
     }
+
+    /// Also takes the turn's artifact writes into its end (an Agent whose
+    /// artifact store is `artifacts`, the same allocation, then holds its
+    /// streamed artifacts back until the turn ends).
+    #[must_use]
+    pub fn with_artifacts(mut self, artifacts: Arc<RedisArtifactStore>) -> Self {
+        self.artifacts = Some(artifacts);
+        self
+    }
+}
+
+/// Adds the artifact writes to a turn-end call: their keys after the eight
+/// fixed ones, their arguments after the nine fixed ones.
+fn add_artifacts(
+    backend: &RedisBackend,
+    call: &mut ScriptInvocation<'_>,
+    context_id: &str,
+    held: Option<TurnArtifacts<'_>>,
+) -> Result<(), StoreError> {
+    let keys = backend.keys();
+    let writes = held.map_or(&[][..], |h| h.writes);
+    call.key(keys.artifacts(context_id));
+    call.arg(writes.len())
+        .arg(held.map_or("", |h| h.task_id))
+        .arg(time(Utc::now()));
+    for write in writes {
+        let id = write.artifact_id();
+        call.key(keys.artifact(context_id, id))
+            .key(keys.artifact_parts(context_id, id));
+        let (kind, meta, parts) = match write {
+            ArtifactWrite::Put(artifact) => ("put", meta_json(artifact)?, &artifact.parts),
+            ArtifactWrite::Append { parts, .. } => {
+                ("append", meta_json(&Artifact::new(id, Vec::new()))?, parts)
+            }
+        };
+        call.arg(kind)
+            .arg(escape(id).as_ref())
+            .arg(meta)
+            .arg(parts.len());
+        for part in parts_json(parts)? {
+            call.arg(part);
+        }
+    }
+    Ok(())
 }
 
 fn flag(yes: bool) -> &'static str {
@@ -96,6 +150,10 @@ impl TurnStore for RedisTurnStore {
 
     fn checkpoints(&self) -> Option<&dyn CheckpointStore> {
         Some(self.checkpoints.as_ref())
+    }
+
+    fn artifacts(&self) -> Option<&dyn ArtifactStore> {
+        self.artifacts.as_deref().map(|a| a as &dyn ArtifactStore)
     }
 
     async fn begin_turn(&self, begin: TurnBegin<'_>) -> Result<TurnBegun, StoreError> {
@@ -213,6 +271,7 @@ impl TurnStore for RedisTurnStore {
             .arg(flag(commit.forget_checkpoint.is_some()))
             .arg(self.backend.ttl_ms())
             .arg(new_epoch());
+        add_artifacts(&self.backend, &mut call, ctx, commit.artifacts)?;
         for message in commit.messages {
             call.arg(serde_json::to_string(message)?);
         }

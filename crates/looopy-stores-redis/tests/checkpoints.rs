@@ -20,6 +20,8 @@ fn checkpoint(task: &str, messages: History, iteration: u32) -> TaskCheckpoint {
         turn_start: 1,
         usage: Default::default(),
         completed_tool_results: Vec::new(),
+        streamed_answers: Vec::new(),
+        stored_history: None,
         created_at: Utc::now(),
         updated_at: Utc::now(),
         metadata: Default::default(),

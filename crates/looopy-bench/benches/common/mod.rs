@@ -203,17 +203,23 @@ impl RedisAgentStores {
         let messages = Arc::new(RedisMessageStore::new(messages));
         let agents = Arc::new(RedisAgentStateStore::new(agents));
         let turn_lock = Arc::new(RedisTurnLock::new(lock.clone()));
-        let turns = Arc::new(RedisTurnStore::new(
-            lock,
-            messages.clone(),
-            agents.clone(),
-            turn_lock.clone(),
-            tasks.clone(),
-        ));
+        let artifacts = Arc::new(RedisArtifactStore::new(artifacts));
+        // The answer's artifact rides with the turn's end, as in
+        // `looopy_stores_redis::stores`.
+        let turns = Arc::new(
+            RedisTurnStore::new(
+                lock,
+                messages.clone(),
+                agents.clone(),
+                turn_lock.clone(),
+                tasks.clone(),
+            )
+            .with_artifacts(artifacts.clone()),
+        );
         RedisAgentStores {
             tasks,
             messages,
-            artifacts: Arc::new(RedisArtifactStore::new(artifacts)),
+            artifacts,
             agents,
             lock: turn_lock,
             turns,

@@ -20,14 +20,16 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{
-    Acquire, AgentState, AgentStateStore, CheckpointStore, MessageStore, StoreError, TurnLock,
+    Acquire, AgentState, AgentStateStore, ArtifactStore, CheckpointStore, MessageStore, StoreError,
+    TurnLock,
 };
-use crate::message::Message;
+use crate::message::{Message, Part};
+use crate::task::Artifact;
 
 /// Which stored history a caller holds: the store's token for that history
 /// (`epoch`, changed whenever the history is rewritten or deleted, never
 /// by an append) and how many of its messages the caller holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HistoryMark {
     /// The store's token for the history (opaque to callers).
     pub epoch: String,
@@ -120,6 +122,63 @@ pub struct TurnCommit<'a> {
     pub state: Option<&'a AgentState>,
     /// The task whose checkpoint is deleted (a turn that ended for good).
     pub forget_checkpoint: Option<&'a str>,
+    /// Artifact writes the turn held back to save with its end (only given
+    /// to a store whose [`TurnStore::artifacts`] is the turn's artifact
+    /// store). Written before the messages, whether or not the lease check
+    /// passes: an artifact the turn announced is stored as it would have
+    /// been had it been written while it streamed.
+    pub artifacts: Option<TurnArtifacts<'a>>,
+}
+
+/// The artifact writes of one task handed to [`TurnCommit`], in the order
+/// they are applied.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnArtifacts<'a> {
+    /// The task that made them.
+    pub task_id: &'a str,
+    /// The writes, in order.
+    pub writes: &'a [ArtifactWrite],
+}
+
+/// One held-back write to an [`ArtifactStore`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArtifactWrite {
+    /// [`ArtifactStore::put`]: the artifact whole.
+    Put(Artifact),
+    /// [`ArtifactStore::append_parts`]: parts after the stored ones.
+    Append {
+        /// The artifact's id.
+        artifact_id: String,
+        /// The parts, in order.
+        parts: Vec<Part>,
+    },
+}
+
+impl ArtifactWrite {
+    /// The artifact written.
+    pub fn artifact_id(&self) -> &str {
+        match self {
+            ArtifactWrite::Put(artifact) => &artifact.artifact_id,
+            ArtifactWrite::Append { artifact_id, .. } => artifact_id,
+        }
+    }
+
+    /// Applies the write to `store`.
+    pub async fn apply(
+        &self,
+        store: &dyn ArtifactStore,
+        context_id: &str,
+        task_id: &str,
+    ) -> Result<(), StoreError> {
+        match self {
+            ArtifactWrite::Put(artifact) => store.put(context_id, task_id, artifact).await,
+            ArtifactWrite::Append { artifact_id, parts } => {
+                store
+                    .append_parts(context_id, task_id, artifact_id, parts)
+                    .await
+            }
+        }
+    }
 }
 
 /// The two ends of an Agent turn as combined operations (see the module
@@ -135,6 +194,13 @@ pub trait TurnStore: Send + Sync {
     fn lock(&self) -> Option<&dyn TurnLock>;
     /// The checkpoint store, if any.
     fn checkpoints(&self) -> Option<&dyn CheckpointStore>;
+    /// The artifact store that [`TurnCommit::artifacts`] are written to, if
+    /// this turn store takes them. The default: none (the Agent writes its
+    /// artifacts itself as they stream). A store returns one where saving
+    /// them with the turn's end saves round trips.
+    fn artifacts(&self) -> Option<&dyn ArtifactStore> {
+        None
+    }
 
     /// Takes the lease, reads the state and the history (see
     /// [`TurnBegin`]). On an error the lease is not held.
@@ -201,6 +267,14 @@ pub async fn commit_separately<S: TurnStore + ?Sized>(
     store: &S,
     commit: TurnCommit<'_>,
 ) -> Result<(), StoreError> {
+    if let Some(held) = commit.artifacts {
+        let artifacts = store.artifacts().ok_or_else(no_artifacts)?;
+        for write in held.writes {
+            write
+                .apply(artifacts, commit.context_id, held.task_id)
+                .await?;
+        }
+    }
     let lock = match commit.lease_owner {
         Some(owner) => {
             let lock = store.lock().ok_or_else(no_lock)?;
@@ -231,6 +305,12 @@ pub async fn commit_separately<S: TurnStore + ?Sized>(
         checkpoints.delete(task_id).await?;
     }
     Ok(())
+}
+
+fn no_artifacts() -> StoreError {
+    StoreError::Backend {
+        message: "artifacts were given to a turn store that takes none".into(),
+    }
 }
 
 fn no_lock() -> StoreError {

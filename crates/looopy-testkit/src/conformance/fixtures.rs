@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, TimeZone, Utc};
 use looopy_core::approval::ApprovalRequest;
-use looopy_core::store::{AgentState, LastTurn, LifecycleState, TaskCheckpoint};
+use looopy_core::store::{AgentState, LastTurn, LifecycleState, StreamedAnswer, TaskCheckpoint};
 use looopy_core::{
     AgentEvent, Artifact, EventPayload, FileContent, FinishReason, History, Message, Part, Role,
     TaskState, TaskStatus, ToolCall, ToolFailure, ToolOutcome, ToolResult, ToolSignal, Usage,
@@ -162,6 +162,11 @@ pub(crate) fn full_checkpoint(
             },
             ToolResult::text("call-2", "plain"),
         ],
+        streamed_answers: vec![StreamedAnswer {
+            artifact_id: format!("{task_id}-response-7"),
+            message: len.saturating_sub(1),
+        }],
+        stored_history: None,
         created_at: at(0),
         updated_at: at(61),
         metadata: metadata("checkpoint"),

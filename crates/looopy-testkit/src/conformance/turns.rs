@@ -122,6 +122,7 @@ pub async fn turn_store(store: Arc<dyn TurnStore>, ids: &UniqueIds) {
                 messages: &produced,
                 state: Some(&after),
                 forget_checkpoint: Some(&task),
+                artifacts: None,
             })
             .await,
         "commit",
@@ -200,6 +201,7 @@ pub async fn turn_store(store: Arc<dyn TurnStore>, ids: &UniqueIds) {
         messages: &[],
         state: None,
         forget_checkpoint: None,
+        artifacts: None,
     };
     ok(store.commit_turn(done).await, "commit without messages");
 
@@ -303,6 +305,7 @@ async fn stale_commit(store: &dyn TurnStore, ids: &UniqueIds) {
             messages: &[Message::user("stale")],
             state: Some(&state),
             forget_checkpoint: None,
+            artifacts: None,
         })
         .await;
     assert!(
