@@ -62,8 +62,12 @@ impl Inner {
 /// cost O(log n) plus what is read. [`EventLog::follow`] wakes on appends
 /// through a [`Notify`] per followed task. [`with_retention`](Self::with_retention)
 /// drops a task's log `ttl_secs` after its last append and keeps the logs
-/// of at most `max_entries` tasks (a running task's log is recently used,
-/// so the ended ones go first).
+/// of at most `max_entries` tasks besides those in use, which the cap never
+/// drops: a running task's (its last event is not final) and one a stream
+/// follows, so that every stream reaches its task's final event. A
+/// follower whose log is dropped under it all the same (by expiry, or
+/// deleted) ends with [`StoreError::NotFound`] rather than waiting for
+/// events that will not come.
 #[derive(Debug, Default)]
 pub struct MemoryEventLog {
     inner: Arc<Mutex<Inner>>,
@@ -90,6 +94,12 @@ impl MemoryEventLog {
     pub fn len(&self, task_id: &str) -> usize {
         lock(&self.inner).logs.peek(task_id).map_or(0, Vec::len)
     }
+}
+
+/// Whether the log's task is running (its last event is not final): the
+/// cap must not drop it, a client may still follow it to its end.
+fn running(log: &[Entry]) -> bool {
+    log.last().is_some_and(|last| !last.event.is_final())
 }
 
 fn parse_id(id: Option<&str>) -> Result<u64, StoreError> {
@@ -143,33 +153,51 @@ impl Drop for Watch {
 struct Follow {
     watch: Watch,
     cursor: u64,
+    /// Whether this follower read events from the log (so a missing log
+    /// was dropped, not yet started).
+    read_any: bool,
 }
 
 impl Follow {
     /// What the log holds after the cursor, at most a batch; moves the cursor.
-    fn fill(&mut self) -> FollowBatch {
+    /// A log that is gone after the follower read from it was dropped (by
+    /// retention, or deleted): its remaining events will never come.
+    fn fill(&mut self) -> Result<FollowBatch, StoreError> {
         let guard = lock(&self.watch.inner);
+        let Some(log) = guard.logs.peek(&self.watch.task_id) else {
+            if self.read_any {
+                return Err(StoreError::NotFound {
+                    what: format!(
+                        "the events of task `{}`: its log was dropped (retention or deletion) before the stream reached its end",
+                        self.watch.task_id
+                    ),
+                });
+            }
+            return Ok(FollowBatch {
+                events: Vec::new(),
+                ended: false,
+            });
+        };
         let entries = guard.after(&self.watch.task_id, self.cursor);
         if entries.is_empty() {
             // Nothing new: when the last event was the final one, nothing will come.
-            let ended = guard
-                .logs
-                .peek(&self.watch.task_id)
-                .and_then(|log| log.last())
+            let ended = log
+                .last()
                 .is_some_and(|last| last.seq <= self.cursor && last.event.is_final());
-            return FollowBatch {
+            return Ok(FollowBatch {
                 events: Vec::new(),
                 ended,
-            };
+            });
         }
         let taken = &entries[..entries.len().min(FOLLOW_BATCH)];
         if let Some(last) = taken.last() {
             self.cursor = last.seq;
+            self.read_any = true;
         }
-        FollowBatch {
+        Ok(FollowBatch {
             events: taken.iter().map(Entry::stored).collect(),
             ended: false,
-        }
+        })
     }
 }
 
@@ -181,7 +209,7 @@ impl FollowSource for Follow {
             let mut notified = pin!(notify.notified());
             // Registered before looking, so an append after the look wakes us.
             notified.as_mut().enable();
-            let batch = self.fill();
+            let batch = self.fill()?;
             if !batch.events.is_empty() || batch.ended {
                 return Ok(batch);
             }
@@ -197,10 +225,12 @@ impl EventLog for MemoryEventLog {
             let mut inner = lock(&self.inner);
             inner.last_seq += 1;
             let seq = inner.last_seq;
-            inner
-                .logs
-                .entry_or_insert_with(task_id, Vec::new)
-                .push(Entry { seq, event });
+            // A running task's log, or one a stream follows, is in use.
+            let Inner { logs, watchers, .. } = &mut *inner;
+            logs.entry_or_insert_with_keeping(task_id, Vec::new, |task, log| {
+                running(log) || watchers.contains_key(task)
+            })
+            .push(Entry { seq, event });
             let notify = inner.watchers.get(task_id).map(|(n, _)| Arc::clone(n));
             (seq, notify, inner.logs.take_evicted())
         };
@@ -239,6 +269,7 @@ impl EventLog for MemoryEventLog {
         follow(Follow {
             watch: Watch::new(Arc::clone(&self.inner), task_id.to_owned()),
             cursor,
+            read_any: false,
         })
     }
 

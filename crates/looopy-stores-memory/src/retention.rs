@@ -91,6 +91,10 @@ struct Slot<V> {
 
 /// A map from keys to entries that expire `ttl` after their last write and
 /// that holds at most `cap` entries, dropping the least recently used.
+/// Entries that [`keep_while`](Self::keep_while) says are in use (a running
+/// task's event log or record) are never dropped for the cap: the cap counts
+/// the others, and the map holds more than `cap` entries while more than
+/// that are in use.
 ///
 /// Used under each store's lock. Evicting over the cap scans the map, so
 /// it drops a sixteenth of the cap at a time (amortised O(1) per insert);
@@ -106,6 +110,8 @@ pub(crate) struct Retained<V> {
     /// freed at once, under the lock ([`defer_drops`](Self::defer_drops)
     /// was not called).
     evicted: Option<Vec<V>>,
+    /// Whether an entry is in use, so that the cap must not drop it.
+    in_use: Option<fn(&V) -> bool>,
 }
 
 impl<V> std::fmt::Debug for Retained<V> {
@@ -134,7 +140,21 @@ impl<V> Retained<V> {
             clock: 0,
             next_sweep: Instant::now() + SWEEP_EVERY,
             evicted: None,
+            in_use: None,
         }
+    }
+
+    /// Never drops, for the cap, an entry that `in_use` says is in use
+    /// (expiry still applies).
+    pub(crate) fn keep_while(mut self, in_use: fn(&V) -> bool) -> Self {
+        self.in_use = Some(in_use);
+        self
+    }
+
+    /// What [`keep_while`](Self::keep_while) says: whether an entry is in use.
+    fn in_use(&self) -> impl Fn(&str, &V) -> bool + use<V> {
+        let in_use = self.in_use;
+        move |_, value| in_use.is_some_and(|f| f(value))
     }
 
     /// Keeps what eviction and expiry drop until [`take_evicted`](Self::take_evicted),
@@ -219,7 +239,7 @@ impl<V> Retained<V> {
     pub(crate) fn insert(&mut self, key: String, value: V) -> Option<V> {
         let now = Instant::now();
         if !self.live(&key, now) {
-            self.make_room();
+            self.make_room(self.in_use());
         }
         let used = self.tick();
         let slot = Slot {
@@ -233,9 +253,22 @@ impl<V> Retained<V> {
     /// The entry of `key` to write, made with `make` when there is none: a
     /// write (expiry starts again).
     pub(crate) fn entry_or_insert_with(&mut self, key: &str, make: impl FnOnce() -> V) -> &mut V {
+        let in_use = self.in_use();
+        self.entry_or_insert_with_keeping(key, make, in_use)
+    }
+
+    /// [`entry_or_insert_with`](Self::entry_or_insert_with), where `keep`
+    /// says which entries are in use (for what the map's values do not
+    /// show: a log someone follows).
+    pub(crate) fn entry_or_insert_with_keeping(
+        &mut self,
+        key: &str,
+        make: impl FnOnce() -> V,
+        keep: impl Fn(&str, &V) -> bool,
+    ) -> &mut V {
         let now = Instant::now();
         if !self.live(key, now) {
-            self.make_room();
+            self.make_room(keep);
         }
         let used = self.tick();
         let slot = self.map.entry(key.to_owned()).or_insert_with(|| Slot {
@@ -295,8 +328,8 @@ impl<V> Retained<V> {
 
     /// Before a new key goes in: drops expired entries (at most once per
     /// [`SWEEP_EVERY`]) and, at the cap, the least recently used sixteenth
-    /// of it (at least one entry).
-    fn make_room(&mut self) {
+    /// of it (at least one entry) among the entries `keep` does not keep.
+    fn make_room(&mut self, keep: impl Fn(&str, &V) -> bool) {
         self.maintain();
         let Some(cap) = self.cap else {
             return;
@@ -304,15 +337,23 @@ impl<V> Retained<V> {
         if self.map.len() < cap {
             return;
         }
-        let keep = cap.saturating_sub((cap / 16).max(1));
-        let drop_count = self.map.len() - keep;
-        let mut order: Vec<u64> = self.map.values().map(|s| s.used).collect();
+        let target = cap.saturating_sub((cap / 16).max(1));
+        let mut order: Vec<u64> = self
+            .map
+            .iter()
+            .filter(|(k, s)| !keep(k, &s.value))
+            .map(|(_, s)| s.used)
+            .collect();
+        let drop_count = (self.map.len() - target).min(order.len());
+        if drop_count == 0 {
+            return;
+        }
         // The `drop_count`-th smallest use: everything at or under it goes.
         let (_, threshold, _) = order.select_nth_unstable(drop_count - 1);
         let threshold = *threshold;
         let gone: Vec<V> = self
             .map
-            .extract_if(|_, s| s.used <= threshold)
+            .extract_if(|k, s| s.used <= threshold && !keep(k, &s.value))
             .map(|(_, s)| s.value)
             .collect();
         self.discard(gone.into_iter());
@@ -337,6 +378,26 @@ mod tests {
         for k in ["a", "c", "d", "e"] {
             assert!(m.peek(k).is_some(), "{k} was evicted");
         }
+    }
+
+    #[test]
+    fn entries_in_use_are_never_dropped_for_the_cap() {
+        // Odd values are "in use" (a running task): the cap drops only the others.
+        let mut m = Retained::new(None, Some(4)).keep_while(|v: &u32| v % 2 == 1);
+        for (i, v) in [1u32, 3, 5, 7, 9].into_iter().enumerate() {
+            m.insert(format!("run{i}"), v);
+        }
+        assert_eq!(m.len(), 5, "in-use entries stay over the cap");
+        m.insert("ended0".into(), 2);
+        m.insert("ended1".into(), 4);
+        for i in 0..5 {
+            assert!(m.peek(&format!("run{i}")).is_some(), "run{i} was dropped");
+        }
+        assert!(
+            m.peek("ended0").is_none(),
+            "the older ended entry goes first"
+        );
+        assert_eq!(m.peek("ended1"), Some(&4));
     }
 
     #[test]

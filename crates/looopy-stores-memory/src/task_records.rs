@@ -20,11 +20,17 @@ use crate::retention::{MemoryRetention, Retained};
 /// kept in a set of their own (they do not expire; a flag is taken by the
 /// running turn or deleted with its record). [`with_retention`](Self::with_retention)
 /// drops a record `ttl_secs` after its last write and keeps at most
-/// `max_entries` of them.
+/// `max_entries` of them, besides those of running turns (submitted or
+/// working), which the cap never drops.
 #[derive(Debug, Default)]
 pub struct MemoryTaskRecordStore {
     records: Mutex<Retained<TaskRecord>>,
     cancels: Mutex<HashSet<String>>,
+}
+
+/// Whether the record's turn is running: its record must outlive the cap.
+fn running(record: &TaskRecord) -> bool {
+    !record.status.state.ends_turn()
 }
 
 impl MemoryTaskRecordStore {
@@ -36,7 +42,9 @@ impl MemoryTaskRecordStore {
     /// An empty store whose records expire and are capped as `retention` says.
     pub fn with_retention(retention: &MemoryRetention) -> Self {
         MemoryTaskRecordStore {
-            records: Mutex::new(Retained::new(retention.ttl(), retention.cap())),
+            records: Mutex::new(
+                Retained::new(retention.ttl(), retention.cap()).keep_while(running),
+            ),
             cancels: Mutex::default(),
         }
     }

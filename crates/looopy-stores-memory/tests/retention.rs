@@ -7,14 +7,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
+use futures::StreamExt;
 use looopy_core::store::{
     AgentState, AgentStateStore, CheckpointStore, EventLog, LifecycleState, MessageStore,
-    TaskCheckpoint,
+    TaskCheckpoint, TaskRecord, TaskRecordStore,
 };
-use looopy_core::{AgentEvent, EventPayload, History, Message, TaskState, TaskStatus, Usage};
+use looopy_core::{
+    AgentEvent, EventPayload, History, Message, StoreError, TaskState, TaskStatus, Usage,
+};
 use looopy_stores_memory::{
     MemoryAgentStateStore, MemoryCheckpointStore, MemoryEventLog, MemoryMessageStore,
-    MemoryRetention,
+    MemoryRetention, MemoryTaskRecordStore,
 };
 
 fn checkpoint(task_id: &str) -> TaskCheckpoint {
@@ -50,16 +53,24 @@ fn owned_state(context_id: &str, owner: &str) -> AgentState {
     }
 }
 
-fn working(task_id: &str) -> AgentEvent {
+fn status(task_id: &str, state: TaskState, is_final: bool) -> AgentEvent {
     AgentEvent::new(
         task_id.into(),
         "c".into(),
         EventPayload::StatusUpdate {
-            status: TaskStatus::new(TaskState::Working),
-            is_final: false,
+            status: TaskStatus::new(state),
+            is_final,
             metadata: Default::default(),
         },
     )
+}
+
+fn working(task_id: &str) -> Arc<AgentEvent> {
+    Arc::new(status(task_id, TaskState::Working, false))
+}
+
+fn completed(task_id: &str) -> Arc<AgentEvent> {
+    Arc::new(status(task_id, TaskState::Completed, true))
 }
 
 fn capped(max_entries: usize) -> MemoryRetention {
@@ -93,7 +104,8 @@ async fn checkpoints_event_logs_and_states_are_capped_too() {
     let agents = MemoryAgentStateStore::with_retention(&retention);
     for t in ["t1", "t2", "t3"] {
         checkpoints.save(&checkpoint(t)).await.unwrap();
-        events.append(t, Arc::new(working(t))).await.unwrap();
+        // Ended tasks' logs: the cap drops those (a running task's it keeps).
+        events.append(t, completed(t)).await.unwrap();
         agents.save(&owned_state(t, "me")).await.unwrap();
     }
     assert!(checkpoints.load("t1").await.unwrap().is_none());
@@ -111,6 +123,98 @@ async fn checkpoints_event_logs_and_states_are_capped_too() {
         .collect();
     assert_eq!(listed.len(), 2);
     assert!(!listed.contains(&"t1".to_owned()), "{listed:?}");
+}
+
+#[tokio::test]
+async fn the_cap_never_drops_a_running_task_s_log_or_record() {
+    let retention = capped(2);
+    let events = MemoryEventLog::with_retention(&retention);
+    let records = MemoryTaskRecordStore::with_retention(&retention);
+    for t in ["run1", "run2", "run3"] {
+        events.append(t, working(t)).await.unwrap();
+        let working = TaskStatus::new(TaskState::Working);
+        records
+            .put(&TaskRecord::new(t, "c", None, working))
+            .await
+            .unwrap();
+    }
+    for t in ["done1", "done2", "done3", "done4"] {
+        events.append(t, completed(t)).await.unwrap();
+        let done = TaskStatus::new(TaskState::Completed);
+        records
+            .put(&TaskRecord::new(t, "c", None, done))
+            .await
+            .unwrap();
+    }
+    for t in ["run1", "run2", "run3"] {
+        assert_eq!(events.read(t, None, 10).await.unwrap().len(), 1, "{t}");
+        assert!(records.get(t).await.unwrap().is_some(), "{t}");
+    }
+    // The ended ones are capped: the older ones went.
+    assert!(events.read("done1", None, 10).await.unwrap().is_empty());
+    assert!(records.get("done1").await.unwrap().is_none());
+    assert_eq!(events.read("done4", None, 10).await.unwrap().len(), 1);
+    // Once it ends, a task's log is capped like any other.
+    events.append("run1", completed("run1")).await.unwrap();
+    for t in ["done5", "done6", "done7"] {
+        events.append(t, completed(t)).await.unwrap();
+    }
+    assert!(events.read("run1", None, 10).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_stream_reaches_its_task_s_final_event_however_many_tasks_start() {
+    let events = MemoryEventLog::with_retention(&capped(2));
+    events.append("t", working("t")).await.unwrap();
+    let mut follow = events.follow("t", None);
+    assert!(!follow.next().await.unwrap().unwrap().event.is_final());
+    // The task ends, then many tasks start and end before the stream reads
+    // on (the cap is 2): the log it follows stays.
+    events.append("t", completed("t")).await.unwrap();
+    for i in 0..20 {
+        let other = format!("other{i}");
+        events.append(&other, working(&other)).await.unwrap();
+        events.append(&other, completed(&other)).await.unwrap();
+    }
+    let last = tokio::time::timeout(Duration::from_secs(5), follow.next())
+        .await
+        .expect("the final event reaches the stream")
+        .unwrap()
+        .unwrap();
+    assert!(last.event.is_final());
+    assert!(follow.next().await.is_none(), "the stream ends after it");
+    drop(follow);
+    // Followed no more, the ended log is capped like any other.
+    for t in ["late1", "late2", "late3"] {
+        events.append(t, completed(t)).await.unwrap();
+    }
+    assert!(events.read("t", None, 10).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_stream_whose_log_is_dropped_under_it_ends_with_an_error() {
+    let events = MemoryEventLog::with_retention(&MemoryRetention {
+        ttl_secs: 1,
+        ..MemoryRetention::unbounded()
+    });
+    events.append("t", working("t")).await.unwrap();
+    let mut follow = events.follow("t", None);
+    assert!(follow.next().await.unwrap().is_ok());
+    // The log expires (a second after its last append) and an append
+    // elsewhere sweeps it while the stream waits for the task's next event.
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    events.append("other", working("other")).await.unwrap();
+    events.append("other", completed("other")).await.unwrap();
+    assert!(events.read("t", None, 10).await.unwrap().is_empty());
+    let next = tokio::time::timeout(Duration::from_secs(5), follow.next())
+        .await
+        .expect("the stream does not wait for events that will not come")
+        .unwrap();
+    let error = next.unwrap_err();
+    assert!(
+        matches!(error, StoreError::NotFound { .. }) && error.to_string().contains("dropped"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
