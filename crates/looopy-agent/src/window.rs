@@ -327,10 +327,14 @@ impl WindowedLlm {
         &self.config
     }
 
-    /// The windowed request and the counter's estimate of it.
-    fn windowed(&self, request: LlmRequest) -> (LlmRequest, usize) {
+    /// The windowed request and the counter's estimate of it, made only
+    /// for a counter that learns from it: the default heuristic ignores
+    /// [`TokenCounter::observe`], and counting a request (every message,
+    /// every tool's schema as JSON) costs more than anything else here.
+    fn windowed(&self, request: LlmRequest) -> (LlmRequest, Option<usize>) {
         let request = apply_to_request(request, &self.config);
-        let estimate = self.config.counter().request(&request);
+        let estimate =
+            (!self.config.counter.is_default()).then(|| self.config.counter().request(&request));
         (request, estimate)
     }
 }
@@ -340,7 +344,7 @@ impl LlmProvider for WindowedLlm {
     async fn call(&self, request: LlmRequest, cx: &TurnContext) -> Result<LlmResponse, LlmError> {
         let (request, estimate) = self.windowed(request);
         let response = self.inner.call(request, cx).await?;
-        if let Some(usage) = &response.usage {
+        if let (Some(usage), Some(estimate)) = (&response.usage, estimate) {
             self.config
                 .counter()
                 .observe(estimate, usage.input_tokens as usize);
@@ -350,6 +354,10 @@ impl LlmProvider for WindowedLlm {
 
     fn stream<'a>(&'a self, request: LlmRequest, cx: &'a TurnContext) -> LlmStream<'a> {
         let (request, estimate) = self.windowed(request);
+        let Some(estimate) = estimate else {
+            // Nothing to learn: the stream passes through untouched.
+            return self.inner.stream(request, cx);
+        };
         let mut observed = false;
         self.inner
             .stream(request, cx)

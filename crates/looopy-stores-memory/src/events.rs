@@ -47,12 +47,16 @@ struct Inner {
 impl Inner {
     /// Entries of `task_id` with a sequence number above `after`.
     fn after(&self, task_id: &str, after: u64) -> &[Entry] {
-        let Some(log) = self.logs.peek(task_id) else {
-            return &[];
-        };
-        let start = log.partition_point(|e| e.seq <= after);
-        &log[start..]
+        self.logs
+            .peek(task_id)
+            .map_or(&[], |log| entries_after(log, after))
     }
+}
+
+/// The entries of one task's log with a sequence number above `after`.
+fn entries_after(log: &[Entry], after: u64) -> &[Entry] {
+    let start = log.partition_point(|e| e.seq <= after);
+    &log[start..]
 }
 
 /// Per-task event logs in memory.
@@ -178,7 +182,8 @@ impl Follow {
                 ended: false,
             });
         };
-        let entries = guard.after(&self.watch.task_id, self.cursor);
+        // The log found above: no second look-up (a hash and a clock read).
+        let entries = entries_after(log, self.cursor);
         if entries.is_empty() {
             // Nothing new: when the last event was the final one, nothing will come.
             let ended = log
