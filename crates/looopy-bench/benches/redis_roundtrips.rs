@@ -32,8 +32,8 @@ use looopy_agent::Agent;
 use looopy_bench::{Case, comment, percentile, us};
 use looopy_core::store::{CheckpointStore, MessageStore, Stores};
 use looopy_core::{
-    History, LlmResponse, Message, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult,
-    TurnContext,
+    History, LlmError, LlmProvider, LlmRequest, LlmResponse, Message, ToolCall, ToolDefinition,
+    ToolError, ToolProvider, ToolResult, TurnContext,
 };
 use looopy_loop::AgentLoop;
 use looopy_stores_redis::RedisConfig;
@@ -59,15 +59,22 @@ fn histories() -> Vec<usize> {
     }
 }
 
-struct NoopTools;
+/// Two tools that do nothing, declared idempotent or not (a call of a tool
+/// that is not idempotent waits for the checkpoint that holds it).
+#[derive(Default)]
+struct NoopTools {
+    idempotent: bool,
+}
 
 #[async_trait]
 impl ToolProvider for NoopTools {
     async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
-        Ok(vec![
-            ToolDefinition::without_parameters("noop_a", "does nothing"),
-            ToolDefinition::without_parameters("noop_b", "does nothing"),
-        ])
+        Ok(["noop_a", "noop_b"]
+            .into_iter()
+            .map(|name| {
+                ToolDefinition::without_parameters(name, "does nothing").idempotent(self.idempotent)
+            })
+            .collect())
     }
     async fn execute(&self, call: &ToolCall, _cx: &TurnContext) -> ToolResult {
         ToolResult::text(&call.id, "ok")
@@ -109,7 +116,9 @@ fn tool_loop(store: Option<Arc<dyn CheckpointStore>>) -> AgentLoop {
         ],
     );
     let llm = ScriptedLlm::repeating(ScriptStep::Respond(calls));
-    let mut b = AgentLoop::builder(llm).tools(NoopTools).max_iterations(K);
+    let mut b = AgentLoop::builder(llm)
+        .tools(NoopTools::default())
+        .max_iterations(K);
     if let Some(store) = store {
         b = b.task_store(store);
     }
@@ -217,10 +226,37 @@ enum AgentStores {
     Memory(Stores),
 }
 
-fn agent(context: &str, stores: &AgentStores) -> Agent {
-    let b = Agent::builder(context.to_owned())
-        .llm(OneTool("noop_a"))
-        .tools(NoopTools);
+/// What an Agent turn does besides the stores.
+#[derive(Clone, Copy, Debug, Default)]
+enum Shape {
+    /// One call of a tool that is not idempotent, then the answer.
+    #[default]
+    Tool,
+    /// One call of an idempotent tool, then the answer.
+    IdempotentTool,
+    /// The answer at once.
+    Answer,
+}
+
+/// A model that answers at once.
+struct Answers;
+
+#[async_trait]
+impl LlmProvider for Answers {
+    async fn call(&self, _: LlmRequest, _cx: &TurnContext) -> Result<LlmResponse, LlmError> {
+        Ok(LlmResponse::text("done"))
+    }
+}
+
+fn agent(context: &str, stores: &AgentStores, shape: Shape) -> Agent {
+    let b = Agent::builder(context.to_owned());
+    let b = match shape {
+        Shape::Answer => b.llm(Answers),
+        Shape::Tool | Shape::IdempotentTool => b.llm(OneTool("noop_a")),
+    }
+    .tools(NoopTools {
+        idempotent: matches!(shape, Shape::IdempotentTool),
+    });
     match stores {
         AgentStores::Redis(s) => b
             .message_store(s.messages.clone())
@@ -262,9 +298,9 @@ async fn one_turn(agent: &Agent) {
 /// An Agent on a fresh context holding `base` that already ran one turn
 /// (so that what is measured next is a steady-state turn: the Agent
 /// started, as an A2A server keeps it between turns).
-async fn ready_agent(stores: &AgentStores, context: &str, base: &[Message]) -> Agent {
+async fn ready_agent(stores: &AgentStores, context: &str, base: &[Message], shape: Shape) -> Agent {
     preload(stores, context, base).await;
-    let a = agent(context, stores);
+    let a = agent(context, stores, shape);
     one_turn(&a).await;
     a
 }
@@ -279,7 +315,7 @@ async fn agent_turns(
 ) -> Vec<Duration> {
     let mut agents = Vec::with_capacity(contexts);
     for i in 0..contexts {
-        agents.push(ready_agent(stores, &format!("{tag}-{i}"), base).await);
+        agents.push(ready_agent(stores, &format!("{tag}-{i}"), base, Shape::Tool).await);
     }
     let mut times = Vec::with_capacity(contexts);
     for a in agents {
@@ -305,7 +341,6 @@ async fn agent_part(server: &RedisServer, info: &redis::aio::MultiplexedConnecti
         )
         .await,
     );
-    let round_trips = || proxies.each_ref().map(Proxy::round_trips);
     for n in histories() {
         let base = history(n);
         let turns = if n >= 1000 { 60 } else { 150 };
@@ -323,22 +358,16 @@ async fn agent_part(server: &RedisServer, info: &redis::aio::MultiplexedConnecti
         let (p0, p1) = (us(percentile(&mem, 0.99)), us(percentile(&red, 0.99)));
 
         agent_turns(&proxied, &base, 2, &format!("wc{n}")).await;
-        // Count the measured turns only (not the preloading, not the first turn).
-        let counted = 20;
-        let mut rts = [0u64; 3];
-        let mut cmds = 0;
-        for i in 0..counted {
-            let a = ready_agent(&proxied, &format!("c{n}-{i}"), &base).await;
-            let (rt0, c0) = (round_trips(), commands(info).await);
-            one_turn(&a).await;
-            let rt1 = round_trips();
-            for k in 0..3 {
-                rts[k] += rt1[k] - rt0[k];
-            }
-            cmds += commands(info).await - c0;
-        }
-        let per_turn = |x: u64| x as f64 / counted as f64;
-        let total: u64 = rts.iter().sum();
+        let (rts, cmds) = counted_turns(
+            &proxied,
+            &proxies,
+            info,
+            &base,
+            &format!("c{n}"),
+            Shape::Tool,
+        )
+        .await;
+        let total: f64 = rts.iter().sum();
         Case::new(
             BENCH,
             format!("Agent turn, every store in Redis vs in memory, history {n}, added per turn"),
@@ -349,20 +378,82 @@ async fn agent_part(server: &RedisServer, info: &redis::aio::MultiplexedConnecti
         .num("redis_median_us", m1)
         .num("memory_p99_us", p0)
         .num("redis_p99_us", p1)
-        .num("round_trips_per_turn", per_turn(total))
-        .num("checkpoint_round_trips_per_turn", per_turn(rts[0]))
-        .num("message_round_trips_per_turn", per_turn(rts[1]))
-        .num("other_round_trips_per_turn", per_turn(rts[2]))
-        .num("commands_per_turn", per_turn(cmds))
+        .num("round_trips_per_turn", total)
+        .num("checkpoint_round_trips_per_turn", rts[0])
+        .num("message_round_trips_per_turn", rts[1])
+        .num("other_round_trips_per_turn", rts[2])
+        .num("commands_per_turn", cmds)
         .notes(format!(
             "{:.1} round trips per turn of 2 iterations ({:.1} checkpoints, {:.1} message store calls, {:.1} turn start and end (RedisTurnStore: lease, agent state, history, input, messages, checkpoint delete) and artifacts), {:.1} commands; turn {m0:.0} µs with the memory stores, {m1:.0} µs with Redis (medians; added = a Redis turn minus the median in-memory turn)",
-            per_turn(total),
-            per_turn(rts[0]),
-            per_turn(rts[1]),
-            per_turn(rts[2]),
-            per_turn(cmds),
+            total, rts[0], rts[1], rts[2], cmds,
         ))
         .print();
+    }
+    turn_shapes(&proxied, &proxies, info).await;
+}
+
+/// Round trips (checkpoints, message store, the rest) and Redis commands
+/// per steady-state turn of `shape`, over 20 fresh contexts holding `base`
+/// (the preloading and each Agent's first turn not counted).
+async fn counted_turns(
+    proxied: &AgentStores,
+    proxies: &[Proxy; 3],
+    info: &redis::aio::MultiplexedConnection,
+    base: &[Message],
+    tag: &str,
+    shape: Shape,
+) -> ([f64; 3], f64) {
+    const COUNTED: u32 = 20;
+    let round_trips = || proxies.each_ref().map(Proxy::round_trips);
+    let mut rts = [0u64; 3];
+    let mut cmds = 0;
+    for i in 0..COUNTED {
+        let a = ready_agent(proxied, &format!("{tag}-{i}"), base, shape).await;
+        let (rt0, c0) = (round_trips(), commands(info).await);
+        one_turn(&a).await;
+        let rt1 = round_trips();
+        for k in 0..3 {
+            rts[k] += rt1[k] - rt0[k];
+        }
+        cmds += commands(info).await - c0;
+    }
+    let per_turn = |x: u64| x as f64 / f64::from(COUNTED);
+    (rts.map(per_turn), per_turn(cmds))
+}
+
+/// Round trips per turn by what the turn does, at history 10: which of them
+/// the turn waits for depends on its tools.
+async fn turn_shapes(
+    proxied: &AgentStores,
+    proxies: &[Proxy; 3],
+    info: &redis::aio::MultiplexedConnection,
+) {
+    let base = history(10);
+    for (shape, what) in [
+        (Shape::Answer, "the answer at once"),
+        (
+            Shape::IdempotentTool,
+            "one idempotent tool call, then the answer",
+        ),
+        (
+            Shape::Tool,
+            "one call of a tool that is not idempotent, then the answer",
+        ),
+    ] {
+        let tag = format!("shape-{shape:?}");
+        let (rts, cmds) = counted_turns(proxied, proxies, info, &base, &tag, shape).await;
+        let total: f64 = rts.iter().sum();
+        Case::new(BENCH, format!("Agent turn on Redis, {what}: round trips"), "round trips")
+            .num("round_trips_per_turn", total)
+            .num("checkpoint_round_trips_per_turn", rts[0])
+            .num("message_round_trips_per_turn", rts[1])
+            .num("other_round_trips_per_turn", rts[2])
+            .num("commands_per_turn", cmds)
+            .notes(format!(
+                "{total:.1} round trips per turn ({:.1} checkpoints, {:.1} message store calls, {:.1} turn start and end), {cmds:.1} commands; history 10",
+                rts[0], rts[1], rts[2],
+            ))
+            .print();
     }
 }
 

@@ -130,21 +130,19 @@ async fn the_cap_never_drops_a_running_task_s_log_or_record() {
     let retention = capped(2);
     let events = MemoryEventLog::with_retention(&retention);
     let records = MemoryTaskRecordStore::with_retention(&retention);
-    for t in ["run1", "run2", "run3"] {
-        events.append(t, working(t)).await.unwrap();
-        let working = TaskStatus::new(TaskState::Working);
-        records
-            .put(&TaskRecord::new(t, "c", None, working))
-            .await
-            .unwrap();
-    }
-    for t in ["done1", "done2", "done3", "done4"] {
-        events.append(t, completed(t)).await.unwrap();
-        let done = TaskStatus::new(TaskState::Completed);
-        records
-            .put(&TaskRecord::new(t, "c", None, done))
-            .await
-            .unwrap();
+    // Three tasks start and run; four more start and end.
+    let tasks = [
+        ("run", 3, TaskState::Working),
+        ("done", 4, TaskState::Completed),
+    ];
+    for (name, count, state) in tasks {
+        for i in 1..=count {
+            let t = format!("{name}{i}");
+            let event = Arc::new(status(&t, state, state.is_terminal()));
+            events.append(&t, event).await.unwrap();
+            let record = TaskRecord::new(t, "c", None, TaskStatus::new(state));
+            records.put(&record).await.unwrap();
+        }
     }
     for t in ["run1", "run2", "run3"] {
         assert_eq!(events.read(t, None, 10).await.unwrap().len(), 1, "{t}");
