@@ -27,17 +27,10 @@ use looopy_core::{
     AgentEvent, EventPayload, FinishReason, LlmChunk, LlmResponse, Message, Part, Role, StoreError,
     TaskState,
 };
-use looopy_stores_redis::RedisConfig;
 use looopy_testkit::ScriptedLlm;
 use looopy_testkit::conformance::UniqueIds;
 
 const TTL: Duration = Duration::from_millis(300);
-
-async fn connect(prefix: &str) -> Stores {
-    let redis = looopy_testkit::test_redis().expect("a test Redis (LOOOPY_TEST_REDIS_URL)");
-    let config = RedisConfig::new(redis.url()).with_key_prefix(prefix.to_owned());
-    looopy_stores_redis::connect(config).await.unwrap()
-}
 
 /// The bundle's Redis turn store.
 fn redis_turns(stores: &Stores) -> Arc<dyn TurnStore> {
@@ -168,7 +161,7 @@ fn stream_and_die(ctx: &str, task: &str, stores: &Stores, deltas: &[&str]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_streamed_before_the_process_died_is_stored_by_the_resumed_turn() {
     let ids = UniqueIds::new();
-    let stores = connect(ids.prefix()).await;
+    let stores = support::redis_stores(ids.prefix()).await;
     let ctx = ids.next("ctx");
     let task = ids.next("task");
     let deltas = ["The answer ", "is ", "forty", "-two."];
@@ -252,7 +245,7 @@ async fn an_answer_streamed_before_the_process_died_is_stored_by_the_resumed_tur
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resume_after_the_history_was_rewritten_fails_and_says_why() {
     let ids = UniqueIds::new();
-    let stores = connect(ids.prefix()).await;
+    let stores = support::redis_stores(ids.prefix()).await;
     let ctx = ids.next("ctx");
     let task = ids.next("task");
     {

@@ -14,33 +14,16 @@ use looopy_core::store::{ArtifactWrite, TurnArtifacts, TurnCommit};
 use looopy_core::{
     AgentEvent, Artifact, EventPayload, FinishReason, LlmChunk, LlmResponse, Part, StoreError,
 };
-use looopy_stores_redis::RedisConfig;
 use looopy_testkit::ScriptedLlm;
 use looopy_testkit::conformance::UniqueIds;
 
-use support::{TestTools, call, turn};
-
-async fn connect(prefix: &str) -> Stores {
-    let redis = looopy_testkit::test_redis().expect("a test Redis (LOOOPY_TEST_REDIS_URL)");
-    let config = RedisConfig::new(redis.url()).with_key_prefix(prefix.to_owned());
-    looopy_stores_redis::connect(config).await.unwrap()
-}
+use support::{call, turn};
 
 /// An agent on every Redis store, through the turn store when `combined`.
 fn agent(ctx: &str, llm: &ScriptedLlm, stores: &Stores, combined: bool) -> Agent {
-    let mut b = Agent::builder(ctx)
-        .llm(llm.clone())
-        .tools(TestTools::default())
-        .message_store(stores.messages.clone())
-        .artifact_store(stores.artifacts.clone())
-        .state_store(stores.agents.clone())
-        .turn_lock(stores.locks.clone())
-        .task_store(stores.checkpoints.clone());
-    if combined {
-        let turns = stores.turns.clone();
-        b = b.turn_store(turns.expect("the Redis stores have a turn store"));
-    }
-    b.build().unwrap()
+    support::every_store(ctx, llm, stores, combined)
+        .build()
+        .unwrap()
 }
 
 fn texts(parts: &[Part]) -> Vec<String> {
@@ -79,7 +62,7 @@ fn streamed(deltas: &[String]) -> Vec<LlmChunk> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_announced_artifact_is_stored_when_the_turn_has_ended() {
     let ids = UniqueIds::new();
-    let stores = connect(ids.prefix()).await;
+    let stores = support::redis_stores(ids.prefix()).await;
     // More chunks than are buffered before a write, so that the end carries
     // a put and several appends of one artifact.
     let deltas: Vec<String> = (0..100).map(|i| format!("w{i} ")).collect();
@@ -144,7 +127,7 @@ async fn every_announced_artifact_is_stored_when_the_turn_has_ended() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_turn_end_still_stores_the_artifacts_it_carries() {
     let ids = UniqueIds::new();
-    let stores = connect(ids.prefix()).await;
+    let stores = support::redis_stores(ids.prefix()).await;
     let turns = stores.turns.clone().unwrap();
     let ctx = ids.next("ctx");
     let task = ids.next("task");

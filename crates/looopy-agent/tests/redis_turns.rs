@@ -10,35 +10,18 @@ mod support;
 use looopy_agent::Agent;
 use looopy_core::store::Stores;
 use looopy_core::{LlmResponse, Message, Role, TaskState};
-use looopy_stores_redis::RedisConfig;
 use looopy_testkit::ScriptedLlm;
 use looopy_testkit::conformance::UniqueIds;
 use serde_json::Value;
 
-use support::{TestTools, call, client_answer, send, turn};
-
-async fn connect(prefix: &str) -> Stores {
-    let redis = looopy_testkit::test_redis().expect("a test Redis (LOOOPY_TEST_REDIS_URL)");
-    let config = RedisConfig::new(redis.url()).with_key_prefix(prefix.to_owned());
-    looopy_stores_redis::connect(config).await.unwrap()
-}
+use support::{call, client_answer, send, turn};
 
 /// An agent on every Redis store, through the turn store when `combined`.
 fn agent(ctx: &str, llm: &ScriptedLlm, stores: &Stores, combined: bool) -> Agent {
-    let mut b = Agent::builder(ctx)
-        .llm(llm.clone())
-        .tools(TestTools::default())
-        .message_store(stores.messages.clone())
-        .artifact_store(stores.artifacts.clone())
-        .state_store(stores.agents.clone())
-        .turn_lock(stores.locks.clone())
-        .task_store(stores.checkpoints.clone())
-        .owner("someone");
-    if combined {
-        let turns = stores.turns.clone();
-        b = b.turn_store(turns.expect("the Redis stores have a turn store"));
-    }
-    b.build().unwrap()
+    support::every_store(ctx, llm, stores, combined)
+        .owner("someone")
+        .build()
+        .unwrap()
 }
 
 /// A message without its generated id.
@@ -59,7 +42,7 @@ fn conversation() -> ScriptedLlm {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn combined_start_and_end_store_what_the_separate_calls_store() {
     let ids = UniqueIds::new();
-    let stores = connect(ids.prefix()).await;
+    let stores = support::redis_stores(ids.prefix()).await;
     let (combined_ctx, separate_ctx) = (ids.next("ctx"), ids.next("ctx"));
     let mut summaries = Vec::new();
     for (ctx, combined) in [(&combined_ctx, true), (&separate_ctx, false)] {
@@ -137,7 +120,10 @@ async fn combined_start_and_end_store_what_the_separate_calls_store() {
 async fn a_replica_sees_what_another_replica_added_since_its_last_turn() {
     let ids = UniqueIds::new();
     // Two pools on one Redis, as two server processes have.
-    let (stores_a, stores_b) = (connect(ids.prefix()).await, connect(ids.prefix()).await);
+    let (stores_a, stores_b) = (
+        support::redis_stores(ids.prefix()).await,
+        support::redis_stores(ids.prefix()).await,
+    );
     let ctx = ids.next("ctx");
     let llm_a = ScriptedLlm::new()
         .respond(LlmResponse::text("a one"))
@@ -188,7 +174,10 @@ async fn a_replica_sees_what_another_replica_added_since_its_last_turn() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_reads_a_history_compacted_elsewhere_whole() {
     let ids = UniqueIds::new();
-    let (stores_a, stores_b) = (connect(ids.prefix()).await, connect(ids.prefix()).await);
+    let (stores_a, stores_b) = (
+        support::redis_stores(ids.prefix()).await,
+        support::redis_stores(ids.prefix()).await,
+    );
     let ctx = ids.next("ctx");
     let llm = ScriptedLlm::new()
         .respond(LlmResponse::text("one"))
@@ -217,7 +206,10 @@ async fn client_results_reach_a_replica_that_did_not_ask_for_them() {
     // Replica B's turn waits for a client tool; the client's results come
     // to replica A, whose held history predates that call.
     let ids = UniqueIds::new();
-    let (stores_a, stores_b) = (connect(ids.prefix()).await, connect(ids.prefix()).await);
+    let (stores_a, stores_b) = (
+        support::redis_stores(ids.prefix()).await,
+        support::redis_stores(ids.prefix()).await,
+    );
     let ctx = ids.next("ctx");
     let llm_a = ScriptedLlm::new()
         .respond(LlmResponse::text("hello"))

@@ -378,11 +378,7 @@ async fn agent_part(server: &RedisServer, info: &redis::aio::MultiplexedConnecti
         .num("redis_median_us", m1)
         .num("memory_p99_us", p0)
         .num("redis_p99_us", p1)
-        .num("round_trips_per_turn", total)
-        .num("checkpoint_round_trips_per_turn", rts[0])
-        .num("message_round_trips_per_turn", rts[1])
-        .num("other_round_trips_per_turn", rts[2])
-        .num("commands_per_turn", cmds)
+        .nums(round_trip_nums(rts, cmds))
         .notes(format!(
             "{:.1} round trips per turn of 2 iterations ({:.1} checkpoints, {:.1} message store calls, {:.1} turn start and end (RedisTurnStore: lease, agent state, history, input, messages, checkpoint delete) and artifacts), {:.1} commands; turn {m0:.0} µs with the memory stores, {m1:.0} µs with Redis (medians; added = a Redis turn minus the median in-memory turn)",
             total, rts[0], rts[1], rts[2], cmds,
@@ -390,6 +386,17 @@ async fn agent_part(server: &RedisServer, info: &redis::aio::MultiplexedConnecti
         .print();
     }
     turn_shapes(&proxied, &proxies, info).await;
+}
+
+/// The figures of [`counted_turns`], named as the bench's JSON names them.
+fn round_trip_nums(rts: [f64; 3], cmds: f64) -> [(&'static str, f64); 5] {
+    [
+        ("round_trips_per_turn", rts.iter().sum()),
+        ("checkpoint_round_trips_per_turn", rts[0]),
+        ("message_round_trips_per_turn", rts[1]),
+        ("other_round_trips_per_turn", rts[2]),
+        ("commands_per_turn", cmds),
+    ]
 }
 
 /// Round trips (checkpoints, message store, the rest) and Redis commands
@@ -444,11 +451,7 @@ async fn turn_shapes(
         let (rts, cmds) = counted_turns(proxied, proxies, info, &base, &tag, shape).await;
         let total: f64 = rts.iter().sum();
         Case::new(BENCH, format!("Agent turn on Redis, {what}: round trips"), "round trips")
-            .num("round_trips_per_turn", total)
-            .num("checkpoint_round_trips_per_turn", rts[0])
-            .num("message_round_trips_per_turn", rts[1])
-            .num("other_round_trips_per_turn", rts[2])
-            .num("commands_per_turn", cmds)
+            .nums(round_trip_nums(rts, cmds))
             .notes(format!(
                 "{total:.1} round trips per turn ({:.1} checkpoints, {:.1} message store calls, {:.1} turn start and end), {cmds:.1} commands; history 10",
                 rts[0], rts[1], rts[2],

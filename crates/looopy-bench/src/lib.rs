@@ -192,6 +192,13 @@ impl Case {
         self
     }
 
+    /// Adds numeric fields, in order.
+    pub fn nums<'a>(self, fields: impl IntoIterator<Item = (&'a str, f64)>) -> Self {
+        fields
+            .into_iter()
+            .fold(self, |case, (key, value)| case.num(key, value))
+    }
+
     /// Sets the notes shown in the table.
     pub fn notes(mut self, notes: impl Into<String>) -> Self {
         self.fields

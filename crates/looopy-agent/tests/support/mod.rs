@@ -28,6 +28,33 @@ pub fn builder(context: &str, llm: &ScriptedLlm, stores: &Stores) -> AgentBuilde
         .state_store(stores.agents.clone())
 }
 
+/// Every store in the test Redis (`LOOOPY_TEST_REDIS_URL`), under `prefix`.
+pub async fn redis_stores(prefix: &str) -> Stores {
+    let redis = looopy_testkit::test_redis().expect("a test Redis (LOOOPY_TEST_REDIS_URL)");
+    let config =
+        looopy_stores_redis::RedisConfig::new(redis.url()).with_key_prefix(prefix.to_owned());
+    looopy_stores_redis::connect(config).await.unwrap()
+}
+
+/// An agent with the [`TestTools`] on every store of `stores` (the turn
+/// lease and checkpoints too), through their turn store when `combined`.
+pub fn every_store(
+    context: &str,
+    llm: &ScriptedLlm,
+    stores: &Stores,
+    combined: bool,
+) -> AgentBuilder {
+    let b = builder(context, llm, stores)
+        .tools(TestTools::default())
+        .turn_lock(stores.locks.clone())
+        .task_store(stores.checkpoints.clone());
+    if combined {
+        let turns = stores.turns.clone();
+        return b.turn_store(turns.expect("the stores have a turn store"));
+    }
+    b
+}
+
 /// An agent with the [`TestTools`] on the given stores.
 pub fn tool_agent(context: &str, llm: &ScriptedLlm, stores: &Stores) -> Agent {
     builder(context, llm, stores)
