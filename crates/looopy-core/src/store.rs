@@ -166,6 +166,16 @@ pub struct TaskCheckpoint {
     pub metadata: Map<String, Value>,
 }
 
+impl TaskCheckpoint {
+    /// [`stored_history`](Self::stored_history) when it can hold: a mark
+    /// longer than the checkpoint's messages says nothing about them.
+    pub fn history_mark(&self) -> Option<&HistoryMark> {
+        self.stored_history
+            .as_ref()
+            .filter(|mark| mark.len <= self.messages.len())
+    }
+}
+
 /// An assistant message of a turn whose text went out as an answer artifact
 /// (`artifact-update` events) while the model streamed it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -107,9 +107,12 @@ impl Emitter {
         }
     }
 
-    /// Whether internal events of `kind` are built in this turn.
-    fn wants(&self, kind: InternalEvents) -> bool {
-        self.wanted.contains(kind)
+    /// Emits the internal event `payload` builds, when this turn's readers
+    /// want events of `kind` (else it is never built).
+    fn internal(&self, kind: InternalEvents, payload: impl FnOnce() -> EventPayload) {
+        if self.wanted.contains(kind) {
+            self.emit(payload());
+        }
     }
 
     fn emit(&self, payload: EventPayload) {
@@ -127,9 +130,7 @@ impl Emitter {
     /// the loop's to send.
     pub(crate) fn forward(&self, payload: EventPayload) {
         if payload.kind().starts_with("internal:") {
-            if self.wants(InternalEvents::FROM_TOOLS) {
-                self.emit(payload);
-            }
+            self.internal(InternalEvents::FROM_TOOLS, || payload);
         } else {
             tracing::debug!(
                 kind = payload.kind(),
@@ -185,10 +186,7 @@ impl Emitter {
     }
 
     pub(crate) fn llm_call(&self, iteration: u32, message_count: usize, tool_count: usize) {
-        if !self.wants(InternalEvents::MODEL_CALLS) {
-            return;
-        }
-        self.emit(EventPayload::LlmCall {
+        self.internal(InternalEvents::MODEL_CALLS, || EventPayload::LlmCall {
             iteration,
             message_count,
             tool_count,
@@ -203,10 +201,7 @@ impl Emitter {
         usage: Option<Usage>,
         duration_ms: u64,
     ) {
-        if !self.wants(InternalEvents::MODEL_CALLS) {
-            return;
-        }
-        self.emit(EventPayload::LlmResponse {
+        self.internal(InternalEvents::MODEL_CALLS, || EventPayload::LlmResponse {
             iteration,
             finish_reason,
             tool_call_count,
@@ -216,35 +211,28 @@ impl Emitter {
     }
 
     pub(crate) fn usage(&self, call: Usage, total: Usage) {
-        if !self.wants(InternalEvents::USAGE) {
-            return;
-        }
-        self.emit(EventPayload::Usage { call, total });
+        self.internal(InternalEvents::USAGE, || EventPayload::Usage {
+            call,
+            total,
+        });
     }
 
     pub(crate) fn reasoning(&self, text: String) {
-        if !self.wants(InternalEvents::TEXT) {
-            return;
-        }
-        self.emit(EventPayload::Reasoning { text });
+        self.internal(InternalEvents::TEXT, || EventPayload::Reasoning { text });
     }
 
     pub(crate) fn text(&self, text: String) {
-        if !self.wants(InternalEvents::TEXT) {
-            return;
-        }
-        self.emit(EventPayload::Text { text });
+        self.internal(InternalEvents::TEXT, || EventPayload::Text { text });
     }
 
     pub(crate) fn tool_call_begin(&self, iteration: u32, index: usize, call_id: &str, name: &str) {
-        if !self.wants(InternalEvents::TOOL_CALL_STREAM) {
-            return;
-        }
-        self.emit(EventPayload::ToolCallBegin {
-            iteration,
-            index,
-            call_id: call_id.to_owned(),
-            name: name.to_owned(),
+        self.internal(InternalEvents::TOOL_CALL_STREAM, || {
+            EventPayload::ToolCallBegin {
+                iteration,
+                index,
+                call_id: call_id.to_owned(),
+                name: name.to_owned(),
+            }
         });
     }
 
@@ -255,24 +243,20 @@ impl Emitter {
         call: Option<&(String, String)>,
         delta: &str,
     ) {
-        if !self.wants(InternalEvents::TOOL_CALL_STREAM) {
-            return;
-        }
-        let (call_id, name) = call.cloned().unwrap_or_default();
-        self.emit(EventPayload::ToolCallArgumentsDelta {
-            iteration,
-            index,
-            call_id,
-            name,
-            delta: delta.to_owned(),
+        self.internal(InternalEvents::TOOL_CALL_STREAM, || {
+            let (call_id, name) = call.cloned().unwrap_or_default();
+            EventPayload::ToolCallArgumentsDelta {
+                iteration,
+                index,
+                call_id,
+                name,
+                delta: delta.to_owned(),
+            }
         });
     }
 
     pub(crate) fn tool_start(&self, call: &ToolCall) {
-        if !self.wants(InternalEvents::TOOL_START) {
-            return;
-        }
-        self.emit(EventPayload::ToolStart {
+        self.internal(InternalEvents::TOOL_START, || EventPayload::ToolStart {
             call: call.clone(),
             arguments: call.parsed_arguments(),
         });
@@ -285,50 +269,41 @@ impl Emitter {
         outcome: ToolOutcome,
         duration_ms: u64,
     ) {
-        if !self.wants(InternalEvents::TOOL_COMPLETE) {
-            return;
-        }
-        self.emit(EventPayload::ToolComplete {
-            name: name.to_owned(),
-            result: result.clone(),
-            outcome,
-            duration_ms,
+        self.internal(InternalEvents::TOOL_COMPLETE, || {
+            EventPayload::ToolComplete {
+                name: name.to_owned(),
+                result: result.clone(),
+                outcome,
+                duration_ms,
+            }
         });
     }
 
     pub(crate) fn tool_interrupted(&self, call: &ToolCall, retried: bool) {
-        if !self.wants(InternalEvents::TOOL_INTERRUPTED) {
-            return;
-        }
-        self.emit(EventPayload::ToolInterrupted {
-            name: call.name.clone(),
-            call_id: call.id.clone(),
-            retried,
+        self.internal(InternalEvents::TOOL_INTERRUPTED, || {
+            EventPayload::ToolInterrupted {
+                name: call.name.clone(),
+                call_id: call.id.clone(),
+                retried,
+            }
         });
     }
 
     pub(crate) fn checkpoint(&self, iteration: u32, message_count: usize) {
-        if !self.wants(InternalEvents::CHECKPOINT) {
-            return;
-        }
-        self.emit(EventPayload::Checkpoint {
+        self.internal(InternalEvents::CHECKPOINT, || EventPayload::Checkpoint {
             iteration,
             message_count,
         });
     }
 
     pub(crate) fn execution_start(&self, resumed: bool) {
-        if !self.wants(InternalEvents::EXECUTION) {
-            return;
-        }
-        self.emit(EventPayload::ExecutionStart { resumed });
+        self.internal(InternalEvents::EXECUTION, || EventPayload::ExecutionStart {
+            resumed,
+        });
     }
 
     pub(crate) fn execution_end(&self, end: TurnEnd, duration_ms: u64, error: Option<String>) {
-        if !self.wants(InternalEvents::EXECUTION) {
-            return;
-        }
-        self.emit(EventPayload::ExecutionEnd {
+        self.internal(InternalEvents::EXECUTION, || EventPayload::ExecutionEnd {
             state: end.state(),
             reason: end.as_str().to_owned(),
             duration_ms,
@@ -337,41 +312,34 @@ impl Emitter {
     }
 
     pub(crate) fn paused(&self, reason: String) {
-        if !self.wants(InternalEvents::EXECUTION) {
-            return;
-        }
-        self.emit(EventPayload::ExecutionPaused { reason });
+        self.internal(InternalEvents::EXECUTION, || {
+            EventPayload::ExecutionPaused { reason }
+        });
     }
 
     pub(crate) fn resumed(&self) {
-        if !self.wants(InternalEvents::EXECUTION) {
-            return;
-        }
-        self.emit(EventPayload::ExecutionResumed {});
+        self.internal(InternalEvents::EXECUTION, || {
+            EventPayload::ExecutionResumed {}
+        });
     }
 
     pub(crate) fn iteration_start(&self, iteration: u32) {
-        if !self.wants(InternalEvents::ITERATIONS) {
-            return;
-        }
-        self.emit(EventPayload::IterationStart { iteration });
+        self.internal(InternalEvents::ITERATIONS, || {
+            EventPayload::IterationStart { iteration }
+        });
     }
 
     pub(crate) fn iteration_complete(&self, iteration: u32, duration_ms: u64) {
-        if !self.wants(InternalEvents::ITERATIONS) {
-            return;
-        }
-        self.emit(EventPayload::IterationComplete {
-            iteration,
-            duration_ms,
+        self.internal(InternalEvents::ITERATIONS, || {
+            EventPayload::IterationComplete {
+                iteration,
+                duration_ms,
+            }
         });
     }
 
     pub(crate) fn llm_error(&self, iteration: u32, error: &looopy_core::LlmError) {
-        if !self.wants(InternalEvents::MODEL_CALLS) {
-            return;
-        }
-        self.emit(EventPayload::LlmError {
+        self.internal(InternalEvents::MODEL_CALLS, || EventPayload::LlmError {
             iteration,
             error_type: error.kind().to_owned(),
             message: error.to_string(),
@@ -379,20 +347,16 @@ impl Emitter {
     }
 
     pub(crate) fn tool_detected(&self, iteration: u32, calls: &[ToolCall]) {
-        if !self.wants(InternalEvents::TOOL_DETECTED) {
-            return;
-        }
-        self.emit(EventPayload::ToolDetected {
-            iteration,
-            calls: calls.to_vec(),
+        self.internal(InternalEvents::TOOL_DETECTED, || {
+            EventPayload::ToolDetected {
+                iteration,
+                calls: calls.to_vec(),
+            }
         });
     }
 
     pub(crate) fn hook_error(&self, hook: &str, point: &str, message: &str, fatal: bool) {
-        if !self.wants(InternalEvents::HOOK_ERRORS) {
-            return;
-        }
-        self.emit(EventPayload::HookError {
+        self.internal(InternalEvents::HOOK_ERRORS, || EventPayload::HookError {
             hook: hook.to_owned(),
             point: point.to_owned(),
             message: message.to_owned(),

@@ -86,10 +86,7 @@ fn head_json(checkpoint: &TaskCheckpoint) -> Result<String, StoreError> {
     // history every save was not (O(history) per iteration).
     let head = TaskCheckpoint {
         messages: History::new(),
-        stored_history: checkpoint
-            .stored_history
-            .clone()
-            .filter(|mark| mark.len <= checkpoint.messages.len()),
+        stored_history: checkpoint.history_mark().cloned(),
         ..checkpoint.clone()
     };
     let mut json = serde_json::to_value(&head)?;
@@ -173,6 +170,10 @@ impl RedisCheckpointStore {
         checkpoint: &TaskCheckpoint,
         mark: &HistoryMark,
     ) -> Result<History, StoreError> {
+        if mark.len == 0 {
+            // Nothing to read (and `LRANGE 0 -1` would read the whole list).
+            return Ok(History::new());
+        }
         let context_id = &checkpoint.context_id;
         let keys = self.backend.keys();
         let mut pipe = redis::pipe();
@@ -183,9 +184,6 @@ impl RedisCheckpointStore {
         );
         let (epoch, messages): (Option<String>, Vec<String>) =
             self.backend.pipe(&pipe, Retry::Safe).await?;
-        if mark.len == 0 {
-            return Ok(History::new());
-        }
         if epoch.as_deref() != Some(mark.epoch.as_str()) || messages.len() != mark.len {
             return Err(StoreError::HistoryRewritten {
                 context_id: context_id.clone(),
@@ -202,12 +200,7 @@ impl RedisCheckpointStore {
 /// How many leading messages of `checkpoint` its list leaves to the stored
 /// history (see [`TaskCheckpoint::stored_history`]).
 fn base_of(checkpoint: &TaskCheckpoint) -> usize {
-    checkpoint
-        .stored_history
-        .as_ref()
-        .map(|mark| mark.len)
-        .filter(|len| *len <= checkpoint.messages.len())
-        .unwrap_or(0)
+    checkpoint.history_mark().map_or(0, |mark| mark.len)
 }
 
 #[async_trait]
