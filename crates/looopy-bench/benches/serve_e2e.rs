@@ -132,6 +132,13 @@ struct Measured {
 }
 
 fn turns_for(concurrency: usize) -> usize {
+    // BENCH_TURNS makes a longer run, for profiling one server.
+    if let Some(turns) = std::env::var("BENCH_TURNS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+    {
+        return turns;
+    }
     match concurrency {
         1 => 300,
         100 => 2000,

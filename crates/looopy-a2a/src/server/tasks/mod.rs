@@ -440,9 +440,13 @@ impl Tasks {
         mut events: TurnEvents,
         cancel: &CancellationToken,
     ) {
-        let mut poll = tokio::time::interval(self.cancel_poll);
+        // The first check comes one period in. (Awaiting an interval's first,
+        // "immediate" tick would hold the turn's first event: tokio rounds a
+        // deadline up to its next millisecond, so it waits for the timer
+        // wheel, about a millisecond on an idle server.)
+        let start = tokio::time::Instant::now() + self.cancel_poll;
+        let mut poll = tokio::time::interval_at(start, self.cancel_poll);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        poll.tick().await;
         let mut ready = VecDeque::new();
         let mut more = true;
         loop {
