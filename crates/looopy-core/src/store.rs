@@ -196,6 +196,18 @@ pub trait CheckpointStore: Send + Sync {
     async fn load(&self, task_id: &str) -> Result<Option<TaskCheckpoint>, StoreError>;
     /// Forgets a task's checkpoint.
     async fn delete(&self, task_id: &str) -> Result<(), StoreError>;
+
+    /// Whether [`save`](Self::save) finishes without waiting on anything
+    /// (the store lives in this process's memory). The loop then saves each
+    /// checkpoint in place, as the turn takes it, instead of handing it to a
+    /// background writer that overlaps the save with the turn's next step:
+    /// for such a store the writer's task and hand-overs cost more than the
+    /// save. A store that says so must finish `save` on its first poll (one
+    /// that does not is finished on a task of its own, unordered with later
+    /// saves). Default: false.
+    fn saves_in_place(&self) -> bool {
+        false
+    }
 }
 
 /// Conversation history, per context.

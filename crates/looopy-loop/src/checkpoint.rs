@@ -13,6 +13,9 @@
 //! must be on record first, or a resume would run it again). What a crash
 //! can lose is the snapshot still in flight: a resume then repeats at most
 //! the work done since the last save that landed, idempotent calls included.
+//! A store in this process's memory ([`CheckpointStore::saves_in_place`])
+//! gets no writer task: each snapshot is saved as it is taken, a map insert
+//! cheaper than the hand-over to a task, and nothing is left to wait for.
 //!
 //! A checkpoint also names the turn's answers that were streamed as
 //! artifacts ([`StreamedAnswer`]); a resume announces them again from the
@@ -23,7 +26,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use looopy_core::store::{CheckpointStore, HistoryMark, StreamedAnswer, TaskCheckpoint};
-use looopy_core::{History, Role, TaskState, ToolCall, ToolResult, TurnContext, Usage};
+use looopy_core::{History, Role, StoreError, TaskState, ToolCall, ToolResult, TurnContext, Usage};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::events::Emitter;
@@ -61,43 +64,81 @@ fn checkpoint_of(cx: &TurnContext, s: Snapshot<'_>) -> TaskCheckpoint {
     }
 }
 
-enum Request {
+pub(crate) enum Request {
     Save(Box<TaskCheckpoint>),
     Flush(oneshot::Sender<()>),
 }
 
-/// Writes a turn's checkpoints in the background, newest first (see the
-/// module docs). A failing store is logged and the turn goes on: it loses
-/// crash safety, not its work.
-pub(crate) struct CheckpointWriter {
-    tx: Option<mpsc::UnboundedSender<Request>>,
+/// Writes a turn's checkpoints: in the background, newest first, or, for a
+/// store that [saves in place](CheckpointStore::saves_in_place), as they are
+/// taken (see the module docs). A failing store is logged and the turn goes
+/// on: it loses crash safety, not its work.
+pub(crate) enum CheckpointWriter {
+    /// No store: snapshots are dropped.
+    Off,
+    /// Each snapshot is saved when submitted; nothing is left to flush.
+    InPlace {
+        store: Arc<dyn CheckpointStore>,
+        emit: Emitter,
+    },
+    /// A task saving the newest snapshot while the turn goes on.
+    Background(mpsc::UnboundedSender<Request>),
 }
 
 impl CheckpointWriter {
     /// A writer to `store`; without a store, snapshots are dropped.
     pub(crate) fn new(store: Option<Arc<dyn CheckpointStore>>, emit: Emitter) -> Self {
-        let Some(store) = store else {
-            return CheckpointWriter { tx: None };
-        };
-        let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(write_newest(store, rx, emit));
-        CheckpointWriter { tx: Some(tx) }
+        match store {
+            None => CheckpointWriter::Off,
+            Some(store) if store.saves_in_place() => CheckpointWriter::InPlace { store, emit },
+            Some(store) => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                tokio::spawn(write_newest(store, rx, emit));
+                CheckpointWriter::Background(tx)
+            }
+        }
     }
 
-    /// Hands a snapshot to the writer; returns at once.
+    /// Saves a snapshot (in place) or hands it to the writer; returns at once.
     pub(crate) fn submit(&self, cx: &TurnContext, snapshot: Snapshot<'_>) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send(Request::Save(Box::new(checkpoint_of(cx, snapshot))));
+        match self {
+            CheckpointWriter::Off => {}
+            CheckpointWriter::InPlace { store, emit } => {
+                let checkpoint = checkpoint_of(cx, snapshot);
+                let (store, emit) = (store.clone(), emit.clone());
+                let mut save = Box::pin(async move {
+                    let saved = store.save(&checkpoint).await;
+                    report(&emit, &checkpoint, saved);
+                });
+                let mut poll = std::task::Context::from_waker(std::task::Waker::noop());
+                if save.as_mut().poll(&mut poll).is_pending() {
+                    tracing::warn!(task_id = %cx.task_id, "a checkpoint store that saves in place did not finish a save at once; it finishes on a task of its own");
+                    tokio::spawn(save);
+                }
+            }
+            CheckpointWriter::Background(tx) => {
+                let _ = tx.send(Request::Save(Box::new(checkpoint_of(cx, snapshot))));
+            }
         }
     }
 
     /// Waits until every snapshot submitted so far was written (or failed).
     pub(crate) async fn flush(&self) {
-        if let Some(tx) = &self.tx {
+        if let CheckpointWriter::Background(tx) = self {
             let (done, wait) = oneshot::channel();
             if tx.send(Request::Flush(done)).is_ok() {
                 let _ = wait.await;
             }
+        }
+    }
+}
+
+/// Emits a saved checkpoint's event, or logs why it failed.
+fn report(emit: &Emitter, checkpoint: &TaskCheckpoint, saved: Result<(), StoreError>) {
+    match saved {
+        Ok(()) => emit.checkpoint(checkpoint.iteration, checkpoint.messages.len()),
+        Err(error) => {
+            tracing::warn!(task_id = %checkpoint.task_id, %error, "checkpoint failed; the turn continues without it");
         }
     }
 }
@@ -121,12 +162,8 @@ async fn write_newest(
             take(more);
         }
         if let Some(checkpoint) = newest {
-            match store.save(&checkpoint).await {
-                Ok(()) => emit.checkpoint(checkpoint.iteration, checkpoint.messages.len()),
-                Err(error) => {
-                    tracing::warn!(task_id = %checkpoint.task_id, %error, "checkpoint failed; the turn continues without it");
-                }
-            }
+            let saved = store.save(&checkpoint).await;
+            report(&emit, &checkpoint, saved);
         }
         for done in flushes {
             let _ = done.send(());

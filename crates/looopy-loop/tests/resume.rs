@@ -602,3 +602,81 @@ async fn a_call_of_a_tool_that_is_not_idempotent_is_saved_before_it_runs() {
     drain(go(&agent)).await;
     assert_eq!(*on_record.lock().unwrap(), vec![true]);
 }
+
+#[tokio::test]
+async fn a_store_that_saves_in_place_holds_each_checkpoint_before_the_next_step() {
+    // The memory store saves in place: the checkpoint holding the model's
+    // call is stored when the call's (idempotent) tool starts, with no
+    // writer task to wait for, and every snapshot is reported saved.
+    let store = Arc::new(MemoryCheckpointStore::new());
+    assert!(store.saves_in_place());
+    let on_record = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let tools = {
+        let (store, on_record) = (store.clone(), on_record.clone());
+        FnTools::new()
+            .tool("look", move |call, _| {
+                let (store, on_record) = (store.clone(), on_record.clone());
+                async move {
+                    let saved = store.load("task-r").await.unwrap();
+                    let recorded = saved.is_some_and(|c| {
+                        c.messages
+                            .iter()
+                            .any(|m| m.tool_calls.iter().any(|t| t.id == call.id))
+                    });
+                    on_record.lock().unwrap().push(recorded);
+                    ToolResult::text(&call.id, "seen")
+                }
+            })
+            .idempotent("look")
+    };
+    let agent = AgentLoop::builder(calls_then(&[("c-look", "look", "{}")], "done"))
+        .tools(tools)
+        .task_store(store.clone())
+        .build();
+    let events = drain(go(&agent)).await;
+    assert_eq!(*on_record.lock().unwrap(), vec![true]);
+    let saved = events
+        .iter()
+        .filter(|e| e.kind() == "internal:checkpoint")
+        .count();
+    assert!(saved >= 4, "each snapshot is saved and reported: {saved}");
+    let last = store.load("task-r").await.unwrap().unwrap();
+    assert_eq!(last.state, TaskState::Completed);
+}
+
+/// A store that says it saves in place but waits once before saving.
+struct ClaimsInPlace(MemoryCheckpointStore);
+
+#[async_trait::async_trait]
+impl CheckpointStore for ClaimsInPlace {
+    async fn save(
+        &self,
+        checkpoint: &looopy_core::store::TaskCheckpoint,
+    ) -> Result<(), looopy_core::store::StoreError> {
+        tokio::task::yield_now().await;
+        self.0.save(checkpoint).await
+    }
+    async fn load(
+        &self,
+        task_id: &str,
+    ) -> Result<Option<looopy_core::store::TaskCheckpoint>, looopy_core::store::StoreError> {
+        self.0.load(task_id).await
+    }
+    async fn delete(&self, task_id: &str) -> Result<(), looopy_core::store::StoreError> {
+        self.0.delete(task_id).await
+    }
+    fn saves_in_place(&self) -> bool {
+        true
+    }
+}
+
+#[tokio::test]
+async fn a_save_that_does_not_finish_in_place_still_lands() {
+    let store = Arc::new(ClaimsInPlace(MemoryCheckpointStore::new()));
+    let agent = AgentLoop::builder(ScriptedLlm::new().respond(LlmResponse::text("done")))
+        .task_store(store.clone())
+        .build();
+    let events = drain(go(&agent)).await;
+    assert_eq!(final_event(&events).state(), Some(TaskState::Completed));
+    wait_for(&store.0, |c| c.state == TaskState::Completed).await;
+}

@@ -63,4 +63,9 @@ impl CheckpointStore for MemoryCheckpointStore {
         drop(removed); // freed outside the lock
         Ok(())
     }
+
+    /// A save is a map insert under a lock: it never waits.
+    fn saves_in_place(&self) -> bool {
+        true
+    }
 }

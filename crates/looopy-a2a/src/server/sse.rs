@@ -247,7 +247,11 @@ async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Item>) {
                     return; // the client went away; the task goes on
                 }
                 if stored.event.is_final() {
-                    final_id = Some(stored.id);
+                    // Only a task that waits for input can go on with a next
+                    // turn; after any other end there is nothing to look up.
+                    if stored.event.state().is_some_and(|s| !s.is_terminal()) {
+                        final_id = Some(stored.id);
+                    }
                     break;
                 }
             }
