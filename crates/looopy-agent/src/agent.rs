@@ -88,6 +88,7 @@ impl Status {
 }
 
 /// What the builder hands over.
+#[derive(Clone)]
 pub(crate) struct Parts {
     pub(crate) context_id: Arc<str>,
     pub(crate) agent_loop: AgentLoop,

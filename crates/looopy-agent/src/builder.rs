@@ -11,11 +11,12 @@ use looopy_core::{LlmProvider, ToolProvider};
 use looopy_loop::tool_output::ToolOutputCache;
 use looopy_loop::{AgentLoop, AgentLoopBuilder, AgentLoopConfig};
 
-use crate::agent::Agent;
+use crate::agent::{Agent, Parts};
 use crate::artifact_tools::ArtifactTools;
 use crate::compaction::CompactionConfig;
 use crate::config::Settings;
 use crate::error::AgentError;
+use crate::template::AgentTemplate;
 use crate::tokens::{SharedCounter, TokenCounter};
 use crate::window::{WindowConfig, WindowedLlm};
 
@@ -284,7 +285,21 @@ impl AgentBuilder {
     }
 
     /// The agent.
-    pub fn build(mut self) -> Result<Agent, AgentError> {
+    pub fn build(self) -> Result<Agent, AgentError> {
+        if self.context_id.is_empty() {
+            return Err(AgentError::Config("the context id is empty".into()));
+        }
+        Ok(Agent::from_parts(self.parts()?))
+    }
+
+    /// What the Agent of every conversation can share, built once: the
+    /// loop with its layers and tools, the stores and the settings (the
+    /// builder's context id is not used). See [`AgentTemplate`].
+    pub fn template(self) -> Result<AgentTemplate, AgentError> {
+        Ok(AgentTemplate::new(self.parts()?))
+    }
+
+    fn parts(mut self) -> Result<Parts, AgentError> {
         if let Some(counter) = self.token_counter.take() {
             let shared = SharedCounter::new(counter);
             self.settings.window.counter = shared.clone();
@@ -296,9 +311,6 @@ impl AgentBuilder {
         let artifacts = self
             .artifacts
             .ok_or_else(|| AgentError::Config("an artifact store is required".into()))?;
-        if self.context_id.is_empty() {
-            return Err(AgentError::Config("the context id is empty".into()));
-        }
         let (agent_loop, summarizer) = match self.agent_loop {
             Some(agent_loop) => {
                 if !self.tools.is_empty()
@@ -369,7 +381,7 @@ impl AgentBuilder {
                 checkpoints: agent_loop.checkpoint_store().cloned(),
             })
         });
-        Ok(Agent::from_parts(crate::agent::Parts {
+        Ok(Parts {
             context_id: self.context_id,
             agent_loop,
             summarizer,
@@ -379,6 +391,6 @@ impl AgentBuilder {
             states: self.states,
             turn_lock: self.turn_lock,
             settings: self.settings,
-        }))
+        })
     }
 }

@@ -29,6 +29,7 @@ mod lease;
 mod pause;
 mod size_warning;
 mod start;
+mod template;
 pub mod tokens;
 mod turn;
 pub mod window;
@@ -45,6 +46,7 @@ pub use config::{
     DEFAULT_WINDOW_MESSAGES, MAX_COMPACTION_RECORDS, keys,
 };
 pub use error::{AgentBusy, AgentError, BusyHolder};
+pub use template::AgentTemplate;
 pub use tokens::{CalibratedCounter, HeuristicCounter, SharedCounter, TokenCounter};
 pub use turn::{AgentTurn, FinishedTurn, TurnOptions};
 pub use window::{WindowConfig, WindowedLlm};

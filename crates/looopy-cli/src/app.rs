@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use async_trait::async_trait;
 use looopy_a2a::{A2aClient, EXTENSIONS_HEADER, RemoteAgentTools, TOOL_PROGRESS_EXTENSION};
-use looopy_agent::{Agent, AgentError};
+use looopy_agent::{Agent, AgentError, AgentTemplate};
 use looopy_core::{LlmError, LlmProvider, LlmRequest, LlmResponse, ToolProvider, TurnContext};
 use looopy_llm_litellm::{LiteLlmConfig, LiteLlmProvider};
 use looopy_loop::layers::RetryPolicy;
@@ -190,9 +190,17 @@ impl App {
 
     /// The Agent of one conversation, owned by `owner`.
     pub fn agent(&self, context_id: &str, owner: &str) -> Result<Agent, AgentError> {
+        self.agent_template()?.agent_owned_by(context_id, owner)
+    }
+
+    /// What the Agent of every conversation shares (the loop, its layers
+    /// and tools, the stores), built once: `looopy serve` makes each new
+    /// conversation's Agent from it. Build it after the last change to
+    /// [`tools`](Self::tools).
+    pub fn agent_template(&self) -> Result<AgentTemplate, AgentError> {
         let retry = self.retry.clone();
         let timeouts = self.tool_timeouts();
-        let mut builder = Agent::builder(context_id)
+        let mut builder = AgentTemplate::builder()
             .llm_shared(self.llm.clone())
             // The loop's default layers, with the configured values: the
             // model and the tools are wrapped there, once.
@@ -200,8 +208,7 @@ impl App {
             .loop_config(self.loop_config())
             .stores(&self.stores)
             .lock_ttl(self.config.durability.lease_ttl())
-            .artifact_tools(self.config.agent.artifact_tools)
-            .owner(owner);
+            .artifact_tools(self.config.agent.artifact_tools);
         if !self.config.agent.approve_tools.is_empty() {
             builder = builder.require_approval(self.config.agent.approve_tools.iter().cloned());
         }
@@ -209,7 +216,7 @@ impl App {
         for tool in &self.tools {
             builder = builder.tools_shared(tool.clone());
         }
-        builder.build()
+        builder.template()
     }
 }
 

@@ -25,9 +25,11 @@ pub fn server(
         .version(env!("CARGO_PKG_VERSION"))
         .public_url(public_url);
     let push = config.push.settings();
-    let factory_app = app.clone();
-    let runner = AgentRunner::new(move |context_id, owner| factory_app.agent(context_id, owner))
-        .max_cached(agents_cached(&config.store));
+    // Each new conversation's Agent shares the loop, its layers and tools.
+    let template = app.agent_template()?;
+    let runner =
+        AgentRunner::new(move |context_id, owner| template.agent_owned_by(context_id, owner))
+            .max_cached(agents_cached(&config.store));
     let builder = A2aServer::with_stores(runner, &app.stores)
         .card(card)
         .auth(auth)
