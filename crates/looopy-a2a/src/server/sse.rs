@@ -13,9 +13,11 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::body::{Body, Bytes};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt, stream};
 use looopy_core::{CancellationToken, StoreError};
@@ -54,19 +56,60 @@ pub(crate) struct StreamSpec {
 /// next turn (a log follow ends at once after a final event).
 const NEXT_TURN_POLL: Duration = Duration::from_millis(200);
 
-fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
-    Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+/// How often an idle stream gets a comment line, so that proxies keep it open.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// An SSE response whose frames are already in wire form. A comment line
+/// goes out every [`KEEP_ALIVE`] whatever else is sent: a timer that ticks
+/// on its own, where one reset after each event (axum's `KeepAlive`) takes
+/// the runtime's timer lock for every event.
+fn sse(frames: impl Stream<Item = Bytes> + Send + 'static) -> Response {
+    let mut frames = Box::pin(frames);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let body = stream::poll_fn(move |cx| {
+        if let Poll::Ready(frame) = frames.as_mut().poll_next(cx) {
+            return Poll::Ready(frame.map(Ok::<_, Infallible>));
+        }
+        tick.poll_tick(cx)
+            .map(|_| Some(Ok(Bytes::from_static(b":\n\n"))))
+    });
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(body),
+    )
         .into_response()
 }
 
-fn data(value: &Value) -> Event {
-    Event::default().data(value.to_string())
+/// One SSE event: `data:` with `json` (one line: JSON text holds no raw
+/// line breaks), then `id:` when given.
+fn frame(json: impl FnOnce(&mut Vec<u8>), id: Option<&str>) -> Bytes {
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(b"data: ");
+    json(&mut out);
+    out.push(b'\n');
+    if let Some(id) = id {
+        out.extend_from_slice(b"id: ");
+        out.extend_from_slice(id.as_bytes());
+        out.push(b'\n');
+    }
+    out.push(b'\n');
+    Bytes::from(out)
+}
+
+fn data(value: &Value) -> Bytes {
+    frame(
+        |out| out.extend_from_slice(value.to_string().as_bytes()),
+        None,
+    )
 }
 
 /// An error as a stream item: a JSON-RPC error response, or the HTTP+JSON
 /// error object.
-fn error_item(envelope: Option<&Value>, e: &RpcError) -> Event {
+fn error_item(envelope: Option<&Value>, e: &RpcError) -> Bytes {
     match envelope {
         Some(id) => data(&jsonrpc::failure(id, e)),
         None => data(&rest::error_body(e)),
@@ -77,7 +120,7 @@ fn error_item(envelope: Option<&Value>, e: &RpcError) -> Event {
 /// errors: 0.3 clients read only SSE).
 pub(crate) fn error(envelope: Option<&Value>, e: &RpcError) -> Response {
     let event = error_item(envelope, e);
-    sse(stream::once(async move { Ok(event) }))
+    sse(stream::once(async move { event }))
 }
 
 /// One item of a stream: the stream result in the request's version, in
@@ -93,15 +136,12 @@ pub(crate) struct Item {
 /// with (`None`: bare items, as the HTTP+JSON binding sends them). Each
 /// item is serialised once, with its envelope, into the frame's data.
 pub(crate) fn respond(state: &ServerState, opened: Opened, envelope: Option<Value>) -> Response {
-    let to_event = move |item: Item| {
-        let event = match &item.result {
-            Ok(result) => Event::default().data(result.frame(envelope.as_ref())),
-            Err(e) => error_item(envelope.as_ref(), e),
-        };
-        match item.id {
-            Some(id) => event.id(id),
-            None => event,
-        }
+    let to_event = move |item: Item| match &item.result {
+        Ok(result) => frame(
+            |out| result.write_frame(envelope.as_ref(), out),
+            item.id.as_deref(),
+        ),
+        Err(e) => error_item(envelope.as_ref(), e),
     };
     match opened {
         Opened::Single(result) => {
@@ -109,11 +149,11 @@ pub(crate) fn respond(state: &ServerState, opened: Opened, envelope: Option<Valu
                 id: None,
                 result: Ok(result),
             });
-            sse(stream::once(async move { Ok(event) }))
+            sse(stream::once(async move { event }))
         }
         Opened::Follow(spec) => {
             let items = items(state.tasks.clone(), *spec, state.shutdown.clone());
-            sse(items.map(move |item| Ok::<_, Infallible>(to_event(item))))
+            sse(items.map(to_event))
         }
     }
 }
@@ -137,18 +177,29 @@ pub(crate) fn items(
             () = shutdown.cancelled() => {}
         }
     });
-    stream::unfold((rx, Some(follower)), |(mut rx, mut follower)| async move {
-        loop {
-            let Some(running) = follower.as_mut() else {
-                // The follower ended: what it queued is all there is.
-                return rx.recv().await.map(|item| (item, (rx, None)));
-            };
-            tokio::select! {
-                biased;
-                item = rx.recv() => return item.map(|item| (item, (rx, follower))),
-                () = running => follower = None,
+    let mut rx = rx;
+    let mut follower = Some(follower);
+    stream::poll_fn(move |cx| {
+        // What the follower queued goes first.
+        if let Ok(item) = rx.try_recv() {
+            return Poll::Ready(Some(item));
+        }
+        if let Some(running) = follower.as_mut() {
+            // Let it go on in this poll, and hand out what it queued at
+            // once (waiting for the wake-up its queueing sent to this very
+            // task would cost a trip through the scheduler per batch).
+            if running.as_mut().poll(cx).is_ready() {
+                follower = None;
+            }
+            if let Ok(item) = rx.try_recv() {
+                return Poll::Ready(Some(item));
+            }
+            if follower.is_some() {
+                return Poll::Pending; // it wakes this task when it has more
             }
         }
+        // The follower ended: what it queued is all there is.
+        rx.poll_recv(cx)
     })
 }
 
@@ -263,5 +314,47 @@ async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Item>) {
             Ok(Some(r)) if r.turn_start_event_id.as_deref() == Some(final_id.as_str()) => {}
             _ => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    async fn next_frame(
+        body: &mut (impl Stream<Item = Result<Bytes, axum::Error>> + Unpin),
+    ) -> Bytes {
+        body.next().await.unwrap().unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_stream_gets_a_comment_every_keep_alive_period() {
+        let response = sse(stream::pending());
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "text/event-stream"
+        );
+        let started = tokio::time::Instant::now();
+        let mut body = response.into_body().into_data_stream();
+        assert_eq!(next_frame(&mut body).await, ":\n\n");
+        assert_eq!(started.elapsed(), KEEP_ALIVE);
+        assert_eq!(next_frame(&mut body).await, ":\n\n");
+        assert_eq!(started.elapsed(), 2 * KEEP_ALIVE);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn frames_go_out_as_they_come_and_the_body_ends_with_the_stream() {
+        let event = frame(|out| out.extend_from_slice(br#"{"a":1}"#), Some("7"));
+        assert_eq!(event, "data: {\"a\":1}\nid: 7\n\n");
+        let started = tokio::time::Instant::now();
+        let mut body = sse(stream::iter([event.clone(), data(&serde_json::json!(2))]))
+            .into_body()
+            .into_data_stream();
+        assert_eq!(next_frame(&mut body).await, event);
+        assert_eq!(next_frame(&mut body).await, "data: 2\n\n");
+        assert!(body.next().await.is_none());
+        assert_eq!(started.elapsed(), Duration::ZERO, "no timer held a frame");
     }
 }

@@ -244,18 +244,34 @@ struct Envelope<'a, R> {
 impl StreamResult {
     /// The item's JSON text: wrapped in a JSON-RPC response with `id`, or
     /// bare (`None`, the HTTP+JSON binding).
+    #[cfg(test)]
     pub(crate) fn frame(&self, id: Option<&Value>) -> String {
-        let text = match id {
-            Some(id) => serde_json::to_string(&Envelope {
-                jsonrpc: "2.0",
-                id,
-                result: self,
-            }),
-            None => serde_json::to_string(self),
+        let mut out = Vec::new();
+        self.write_frame(id, &mut out);
+        // JSON from serde_json is UTF-8.
+        String::from_utf8(out).unwrap_or_else(|_| "null".to_owned())
+    }
+
+    /// [`frame`](Self::frame), written at the end of `out`.
+    pub(crate) fn write_frame(&self, id: Option<&Value>, out: &mut Vec<u8>) {
+        let start = out.len();
+        let written = match id {
+            Some(id) => serde_json::to_writer(
+                &mut *out,
+                &Envelope {
+                    jsonrpc: "2.0",
+                    id,
+                    result: self,
+                },
+            ),
+            None => serde_json::to_writer(&mut *out, self),
         };
         // Serialising these types cannot fail (string keys, no custom
         // serialisers that error); `null` keeps the stream going if it did.
-        text.unwrap_or_else(|_| "null".to_owned())
+        if written.is_err() {
+            out.truncate(start);
+            out.extend_from_slice(b"null");
+        }
     }
 
     /// The item as a JSON value (for the gRPC binding and push bodies).
