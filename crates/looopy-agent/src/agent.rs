@@ -29,7 +29,7 @@ use crate::builder::AgentBuilder;
 use crate::compaction::{self, CompactionReport};
 use crate::config::{MAX_COMPACTION_RECORDS, Settings, keys};
 use crate::error::{AgentBusy, AgentError, BusyHolder};
-use crate::lease::Lease;
+use crate::lease::{Lease, renewed};
 use crate::size_warning::SizeWarnings;
 
 /// A stateful, multi-turn agent for one conversation.
@@ -469,7 +469,7 @@ impl Agent {
         let _guard = self.claim()?;
         self.ensure_ready(false).await?;
         let lease = self.lease(None).await?;
-        let result = async {
+        let result = renewed(lease.as_ref(), async {
             self.inner.messages.clear(&self.inner.context_id).await?;
             self.inner.artifacts.clear(&self.inner.context_id).await?;
             {
@@ -484,7 +484,7 @@ impl Agent {
                 state.last_activity = Utc::now();
             }
             self.persist_state().await
-        }
+        })
         .await;
         if let Some(lease) = lease {
             lease.release().await;
@@ -501,7 +501,7 @@ impl Agent {
         let lease = self.lease(None).await?;
         // Losing the lease to another owner stops the compaction.
         let cancel = lease.as_ref().map(Lease::lost).unwrap_or_default();
-        let result = async {
+        let result = renewed(lease.as_ref(), async {
             self.flush_unsaved().await?;
             let history = self.inner.messages.load(&self.inner.context_id).await?;
             let cx = TurnContext::new(
@@ -523,7 +523,7 @@ impl Agent {
             self.record_compaction(&done.report);
             self.persist_state().await?;
             Ok(Some(done.report))
-        }
+        })
         .await;
         if let Some(lease) = lease {
             lease.release().await;

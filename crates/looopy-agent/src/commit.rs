@@ -62,9 +62,6 @@ pub(crate) async fn finish(
         mark_ended(status.state_mut(), record);
         inner.states.is_some().then(|| Arc::clone(&status.state))
     };
-    if let Some(lease) = &lease {
-        lease.stop_renewing();
-    }
     let result = inner
         .turns
         .commit_turn(TurnCommit {

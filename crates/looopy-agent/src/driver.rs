@@ -25,7 +25,7 @@ use crate::artifacts::{ArtifactRecorder, strip_tool_artifacts};
 use crate::client;
 use crate::commit;
 use crate::compaction::{self, CompactionReport};
-use crate::lease::Lease;
+use crate::lease::{Lease, renewing};
 use crate::pause::PauseRelay;
 use crate::turn::FinishedTurn;
 use crate::window;
@@ -161,6 +161,8 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
         let lost = turn.lease.as_ref().map(Lease::lost).unwrap_or_default();
         let run = AssertUnwindSafe(pump(stream, &turn.tx, &mut recorder, &mut pumped, warnings))
             .catch_unwind();
+        // The lease is renewed while the turn runs, on this future.
+        let run = renewing(turn.lease.as_ref().map(Lease::renewal), run);
         let run = tokio::select! {
             run = run => run,
             () = lost.cancelled() => {

@@ -1,23 +1,30 @@
 //! The cross-process turn lease: taken before a turn (or taken over to
-//! recover one), renewed in the background while it runs, released at its
+//! recover one), renewed while the work that holds it runs, released at its
 //! end.
+//!
+//! Renewals run inside the future of the work they cover
+//! ([`Lease::renewed_during`]): a turn's driver polls them with the turn, so
+//! a lease costs no task of its own (a task per turn, started and aborted,
+//! cost a spawn, a timer and two cross-thread wake-ups on every turn). A
+//! turn's driver is always polled while the turn runs (on its own task, or
+//! on the reader's for `TurnOptions::run_on_reader`, whose reader must keep
+//! reading: one that stops stops the renewals too, and after the TTL another
+//! process may take the stalled turn over).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use looopy_core::store::{Acquire, TurnLock};
 use looopy_core::{CancellationToken, StoreError};
-use tokio::task::JoinHandle;
 
-/// A held lease. Dropping it stops the renewals (the lease then runs out on
-/// its own); [`Lease::release`] gives it back at once.
+/// A held lease. Dropped without [`Lease::release`], it runs out on its own.
 pub(crate) struct Lease {
     lock: Arc<dyn TurnLock>,
     context_id: Arc<str>,
     owner: String,
+    ttl: Duration,
     /// Fires when a renewal finds the lease taken over by another owner.
     lost: CancellationToken,
-    renewer: JoinHandle<()>,
 }
 
 impl Lease {
@@ -52,28 +59,31 @@ impl Lease {
         Ok(Some(Self::held(lock, context_id, owner, ttl)))
     }
 
-    /// A lease `owner` already holds (taken by a turn start), renewed from
-    /// now on.
+    /// A lease `owner` already holds (taken by a turn start).
     pub(crate) fn held(
         lock: Arc<dyn TurnLock>,
         context_id: Arc<str>,
         owner: String,
         ttl: Duration,
     ) -> Lease {
-        let lost = CancellationToken::new();
-        let renewer = tokio::spawn(renew(
-            lock.clone(),
-            context_id.clone(),
-            owner.clone(),
-            ttl,
-            lost.clone(),
-        ));
         Lease {
             lock,
             context_id,
             owner,
-            lost,
-            renewer,
+            ttl,
+            lost: CancellationToken::new(),
+        }
+    }
+
+    /// What renews this lease, owned (so that the work it covers may move
+    /// the lease).
+    pub(crate) fn renewal(&self) -> Renewal {
+        Renewal {
+            lock: self.lock.clone(),
+            context_id: self.context_id.clone(),
+            owner: self.owner.clone(),
+            ttl: self.ttl,
+            lost: self.lost.clone(),
         }
     }
 
@@ -88,15 +98,8 @@ impl Lease {
         &self.owner
     }
 
-    /// Stops renewing (before a turn's commit releases the lease: a renewal
-    /// after it would find the lease gone and report it lost).
-    pub(crate) fn stop_renewing(&self) {
-        self.renewer.abort();
-    }
-
-    /// Stops renewing and gives the lease back.
+    /// Gives the lease back.
     pub(crate) async fn release(self) {
-        self.renewer.abort();
         match self.lock.release(&self.context_id, &self.owner).await {
             Ok(true) => {}
             Ok(false) => {
@@ -109,32 +112,65 @@ impl Lease {
     }
 }
 
-impl Drop for Lease {
-    fn drop(&mut self) {
-        self.renewer.abort();
-    }
-}
-
-async fn renew(
+/// Renews one lease every third of its TTL (see [`Lease::renewal`]).
+pub(crate) struct Renewal {
     lock: Arc<dyn TurnLock>,
     context_id: Arc<str>,
     owner: String,
     ttl: Duration,
     lost: CancellationToken,
-) {
-    let every = (ttl / 3).max(Duration::from_millis(10));
-    loop {
-        tokio::time::sleep(every).await;
-        match lock.renew(&context_id, &owner, ttl).await {
-            Ok(true) => {}
-            Ok(false) => {
-                tracing::error!(%context_id, "turn lease taken over by another process; abandoning the turn here");
-                lost.cancel();
-                return;
-            }
-            // A transient failure: try again at the next tick (the lease
-            // stays ours until another process takes it over).
-            Err(error) => tracing::warn!(%context_id, %error, "could not renew the turn lease"),
+}
+
+impl Renewal {
+    /// Runs `work`, renewing the lease while it runs. A renewal that finds
+    /// the lease taken over fires [`Lease::lost`] and stops; `work` goes on
+    /// (it watches `lost` itself).
+    pub(crate) async fn during<T>(self, work: impl Future<Output = T>) -> T {
+        let mut work = std::pin::pin!(work);
+        tokio::select! {
+            biased;
+            out = &mut work => out,
+            () = self.renew() => work.await,
         }
+    }
+
+    /// Returns only when the lease was found lost.
+    async fn renew(&self) {
+        let Renewal {
+            lock,
+            context_id,
+            owner,
+            ttl,
+            lost,
+        } = self;
+        let every = (*ttl / 3).max(Duration::from_millis(10));
+        loop {
+            tokio::time::sleep(every).await;
+            match lock.renew(context_id, owner, *ttl).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::error!(%context_id, "turn lease taken over by another process; abandoning the turn here");
+                    lost.cancel();
+                    return;
+                }
+                // A transient failure: try again at the next tick (the lease
+                // stays ours until another process takes it over).
+                Err(error) => tracing::warn!(%context_id, %error, "could not renew the turn lease"),
+            }
+        }
+    }
+}
+
+/// Runs `work`, renewing `lease` (when there is one) while it runs.
+pub(crate) async fn renewed<T>(lease: Option<&Lease>, work: impl Future<Output = T>) -> T {
+    renewing(lease.map(Lease::renewal), work).await
+}
+
+/// [`renewed`], with the renewal taken out of the lease beforehand (so that
+/// `work` may move the lease).
+pub(crate) async fn renewing<T>(renewal: Option<Renewal>, work: impl Future<Output = T>) -> T {
+    match renewal {
+        Some(renewal) => renewal.during(work).await,
+        None => work.await,
     }
 }

@@ -241,3 +241,36 @@ async fn losing_the_lease_abandons_the_turn_without_writing_more() {
     assert_eq!(agent.turn_count(), 0);
     assert_eq!(agent.lifecycle(), LifecycleState::Ready);
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_lease_is_renewed_while_a_slow_compaction_runs() {
+    let locks = Arc::new(MemoryTurnLock::new());
+    let stores = Stores {
+        locks: locks.clone(),
+        ..looopy_stores_memory::stores()
+    };
+    let ttl = Duration::from_millis(300);
+    // Two quick turns, then a summary that takes ten TTLs to come.
+    let llm = ScriptedLlm::new()
+        .respond(LlmResponse::text("one"))
+        .respond(LlmResponse::text("two"))
+        .respond_after(ttl * 10, LlmResponse::text("the summary"));
+    let agent = builder("c-compact", &llm, &stores)
+        .turn_lock(stores.locks.clone())
+        .lock_ttl(ttl)
+        .compaction(looopy_agent::CompactionConfig::default().keep_recent(1))
+        .build()
+        .unwrap();
+    turn(&agent, "first").await;
+    turn(&agent, "second").await;
+    let compacting = tokio::spawn({
+        let agent = agent.clone();
+        async move { agent.compact().await }
+    });
+    tokio::time::sleep(ttl * 5).await;
+    let holder = locks.holder("c-compact");
+    assert!(holder.is_some(), "the lease ran out during the compaction");
+    let report = compacting.await.unwrap().unwrap();
+    assert!(report.is_some(), "the compaction ran");
+    assert_eq!(locks.holder("c-compact"), None, "released at its end");
+}
