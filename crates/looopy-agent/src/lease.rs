@@ -3,7 +3,7 @@
 //! end.
 //!
 //! Renewals run inside the future of the work they cover
-//! ([`Lease::renewed_during`]): a turn's driver polls them with the turn, so
+//! ([`Renewal::during`]): a turn's driver polls them with the turn, so
 //! a lease costs no task of its own (a task per turn, started and aborted,
 //! cost a spawn, a timer and two cross-thread wake-ups on every turn). A
 //! turn's driver is always polled while the turn runs (on its own task, or

@@ -101,10 +101,8 @@ fn frame(json: impl FnOnce(&mut Vec<u8>), id: Option<&str>) -> Bytes {
 }
 
 fn data(value: &Value) -> Bytes {
-    frame(
-        |out| out.extend_from_slice(value.to_string().as_bytes()),
-        None,
-    )
+    // Writing a `Value` cannot fail (its keys are strings).
+    frame(|out| drop(serde_json::to_writer(out, value)), None)
 }
 
 /// An error as a stream item: a JSON-RPC error response, or the HTTP+JSON
