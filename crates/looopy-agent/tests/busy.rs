@@ -18,6 +18,16 @@ use support::*;
 
 const LONG: Duration = Duration::from_secs(3600);
 
+/// Memory stores whose turn lock is returned too, to read who holds a lease.
+fn stores_with_memory_lock() -> (Arc<MemoryTurnLock>, Stores) {
+    let locks = Arc::new(MemoryTurnLock::new());
+    let stores = Stores {
+        locks: locks.clone(),
+        ..looopy_stores_memory::stores()
+    };
+    (locks, stores)
+}
+
 #[tokio::test]
 async fn a_second_turn_while_one_runs_is_refused_as_busy() {
     let stores = looopy_stores_memory::stores();
@@ -96,12 +106,7 @@ async fn concurrent_calls_start_exactly_one_turn() {
 
 #[tokio::test]
 async fn a_shared_turn_lock_makes_another_agent_for_the_context_busy() {
-    // The memory lock itself, to read who holds the lease.
-    let locks = Arc::new(MemoryTurnLock::new());
-    let stores = Stores {
-        locks: locks.clone(),
-        ..looopy_stores_memory::stores()
-    };
+    let (locks, stores) = stores_with_memory_lock();
     let llm_a = ScriptedLlm::new().respond_after(LONG, LlmResponse::text("never"));
     let llm_b = ScriptedLlm::new().respond(LlmResponse::text("b answers"));
     let a = builder("c-shared", &llm_a, &stores)
@@ -149,12 +154,7 @@ async fn a_shared_turn_lock_makes_another_agent_for_the_context_busy() {
 
 #[tokio::test(start_paused = true)]
 async fn the_lease_is_renewed_while_a_long_turn_runs() {
-    // The memory lock itself, to read who holds the lease.
-    let locks = Arc::new(MemoryTurnLock::new());
-    let stores = Stores {
-        locks: locks.clone(),
-        ..looopy_stores_memory::stores()
-    };
+    let (locks, stores) = stores_with_memory_lock();
     let ttl = Duration::from_millis(300);
     // The model takes ten TTLs to answer (on the paused clock).
     let llm_a = ScriptedLlm::new().respond_after(ttl * 10, LlmResponse::text("slow answer"));
@@ -244,11 +244,7 @@ async fn losing_the_lease_abandons_the_turn_without_writing_more() {
 
 #[tokio::test(start_paused = true)]
 async fn the_lease_is_renewed_while_a_slow_compaction_runs() {
-    let locks = Arc::new(MemoryTurnLock::new());
-    let stores = Stores {
-        locks: locks.clone(),
-        ..looopy_stores_memory::stores()
-    };
+    let (locks, stores) = stores_with_memory_lock();
     let ttl = Duration::from_millis(300);
     // Two quick turns, then a summary that takes ten TTLs to come.
     let llm = ScriptedLlm::new()

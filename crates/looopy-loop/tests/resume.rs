@@ -547,26 +547,48 @@ async fn resuming_without_a_checkpoint_ends_failed_with_an_outcome_saying_why() 
     assert!(text.starts_with("cannot resume:"), "{text}");
 }
 
-/// A checkpoint store whose saves land late, as on a slow network.
-struct SlowSaves(MemoryCheckpointStore);
+/// A checkpoint store in memory whose saves wait first: `wait` on the
+/// clock (as on a slow network), or one yield when `None`; it says it saves
+/// in place when `in_place` (whether or not it does).
+struct WaitingSaves {
+    store: MemoryCheckpointStore,
+    wait: Option<Duration>,
+    in_place: bool,
+}
+
+impl WaitingSaves {
+    fn new(wait: Option<Duration>, in_place: bool) -> Arc<Self> {
+        Arc::new(WaitingSaves {
+            store: MemoryCheckpointStore::new(),
+            wait,
+            in_place,
+        })
+    }
+}
 
 #[async_trait::async_trait]
-impl CheckpointStore for SlowSaves {
+impl CheckpointStore for WaitingSaves {
     async fn save(
         &self,
         checkpoint: &looopy_core::store::TaskCheckpoint,
     ) -> Result<(), looopy_core::store::StoreError> {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        self.0.save(checkpoint).await
+        match self.wait {
+            Some(wait) => tokio::time::sleep(wait).await,
+            None => tokio::task::yield_now().await,
+        }
+        self.store.save(checkpoint).await
     }
     async fn load(
         &self,
         task_id: &str,
     ) -> Result<Option<looopy_core::store::TaskCheckpoint>, looopy_core::store::StoreError> {
-        self.0.load(task_id).await
+        self.store.load(task_id).await
     }
     async fn delete(&self, task_id: &str) -> Result<(), looopy_core::store::StoreError> {
-        self.0.delete(task_id).await
+        self.store.delete(task_id).await
+    }
+    fn saves_in_place(&self) -> bool {
+        self.in_place
     }
 }
 
@@ -576,7 +598,7 @@ async fn a_call_of_a_tool_that_is_not_idempotent_is_saved_before_it_runs() {
     // own call in the saved checkpoint when it starts: a crash from then on
     // resumes with the call on record (reported interrupted, not run again)
     // instead of asking the model again and running the tool twice.
-    let store = Arc::new(SlowSaves(MemoryCheckpointStore::new()));
+    let store = WaitingSaves::new(Some(Duration::from_millis(200)), false);
     let on_record = Arc::new(std::sync::Mutex::new(Vec::new()));
     let tools = {
         let (store, on_record) = (store.clone(), on_record.clone());
@@ -644,39 +666,14 @@ async fn a_store_that_saves_in_place_holds_each_checkpoint_before_the_next_step(
     assert_eq!(last.state, TaskState::Completed);
 }
 
-/// A store that says it saves in place but waits once before saving.
-struct ClaimsInPlace(MemoryCheckpointStore);
-
-#[async_trait::async_trait]
-impl CheckpointStore for ClaimsInPlace {
-    async fn save(
-        &self,
-        checkpoint: &looopy_core::store::TaskCheckpoint,
-    ) -> Result<(), looopy_core::store::StoreError> {
-        tokio::task::yield_now().await;
-        self.0.save(checkpoint).await
-    }
-    async fn load(
-        &self,
-        task_id: &str,
-    ) -> Result<Option<looopy_core::store::TaskCheckpoint>, looopy_core::store::StoreError> {
-        self.0.load(task_id).await
-    }
-    async fn delete(&self, task_id: &str) -> Result<(), looopy_core::store::StoreError> {
-        self.0.delete(task_id).await
-    }
-    fn saves_in_place(&self) -> bool {
-        true
-    }
-}
-
 #[tokio::test]
 async fn a_save_that_does_not_finish_in_place_still_lands() {
-    let store = Arc::new(ClaimsInPlace(MemoryCheckpointStore::new()));
+    // It says it saves in place, but waits once before saving.
+    let store = WaitingSaves::new(None, true);
     let agent = AgentLoop::builder(ScriptedLlm::new().respond(LlmResponse::text("done")))
         .task_store(store.clone())
         .build();
     let events = drain(go(&agent)).await;
     assert_eq!(final_event(&events).state(), Some(TaskState::Completed));
-    wait_for(&store.0, |c| c.state == TaskState::Completed).await;
+    wait_for(&store.store, |c| c.state == TaskState::Completed).await;
 }
