@@ -547,6 +547,29 @@ async fn resuming_without_a_checkpoint_ends_failed_with_an_outcome_saying_why() 
     assert!(text.starts_with("cannot resume:"), "{text}");
 }
 
+/// A tool `name` that notes in `on_record`, each time it runs, whether the
+/// checkpoint saved in `store` holds its call.
+fn checking_tool(
+    name: &str,
+    store: Arc<dyn CheckpointStore>,
+    on_record: &Arc<std::sync::Mutex<Vec<bool>>>,
+) -> FnTools {
+    let on_record = on_record.clone();
+    FnTools::new().tool(name, move |call, _| {
+        let (store, on_record) = (store.clone(), on_record.clone());
+        async move {
+            let saved = store.load("task-r").await.unwrap();
+            let recorded = saved.is_some_and(|c| {
+                c.messages
+                    .iter()
+                    .any(|m| m.tool_calls.iter().any(|t| t.id == call.id))
+            });
+            on_record.lock().unwrap().push(recorded);
+            ToolResult::text(&call.id, "done")
+        }
+    })
+}
+
 /// A checkpoint store in memory whose saves wait first: `wait` on the
 /// clock (as on a slow network), or one yield when `None`; it says it saves
 /// in place when `in_place` (whether or not it does).
@@ -600,22 +623,7 @@ async fn a_call_of_a_tool_that_is_not_idempotent_is_saved_before_it_runs() {
     // instead of asking the model again and running the tool twice.
     let store = WaitingSaves::new(Some(Duration::from_millis(200)), false);
     let on_record = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let tools = {
-        let (store, on_record) = (store.clone(), on_record.clone());
-        FnTools::new().tool("pay", move |call, _| {
-            let (store, on_record) = (store.clone(), on_record.clone());
-            async move {
-                let saved = store.load("task-r").await.unwrap();
-                let recorded = saved.is_some_and(|c| {
-                    c.messages
-                        .iter()
-                        .any(|m| m.tool_calls.iter().any(|t| t.id == call.id))
-                });
-                on_record.lock().unwrap().push(recorded);
-                ToolResult::text(&call.id, "paid")
-            }
-        })
-    };
+    let tools = checking_tool("pay", store.clone(), &on_record);
     let llm = calls_then(&[("c-pay", "pay", "{}")], "done");
     let agent = AgentLoop::builder(llm)
         .tools(tools)
@@ -633,24 +641,7 @@ async fn a_store_that_saves_in_place_holds_each_checkpoint_before_the_next_step(
     let store = Arc::new(MemoryCheckpointStore::new());
     assert!(store.saves_in_place());
     let on_record = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let tools = {
-        let (store, on_record) = (store.clone(), on_record.clone());
-        FnTools::new()
-            .tool("look", move |call, _| {
-                let (store, on_record) = (store.clone(), on_record.clone());
-                async move {
-                    let saved = store.load("task-r").await.unwrap();
-                    let recorded = saved.is_some_and(|c| {
-                        c.messages
-                            .iter()
-                            .any(|m| m.tool_calls.iter().any(|t| t.id == call.id))
-                    });
-                    on_record.lock().unwrap().push(recorded);
-                    ToolResult::text(&call.id, "seen")
-                }
-            })
-            .idempotent("look")
-    };
+    let tools = checking_tool("look", store.clone(), &on_record).idempotent("look");
     let agent = AgentLoop::builder(calls_then(&[("c-look", "look", "{}")], "done"))
         .tools(tools)
         .task_store(store.clone())
