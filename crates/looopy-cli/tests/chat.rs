@@ -66,8 +66,8 @@ async fn chat_shows_tool_calls_token_usage_and_the_trace_id() {
         stdin.write_all(b"what is the weather?\n").unwrap();
         drop(stdin);
         let status = child.wait();
-        assert!(status.success(), "{}", err.text());
-        (out.text(), err.text())
+        assert!(status.success(), "{}", err.to_end());
+        (out.to_end(), err.to_end())
     })
     .await
     .unwrap();
@@ -115,7 +115,7 @@ async fn ctrl_c_cancels_the_turn_and_a_second_ctrl_c_leaves() {
         interrupt(&child);
         let status = child.wait();
         drop(stdin);
-        (err.text(), status)
+        (err.to_end(), status)
     })
     .await
     .unwrap();
@@ -195,7 +195,7 @@ async fn a_stream_cut_in_the_middle_is_resumed_without_loss_or_repeats() {
         out.wait_for("Second turn works.");
         drop(stdin);
         let status = child.wait();
-        (out.text(), err.text(), status)
+        (out.to_end(), err.to_end(), status)
     })
     .await
     .unwrap();

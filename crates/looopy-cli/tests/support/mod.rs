@@ -136,7 +136,11 @@ pub fn stop(mut child: Child) -> ExitStatus {
 
 /// A child's output as it arrives (read on threads of its own).
 #[derive(Clone, Default)]
-pub struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+pub struct Captured {
+    bytes: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    /// The reader saw the end of the output.
+    closed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
 
 impl Captured {
     /// Reads `from` until it closes.
@@ -149,15 +153,31 @@ impl Captured {
                 if n == 0 {
                     break;
                 }
-                sink.0.lock().unwrap().extend_from_slice(&buf[..n]);
+                sink.bytes.lock().unwrap().extend_from_slice(&buf[..n]);
             }
+            sink.closed.store(true, std::sync::atomic::Ordering::SeqCst);
         });
         captured
     }
 
     /// Everything so far, as text.
     pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+        String::from_utf8_lossy(&self.bytes.lock().unwrap()).into_owned()
+    }
+
+    /// All of it, once the output closed (at most 30 s): after the child
+    /// exited, its last bytes may still be on their way to the reader.
+    pub fn to_end(&self) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            assert!(
+                Instant::now() < deadline,
+                "the output did not close in 30 s; got: {}",
+                self.text()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.text()
     }
 
     /// Waits (at most 30 s) until the output contains `needle`.
