@@ -205,7 +205,7 @@ impl LiteLlmProvider {
     }
 
     pub(crate) fn deadline(&self) -> Instant {
-        Instant::now() + self.config.request_timeout
+        after(self.config.request_timeout)
     }
 
     pub(crate) fn timeout_error(&self, what: &str, limit: Duration) -> LlmError {
@@ -339,4 +339,12 @@ impl LlmProvider for LiteLlmProvider {
     fn model_name(&self) -> &str {
         &self.config.model
     }
+}
+
+/// `limit` from now; a limit too long to add is about thirty years away
+/// (as `tokio::time::timeout` takes it).
+pub(crate) fn after(limit: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(limit)
+        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30))
 }

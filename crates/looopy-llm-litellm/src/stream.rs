@@ -12,10 +12,10 @@ use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::stream::{self, BoxStream, StreamExt};
 use looopy_core::{LlmChunk, LlmError, LlmRequest, LlmStream, TurnContext};
 use reqwest::header;
-use tokio::time::{Instant, Sleep};
+use tokio::time::Sleep;
 use tracing::Instrument;
 
-use crate::client::{CallSpan, LiteLlmProvider, snippet};
+use crate::client::{CallSpan, LiteLlmProvider, after, snippet};
 use crate::decode::{ChunkDecoder, completion_to_response};
 use crate::error::{from_reqwest, from_status};
 use crate::wire::{ChatChunk, ChatCompletion};
@@ -61,16 +61,18 @@ impl<'a> Limits<'a> {
         &mut self,
         work: impl Future<Output = Result<T, LlmError>>,
     ) -> Result<T, LlmError> {
-        let provider = self.provider;
         tokio::select! {
             biased;
             () = &mut self.cancelled => Err(LlmError::Cancelled),
             r = work => r,
-            () = &mut self.deadline => Err(provider.timeout_error(
-                "the stream did not finish in time",
-                provider.config.request_timeout,
-            )),
+            () = &mut self.deadline => Err(past_deadline(self.provider)),
         }
+    }
+
+    /// [`guard`](Self::guard) on reading a whole response body.
+    async fn body(&mut self, response: reqwest::Response, what: &str) -> Result<Bytes, LlmError> {
+        self.guard(async { response.bytes().await.map_err(|e| from_reqwest(&e, what)) })
+            .await
     }
 
     /// [`guard`](Self::guard) on waiting for the next event, which must
@@ -90,20 +92,17 @@ impl<'a> Limits<'a> {
             () = cancelled => Err(LlmError::Cancelled),
             next = events.next() => Ok(next),
             () = idle_timer => Err(provider.timeout_error("no stream data within the idle timeout", idle)),
-            () = deadline => Err(provider.timeout_error(
-                "the stream did not finish in time",
-                provider.config.request_timeout,
-            )),
+            () = deadline => Err(past_deadline(provider)),
         }
     }
 }
 
-/// `limit` from now; a limit too long to add is about thirty years away
-/// (as `tokio::time::timeout` takes it).
-fn after(limit: std::time::Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(limit)
-        .unwrap_or_else(|| now + std::time::Duration::from_secs(86_400 * 365 * 30))
+/// The error of a stream still going at the request's deadline.
+fn past_deadline(provider: &LiteLlmProvider) -> LlmError {
+    provider.timeout_error(
+        "the stream did not finish in time",
+        provider.config.request_timeout,
+    )
 }
 
 type EventItem = Result<Event, EventStreamError<reqwest::Error>>;
@@ -181,14 +180,7 @@ async fn start(state: &mut State<'_>, request: LlmRequest) -> Result<(), LlmErro
     let status = response.status();
     if !status.is_success() {
         let headers = response.headers().clone();
-        let bytes = limits
-            .guard(async {
-                response
-                    .bytes()
-                    .await
-                    .map_err(|e| from_reqwest(&e, "reading the error response"))
-            })
-            .await?;
+        let bytes = limits.body(response, "reading the error response").await?;
         return Err(from_status(
             status.as_u16(),
             &headers,
@@ -201,14 +193,7 @@ async fn start(state: &mut State<'_>, request: LlmRequest) -> Result<(), LlmErro
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
     if is_json {
-        let bytes = limits
-            .guard(async {
-                response
-                    .bytes()
-                    .await
-                    .map_err(|e| from_reqwest(&e, "reading the response"))
-            })
-            .await?;
+        let bytes = limits.body(response, "reading the response").await?;
         let completion: ChatCompletion =
             serde_json::from_slice(&bytes).map_err(|e| LlmError::MalformedResponse {
                 message: format!("invalid completion JSON ({e}): {}", snippet(&bytes)),
