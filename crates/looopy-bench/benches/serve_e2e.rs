@@ -26,6 +26,8 @@ mod looopy;
 mod peer;
 #[path = "serve/process.rs"]
 mod process;
+#[path = "serve/sse_turn.rs"]
+mod sse_turn;
 #[path = "serve/workload.rs"]
 mod workload;
 

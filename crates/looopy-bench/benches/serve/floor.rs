@@ -4,17 +4,16 @@
 //! `json!` and written as `data:` lines). What the serving path would cost
 //! with no framework at all.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::response::sse::{Event, Sse};
+use axum::response::sse::Sse;
 use axum::routing::post;
-use futures::channel::mpsc;
 use serde_json::{Value, json};
 
+use super::sse_turn::{Events, SseTurn, spawn};
 use super::workload::{Step, bare_turn, tools_json};
 
 struct Floor {
@@ -25,49 +24,23 @@ struct Floor {
     events: usize,
 }
 
-fn envelope(id: &Value, result: Value) -> Result<Event, Infallible> {
-    Ok(Event::default().data(json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()))
-}
-
-fn status(task: &str, context: &str, state: &str, last: bool) -> Value {
-    json!({"statusUpdate": {"taskId": task, "contextId": context,
-        "status": {"state": state, "timestamp": "2026-01-01T00:00:00Z"}, "final": last}})
-}
-
-async fn handle(
-    State(floor): State<Arc<Floor>>,
-    body: Bytes,
-) -> Sse<impl futures::Stream<Item = Result<Event, Infallible>>> {
-    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let id = request["id"].clone();
-    let (tx, rx) = mpsc::unbounded();
-    tokio::spawn(async move {
-        let task = uuid::Uuid::new_v4().to_string();
-        let context = uuid::Uuid::new_v4().to_string();
-        let send = |result: Value| tx.unbounded_send(envelope(&id, result)).is_ok();
-        send(json!({"task": {"id": task, "contextId": context,
-            "status": {"state": "TASK_STATE_SUBMITTED"}}}));
-        send(status(&task, &context, "TASK_STATE_WORKING", false));
-        let mut sent = 2;
+async fn handle(State(floor): State<Arc<Floor>>, body: Bytes) -> Sse<Events> {
+    spawn(&body, move |mut sse: SseTurn| async move {
+        sse.status("TASK_STATE_WORKING", false);
         let mut emit = |step: Step| {
             if let Step::Text(text) = step {
                 // The first chunk creates the artifact, the others append.
-                let append = sent > 2;
-                sent += 1;
-                send(
-                    json!({"artifactUpdate": {"taskId": task, "contextId": context,
-                    "artifact": {"artifactId": "answer", "parts": [{"text": text}]}, "append": append}}),
-                );
+                let append = sse.sent > 2;
+                let update = json!({"artifactUpdate": {"taskId": sse.task,
+                    "contextId": sse.context, "artifact": {"artifactId": "answer",
+                    "parts": [{"text": text}]}, "append": append}});
+                sse.send(&update.to_string());
             }
         };
         bare_turn(&floor.client, &floor.url, &floor.tools, &mut emit).await;
-        while sent + 1 < floor.events {
-            sent += 1;
-            send(status(&task, &context, "TASK_STATE_WORKING", false));
-        }
-        send(status(&task, &context, "TASK_STATE_COMPLETED", true));
-    });
-    Sse::new(rx)
+        sse.top_up(floor.events);
+        sse.status("TASK_STATE_COMPLETED", true);
+    })
 }
 
 /// The floor's router, calling the mock model at `base`.

@@ -6,21 +6,19 @@
 //! Against it, `looopy serve`'s CPU per turn is what the A2A server, the
 //! Agent and the stores add to the loop.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::response::sse::{Event, Sse};
+use axum::response::sse::Sse;
 use axum::routing::post;
 use futures::StreamExt;
-use futures::channel::mpsc;
 use looopy_core::{History, Message, TurnContext};
 use looopy_llm_litellm::{LiteLlmConfig, LiteLlmProvider};
 use looopy_loop::{AgentLoop, InternalEvents, TurnSettings};
-use serde_json::{Value, json};
 
+use super::sse_turn::{Events, SseTurn, spawn};
 use super::workload::NoopTools;
 
 struct Library {
@@ -29,36 +27,13 @@ struct Library {
     events: usize,
 }
 
-/// A JSON-RPC envelope around an item already serialised.
-fn envelope(id: &Value, result: &str) -> Result<Event, Infallible> {
-    Ok(Event::default().data(format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#
-    )))
-}
-
-async fn handle(
-    State(library): State<Arc<Library>>,
-    body: Bytes,
-) -> Sse<impl futures::Stream<Item = Result<Event, Infallible>>> {
-    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let id = request["id"].clone();
-    let (tx, rx) = mpsc::unbounded();
-    tokio::spawn(async move {
-        let task = uuid::Uuid::new_v4().to_string();
-        let context = uuid::Uuid::new_v4().to_string();
-        let send = |event: Result<Event, Infallible>| tx.unbounded_send(event).is_ok();
-        send(envelope(
-            &id,
-            &json!({"task": {"id": task, "contextId": context,
-                "status": {"state": "TASK_STATE_SUBMITTED"}}})
-            .to_string(),
-        ));
-        let mut sent = 1;
+async fn handle(State(library): State<Arc<Library>>, body: Bytes) -> Sse<Events> {
+    spawn(&body, move |mut sse: SseTurn| async move {
         // The public events only, as a library user serving the loop reads them.
         let settings = TurnSettings::new().with_internal_events(InternalEvents::NONE);
         let mut turn = library.agent.start_turn_with(
             History::from(vec![Message::user("go")]),
-            TurnContext::new(task.clone(), context),
+            TurnContext::new(sse.task.clone(), sse.context.clone()),
             settings,
         );
         let mut last = None;
@@ -67,29 +42,13 @@ async fn handle(
                 last = Some(event);
                 continue;
             }
-            sent += 1;
-            send(envelope(
-                &id,
-                &serde_json::to_string(&event).unwrap_or_default(),
-            ));
+            sse.send(&serde_json::to_string(&event).unwrap_or_default());
         }
-        while sent + 1 < library.events {
-            sent += 1;
-            send(envelope(
-                &id,
-                &json!({"statusUpdate": {"taskId": task,
-                    "status": {"state": "TASK_STATE_WORKING"}}})
-                .to_string(),
-            ));
-        }
+        sse.top_up(library.events);
         if let Some(last) = last {
-            send(envelope(
-                &id,
-                &serde_json::to_string(&last).unwrap_or_default(),
-            ));
+            sse.send(&serde_json::to_string(&last).unwrap_or_default());
         }
-    });
-    Sse::new(rx)
+    })
 }
 
 /// The library path's router, its loop calling the mock model at `base`.
