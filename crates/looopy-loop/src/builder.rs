@@ -223,6 +223,7 @@ impl AgentLoopBuilder {
         }
         let llm_stack = LlmStack::new(self.retry, &self.llm_layers);
         let tool_stack = ToolStack::new(self.tool_timeout, &self.tool_layers);
+        let metrics = LoopMetrics::new(self.llm.model_name(), self.llm.provider_name());
         AgentLoop {
             llm: llm_stack.apply(self.llm),
             tools: self
@@ -236,7 +237,7 @@ impl AgentLoopBuilder {
                 list: self.hooks.into(),
                 mode: self.hook_failure_mode,
             },
-            metrics: LoopMetrics::new(),
+            metrics,
             llm_stack,
         }
     }

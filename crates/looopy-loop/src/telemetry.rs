@@ -9,22 +9,45 @@
 //! a binary that installs its provider first (as `looopy serve` does) gets
 //! real metrics; otherwise they are no-ops.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use looopy_core::{LlmError, LlmResponse, ToolFailure};
-use opentelemetry::KeyValue;
 use opentelemetry::metrics::Histogram;
+use opentelemetry::{KeyValue, Value};
 
-/// The loop's instruments.
+/// The loop's instruments, with the attribute values every record shares
+/// made once: a record then builds its attributes on the stack, without
+/// allocating (most loops call one model of one provider).
 #[derive(Clone)]
 pub(crate) struct LoopMetrics {
     token_usage: Histogram<u64>,
     duration: Histogram<f64>,
     tool_duration: Histogram<f64>,
+    /// The model requests go to unless they name one, as text and as an
+    /// attribute value.
+    model: (Arc<str>, Value),
+    /// The provider's name, likewise.
+    provider: (Arc<str>, Value),
+}
+
+/// A name as an attribute value: the shared one when it is the same name.
+fn value_of(name: &str, shared: &(Arc<str>, Value)) -> Value {
+    if *name == *shared.0 {
+        shared.1.clone()
+    } else {
+        Value::from(name.to_owned())
+    }
+}
+
+fn shared(name: &str) -> (Arc<str>, Value) {
+    let name: Arc<str> = name.into();
+    (name.clone(), Value::from(name))
 }
 
 impl LoopMetrics {
-    pub(crate) fn new() -> Self {
+    /// The instruments of a loop calling `model` of `provider` by default.
+    pub(crate) fn new(model: &str, provider: &str) -> Self {
         let meter = opentelemetry::global::meter("looopy");
         LoopMetrics {
             token_usage: meter
@@ -42,6 +65,8 @@ impl LoopMetrics {
                 .with_unit("s")
                 .with_description("Duration of tool calls, by tool and failure")
                 .build(),
+            model: shared(model),
+            provider: shared(provider),
         }
     }
 
@@ -52,33 +77,39 @@ impl LoopMetrics {
         elapsed: Duration,
         result: &Result<LlmResponse, LlmError>,
     ) {
-        let mut attrs = vec![
+        // The last slot holds the error type, or the token type.
+        let mut attrs = [
             KeyValue::new("gen_ai.operation.name", "chat"),
-            KeyValue::new("gen_ai.request.model", model.to_owned()),
-            KeyValue::new("gen_ai.provider.name", provider.to_owned()),
+            KeyValue::new("gen_ai.request.model", value_of(model, &self.model)),
+            KeyValue::new("gen_ai.provider.name", value_of(provider, &self.provider)),
+            KeyValue::new("error.type", ""),
         ];
-        if let Err(e) = result {
-            attrs.push(KeyValue::new("error.type", e.kind()));
-        }
-        self.duration.record(elapsed.as_secs_f64(), &attrs);
-        if let Ok(LlmResponse { usage: Some(u), .. }) = result {
-            let mut input = attrs.clone();
-            input.push(KeyValue::new("gen_ai.token.type", "input"));
-            self.token_usage.record(u.input_tokens, &input);
-            attrs.push(KeyValue::new("gen_ai.token.type", "output"));
-            self.token_usage.record(u.output_tokens, &attrs);
+        match result {
+            Err(e) => {
+                attrs[3] = KeyValue::new("error.type", e.kind());
+                self.duration.record(elapsed.as_secs_f64(), &attrs);
+            }
+            Ok(response) => {
+                self.duration.record(elapsed.as_secs_f64(), &attrs[..3]);
+                if let Some(u) = response.usage {
+                    attrs[3] = KeyValue::new("gen_ai.token.type", "input");
+                    self.token_usage.record(u.input_tokens, &attrs);
+                    attrs[3] = KeyValue::new("gen_ai.token.type", "output");
+                    self.token_usage.record(u.output_tokens, &attrs);
+                }
+            }
         }
     }
 
     /// One tool call: how long it took and how it failed, if it did.
     pub(crate) fn record_tool(&self, tool: &str, elapsed: Duration, failure: Option<ToolFailure>) {
-        let mut attrs = vec![
+        let attrs = [
             KeyValue::new("gen_ai.operation.name", "execute_tool"),
             KeyValue::new("gen_ai.tool.name", tool.to_owned()),
+            KeyValue::new("error.type", failure.map_or("", ToolFailure::as_str)),
         ];
-        if let Some(kind) = failure {
-            attrs.push(KeyValue::new("error.type", kind.as_str()));
-        }
-        self.tool_duration.record(elapsed.as_secs_f64(), &attrs);
+        let n = if failure.is_some() { 3 } else { 2 };
+        self.tool_duration
+            .record(elapsed.as_secs_f64(), &attrs[..n]);
     }
 }
