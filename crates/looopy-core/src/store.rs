@@ -197,6 +197,13 @@ pub trait CheckpointStore: Send + Sync {
     /// Forgets a task's checkpoint.
     async fn delete(&self, task_id: &str) -> Result<(), StoreError>;
 
+    /// [`save`](Self::save), given a checkpoint the caller no longer needs
+    /// (the loop's own snapshots): a store that keeps checkpoints as they
+    /// are (in memory) takes it instead of copying it. Default: `save`.
+    async fn save_owned(&self, checkpoint: TaskCheckpoint) -> Result<(), StoreError> {
+        self.save(&checkpoint).await
+    }
+
     /// Whether [`save`](Self::save) finishes without waiting on anything
     /// (the store lives in this process's memory). The loop then saves each
     /// checkpoint in place, as the turn takes it, instead of handing it to a

@@ -105,10 +105,11 @@ impl CheckpointWriter {
             CheckpointWriter::Off => {}
             CheckpointWriter::InPlace { store, emit } => {
                 let checkpoint = checkpoint_of(cx, snapshot);
-                let (store, emit) = (store.clone(), emit.clone());
+                let (iteration, messages) = (checkpoint.iteration, checkpoint.messages.len());
+                let (store, emit, task_id) = (store.clone(), emit.clone(), cx.task_id.clone());
                 let mut save = Box::pin(async move {
-                    let saved = store.save(&checkpoint).await;
-                    report(&emit, &checkpoint, saved);
+                    let saved = store.save_owned(checkpoint).await;
+                    report(&emit, &task_id, iteration, messages, saved);
                 });
                 let mut poll = std::task::Context::from_waker(std::task::Waker::noop());
                 if save.as_mut().poll(&mut poll).is_pending() {
@@ -134,11 +135,19 @@ impl CheckpointWriter {
 }
 
 /// Emits a saved checkpoint's event, or logs why it failed.
-fn report(emit: &Emitter, checkpoint: &TaskCheckpoint, saved: Result<(), StoreError>) {
+/// (`iteration` and `messages`: the checkpoint's, read before the store
+/// took it).
+fn report(
+    emit: &Emitter,
+    task_id: &str,
+    iteration: u32,
+    messages: usize,
+    saved: Result<(), StoreError>,
+) {
     match saved {
-        Ok(()) => emit.checkpoint(checkpoint.iteration, checkpoint.messages.len()),
+        Ok(()) => emit.checkpoint(iteration, messages),
         Err(error) => {
-            tracing::warn!(task_id = %checkpoint.task_id, %error, "checkpoint failed; the turn continues without it");
+            tracing::warn!(task_id, %error, "checkpoint failed; the turn continues without it");
         }
     }
 }
@@ -162,8 +171,10 @@ async fn write_newest(
             take(more);
         }
         if let Some(checkpoint) = newest {
-            let saved = store.save(&checkpoint).await;
-            report(&emit, &checkpoint, saved);
+            let (iteration, messages) = (checkpoint.iteration, checkpoint.messages.len());
+            let task_id = checkpoint.task_id.clone();
+            let saved = store.save_owned(*checkpoint).await;
+            report(&emit, &task_id, iteration, messages, saved);
         }
         for done in flushes {
             let _ = done.send(());

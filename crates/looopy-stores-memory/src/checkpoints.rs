@@ -48,7 +48,10 @@ impl MemoryCheckpointStore {
 #[async_trait]
 impl CheckpointStore for MemoryCheckpointStore {
     async fn save(&self, checkpoint: &TaskCheckpoint) -> Result<(), StoreError> {
-        let checkpoint = checkpoint.clone();
+        self.save_owned(checkpoint.clone()).await
+    }
+
+    async fn save_owned(&self, checkpoint: TaskCheckpoint) -> Result<(), StoreError> {
         let previous = lock(&self.checkpoints).insert(checkpoint.task_id.clone(), checkpoint);
         drop(previous); // freed outside the lock
         Ok(())

@@ -9,7 +9,8 @@ use super::fixtures::{TASK_STATES, at, full_checkpoint, full_message};
 use super::{UniqueIds, ok};
 
 /// Checks a [`CheckpointStore`]: round trips of every field and state,
-/// replacement, isolation between tasks, delete, missing tasks.
+/// replacement (by `save` and `save_owned`), isolation between tasks,
+/// delete, missing tasks.
 pub async fn task_state_store(store: Arc<dyn CheckpointStore>, ids: &UniqueIds) {
     let task = ids.next("task");
     let context = ids.next("ctx");
@@ -60,9 +61,21 @@ pub async fn task_state_store(store: Arc<dyn CheckpointStore>, ids: &UniqueIds) 
     }
     assert_eq!(
         ok(store.load(&task).await, "load after saving other tasks"),
-        Some(next),
+        Some(next.clone()),
         "saving other tasks must not change this one"
     );
+
+    // A checkpoint handed over (`save_owned`) is stored as `save` stores it.
+    let mut owned = next.clone();
+    owned.iteration += 1;
+    owned.messages.push(full_message("handed over", 100));
+    ok(store.save_owned(owned.clone()).await, "save_owned");
+    assert_eq!(
+        ok(store.load(&task).await, "load after save_owned"),
+        Some(owned),
+        "save_owned must replace the checkpoint as save does"
+    );
+    ok(store.save(&next).await, "save after save_owned");
 
     // An empty history round-trips too.
     let empty_task = ids.next("task");
