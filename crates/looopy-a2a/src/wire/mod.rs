@@ -6,6 +6,9 @@
 mod message;
 mod v03;
 mod v1;
+mod v1_stream;
+
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use looopy_core::{AgentEvent, Message, TaskState};
@@ -128,8 +131,8 @@ trait WireFormat: Sync {
     fn encode_send_response(&self, r: &SendResponse) -> Value;
     /// A stream item in its typed form; `None` for internal events.
     fn stream_result(&self, e: &StreamEvent) -> Option<StreamResult>;
-    /// A logged event as a stream item, borrowed (no copy of the event).
-    fn update_result(&self, e: &AgentEvent) -> Option<StreamResult>;
+    /// A logged event as a stream item; `None` for internal events.
+    fn update_result(&self, e: &Arc<AgentEvent>) -> Option<StreamResult>;
     fn encode_send_params(&self, r: &SendRequest) -> Value;
     fn decode_send_response(&self, value: Value) -> Result<SendResponse, String>;
     fn decode_task(&self, value: Value) -> Result<TaskSnapshot, String>;
@@ -158,7 +161,7 @@ impl WireFormat for V03 {
     fn stream_result(&self, e: &StreamEvent) -> Option<StreamResult> {
         v03::stream_result(e).map(|r| StreamResult::V03(Box::new(r)))
     }
-    fn update_result(&self, e: &AgentEvent) -> Option<StreamResult> {
+    fn update_result(&self, e: &Arc<AgentEvent>) -> Option<StreamResult> {
         v03::update_result(e).map(|r| StreamResult::V03(Box::new(r)))
     }
     fn encode_send_params(&self, r: &SendRequest) -> Value {
@@ -194,8 +197,10 @@ impl WireFormat for V1 {
     fn stream_result(&self, e: &StreamEvent) -> Option<StreamResult> {
         v1::stream_result(e).map(|r| StreamResult::V1(Box::new(r)))
     }
-    fn update_result(&self, e: &AgentEvent) -> Option<StreamResult> {
-        v1::update_result(e).map(|r| StreamResult::V1(Box::new(r)))
+    fn update_result(&self, e: &Arc<AgentEvent>) -> Option<StreamResult> {
+        // Written from the shared event itself, not from a copy in the
+        // `a2a-lf` types.
+        v1_stream::StreamUpdate::of(e).map(StreamResult::V1Update)
     }
     fn encode_send_params(&self, r: &SendRequest) -> Value {
         v1::encode_send_params(r)
@@ -229,6 +234,8 @@ pub(crate) enum StreamResult {
     /// A 1.0 `StreamResponse` (boxed, as the 0.3 form: both are large,
     /// and items queue).
     V1(Box<a2a::StreamResponse>),
+    /// A logged event in the 1.0 form, written from the event itself.
+    V1Update(v1_stream::StreamUpdate),
     /// A 0.3 object tagged by `kind`.
     V03(Box<v03::StreamResult03>),
 }
@@ -326,7 +333,7 @@ pub(crate) fn stream_result(v: ProtocolVersion, e: &StreamEvent) -> Option<Strea
 
 /// The stream result for a logged event, read from the shared event
 /// itself; `None` for events that never leave the process.
-pub(crate) fn update_result(v: ProtocolVersion, e: &AgentEvent) -> Option<StreamResult> {
+pub(crate) fn update_result(v: ProtocolVersion, e: &Arc<AgentEvent>) -> Option<StreamResult> {
     format(v).update_result(e)
 }
 
@@ -355,28 +362,50 @@ pub(crate) fn decode_stream_event(v: ProtocolVersion, value: Value) -> Result<St
 
 #[cfg(test)]
 mod tests {
-    use looopy_core::{Artifact, EventPayload, Part, TaskStatus};
+    use looopy_core::{Artifact, EventPayload, FileContent, Part, TaskStatus};
     use serde_json::json;
 
     use super::*;
 
-    fn event(payload: EventPayload) -> AgentEvent {
-        AgentEvent::new("t-1".into(), "c-1".into(), payload)
+    fn event(payload: EventPayload) -> Arc<AgentEvent> {
+        Arc::new(AgentEvent::new("t-1".into(), "c-1".into(), payload))
     }
 
-    /// One event of each kind a stream carries.
-    fn events() -> Vec<AgentEvent> {
+    /// One event of each kind a stream carries, with every optional field
+    /// the stream form writes (metadata, names, descriptions, each part kind).
+    fn events() -> Vec<Arc<AgentEvent>> {
         let mut metadata = Map::new();
         metadata.insert("k".into(), json!({"n": 1}));
+        metadata.insert("a".into(), json!([true, null, "x"]));
+        let file = |uri: Option<&str>, bytes: Option<&str>| Part::File {
+            file: FileContent {
+                name: Some("f.txt".into()),
+                mime_type: Some("text/plain".into()),
+                uri: uri.map(Into::into),
+                bytes: bytes.map(Into::into),
+            },
+        };
+        let mut rich = Message::assistant("the report");
+        rich.parts.push(Part::Data {
+            data: json!({"rows": [1, 2]}),
+        });
+        rich.parts
+            .push(file(Some("https://example.com/f.txt"), None));
+        rich.parts.push(file(None, Some("aGVsbG8=")));
+        rich.metadata = metadata.clone();
         vec![
             event(EventPayload::Task {
                 status: TaskStatus::new(TaskState::Submitted),
                 metadata: Map::new(),
             }),
+            event(EventPayload::Task {
+                status: TaskStatus::new(TaskState::Submitted),
+                metadata: metadata.clone(),
+            }),
             event(EventPayload::StatusUpdate {
                 status: TaskStatus::new(TaskState::Working),
                 is_final: false,
-                metadata,
+                metadata: metadata.clone(),
             }),
             event(EventPayload::ArtifactUpdate {
                 artifact: Artifact {
@@ -389,11 +418,27 @@ mod tests {
                 append: true,
                 last_chunk: false,
             }),
+            event(EventPayload::ArtifactUpdate {
+                artifact: Artifact {
+                    artifact_id: "a-2".into(),
+                    name: None,
+                    description: Some("rows".into()),
+                    parts: rich.parts.clone(),
+                    metadata: metadata.clone(),
+                },
+                append: false,
+                last_chunk: true,
+            }),
             event(EventPayload::StatusUpdate {
                 status: TaskStatus::new(TaskState::InputRequired)
                     .with_message(Message::assistant("which city?")),
                 is_final: true,
                 metadata: Map::new(),
+            }),
+            event(EventPayload::StatusUpdate {
+                status: TaskStatus::new(TaskState::Completed).with_message(rich),
+                is_final: true,
+                metadata,
             }),
         ]
     }
@@ -418,16 +463,17 @@ mod tests {
                 }
                 let bare: Value = serde_json::from_str(&result.frame(None)).unwrap();
                 assert_eq!(bare, value, "{v:?} {}", e.kind());
-                // The typed item of a stream event is the logged event's.
-                let item = stream_result(v, &StreamEvent::Update(e.clone())).unwrap();
-                assert_eq!(item.to_value(), value);
+                // The typed item of a stream event is the logged event's
+                // (in 1.0, the `a2a-lf` types against the borrowed writer).
+                let item = stream_result(v, &StreamEvent::Update((*e).clone())).unwrap();
+                assert_eq!(item.to_value(), value, "{v:?} {}", e.kind());
             }
         }
     }
 
     #[test]
     fn an_artifact_chunk_is_framed_as_each_version_spells_it() {
-        let chunk = &events()[2];
+        let chunk = &events()[3];
         let v1: Value = serde_json::from_str(
             &update_result(ProtocolVersion::V1_0, chunk)
                 .unwrap()

@@ -44,7 +44,7 @@ pub(super) fn state(s: TaskState) -> a2a::TaskState {
     }
 }
 
-fn part(p: &Part) -> a2a::Part {
+pub(super) fn part(p: &Part) -> a2a::Part {
     match p {
         Part::Text { text } => a2a::Part::text(text.clone()),
         Part::Data { data } => a2a::Part::data(data.clone()),
@@ -156,11 +156,6 @@ pub(super) fn stream_result(e: &StreamEvent) -> Option<StreamResponse> {
         StreamEvent::Message(m) => StreamResponse::Message(wire_message(m)),
         StreamEvent::Update(event) => stream_response(event)?,
     })
-}
-
-/// The `StreamResponse` of a logged event; `None` for events that never leave.
-pub(super) fn update_result(e: &AgentEvent) -> Option<StreamResponse> {
-    stream_response(e)
 }
 
 fn stream_response(e: &AgentEvent) -> Option<StreamResponse> {
@@ -519,7 +514,7 @@ mod tests {
                 metadata: Map::new(),
             },
         );
-        let v = serde_json::to_value(update_result(&e).unwrap()).unwrap();
+        let v = serde_json::to_value(stream_response(&e).unwrap()).unwrap();
         let u = &v["statusUpdate"];
         assert_eq!(u["taskId"], "t");
         assert_eq!(u["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
