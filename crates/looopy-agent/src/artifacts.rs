@@ -222,6 +222,11 @@ fn artifacts_of(metadata: &serde_json::Map<String, Value>) -> Vec<Artifact> {
     }
 }
 
+/// Whether [`strip_tool_artifacts`] has anything to change in `message`.
+pub(crate) fn has_tool_artifacts(message: &Message) -> bool {
+    message.metadata.contains_key(TOOL_ARTIFACTS_KEY)
+}
+
 /// Replaces tool-made artifacts in a tool message's metadata by their ids.
 pub(crate) fn strip_tool_artifacts(message: &mut Message) {
     if let Some(value) = message.metadata.remove(TOOL_ARTIFACTS_KEY) {

@@ -18,6 +18,7 @@
 //! an error result, because a provider refuses a call without a result.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use looopy_core::approval::{ApprovalDecision, ApprovalRequest, Decision};
 use looopy_core::{History, Message, Part, Role, ToolCall, ToolFailure, ToolResult, ToolSignal};
@@ -279,16 +280,20 @@ fn waiting_in(history: &History, open: &[ToolCall]) -> Vec<ApprovalRequest> {
 /// Closes the calls a turn left open (cancelled, failed): results the
 /// turn's tools returned (seen in `tool-complete` events) are added in the
 /// model's order, the others get an error result saying `why`.
-pub(crate) fn close_open_calls(produced: &mut Vec<Message>, finished: &[ToolResult], why: &str) {
-    let open = open_calls_in(produced.iter());
+pub(crate) fn close_open_calls(
+    produced: &mut Vec<Arc<Message>>,
+    finished: &[ToolResult],
+    why: &str,
+) {
+    let open = open_calls_in(produced.iter().map(|m| &**m));
     for call in open {
         let done = finished.iter().rev().find(|r| {
             r.tool_call_id == call.id && !matches!(r.signal, Some(ToolSignal::InputRequired))
         });
-        produced.push(match done {
+        produced.push(Arc::new(match done {
             Some(r) => r.clone().into_message(),
             None => synthetic(&call, why),
-        });
+        }));
     }
 }
 
@@ -388,13 +393,13 @@ mod tests {
 
     #[test]
     fn close_uses_finished_results_then_errors() {
-        let mut produced = vec![
+        let mut produced: Vec<Arc<Message>> = vec![Arc::new(
             LlmResponse::tool_calls(
                 "",
                 vec![ToolCall::new("x", "t", "{}"), ToolCall::new("y", "t", "{}")],
             )
             .message,
-        ];
+        )];
         close_open_calls(&mut produced, &[ToolResult::text("y", "fine")], "cancelled");
         assert_eq!(produced.len(), 3);
         assert_eq!(produced[1].tool_call_id.as_deref(), Some("x"));

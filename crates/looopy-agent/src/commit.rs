@@ -31,7 +31,7 @@ pub(crate) struct HeldArtifacts<'r> {
 /// store takes them, else before it. Returns why saving failed, if it did.
 pub(crate) async fn finish(
     agent: &Agent,
-    produced: &[Message],
+    produced: &[Arc<Message>],
     record: LastTurn,
     lease: Option<Lease>,
     ended: Option<&str>,
@@ -82,7 +82,7 @@ pub(crate) async fn finish(
             // Released by the commit.
             drop(lease);
             agent.status().held = held.map(|(mark, mut history)| {
-                history.extend(produced.iter().cloned());
+                history.extend_shared(produced.iter().cloned());
                 HeldHistory {
                     mark: HistoryMark {
                         len: mark.len + produced.len(),
@@ -110,7 +110,7 @@ pub(crate) async fn finish(
             {
                 let mut status = agent.status();
                 status.held = None;
-                status.unsaved = produced.to_vec();
+                status.unsaved = owned(produced);
             }
             if let Some(lease) = lease {
                 lease.release().await;
@@ -125,6 +125,13 @@ fn mark_ended(state: &mut looopy_core::store::AgentState, record: LastTurn) {
     state.lifecycle = LifecycleState::Ready;
     state.last_activity = Utc::now();
     state.last_turn = Some(record);
+}
+
+/// Copies of shared messages, for what keeps messages as values (the
+/// messages not saved yet; the store calls of a turn whose end is not one
+/// store operation).
+fn owned(messages: &[Arc<Message>]) -> Vec<Message> {
+    messages.iter().map(|m| Message::clone(m)).collect()
 }
 
 /// Deletes the checkpoint of a turn that ended for good and whose messages
@@ -144,9 +151,10 @@ pub(crate) async fn forget_checkpoint(agent: &Agent, task_id: &str) {
 /// in memory with auto-save off), then the state, one store call each.
 async fn finish_separately(
     agent: &Agent,
-    produced: &[Message],
+    produced: &[Arc<Message>],
     record: LastTurn,
 ) -> Option<String> {
+    let produced = &owned(produced)[..];
     let auto = agent.inner.settings.auto_save;
     let older = std::mem::take(&mut agent.status().unsaved);
     let mut error = None;

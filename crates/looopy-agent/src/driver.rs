@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use tokio::sync::OwnedMutexGuard;
 
 use crate::agent::Agent;
-use crate::artifacts::{ArtifactRecorder, strip_tool_artifacts};
+use crate::artifacts::{ArtifactRecorder, has_tool_artifacts, strip_tool_artifacts};
 use crate::client;
 use crate::commit;
 use crate::compaction::{self, CompactionReport};
@@ -182,11 +182,17 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
         let outcome = handle.outcome();
         let end = outcome.as_ref().map_or(TurnEnd::Error, |o| o.end);
         let base = outcome.as_ref().map_or(base, |o| o.turn_start);
-        let mut produced = handle.history().tail(base);
+        // Shared with the loop's history: saved, kept for the next turn and
+        // reported without a copy each (a message is copied only to change it).
+        let mut produced = handle.history().tail_shared(base);
         if end != TurnEnd::InputRequired {
             client::close_open_calls(&mut produced, &pumped.finished, why_open(end));
         }
-        produced.iter_mut().for_each(strip_tool_artifacts);
+        for message in &mut produced {
+            if has_tool_artifacts(message) {
+                strip_tool_artifacts(Arc::make_mut(message));
+            }
+        }
 
         let state = outcome.as_ref().map_or(TaskState::Failed, |o| o.state);
         let record = LastTurn {
@@ -244,7 +250,7 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
             Start::New(prepared) => std::mem::take(&mut prepared.input),
             Start::Resume { .. } => Vec::new(),
         };
-        new_messages.extend(produced);
+        new_messages.extend(produced.iter().map(|m| Message::clone(m)));
         let message = outcome.as_ref().and_then(|o| o.message.clone());
         let pending_tool_calls = match (&message, end) {
             (Some(m), TurnEnd::InputRequired) => m.tool_calls.clone(),

@@ -150,7 +150,9 @@ async fn a_refused_turn_end_still_stores_the_artifacts_it_carries() {
         .commit_turn(TurnCommit {
             context_id: &ctx,
             lease_owner: Some("not-the-holder"),
-            messages: &[looopy_core::Message::assistant("never saved")],
+            messages: &[std::sync::Arc::new(looopy_core::Message::assistant(
+                "never saved",
+            ))],
             state: None,
             forget_checkpoint: None,
             artifacts: Some(TurnArtifacts {

@@ -52,6 +52,11 @@ impl History {
         }
     }
 
+    /// Appends every shared message of `messages`.
+    pub fn extend_shared(&mut self, messages: impl IntoIterator<Item = Arc<Message>>) {
+        self.items.extend(messages);
+    }
+
     /// The message at `index`.
     pub fn get(&self, index: usize) -> Option<&Message> {
         self.items.get(index).map(|m| &**m)
@@ -76,6 +81,12 @@ impl History {
     /// The messages from `start` on, as an owned vector (clamped to the length).
     pub fn tail(&self, start: usize) -> Vec<Message> {
         self.iter_from(start).map(|m| (**m).clone()).collect()
+    }
+
+    /// The messages from `start` on, shared (clamped to the length): no
+    /// message is copied.
+    pub fn tail_shared(&self, start: usize) -> Vec<Arc<Message>> {
+        self.iter_from(start).cloned().collect()
     }
 
     /// A copy of all messages.

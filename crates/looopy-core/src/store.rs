@@ -223,6 +223,18 @@ pub trait MessageStore: Send + Sync {
     /// Appends messages as one batch: all of them or none, never interleaved
     /// with another batch.
     async fn append(&self, context_id: &str, messages: &[Message]) -> Result<(), StoreError>;
+    /// [`append`](Self::append) of shared messages (an Agent's turn hands
+    /// over the ones its loop made): a store that keeps messages as they
+    /// are (in memory) keeps these without copying them. Default: `append`
+    /// of a copy.
+    async fn append_shared(
+        &self,
+        context_id: &str,
+        messages: &[Arc<Message>],
+    ) -> Result<(), StoreError> {
+        let owned: Vec<Message> = messages.iter().map(|m| (**m).clone()).collect();
+        self.append(context_id, &owned).await
+    }
     /// Messages `range` (clamped to what exists), in order.
     async fn load_range(
         &self,

@@ -75,6 +75,20 @@ impl MessageStore for MemoryMessageStore {
         Ok(())
     }
 
+    async fn append_shared(
+        &self,
+        context_id: &str,
+        messages: &[Arc<Message>],
+    ) -> Result<(), StoreError> {
+        if messages.is_empty() {
+            return Ok(());
+        }
+        let mut contexts = lock(&self.contexts);
+        let history = contexts.entry_or_insert_with(context_id, Vector::new);
+        history.extend(messages.iter().cloned());
+        Ok(())
+    }
+
     async fn load_range(
         &self,
         context_id: &str,

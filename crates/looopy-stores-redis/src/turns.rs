@@ -273,7 +273,7 @@ impl TurnStore for RedisTurnStore {
             .arg(new_epoch());
         add_artifacts(&self.backend, &mut call, ctx, commit.artifacts)?;
         for message in commit.messages {
-            call.arg(serde_json::to_string(message)?);
+            call.arg(serde_json::to_string(&**message)?);
         }
         // Not repeated: a lost reply after the append would append twice.
         let done: i64 = self.backend.script(&call, Retry::Never).await?;

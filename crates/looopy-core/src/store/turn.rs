@@ -116,8 +116,8 @@ pub struct TurnCommit<'a> {
     /// is written ([`StoreError::LeaseLost`] when another owner holds it),
     /// released after.
     pub lease_owner: Option<&'a str>,
-    /// Messages to append to the history.
-    pub messages: &'a [Message],
+    /// Messages to append to the history (shared with the turn's history).
+    pub messages: &'a [Arc<Message>],
     /// The agent state to store.
     pub state: Option<&'a AgentState>,
     /// The task whose checkpoint is deleted (a turn that ended for good).
@@ -291,7 +291,7 @@ pub async fn commit_separately<S: TurnStore + ?Sized>(
     if !commit.messages.is_empty() {
         store
             .messages()
-            .append(commit.context_id, commit.messages)
+            .append_shared(commit.context_id, commit.messages)
             .await?;
     }
     if let (Some(state), Some(states)) = (commit.state, store.states()) {

@@ -110,7 +110,7 @@ pub async fn turn_store(store: Arc<dyn TurnStore>, ids: &UniqueIds) {
             .await,
         "checkpoint",
     );
-    let produced: Vec<Message> = (3..5).map(|n| full_message(&ctx, n)).collect();
+    let produced: Vec<Arc<Message>> = (3..5).map(|n| Arc::new(full_message(&ctx, n))).collect();
     let mut after = state.clone();
     after.turn_count += 1;
     after.last_activity = at(20);
@@ -129,7 +129,12 @@ pub async fn turn_store(store: Arc<dyn TurnStore>, ids: &UniqueIds) {
     );
     let stored = ok(messages.load(&ctx).await, "load after a commit");
     assert_eq!(stored[..3], earlier[..]);
-    assert_eq!(stored[3..], produced[..], "the commit appends the messages");
+    let produced_values: Vec<Message> = produced.iter().map(|m| Message::clone(m)).collect();
+    assert_eq!(
+        stored[3..],
+        produced_values[..],
+        "the commit appends the messages"
+    );
     assert_eq!(
         ok(states.load(&ctx).await, "state after a commit"),
         Some(after.clone())
@@ -302,7 +307,7 @@ async fn stale_commit(store: &dyn TurnStore, ids: &UniqueIds) {
         .commit_turn(TurnCommit {
             context_id: &ctx,
             lease_owner: Some(&stale),
-            messages: &[Message::user("stale")],
+            messages: &[Arc::new(Message::user("stale"))],
             state: Some(&state),
             forget_checkpoint: None,
             artifacts: None,
