@@ -37,7 +37,7 @@ const BENCHES: &[(&str, &str, &str)] = &[
     (
         "looopy-bench",
         "serve_e2e",
-        "`looopy serve` end to end: A2A 1.0 streaming turns from 1, 100 and 1,000 concurrent clients, each turn three streamed model calls and four local Rust tools against a fast OpenAI-compatible mock in its own process; beside it in the same run `looopy serve` with a memory store keeping few conversations, the library path (`AgentLoop` + `LiteLlmProvider` in an axum SSE handler), a floor (an axum SSE handler running a bare reqwest loop, same events) and a peer (the official a2a-server-lf crate hosting the same loop): turns/s, first SSE event, server CPU per turn, server peak RSS",
+        "`looopy serve` end to end: A2A 1.0 streaming turns from 1, 100 and 1,000 concurrent clients, each turn three streamed model calls and four local Rust tools against a fast OpenAI-compatible mock in its own process; beside it in the same run `looopy serve` with a memory store keeping few conversations, the library path (`AgentLoop` + `LiteLlmProvider` in an axum SSE handler), looopy's A2A server running that loop without the Agent (`A2aServer` + `LoopRunner`), a floor (an axum SSE handler running a bare reqwest loop, same events) and a peer (the official a2a-server-lf crate hosting the same loop): turns/s, first SSE event, server CPU per turn, server peak RSS",
     ),
     (
         "looopy-bench",

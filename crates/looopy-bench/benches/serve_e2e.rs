@@ -8,12 +8,18 @@
 //! - the floor: an axum SSE handler running a bare reqwest loop for the
 //!   same workload and streaming as many events per turn;
 //! - the peer: the official Rust A2A server crate (`a2a-server-lf`)
-//!   hosting the same bare loop.
+//!   hosting the same bare loop;
+//! - the library path (`AgentLoop` in an axum SSE handler) and the A2A
+//!   server without the Agent (`A2aServer` + `LoopRunner`), which split
+//!   what `looopy serve` adds to the loop between its A2A server and its
+//!   Agent.
 //!
 //! Each server runs in a fresh child process per case (this binary with
 //! `BENCH_ROLE`), so that its CPU time and peak RSS are its own.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "serve/a2a_loop.rs"]
+mod a2a_loop;
 #[path = "serve/client.rs"]
 mod client;
 #[path = "serve/floor.rs"]
@@ -51,6 +57,8 @@ enum Server {
     /// `looopy serve` with a memory store that keeps few conversations.
     LooopyFewKept,
     Library,
+    /// looopy's A2A server running the library path's loop, no Agent.
+    A2aLoop,
     Floor,
     Peer,
 }
@@ -70,6 +78,7 @@ impl Server {
             Server::Looopy => "looopy",
             Server::LooopyFewKept => "looopy-few-kept",
             Server::Library => "library",
+            Server::A2aLoop => "a2a-loop",
             Server::Floor => "floor",
             Server::Peer => "peer",
         }
@@ -80,6 +89,7 @@ impl Server {
             Server::Looopy => "looopy serve",
             Server::LooopyFewKept => "looopy serve, memory store keeping few conversations",
             Server::Library => "library path (axum SSE + AgentLoop + LiteLlmProvider)",
+            Server::A2aLoop => "A2A server without the Agent (A2aServer + LoopRunner + AgentLoop)",
             Server::Floor => "floor (axum SSE + bare reqwest loop)",
             Server::Peer => "peer (a2a-server-lf + bare reqwest loop)",
         }
@@ -116,6 +126,7 @@ fn run_server(role: &str) {
         match role {
             "looopy" | "looopy-few-kept" => looopy::serve(&base).await,
             "library" => serve_router(library::router(&base, events)).await,
+            "a2a-loop" => serve_router(a2a_loop::router(&base)).await,
             "floor" => serve_router(floor::router(&base, events)).await,
             "peer" => serve_router(peer::router(&base, events)).await,
             other => panic!("unknown role {other}"),
@@ -200,7 +211,8 @@ fn main() {
         .build()
         .unwrap();
     let mut events = 0;
-    // For profiling one server: BENCH_ONLY=looopy|floor|peer, BENCH_CONCURRENCY=100.
+    // For profiling one server: BENCH_ONLY=<role> (looopy, looopy-few-kept, library,
+    // a2a-loop, floor, peer), BENCH_CONCURRENCY=100.
     let only = std::env::var("BENCH_ONLY").ok();
     let levels: Vec<usize> = match std::env::var("BENCH_CONCURRENCY") {
         Ok(c) => vec![c.parse().expect("BENCH_CONCURRENCY is a number")],
@@ -213,6 +225,7 @@ fn main() {
                 Server::Looopy,
                 Server::LooopyFewKept,
                 Server::Library,
+                Server::A2aLoop,
                 Server::Floor,
                 Server::Peer,
             ] {
@@ -262,6 +275,6 @@ fn main() {
     });
     process::stop(mock);
     comment(
-        "median/p99: time from before the request to the first SSE event the client reads. Each row is a fresh server process (this bench binary with BENCH_ROLE): `looopy serve` is the binary's own `App` and `looopy_cli::serve::serve` (memory store, its looopy.toml defaults, telemetry at info to /dev/null) with two local Rust tools added to `App::tools`, once with its default memory store (which keeps every conversation of a case) and once with `[store] max_entries` at twice the clients, at least 200 (the figure in brackets); the library path is `AgentLoop` + `LiteLlmProvider` (default layers, streaming, the same tools) in an axum SSE handler writing the turn's public events; the floor is an axum SSE handler running a bare reqwest loop; the peer is a2a-server-lf's DefaultRequestHandler and JSON-RPC router hosting the same bare loop. Every server streams its model calls from the same mock (a child process, one Tokio worker) and sends the same number of events per turn (looopy's: task, working, the answer's chunks, final). Server CPU from /proc/<pid>/task/*/sched over the measured turns (warm-up excluded); peak RSS is the server's VmHWM over warm-up and measurement. Clients, servers and the mock share the machine's cores, so turns/s are ratios of one run, not capacities. Budgets: looopy >= 0.7x the floor's turns/s at concurrency 100 and ahead of the peer; first SSE event p99 <= 5 ms at concurrency 100; server CPU per turn <= 2x the library path's; peak RSS within 1.2x the floor's.",
+        "median/p99: time from before the request to the first SSE event the client reads. Each row is a fresh server process (this bench binary with BENCH_ROLE): `looopy serve` is the binary's own `App` and `looopy_cli::serve::serve` (memory store, its looopy.toml defaults, telemetry at info to /dev/null) with two local Rust tools added to `App::tools`, once with its default memory store (which keeps every conversation of a case) and once with `[store] max_entries` at twice the clients, at least 200 (the figure in brackets); the library path is `AgentLoop` + `LiteLlmProvider` (default layers, streaming, the same tools) in an axum SSE handler writing the turn's public events; the A2A server without the Agent is looopy's `A2aServer` on the memory stores running that same loop through a `LoopRunner` (what looopy's A2A layer adds to the loop; `looopy serve` adds the Agent to it); the floor is an axum SSE handler running a bare reqwest loop; the peer is a2a-server-lf's DefaultRequestHandler and JSON-RPC router hosting the same bare loop. Every server streams its model calls from the same mock (a child process, one Tokio worker) and sends the same number of events per turn (looopy's: task, working, the answer's chunks, final). Server CPU from /proc/<pid>/task/*/sched over the measured turns (warm-up excluded); peak RSS is the server's VmHWM over warm-up and measurement. Clients, servers and the mock share the machine's cores, so turns/s are ratios of one run, not capacities. Budgets: looopy >= 0.7x the floor's turns/s at concurrency 100 and ahead of the peer; first SSE event p99 <= 5 ms at concurrency 100; server CPU per turn <= 2x the library path's; peak RSS within 1.2x the floor's.",
     );
 }
