@@ -159,7 +159,11 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
             finished: Vec::new(),
         };
         let lost = turn.lease.as_ref().map(Lease::lost).unwrap_or_default();
-        let run = AssertUnwindSafe(pump(stream, &turn.tx, &mut recorder, &mut pumped, warnings))
+        let reader = Reader {
+            tx: &turn.tx,
+            wants_results: wants(&turn.input.settings, DRIVER_READS),
+        };
+        let run = AssertUnwindSafe(pump(stream, reader, &mut recorder, &mut pumped, warnings))
             .catch_unwind();
         // The lease is renewed while the turn runs, on this future.
         let run = renewing(turn.lease.as_ref().map(Lease::renewal), run);
@@ -291,20 +295,44 @@ fn abandon(turn: TurnRun) {
 /// the results of a turn that ends early are kept).
 const DRIVER_READS: InternalEvents = InternalEvents::TOOL_COMPLETE;
 
+/// Whether the turn's caller asked for `events` (internal events it did
+/// not narrow are all built, so all asked for).
+fn wants(settings: &looopy_loop::TurnSettings, events: InternalEvents) -> bool {
+    settings
+        .internal_events
+        .is_none_or(|wanted| wanted.contains(events))
+}
+
+/// Where the turn's events go.
+struct Reader<'a> {
+    tx: &'a UnboundedSender<AgentEvent>,
+    /// Whether the caller asked for the tool results (`internal:tool-complete`)
+    /// that the driver has built for itself: when not, each is taken from
+    /// its event, which goes no further, instead of copied.
+    wants_results: bool,
+}
+
 /// Forwards the loop's events, writing artifacts on the way, and the
 /// Agent's own `after_first` events after the first of them; keeps the
 /// final event back.
 async fn pump(
     mut stream: TurnStream,
-    tx: &UnboundedSender<AgentEvent>,
+    reader: Reader<'_>,
     recorder: &mut ArtifactRecorder,
     pumped: &mut Pumped,
     after_first: Vec<AgentEvent>,
 ) {
+    let tx = reader.tx;
     let mut after_first = after_first.into_iter();
     while let Some(event) = stream.next().await {
         if event.is_final() {
             pumped.final_event = Some(event);
+            continue;
+        }
+        if !reader.wants_results && matches!(*event.payload, EventPayload::ToolComplete { .. }) {
+            if let EventPayload::ToolComplete { result, .. } = *event.payload {
+                keep_result(result, tx, recorder, pumped).await;
+            }
             continue;
         }
         let result = match &*event.payload {
@@ -325,12 +353,23 @@ async fn pump(
             let _ = tx.unbounded_send(extra);
         }
         if let Some(result) = result {
-            for artifact_event in recorder.tool_artifacts(&result).await {
-                let _ = tx.unbounded_send(artifact_event);
-            }
-            pumped.finished.push(result);
+            keep_result(result, tx, recorder, pumped).await;
         }
     }
+}
+
+/// Announces the artifacts a finished tool call made and keeps its result
+/// (for the calls a turn that ends early leaves open).
+async fn keep_result(
+    result: ToolResult,
+    tx: &UnboundedSender<AgentEvent>,
+    recorder: &mut ArtifactRecorder,
+    pumped: &mut Pumped,
+) {
+    for artifact_event in recorder.tool_artifacts(&result).await {
+        let _ = tx.unbounded_send(artifact_event);
+    }
+    pumped.finished.push(result);
 }
 
 fn why_open(end: TurnEnd) -> &'static str {

@@ -3,8 +3,10 @@
 
 mod support;
 
+use looopy_agent::TurnOptions;
 use looopy_agent::{TOOL_ARTIFACT_IDS_KEY, TOOL_ARTIFACTS_KEY};
 use looopy_core::{EventPayload, FinishReason, LlmChunk, LlmResponse, Part, Role};
+use looopy_loop::{InternalEvents, TurnSettings};
 use looopy_testkit::ScriptedLlm;
 use support::*;
 
@@ -88,6 +90,41 @@ async fn artifacts_made_by_tools_are_stored_announced_and_referenced() {
     let stored = stores.messages.load("c-tool-art").await.unwrap();
     let tool = stored.iter().find(|m| m.role == Role::Tool).unwrap();
     assert!(!tool.metadata.contains_key(TOOL_ARTIFACTS_KEY));
+    assert_eq!(
+        tool.metadata[TOOL_ARTIFACT_IDS_KEY],
+        serde_json::json!(["chart-k1"])
+    );
+}
+
+#[tokio::test]
+async fn a_caller_that_asks_for_no_internal_events_gets_none_yet_tool_artifacts_are_kept() {
+    let stores = looopy_stores_memory::stores();
+    let llm = ScriptedLlm::new()
+        .respond(call("chart", &["k1"]))
+        .respond(LlmResponse::text("Here is your chart."));
+    let agent = tool_agent("c-quiet", &llm, &stores);
+    // The driver builds the tool results for itself (`internal:tool-complete`);
+    // this caller did not ask for them.
+    let settings = TurnSettings::new().with_internal_events(InternalEvents::NONE);
+    let t = start_turn(&agent, "draw", TurnOptions::new().with_settings(settings)).await;
+    let (events, s) = t.collect_all().await;
+    let s = s.unwrap();
+    assert!(
+        events.iter().all(|e| !e.is_internal()),
+        "no internal event reaches the caller: {:?}",
+        events.iter().map(|e| e.kind()).collect::<Vec<_>>()
+    );
+    let announced: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &*e.payload {
+            EventPayload::ArtifactUpdate { artifact, .. } => Some(artifact.artifact_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(announced.contains(&"chart-k1"), "announced: {announced:?}");
+    assert!(s.artifact_ids.contains(&"chart-k1".to_owned()));
+    let stored = stores.messages.load("c-quiet").await.unwrap();
+    let tool = stored.iter().find(|m| m.role == Role::Tool).unwrap();
     assert_eq!(
         tool.metadata[TOOL_ARTIFACT_IDS_KEY],
         serde_json::json!(["chart-k1"])
