@@ -13,7 +13,6 @@ use looopy_loop::AgentLoop;
 use looopy_testkit::ScriptedLlm;
 use opentelemetry::KeyValue;
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
-use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
 use support::*;
 
 /// A point: its attributes as `key=value`, sorted, then its count and sum.
@@ -57,11 +56,7 @@ fn attrs(list: &[&str]) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn each_model_call_is_measured_with_its_model_provider_and_tokens() {
-    let exporter = InMemoryMetricExporter::default();
-    let provider = SdkMeterProvider::builder()
-        .with_reader(PeriodicReader::builder(exporter.clone()).build())
-        .build();
-    opentelemetry::global::set_meter_provider(provider.clone());
+    let (exporter, provider) = install_metrics();
 
     let usage = |input, output| Usage {
         input_tokens: input,

@@ -11,7 +11,6 @@ use looopy_core::{History, Message, ToolResult, TurnContext};
 use looopy_loop::AgentLoop;
 use opentelemetry::KeyValue;
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
-use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
 use support::*;
 
 /// `(tool name, error.type, count)` of every `looopy.tool.duration` point.
@@ -47,11 +46,7 @@ fn tool_points(exported: &[ResourceMetrics]) -> Vec<(String, Option<String>, u64
 
 #[tokio::test(flavor = "multi_thread")]
 async fn each_tool_call_is_measured_with_its_failure_kind() {
-    let exporter = InMemoryMetricExporter::default();
-    let provider = SdkMeterProvider::builder()
-        .with_reader(PeriodicReader::builder(exporter.clone()).build())
-        .build();
-    opentelemetry::global::set_meter_provider(provider.clone());
+    let (exporter, provider) = install_metrics();
 
     let tools = FnTools::new()
         .tool("hang", |call, _| async move {

@@ -155,3 +155,20 @@ pub async fn drain(mut s: TurnStream) -> Vec<AgentEvent> {
 
 #[allow(unused_imports)] // not every test binary needs them
 pub use looopy_testkit::events::{final_event, final_metadata as final_meta, kinds};
+
+/// Installs an in-memory meter provider as the global one (a loop takes its
+/// instruments from it when built); read the exporter after
+/// `provider.force_flush()`. For a test binary of its own: the global
+/// provider is the process's.
+pub fn install_metrics() -> (
+    opentelemetry_sdk::metrics::InMemoryMetricExporter,
+    opentelemetry_sdk::metrics::SdkMeterProvider,
+) {
+    use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
+    let exporter = InMemoryMetricExporter::default();
+    let provider = SdkMeterProvider::builder()
+        .with_reader(PeriodicReader::builder(exporter.clone()).build())
+        .build();
+    opentelemetry::global::set_meter_provider(provider.clone());
+    (exporter, provider)
+}
