@@ -329,47 +329,44 @@ async fn pump(
             pumped.final_event = Some(event);
             continue;
         }
-        if !reader.wants_results && matches!(*event.payload, EventPayload::ToolComplete { .. }) {
-            if let EventPayload::ToolComplete { result, .. } = *event.payload {
-                keep_result(result, tx, recorder, pumped).await;
+        let result = if !reader.wants_results
+            && matches!(*event.payload, EventPayload::ToolComplete { .. })
+        {
+            // Built for this driver only: the result is taken, and the
+            // event goes no further.
+            match *event.payload {
+                EventPayload::ToolComplete { result, .. } => Some(result),
+                _ => None,
             }
-            continue;
-        }
-        let result = match &*event.payload {
-            EventPayload::ArtifactUpdate { .. } => {
-                recorder.observe(&event).await;
-                None
+        } else {
+            let result = match &*event.payload {
+                EventPayload::ArtifactUpdate { .. } => {
+                    recorder.observe(&event).await;
+                    None
+                }
+                EventPayload::ToolStart { .. } => {
+                    // The tool may read the conversation's artifacts.
+                    recorder.write_held().await;
+                    None
+                }
+                EventPayload::ToolComplete { result, .. } => Some(result.clone()),
+                _ => None,
+            };
+            let _ = tx.unbounded_send(event);
+            for extra in after_first.by_ref() {
+                let _ = tx.unbounded_send(extra);
             }
-            EventPayload::ToolStart { .. } => {
-                // The tool may read the conversation's artifacts.
-                recorder.write_held().await;
-                None
-            }
-            EventPayload::ToolComplete { result, .. } => Some(result.clone()),
-            _ => None,
+            result
         };
-        let _ = tx.unbounded_send(event);
-        for extra in after_first.by_ref() {
-            let _ = tx.unbounded_send(extra);
-        }
+        // A finished call: its artifacts are announced, its result kept
+        // (for the calls a turn that ends early leaves open).
         if let Some(result) = result {
-            keep_result(result, tx, recorder, pumped).await;
+            for artifact_event in recorder.tool_artifacts(&result).await {
+                let _ = tx.unbounded_send(artifact_event);
+            }
+            pumped.finished.push(result);
         }
     }
-}
-
-/// Announces the artifacts a finished tool call made and keeps its result
-/// (for the calls a turn that ends early leaves open).
-async fn keep_result(
-    result: ToolResult,
-    tx: &UnboundedSender<AgentEvent>,
-    recorder: &mut ArtifactRecorder,
-    pumped: &mut Pumped,
-) {
-    for artifact_event in recorder.tool_artifacts(&result).await {
-        let _ = tx.unbounded_send(artifact_event);
-    }
-    pumped.finished.push(result);
 }
 
 fn why_open(end: TurnEnd) -> &'static str {
