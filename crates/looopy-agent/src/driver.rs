@@ -161,7 +161,10 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
         let lost = turn.lease.as_ref().map(Lease::lost).unwrap_or_default();
         let reader = Reader {
             tx: &turn.tx,
-            wants_results: wants(&turn.input.settings, DRIVER_READS),
+            // Not narrowed: every internal event is built, and asked for.
+            wants_results: (turn.input.settings.internal_events)
+                .unwrap_or_default()
+                .contains(DRIVER_READS),
         };
         let run = AssertUnwindSafe(pump(stream, reader, &mut recorder, &mut pumped, warnings))
             .catch_unwind();
@@ -254,7 +257,7 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
             Start::New(prepared) => std::mem::take(&mut prepared.input),
             Start::Resume { .. } => Vec::new(),
         };
-        new_messages.extend(produced.iter().map(|m| Message::clone(m)));
+        new_messages.extend(commit::owned(&produced));
         let message = outcome.as_ref().and_then(|o| o.message.clone());
         let pending_tool_calls = match (&message, end) {
             (Some(m), TurnEnd::InputRequired) => m.tool_calls.clone(),
@@ -294,14 +297,6 @@ fn abandon(turn: TurnRun) {
 /// caller asked for none: tool results (their artifacts are saved, and
 /// the results of a turn that ends early are kept).
 const DRIVER_READS: InternalEvents = InternalEvents::TOOL_COMPLETE;
-
-/// Whether the turn's caller asked for `events` (internal events it did
-/// not narrow are all built, so all asked for).
-fn wants(settings: &looopy_loop::TurnSettings, events: InternalEvents) -> bool {
-    settings
-        .internal_events
-        .is_none_or(|wanted| wanted.contains(events))
-}
 
 /// Where the turn's events go.
 struct Reader<'a> {

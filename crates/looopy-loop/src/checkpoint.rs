@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use looopy_core::store::{CheckpointStore, HistoryMark, StreamedAnswer, TaskCheckpoint};
-use looopy_core::{History, Role, StoreError, TaskState, ToolCall, ToolResult, TurnContext, Usage};
+use looopy_core::{History, Role, TaskState, ToolCall, ToolResult, TurnContext, Usage};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::events::Emitter;
@@ -105,11 +105,9 @@ impl CheckpointWriter {
             CheckpointWriter::Off => {}
             CheckpointWriter::InPlace { store, emit } => {
                 let checkpoint = checkpoint_of(cx, snapshot);
-                let (iteration, messages) = (checkpoint.iteration, checkpoint.messages.len());
                 let (store, emit, task_id) = (store.clone(), emit.clone(), cx.task_id.clone());
                 let mut save = Box::pin(async move {
-                    let saved = store.save_owned(checkpoint).await;
-                    report(&emit, &task_id, iteration, messages, saved);
+                    save_reported(&*store, checkpoint, &task_id, &emit).await;
                 });
                 let mut poll = std::task::Context::from_waker(std::task::Waker::noop());
                 if save.as_mut().poll(&mut poll).is_pending() {
@@ -134,17 +132,16 @@ impl CheckpointWriter {
     }
 }
 
-/// Emits a saved checkpoint's event, or logs why it failed.
-/// (`iteration` and `messages`: the checkpoint's, read before the store
-/// took it).
-fn report(
-    emit: &Emitter,
+/// Hands a checkpoint to the store, then emits its event, or logs why the
+/// save failed (`task_id`: the checkpoint's, which the store takes).
+async fn save_reported(
+    store: &dyn CheckpointStore,
+    checkpoint: TaskCheckpoint,
     task_id: &str,
-    iteration: u32,
-    messages: usize,
-    saved: Result<(), StoreError>,
+    emit: &Emitter,
 ) {
-    match saved {
+    let (iteration, messages) = (checkpoint.iteration, checkpoint.messages.len());
+    match store.save_owned(checkpoint).await {
         Ok(()) => emit.checkpoint(iteration, messages),
         Err(error) => {
             tracing::warn!(task_id, %error, "checkpoint failed; the turn continues without it");
@@ -171,10 +168,8 @@ async fn write_newest(
             take(more);
         }
         if let Some(checkpoint) = newest {
-            let (iteration, messages) = (checkpoint.iteration, checkpoint.messages.len());
             let task_id = checkpoint.task_id.clone();
-            let saved = store.save_owned(*checkpoint).await;
-            report(&emit, &task_id, iteration, messages, saved);
+            save_reported(&*store, *checkpoint, &task_id, &emit).await;
         }
         for done in flushes {
             let _ = done.send(());

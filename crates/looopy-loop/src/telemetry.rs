@@ -24,25 +24,24 @@ pub(crate) struct LoopMetrics {
     token_usage: Histogram<u64>,
     duration: Histogram<f64>,
     tool_duration: Histogram<f64>,
-    /// The model requests go to unless they name one, as text and as an
-    /// attribute value.
-    model: (Arc<str>, Value),
-    /// The provider's name, likewise.
-    provider: (Arc<str>, Value),
+    /// The model requests go to unless they name one, as an attribute value.
+    model: Value,
+    /// The provider's name, as an attribute value.
+    provider: Value,
 }
 
-/// A name as an attribute value: the shared one when it is the same name.
-fn value_of(name: &str, shared: &(Arc<str>, Value)) -> Value {
-    if *name == *shared.0 {
-        shared.1.clone()
+/// A name as an attribute value: the shared one when it is the same name
+/// (cloning it shares its text).
+fn value_of(name: &str, shared: &Value) -> Value {
+    if shared.as_str() == name {
+        shared.clone()
     } else {
         Value::from(name.to_owned())
     }
 }
 
-fn shared(name: &str) -> (Arc<str>, Value) {
-    let name: Arc<str> = name.into();
-    (name.clone(), Value::from(name))
+fn shared(name: &str) -> Value {
+    Value::from(Arc::<str>::from(name))
 }
 
 impl LoopMetrics {

@@ -64,15 +64,9 @@ impl MemoryMessageStore {
 #[async_trait]
 impl MessageStore for MemoryMessageStore {
     async fn append(&self, context_id: &str, messages: &[Message]) -> Result<(), StoreError> {
-        if messages.is_empty() {
-            return Ok(());
-        }
         // Copy outside the lock; the lock only moves pointers.
         let batch: Vec<Arc<Message>> = messages.iter().cloned().map(Arc::new).collect();
-        let mut contexts = lock(&self.contexts);
-        let history = contexts.entry_or_insert_with(context_id, Vector::new);
-        history.extend(batch);
-        Ok(())
+        self.append_shared(context_id, &batch).await
     }
 
     async fn append_shared(
