@@ -284,23 +284,31 @@ impl Stream for AgentTurn {
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
         let this = &mut *self;
         if let Some(driver) = this.driver.as_mut() {
-            // What the turn queued before this poll first, without
-            // registering for a wake-up: the turn runs on this task, so
-            // the events it queues while polled below need none.
-            let queued = match this.events.try_recv() {
+            // The turn runs on this task: it queues events only while polled
+            // here, and what it waits on wakes this task. So its events are
+            // taken without registering for a wake-up: registered, each
+            // batch the turn queues would wake this task while it runs, and
+            // it would be polled again for nothing (and a server's
+            // connection woken in between, to send each event on its own).
+            let event = match this.events.try_recv() {
                 Ok(event) => Some(event),
-                _ => {
+                Err(_) => {
                     if driver.as_mut().poll(cx).is_ready() {
                         this.driver = None;
                     }
-                    None
+                    this.events.try_recv().ok()
                 }
             };
-            if let Some(event) = queued {
+            if let Some(event) = event {
                 this.ended |= event.is_final();
                 return Poll::Ready(Some(event));
             }
+            if this.driver.is_some() {
+                return Poll::Pending;
+            }
         }
+        // The turn runs on a task of its own, or has ended (the channel
+        // then ends once drained).
         let polled = this.events.poll_next_unpin(cx);
         match &polled {
             Poll::Ready(None) => this.ended = true,
