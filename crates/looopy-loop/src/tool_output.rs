@@ -17,7 +17,7 @@ use looopy_core::{
 };
 use serde_json::{Value, json};
 
-use crate::hooks::{Hook, HookContext, HookError};
+use crate::hooks::{Hook, HookContext, HookError, HookPoints};
 
 /// The name of the retrieval tool.
 pub const READ_TOOL_OUTPUT: &str = "read_tool_output";
@@ -79,6 +79,10 @@ fn fits_without_copy(result: &ToolResult, max_chars: usize) -> bool {
 impl Hook for ToolOutputCache {
     fn name(&self) -> &str {
         "tool-output-cache"
+    }
+
+    fn points(&self) -> HookPoints {
+        HookPoints::AFTER_TOOL
     }
 
     async fn after_tool(

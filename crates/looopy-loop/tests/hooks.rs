@@ -15,7 +15,7 @@ use looopy_core::{
 use looopy_loop::AgentLoop;
 use looopy_loop::hooks::{
     AfterTurn, Approval, ApproveFn, BeforeLlm, BeforeTool, BeforeTurn, EndingTurn, Hook,
-    HookContext, HookError, HookFailureMode,
+    HookContext, HookError, HookFailureMode, HookPoints,
 };
 use looopy_testkit::ScriptedLlm;
 use support::*;
@@ -35,12 +35,17 @@ struct Recorder {
     name: String,
     log: Log,
     temperature: f32,
+    /// The points it says it implements.
+    points: HookPoints,
 }
 
 #[async_trait]
 impl Hook for Recorder {
     fn name(&self) -> &str {
         &self.name
+    }
+    fn points(&self) -> HookPoints {
+        self.points
     }
     async fn before_turn(&self, _cx: &HookContext, _h: &History) -> Result<BeforeTurn, HookError> {
         self.log
@@ -86,11 +91,13 @@ async fn hooks_run_in_registration_order_and_see_each_others_changes() {
             name: "a".into(),
             log: log.clone(),
             temperature: 0.1,
+            points: HookPoints::ALL,
         })
         .hook(Recorder {
             name: "b".into(),
             log: log.clone(),
             temperature: 0.7,
+            points: HookPoints::default(),
         })
         .build();
     drain(agent.start_turn(user("x"), cx())).await;
@@ -108,6 +115,33 @@ async fn hooks_run_in_registration_order_and_see_each_others_changes() {
         ]
     );
     assert_eq!(llm.requests()[0].temperature, Some(0.7));
+}
+
+#[tokio::test]
+async fn a_hook_is_called_only_at_the_points_it_names() {
+    let log = Log::default();
+    let llm = ScriptedLlm::new().respond(LlmResponse::text("hi"));
+    let agent = AgentLoop::builder(llm.clone())
+        .hook(Recorder {
+            name: "a".into(),
+            log: log.clone(),
+            temperature: 0.1,
+            points: HookPoints::AFTER_LLM | HookPoints::AFTER_TURN,
+        })
+        .hook(Recorder {
+            name: "none".into(),
+            log: log.clone(),
+            temperature: 0.9,
+            points: HookPoints::NONE,
+        })
+        .build();
+    drain(agent.start_turn(user("x"), cx())).await;
+    assert_eq!(
+        *log.lock().unwrap(),
+        vec!["a:after_llm", "a:after_turn finished"]
+    );
+    // Neither hook's `before_llm` ran: the request kept its temperature.
+    assert_eq!(llm.requests()[0].temperature, None);
 }
 
 /// A hook configured per point by closures-free fields, for the tool tests.

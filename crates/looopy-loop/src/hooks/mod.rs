@@ -41,6 +41,10 @@ use looopy_core::{
 use crate::events::Emitter;
 use crate::limits::TurnSettings;
 
+mod points;
+
+pub use points::HookPoints;
+
 /// Why a hook failed.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 #[error("{message}")]
@@ -233,6 +237,10 @@ impl Hook for RequireApproval {
         "require-approval"
     }
 
+    fn points(&self) -> HookPoints {
+        HookPoints::APPROVE_TOOL
+    }
+
     async fn approve_tool(
         &self,
         _cx: &HookContext,
@@ -290,6 +298,10 @@ where
         &self.name
     }
 
+    fn points(&self) -> HookPoints {
+        HookPoints::APPROVE_TOOL
+    }
+
     async fn approve_tool(&self, cx: &HookContext, call: &ToolCall) -> Result<Approval, HookError> {
         Ok((self.check)(call, cx))
     }
@@ -318,6 +330,13 @@ pub trait Hook: Send + Sync {
     /// A name for events and logs.
     fn name(&self) -> &str {
         "hook"
+    }
+
+    /// The points this hook implements: it is called at these only. The
+    /// default, every point, is always right; naming fewer saves a call per
+    /// point left out (see [`HookPoints`]).
+    fn points(&self) -> HookPoints {
+        HookPoints::ALL
     }
 
     /// Before the first iteration: change the history the turn starts from
@@ -441,6 +460,11 @@ impl Hooks {
         self.list.is_empty()
     }
 
+    /// The hooks called at `point`, in order.
+    fn at(&self, point: HookPoints) -> impl Iterator<Item = &Arc<dyn Hook>> {
+        self.list.iter().filter(move |h| h.points().contains(point))
+    }
+
     /// Reports a failure; returns it when it must end the turn.
     pub(crate) fn failed(
         &self,
@@ -473,7 +497,7 @@ impl Hooks {
         settings: &mut TurnSettings,
     ) -> Result<Option<History>, FatalHook> {
         let mut replaced: Option<History> = None;
-        for h in self.list.iter() {
+        for h in self.at(HookPoints::BEFORE_TURN) {
             match h
                 .before_turn(cx, replaced.as_ref().unwrap_or(history))
                 .await
@@ -499,7 +523,7 @@ impl Hooks {
         emit: &Emitter,
         request: &mut LlmRequest,
     ) -> Result<Option<LlmResponse>, FatalHook> {
-        for h in self.list.iter() {
+        for h in self.at(HookPoints::BEFORE_LLM) {
             match h.before_llm(cx, request).await {
                 Ok(BeforeLlm::Continue) => {}
                 Ok(BeforeLlm::Skip(response)) => return Ok(Some(*response)),
@@ -515,7 +539,7 @@ impl Hooks {
         emit: &Emitter,
         response: &mut LlmResponse,
     ) -> Result<(), FatalHook> {
-        for h in self.list.iter() {
+        for h in self.at(HookPoints::AFTER_LLM) {
             if let Err(e) = h.after_llm(cx, response).await {
                 self.failed(emit, h.as_ref(), "after_llm", e)?;
             }
@@ -532,7 +556,8 @@ impl Hooks {
         call: &mut ToolCall,
         approved: bool,
     ) -> Result<Gate, FatalHook> {
-        let approvers = if approved { &[][..] } else { &self.list[..] };
+        // A call a person approved skips the approval hooks.
+        let approvers = self.at(HookPoints::APPROVE_TOOL).filter(|_| !approved);
         for h in approvers {
             match h.approve_tool(cx, call).await {
                 Ok(Approval::Allow) => {}
@@ -552,7 +577,7 @@ impl Hooks {
                 Err(e) => self.failed(emit, h.as_ref(), "approve_tool", e)?,
             }
         }
-        for h in self.list.iter() {
+        for h in self.at(HookPoints::BEFORE_TOOL) {
             match h.before_tool(cx, call).await {
                 Ok(BeforeTool::Continue) => {}
                 Ok(BeforeTool::Skip(mut result)) => {
@@ -572,7 +597,7 @@ impl Hooks {
         call: &ToolCall,
         result: &mut ToolResult,
     ) -> Result<(), FatalHook> {
-        for h in self.list.iter() {
+        for h in self.at(HookPoints::AFTER_TOOL) {
             if let Err(e) = h.after_tool(cx, call, result).await {
                 self.failed(emit, h.as_ref(), "after_tool", e)?;
             }
@@ -586,7 +611,7 @@ impl Hooks {
         cx: &HookContext,
         emit: &Emitter,
     ) -> Result<Option<String>, FatalHook> {
-        for h in self.list.iter() {
+        for h in self.at(HookPoints::PAUSE_CHECK) {
             match h.pause_check(cx).await {
                 Ok(Some(reason)) => return Ok(Some(reason)),
                 Ok(None) => {}
@@ -603,7 +628,7 @@ impl Hooks {
         emit: &Emitter,
         summary: &EndingTurn,
     ) -> Result<Option<String>, FatalHook> {
-        for h in self.list.iter() {
+        for h in self.at(HookPoints::INCOMPLETE_WORK) {
             match h.incomplete_work(cx, summary).await {
                 Ok(Some(prompt)) => return Ok(Some(prompt)),
                 Ok(None) => {}
@@ -622,7 +647,7 @@ impl Hooks {
         summary: &mut EndingTurn,
     ) -> Result<Option<Message>, FatalHook> {
         let mut replaced = None;
-        for h in self.list.iter() {
+        for h in self.at(HookPoints::AFTER_TURN) {
             match h.after_turn(cx, summary).await {
                 Ok(AfterTurn::Keep) => {}
                 Ok(AfterTurn::ReplaceMessage(message)) => {
