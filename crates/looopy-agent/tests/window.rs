@@ -101,7 +101,7 @@ async fn the_window_is_applied_once_by_the_model_layer_and_the_turn_keeps_the_wh
     // ...while the turn worked on the whole history: it was not cut before
     // the turn and again by the model layer.
     let checkpoint = saved.0.lock().unwrap().clone().unwrap();
-    assert_eq!(checkpoint.task_id, summary.task_id);
+    assert_eq!(*checkpoint.task_id, *summary.task_id);
     assert_eq!(
         checkpoint.messages.len(),
         6,

@@ -120,12 +120,13 @@ impl From<serde_json::Error> for StoreError {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskCheckpoint {
-    /// The task.
-    pub task_id: String,
+    /// The task. Shared with the turn's context (a turn takes several
+    /// checkpoints; none copies its ids).
+    pub task_id: Arc<str>,
     /// The conversation.
-    pub context_id: String,
+    pub context_id: Arc<str>,
     /// The agent.
-    pub agent_id: String,
+    pub agent_id: Arc<str>,
     /// Iterations completed or under way (0 before the first).
     pub iteration: u32,
     /// The task's state at the checkpoint.

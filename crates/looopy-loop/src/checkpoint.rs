@@ -47,9 +47,9 @@ pub(crate) struct Snapshot<'a> {
 /// The checkpoint a snapshot stands for.
 fn checkpoint_of(cx: &TurnContext, s: Snapshot<'_>) -> TaskCheckpoint {
     TaskCheckpoint {
-        task_id: cx.task_id.to_string(),
-        context_id: cx.context_id.to_string(),
-        agent_id: cx.agent_id.to_string(),
+        task_id: Arc::clone(&cx.task_id),
+        context_id: Arc::clone(&cx.context_id),
+        agent_id: Arc::clone(&cx.agent_id),
         iteration: s.iteration,
         state: s.state,
         messages: s.history.clone(),

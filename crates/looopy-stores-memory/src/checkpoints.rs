@@ -52,7 +52,15 @@ impl CheckpointStore for MemoryCheckpointStore {
     }
 
     async fn save_owned(&self, checkpoint: TaskCheckpoint) -> Result<(), StoreError> {
-        let previous = lock(&self.checkpoints).insert(checkpoint.task_id.clone(), checkpoint);
+        let previous = {
+            let mut checkpoints = lock(&self.checkpoints);
+            // A turn's next checkpoint replaces its last one in place (no
+            // new key).
+            match checkpoints.get_mut(&checkpoint.task_id) {
+                Some(slot) => Some(std::mem::replace(slot, checkpoint)),
+                None => checkpoints.insert(checkpoint.task_id.to_string(), checkpoint),
+            }
+        };
         drop(previous); // freed outside the lock
         Ok(())
     }

@@ -22,7 +22,7 @@ use looopy_stores_memory::{
 
 fn checkpoint(task_id: &str) -> TaskCheckpoint {
     TaskCheckpoint {
-        task_id: task_id.to_owned(),
+        task_id: task_id.into(),
         context_id: "c".into(),
         agent_id: "a".into(),
         iteration: 1,

@@ -186,8 +186,8 @@ impl RedisCheckpointStore {
             self.backend.pipe(&pipe, Retry::Safe).await?;
         if epoch.as_deref() != Some(mark.epoch.as_str()) || messages.len() != mark.len {
             return Err(StoreError::HistoryRewritten {
-                context_id: context_id.clone(),
-                task_id: checkpoint.task_id.clone(),
+                context_id: context_id.to_string(),
+                task_id: checkpoint.task_id.to_string(),
             });
         }
         messages
@@ -207,7 +207,7 @@ fn base_of(checkpoint: &TaskCheckpoint) -> usize {
 impl CheckpointStore for RedisCheckpointStore {
     async fn save(&self, checkpoint: &TaskCheckpoint) -> Result<(), StoreError> {
         let head = head_json(checkpoint)?;
-        let task_id = checkpoint.task_id.as_str();
+        let task_id: &str = &checkpoint.task_id;
         let base = base_of(checkpoint);
         let known = self
             .saved()

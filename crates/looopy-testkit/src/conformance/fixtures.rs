@@ -141,9 +141,9 @@ pub(crate) fn full_checkpoint(
 ) -> TaskCheckpoint {
     let messages: History = (0..len).map(|n| full_message(task_id, n)).collect();
     TaskCheckpoint {
-        task_id: task_id.to_owned(),
-        context_id: context_id.to_owned(),
-        agent_id: format!("agent-{task_id}"),
+        task_id: task_id.into(),
+        context_id: context_id.into(),
+        agent_id: format!("agent-{task_id}").into(),
         iteration: 7,
         state,
         messages,
