@@ -205,17 +205,23 @@ pub trait CheckpointStore: Send + Sync {
         self.save(&checkpoint).await
     }
 
-    /// Whether [`save`](Self::save) finishes without waiting on anything
-    /// (the store lives in this process's memory). The loop then saves each
-    /// checkpoint in place, as the turn takes it, instead of handing it to a
-    /// background writer that overlaps the save with the turn's next step:
-    /// for such a store the writer's task and hand-overs cost more than the
-    /// save. A store that says so must finish `save` on its first poll (one
-    /// that does not is finished on a task of its own, unordered with later
-    /// saves). Default: false.
-    fn saves_in_place(&self) -> bool {
-        false
+    /// The store's synchronous save, when it has one: it saves without
+    /// waiting on anything (it lives in this process's memory). The loop
+    /// then saves each checkpoint in place, as the turn takes it, instead
+    /// of handing it to a background writer that overlaps the save with the
+    /// turn's next step: for such a store the writer's task and hand-overs
+    /// cost more than the save. Default: none.
+    fn in_place(&self) -> Option<&dyn SaveInPlace> {
+        None
     }
+}
+
+/// A checkpoint store's save that finishes at once (see
+/// [`CheckpointStore::in_place`]): what [`CheckpointStore::save_owned`]
+/// does, without a future.
+pub trait SaveInPlace: Send + Sync {
+    /// Saves `checkpoint`, replacing the task's previous one.
+    fn save_now(&self, checkpoint: TaskCheckpoint) -> Result<(), StoreError>;
 }
 
 /// Conversation history, per context.

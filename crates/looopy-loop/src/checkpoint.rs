@@ -13,7 +13,7 @@
 //! must be on record first, or a resume would run it again). What a crash
 //! can lose is the snapshot still in flight: a resume then repeats at most
 //! the work done since the last save that landed, idempotent calls included.
-//! A store in this process's memory ([`CheckpointStore::saves_in_place`])
+//! A store in this process's memory ([`CheckpointStore::in_place`])
 //! gets no writer task: each snapshot is saved as it is taken, a map insert
 //! cheaper than the hand-over to a task, and nothing is left to wait for.
 //!
@@ -25,6 +25,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use looopy_core::StoreError;
 use looopy_core::store::{CheckpointStore, HistoryMark, StreamedAnswer, TaskCheckpoint};
 use looopy_core::{History, Role, TaskState, ToolCall, ToolResult, TurnContext, Usage};
 use tokio::sync::{mpsc, oneshot};
@@ -70,7 +71,7 @@ pub(crate) enum Request {
 }
 
 /// Writes a turn's checkpoints: in the background, newest first, or, for a
-/// store that [saves in place](CheckpointStore::saves_in_place), as they are
+/// store that [saves in place](CheckpointStore::in_place), as they are
 /// taken (see the module docs). A failing store is logged and the turn goes
 /// on: it loses crash safety, not its work.
 pub(crate) enum CheckpointWriter {
@@ -90,7 +91,7 @@ impl CheckpointWriter {
     pub(crate) fn new(store: Option<Arc<dyn CheckpointStore>>, emit: Emitter) -> Self {
         match store {
             None => CheckpointWriter::Off,
-            Some(store) if store.saves_in_place() => CheckpointWriter::InPlace { store, emit },
+            Some(store) if store.in_place().is_some() => CheckpointWriter::InPlace { store, emit },
             Some(store) => {
                 let (tx, rx) = mpsc::unbounded_channel();
                 tokio::spawn(write_newest(store, rx, emit));
@@ -105,15 +106,23 @@ impl CheckpointWriter {
             CheckpointWriter::Off => {}
             CheckpointWriter::InPlace { store, emit } => {
                 let checkpoint = checkpoint_of(cx, snapshot);
-                let (store, emit, task_id) = (store.clone(), emit.clone(), cx.task_id.clone());
-                let mut save = Box::pin(async move {
-                    save_reported(&*store, checkpoint, &task_id, &emit).await;
-                });
-                let mut poll = std::task::Context::from_waker(std::task::Waker::noop());
-                if save.as_mut().poll(&mut poll).is_pending() {
-                    tracing::warn!(task_id = %cx.task_id, "a checkpoint store that saves in place did not finish a save at once; it finishes on a task of its own");
-                    tokio::spawn(save);
-                }
+                let Some(in_place) = store.in_place() else {
+                    // It said it saves in place when the writer was made,
+                    // and no longer does: saved on a task of its own.
+                    let (store, emit, task_id) = (store.clone(), emit.clone(), cx.task_id.clone());
+                    tokio::spawn(async move {
+                        save_reported(&*store, checkpoint, &task_id, &emit).await;
+                    });
+                    return;
+                };
+                let (iteration, messages) = (checkpoint.iteration, checkpoint.messages.len());
+                report(
+                    in_place.save_now(checkpoint),
+                    iteration,
+                    messages,
+                    &cx.task_id,
+                    emit,
+                );
             }
             CheckpointWriter::Background(tx) => {
                 let _ = tx.send(Request::Save(Box::new(checkpoint_of(cx, snapshot))));
@@ -141,7 +150,19 @@ async fn save_reported(
     emit: &Emitter,
 ) {
     let (iteration, messages) = (checkpoint.iteration, checkpoint.messages.len());
-    match store.save_owned(checkpoint).await {
+    let saved = store.save_owned(checkpoint).await;
+    report(saved, iteration, messages, task_id, emit);
+}
+
+/// Emits a saved checkpoint's event, or logs why its save failed.
+fn report(
+    saved: Result<(), StoreError>,
+    iteration: u32,
+    messages: usize,
+    task_id: &str,
+    emit: &Emitter,
+) {
+    match saved {
         Ok(()) => emit.checkpoint(iteration, messages),
         Err(error) => {
             tracing::warn!(task_id, %error, "checkpoint failed; the turn continues without it");

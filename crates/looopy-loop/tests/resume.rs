@@ -570,21 +570,18 @@ fn checking_tool(
     })
 }
 
-/// A checkpoint store in memory whose saves wait first: `wait` on the
-/// clock (as on a slow network), or one yield when `None`; it says it saves
-/// in place when `in_place` (whether or not it does).
+/// A checkpoint store in memory whose saves wait `wait` first (as on a slow
+/// network).
 struct WaitingSaves {
     store: MemoryCheckpointStore,
-    wait: Option<Duration>,
-    in_place: bool,
+    wait: Duration,
 }
 
 impl WaitingSaves {
-    fn new(wait: Option<Duration>, in_place: bool) -> Arc<Self> {
+    fn new(wait: Duration) -> Arc<Self> {
         Arc::new(WaitingSaves {
             store: MemoryCheckpointStore::new(),
             wait,
-            in_place,
         })
     }
 }
@@ -595,10 +592,7 @@ impl CheckpointStore for WaitingSaves {
         &self,
         checkpoint: &looopy_core::store::TaskCheckpoint,
     ) -> Result<(), looopy_core::store::StoreError> {
-        match self.wait {
-            Some(wait) => tokio::time::sleep(wait).await,
-            None => tokio::task::yield_now().await,
-        }
+        tokio::time::sleep(self.wait).await;
         self.store.save(checkpoint).await
     }
     async fn load(
@@ -610,9 +604,6 @@ impl CheckpointStore for WaitingSaves {
     async fn delete(&self, task_id: &str) -> Result<(), looopy_core::store::StoreError> {
         self.store.delete(task_id).await
     }
-    fn saves_in_place(&self) -> bool {
-        self.in_place
-    }
 }
 
 #[tokio::test]
@@ -621,7 +612,7 @@ async fn a_call_of_a_tool_that_is_not_idempotent_is_saved_before_it_runs() {
     // own call in the saved checkpoint when it starts: a crash from then on
     // resumes with the call on record (reported interrupted, not run again)
     // instead of asking the model again and running the tool twice.
-    let store = WaitingSaves::new(Some(Duration::from_millis(200)), false);
+    let store = WaitingSaves::new(Duration::from_millis(200));
     let on_record = Arc::new(std::sync::Mutex::new(Vec::new()));
     let tools = checking_tool("pay", store.clone(), &on_record);
     let llm = calls_then(&[("c-pay", "pay", "{}")], "done");
@@ -639,7 +630,7 @@ async fn a_store_that_saves_in_place_holds_each_checkpoint_before_the_next_step(
     // call is stored when the call's (idempotent) tool starts, with no
     // writer task to wait for, and every snapshot is reported saved.
     let store = Arc::new(MemoryCheckpointStore::new());
-    assert!(store.saves_in_place());
+    assert!(store.in_place().is_some());
     let on_record = Arc::new(std::sync::Mutex::new(Vec::new()));
     let tools = checking_tool("look", store.clone(), &on_record).idempotent("look");
     let agent = AgentLoop::builder(calls_then(&[("c-look", "look", "{}")], "done"))
@@ -655,16 +646,4 @@ async fn a_store_that_saves_in_place_holds_each_checkpoint_before_the_next_step(
     assert!(saved >= 4, "each snapshot is saved and reported: {saved}");
     let last = store.load("task-r").await.unwrap().unwrap();
     assert_eq!(last.state, TaskState::Completed);
-}
-
-#[tokio::test]
-async fn a_save_that_does_not_finish_in_place_still_lands() {
-    // It says it saves in place, but waits once before saving.
-    let store = WaitingSaves::new(None, true);
-    let agent = AgentLoop::builder(ScriptedLlm::new().respond(LlmResponse::text("done")))
-        .task_store(store.clone())
-        .build();
-    let events = drain(go(&agent)).await;
-    assert_eq!(final_event(&events).state(), Some(TaskState::Completed));
-    wait_for(&store.store, |c| c.state == TaskState::Completed).await;
 }

@@ -4,7 +4,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use looopy_core::StoreError;
-use looopy_core::store::{CheckpointStore, TaskCheckpoint};
+use looopy_core::store::{CheckpointStore, SaveInPlace, TaskCheckpoint};
 
 use crate::lock;
 use crate::retention::{MemoryRetention, Retained};
@@ -52,17 +52,7 @@ impl CheckpointStore for MemoryCheckpointStore {
     }
 
     async fn save_owned(&self, checkpoint: TaskCheckpoint) -> Result<(), StoreError> {
-        let previous = {
-            let mut checkpoints = lock(&self.checkpoints);
-            // A turn's next checkpoint replaces its last one in place (no
-            // new key).
-            match checkpoints.get_mut(&checkpoint.task_id) {
-                Some(slot) => Some(std::mem::replace(slot, checkpoint)),
-                None => checkpoints.insert(checkpoint.task_id.to_string(), checkpoint),
-            }
-        };
-        drop(previous); // freed outside the lock
-        Ok(())
+        self.save_now(checkpoint)
     }
 
     async fn load(&self, task_id: &str) -> Result<Option<TaskCheckpoint>, StoreError> {
@@ -76,7 +66,23 @@ impl CheckpointStore for MemoryCheckpointStore {
     }
 
     /// A save is a map insert under a lock: it never waits.
-    fn saves_in_place(&self) -> bool {
-        true
+    fn in_place(&self) -> Option<&dyn SaveInPlace> {
+        Some(self)
+    }
+}
+
+impl SaveInPlace for MemoryCheckpointStore {
+    fn save_now(&self, checkpoint: TaskCheckpoint) -> Result<(), StoreError> {
+        let previous = {
+            let mut checkpoints = lock(&self.checkpoints);
+            // A turn's next checkpoint replaces its last one in place (no
+            // new key).
+            match checkpoints.get_mut(&checkpoint.task_id) {
+                Some(slot) => Some(std::mem::replace(slot, checkpoint)),
+                None => checkpoints.insert(checkpoint.task_id.to_string(), checkpoint),
+            }
+        };
+        drop(previous); // freed outside the lock
+        Ok(())
     }
 }
