@@ -350,7 +350,7 @@ impl Agent {
             return Ok(());
         };
         let snapshot = Arc::clone(&self.status().state);
-        states.save(&snapshot).await
+        states.save_shared(&snapshot).await
     }
 
     /// Writes the unsaved messages; on failure they stay unsaved.

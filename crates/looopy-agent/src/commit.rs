@@ -68,7 +68,7 @@ pub(crate) async fn finish(
             context_id: &inner.context_id,
             lease_owner: lease.as_ref().map(Lease::owner),
             messages: produced,
-            state: snapshot.as_deref(),
+            state: snapshot.as_ref(),
             forget_checkpoint: ended.filter(|_| inner.agent_loop.checkpoint_store().is_some()),
             artifacts: (!writes.is_empty()).then_some(TurnArtifacts {
                 task_id: &record_task,

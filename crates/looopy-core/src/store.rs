@@ -384,6 +384,12 @@ pub struct LastTurn {
 pub trait AgentStateStore: Send + Sync {
     /// Stores (replaces) the state of `state.context_id`.
     async fn save(&self, state: &AgentState) -> Result<(), StoreError>;
+    /// [`save`](Self::save) of a state the caller shares (an Agent's own
+    /// snapshot of its state): a store that keeps states as they are (in
+    /// memory) keeps this one without copying it. Default: `save`.
+    async fn save_shared(&self, state: &Arc<AgentState>) -> Result<(), StoreError> {
+        self.save(state).await
+    }
     /// The state of a context.
     async fn load(&self, context_id: &str) -> Result<Option<AgentState>, StoreError>;
     /// Forgets a context.

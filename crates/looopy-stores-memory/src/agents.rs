@@ -1,7 +1,7 @@
 //! [`MemoryAgentStateStore`].
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use looopy_core::StoreError;
@@ -13,7 +13,8 @@ use crate::retention::{MemoryRetention, Retained};
 
 #[derive(Debug, Default)]
 struct Inner {
-    states: Retained<AgentState>,
+    /// As the Agents shared them (`save_shared`).
+    states: Retained<Arc<AgentState>>,
     /// Owner -> the contexts it owns. States that expire or are evicted
     /// leave their id here until the next [`Inner::prune`].
     by_owner: HashMap<String, BTreeSet<String>>,
@@ -83,8 +84,21 @@ impl MemoryAgentStateStore {
 #[async_trait]
 impl AgentStateStore for MemoryAgentStateStore {
     async fn save(&self, state: &AgentState) -> Result<(), StoreError> {
-        let state = state.clone();
+        self.save_shared(&Arc::new(state.clone())).await
+    }
+
+    async fn save_shared(&self, state: &Arc<AgentState>) -> Result<(), StoreError> {
         let mut inner = lock(&self.inner);
+        // A live state of the same owner is replaced in place: its key and
+        // its place in the owner index stay.
+        if let Some(slot) = inner.states.get_mut(&state.context_id)
+            && slot.owner == state.owner
+        {
+            let previous = std::mem::replace(slot, Arc::clone(state));
+            drop(inner);
+            drop(previous); // freed outside the lock
+            return Ok(());
+        }
         if let Some(previous) = inner.states.remove(&state.context_id) {
             inner.unindex(&previous);
         }
@@ -97,13 +111,18 @@ impl AgentStateStore for MemoryAgentStateStore {
         {
             inner.indexed += 1;
         }
-        inner.states.insert(state.context_id.clone(), state);
+        inner
+            .states
+            .insert(state.context_id.clone(), Arc::clone(state));
         inner.prune();
         Ok(())
     }
 
     async fn load(&self, context_id: &str) -> Result<Option<AgentState>, StoreError> {
-        Ok(lock(&self.inner).states.get(context_id).cloned())
+        Ok(lock(&self.inner)
+            .states
+            .get(context_id)
+            .map(|state| AgentState::clone(state)))
     }
 
     async fn delete(&self, context_id: &str) -> Result<(), StoreError> {
@@ -125,7 +144,7 @@ impl AgentStateStore for MemoryAgentStateStore {
         };
         let states: Vec<&AgentState> = contexts
             .iter()
-            .filter_map(|c| inner.states.peek(c))
+            .filter_map(|c| inner.states.peek(c).map(|s| &**s))
             .collect();
         Ok(first_page(states, limit).into_iter().cloned().collect())
     }

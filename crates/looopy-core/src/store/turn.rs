@@ -118,8 +118,9 @@ pub struct TurnCommit<'a> {
     pub lease_owner: Option<&'a str>,
     /// Messages to append to the history (shared with the turn's history).
     pub messages: &'a [Arc<Message>],
-    /// The agent state to store.
-    pub state: Option<&'a AgentState>,
+    /// The agent state to store (shared: see
+    /// [`AgentStateStore::save_shared`](super::AgentStateStore::save_shared)).
+    pub state: Option<&'a Arc<AgentState>>,
     /// The task whose checkpoint is deleted (a turn that ended for good).
     pub forget_checkpoint: Option<&'a str>,
     /// Artifact writes the turn held back to save with its end (only given
@@ -295,7 +296,7 @@ pub async fn commit_separately<S: TurnStore + ?Sized>(
             .await?;
     }
     if let (Some(state), Some(states)) = (commit.state, store.states()) {
-        states.save(state).await?;
+        states.save_shared(state).await?;
     }
     if let Some((lock, owner)) = lock {
         // `false`: taken over after the check; the writes are done anyway.

@@ -8,7 +8,7 @@ use super::fixtures::{LIFECYCLES, at, full_agent_state};
 use super::{UniqueIds, ok};
 
 /// Checks an [`AgentStateStore`]: round trips of every field and lifecycle
-/// state, replacement, delete, and `list_by_owner` (order, limit, owner
+/// state, replacement (by `save` and `save_shared`), delete, and `list_by_owner` (order, limit, owner
 /// changes, deletes).
 pub async fn agent_state_store(store: Arc<dyn AgentStateStore>, ids: &UniqueIds) {
     let store = &*store;
@@ -111,10 +111,34 @@ pub async fn agent_state_store(store: Arc<dyn AgentStateStore>, ids: &UniqueIds)
         "a newer last_activity must move the context to the front"
     );
 
-    // A context that changes owner leaves the old owner's list.
+    // A shared state (`save_shared`) replaces it as `save` does.
+    s10_later.turn_count += 1;
+    s10_later
+        .metadata
+        .insert("shared".into(), serde_json::json!(true));
+    ok(
+        store.save_shared(&Arc::new(s10_later.clone())).await,
+        "save_shared replacing",
+    );
+    assert_eq!(
+        ok(store.load(&s10.context_id).await, "load after save_shared"),
+        Some(s10_later.clone()),
+        "save_shared must replace the state as save does"
+    );
+    assert_eq!(
+        list(owner.clone(), 1).await,
+        vec![s10_later.clone()],
+        "a state saved shared must be listed as saved"
+    );
+
+    // A context that changes owner leaves the old owner's list (the change
+    // saved shared: a store must move it in its owner index too).
     let mut moved = s50.clone();
     moved.owner = Some(other_owner.clone());
-    ok(store.save(&moved).await, "save with another owner");
+    ok(
+        store.save_shared(&Arc::new(moved.clone())).await,
+        "save_shared with another owner",
+    );
     let mut unowned = s40.clone();
     unowned.owner = None;
     ok(store.save(&unowned).await, "save without owner");

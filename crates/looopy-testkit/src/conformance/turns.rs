@@ -120,7 +120,7 @@ pub async fn turn_store(store: Arc<dyn TurnStore>, ids: &UniqueIds) {
                 context_id: &ctx,
                 lease_owner: Some(&first),
                 messages: &produced,
-                state: Some(&after),
+                state: Some(&Arc::new(after.clone())),
                 forget_checkpoint: Some(&task),
                 artifacts: None,
             })
@@ -308,7 +308,7 @@ async fn stale_commit(store: &dyn TurnStore, ids: &UniqueIds) {
             context_id: &ctx,
             lease_owner: Some(&stale),
             messages: &[Arc::new(Message::user("stale"))],
-            state: Some(&state),
+            state: Some(&Arc::new(state.clone())),
             forget_checkpoint: None,
             artifacts: None,
         })
