@@ -160,6 +160,11 @@ impl ToolProvider for ArtifactTools {
         ])
     }
 
+    /// The same tools in every turn.
+    fn tools_are_fixed(&self) -> bool {
+        true
+    }
+
     async fn execute(&self, call: &ToolCall, cx: &TurnContext) -> ToolResult {
         match self.run(call, cx).await {
             Ok(result) => result,

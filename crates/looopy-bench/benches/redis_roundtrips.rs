@@ -79,6 +79,10 @@ impl ToolProvider for NoopTools {
     async fn execute(&self, call: &ToolCall, _cx: &TurnContext) -> ToolResult {
         ToolResult::text(&call.id, "ok")
     }
+    // Rust tools made once: listed once per loop, as a library user declares.
+    fn tools_are_fixed(&self) -> bool {
+        true
+    }
 }
 
 async fn redis_stores(url: &str, prefix: &str) -> Stores {

@@ -102,6 +102,18 @@ pub trait ToolProvider: Send + Sync {
     /// Runs one call of one of this provider's tools.
     async fn execute(&self, call: &ToolCall, cx: &TurnContext) -> ToolResult;
 
+    /// Whether [`tools`](Self::tools) gives the same list for every turn:
+    /// it reads nothing of the turn's context and its tools never change
+    /// (Rust functions, for instance; not an MCP server, whose tools may
+    /// change, nor tools a client declares per turn). A loop whose
+    /// providers all say so lists them once, at its first turn, and keeps
+    /// that list for every turn after (a turn's own extra tools are still
+    /// listed per turn). Default: false (listed at every turn). Providers
+    /// that wrap another pass it on.
+    fn tools_are_fixed(&self) -> bool {
+        false
+    }
+
     /// Releases what the provider holds (child processes, sessions,
     /// connections), for a clean stop: `Agent::shutdown` and a server's
     /// graceful stop call it. A provider shared by several agents may be
@@ -120,6 +132,9 @@ impl<P: ToolProvider + ?Sized> ToolProvider for Arc<P> {
     }
     async fn execute(&self, call: &ToolCall, cx: &TurnContext) -> ToolResult {
         (**self).execute(call, cx).await
+    }
+    fn tools_are_fixed(&self) -> bool {
+        (**self).tools_are_fixed()
     }
     async fn shutdown(&self) -> Result<(), ToolError> {
         (**self).shutdown().await

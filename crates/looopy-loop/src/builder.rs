@@ -224,13 +224,15 @@ impl AgentLoopBuilder {
         let llm_stack = LlmStack::new(self.retry, &self.llm_layers);
         let tool_stack = ToolStack::new(self.tool_timeout, &self.tool_layers);
         let metrics = LoopMetrics::new(self.llm.model_name(), self.llm.provider_name());
+        let tools: Arc<[Arc<dyn ToolProvider>]> = self
+            .tools
+            .into_iter()
+            .map(|p| tool_stack.apply(p))
+            .collect();
         AgentLoop {
             llm: llm_stack.apply(self.llm),
-            tools: self
-                .tools
-                .into_iter()
-                .map(|p| tool_stack.apply(p))
-                .collect(),
+            fixed_tools: tools.iter().all(|p| p.tools_are_fixed()).then(Arc::default),
+            tools,
             task_store: self.task_store,
             config: Arc::new(self.config),
             hooks: Hooks {

@@ -51,6 +51,10 @@ use crate::turn::Turn;
 pub struct AgentLoop {
     llm: Arc<dyn LlmProvider>,
     tools: Arc<[Arc<dyn ToolProvider>]>,
+    /// The registry of `tools`, listed once, when every provider says its
+    /// tools are fixed (`ToolProvider::tools_are_fixed`); `None` when one
+    /// does not. Shared by the loop's clones.
+    fixed_tools: Option<Arc<tokio::sync::OnceCell<ToolRegistry>>>,
     task_store: Option<Arc<dyn CheckpointStore>>,
     config: Arc<AgentLoopConfig>,
     hooks: Hooks,

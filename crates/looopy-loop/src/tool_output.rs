@@ -148,6 +148,11 @@ impl ToolProvider for ToolOutputCache {
         .idempotent(true)])
     }
 
+    /// Its one tool, always offered.
+    fn tools_are_fixed(&self) -> bool {
+        true
+    }
+
     async fn execute(&self, call: &ToolCall, cx: &TurnContext) -> ToolResult {
         let args = call.parsed_arguments();
         let Some(id) = args.get("artifact_id").and_then(Value::as_str) else {

@@ -10,8 +10,8 @@ use futures::StreamExt;
 use looopy_core::approval::ApprovalRequest;
 use looopy_core::store::{HistoryMark, StreamedAnswer, TaskCheckpoint};
 use looopy_core::{
-    History, LlmError, LlmResponse, Message, Part, Role, TaskState, ToolCall, ToolFailure,
-    ToolOutcome, ToolProvider, ToolResult, ToolSignal, TurnContext, Usage,
+    History, LlmError, LlmResponse, Message, Part, Role, TaskState, ToolCall, ToolError,
+    ToolFailure, ToolOutcome, ToolProvider, ToolResult, ToolSignal, TurnContext, Usage,
 };
 use serde_json::{Map, Value, json};
 use tracing::Instrument;
@@ -249,20 +249,27 @@ impl Turn {
         self.finish(ending, started).await;
     }
 
+    /// The turn's tools: the loop's, listed once when they are fixed, and
+    /// the turn's own.
+    async fn registry(&self) -> Result<ToolRegistry, ToolError> {
+        let tools = &self.agent.tools;
+        match (&self.turn_tools, &self.agent.fixed_tools) {
+            (None, Some(fixed)) => fixed
+                .get_or_try_init(|| ToolRegistry::build(tools.clone(), &self.cx))
+                .await
+                .cloned(),
+            (None, None) => ToolRegistry::build(tools.clone(), &self.cx).await,
+            (Some(extra), _) => {
+                let providers = tools.iter().cloned().chain([extra.clone()]).collect();
+                ToolRegistry::build(providers, &self.cx).await
+            }
+        }
+    }
+
     /// Builds the registry, runs the `before_turn` hooks, merges the turn's
     /// settings, then iterates under the wall-time limit, if any.
     async fn body(&mut self, resumed: bool, started: Instant) -> Ending {
-        let providers = match &self.turn_tools {
-            None => self.agent.tools.clone(),
-            Some(extra) => self
-                .agent
-                .tools
-                .iter()
-                .cloned()
-                .chain([extra.clone()])
-                .collect(),
-        };
-        let registry = match ToolRegistry::build(providers, &self.cx).await {
+        let registry = match self.registry().await {
             Ok(r) => r,
             Err(e) => return Ending::failed(LoopError::from(e).to_string(), "configuration"),
         };

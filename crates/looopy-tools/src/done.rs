@@ -78,6 +78,11 @@ impl ToolProvider for DoneTool {
         Ok(vec![self.definition()])
     }
 
+    /// One tool, made when the provider is built.
+    fn tools_are_fixed(&self) -> bool {
+        true
+    }
+
     async fn execute(&self, call: &ToolCall, _cx: &TurnContext) -> ToolResult {
         if call.name != self.name {
             let error = ToolError::UnknownTool {

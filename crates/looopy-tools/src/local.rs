@@ -224,6 +224,11 @@ impl ToolProvider for LocalTools {
         Ok(self.tools.iter().map(|t| t.definition.clone()).collect())
     }
 
+    /// Rust functions: the set is made when the provider is built.
+    fn tools_are_fixed(&self) -> bool {
+        true
+    }
+
     async fn execute(&self, call: &ToolCall, cx: &TurnContext) -> ToolResult {
         let Some(tool) = self.tools.iter().find(|t| t.definition.name == call.name) else {
             let error = ToolError::UnknownTool {

@@ -84,6 +84,10 @@ impl ToolProvider for NoopTools {
     async fn execute(&self, call: &ToolCall, _cx: &TurnContext) -> ToolResult {
         ToolResult::text(&call.id, "ok")
     }
+    // Rust tools made once: listed once per loop, as a library user declares.
+    fn tools_are_fixed(&self) -> bool {
+        true
+    }
 }
 
 fn tool_defs() -> Vec<ToolDefinition> {

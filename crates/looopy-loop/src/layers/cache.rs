@@ -295,6 +295,10 @@ impl ToolProvider for CachedTools {
         self.inner.tools(cx).await
     }
 
+    fn tools_are_fixed(&self) -> bool {
+        self.inner.tools_are_fixed()
+    }
+
     async fn execute(&self, call: &ToolCall, cx: &TurnContext) -> ToolResult {
         if !self.cache.tools.contains(&call.name) {
             return self.inner.execute(call, cx).await;

@@ -157,6 +157,10 @@ impl<P: ToolProvider> ToolProvider for TimeoutTools<P> {
         self.inner.tools(cx).await
     }
 
+    fn tools_are_fixed(&self) -> bool {
+        self.inner.tools_are_fixed()
+    }
+
     async fn execute(&self, call: &ToolCall, cx: &TurnContext) -> ToolResult {
         let run = self.inner.execute(call, cx);
         let limit = self.limit_for(&call.name);
