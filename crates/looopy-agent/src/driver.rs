@@ -253,11 +253,14 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
                 metadata.insert("compactionError".into(), Value::from(e));
             }
         }
-        let mut new_messages = match &mut turn.start {
-            Start::New(prepared) => std::mem::take(&mut prepared.input),
+        let mut new_messages: Vec<Arc<Message>> = match &mut turn.start {
+            Start::New(prepared) => std::mem::take(&mut prepared.input)
+                .into_iter()
+                .map(Arc::new)
+                .collect(),
             Start::Resume { .. } => Vec::new(),
         };
-        new_messages.extend(commit::owned(&produced));
+        new_messages.extend(produced.iter().cloned());
         let message = outcome.as_ref().and_then(|o| o.message.clone());
         let pending_tool_calls = match (&message, end) {
             (Some(m), TurnEnd::InputRequired) => m.tool_calls.clone(),

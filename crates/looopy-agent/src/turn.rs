@@ -164,8 +164,9 @@ pub struct FinishedTurn {
     /// Loop iterations run.
     pub iterations: u32,
     /// What the turn added to the conversation: client tool results, the
-    /// user message, then everything the loop produced.
-    pub new_messages: Vec<Message>,
+    /// user message, then everything the loop produced (shared with the
+    /// history the Agent keeps: reading them copies nothing).
+    pub new_messages: Vec<Arc<Message>>,
     /// Client tool calls waiting for results (`input-required`).
     pub pending_tool_calls: Vec<ToolCall>,
     /// Whether the messages and state reached the stores (false with

@@ -107,7 +107,8 @@ async fn cancelling_keeps_finished_tool_results_and_closes_the_others() {
         Some(looopy_core::ToolFailure::Cancelled)
     );
     assert!(stored[3].text().contains("cancelled"));
-    assert_eq!(s.new_messages, stored);
+    let new: Vec<Message> = s.new_messages.iter().map(|m| Message::clone(m)).collect();
+    assert_eq!(new, stored);
 }
 
 #[tokio::test]
