@@ -15,6 +15,7 @@ use futures::{FutureExt, StreamExt};
 use looopy_core::store::{HistoryMark, LastTurn, LifecycleState};
 use looopy_core::{
     AgentEvent, EventPayload, History, Message, TaskState, TaskStatus, ToolResult, TurnContext,
+    WhenCancelled,
 };
 use looopy_loop::{InternalEvents, TurnEnd, TurnStream};
 use serde_json::{Value, json};
@@ -172,7 +173,8 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
         let run = renewing(turn.lease.as_ref().map(Lease::renewal), run);
         let run = tokio::select! {
             run = run => run,
-            () = lost.cancelled() => {
+            // Polled again with every event of the turn: the cheap wait.
+            () = WhenCancelled::new(&lost) => {
                 // What the turn announced is stored, as when written while
                 // it streamed.
                 recorder.write_held().await;

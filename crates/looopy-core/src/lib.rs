@@ -4,6 +4,7 @@
 pub mod approval;
 mod artifact_view;
 pub mod cache;
+mod cancel;
 pub mod client_tool;
 mod context;
 mod event;
@@ -33,5 +34,6 @@ pub use task::{Artifact, TaskState, TaskStatus};
 pub use tool::{TOOL_FAILURE_KEY, ToolCall, ToolDefinition, ToolFailure, ToolResult, ToolSignal};
 pub use tool_provider::{ToolError, ToolProvider};
 
+pub use cancel::WhenCancelled;
 /// Re-exported so that users name the same token type as the loop.
 pub use tokio_util::sync::CancellationToken;

@@ -10,7 +10,7 @@ use std::pin::Pin;
 use bytes::Bytes;
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::stream::{self, BoxStream, StreamExt};
-use looopy_core::{LlmChunk, LlmError, LlmRequest, LlmStream, TurnContext};
+use looopy_core::{LlmChunk, LlmError, LlmRequest, LlmStream, TurnContext, WhenCancelled};
 use reqwest::header;
 use tokio::time::Sleep;
 use tracing::Instrument;
@@ -37,7 +37,8 @@ enum Phase {
 /// registering new ones per chunk.
 struct Limits<'a> {
     provider: &'a LiteLlmProvider,
-    cancelled: Pin<Box<dyn Future<Output = ()> + Send + 'a>>,
+    /// Polled with every chunk: the cheap wait.
+    cancelled: WhenCancelled,
     /// The whole request's limit, counted from the first poll.
     deadline: Pin<Box<Sleep>>,
     /// No data for `stream_idle_timeout`.
@@ -49,7 +50,7 @@ impl<'a> Limits<'a> {
         let idle = after(provider.config.stream_idle_timeout);
         Limits {
             provider,
-            cancelled: Box::pin(cx.cancel.cancelled()),
+            cancelled: WhenCancelled::new(&cx.cancel),
             deadline: Box::pin(tokio::time::sleep_until(provider.deadline())),
             idle: Box::pin(tokio::time::sleep_until(idle)),
         }

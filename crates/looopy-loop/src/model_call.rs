@@ -7,7 +7,7 @@ use std::time::Instant;
 use futures::StreamExt;
 use looopy_core::{
     EventSink, History, LlmChunk, LlmError, LlmRequest, LlmResponse, ResponseAssembler, ToolChoice,
-    ToolDefinition, TurnContext,
+    ToolDefinition, TurnContext, WhenCancelled,
 };
 use tracing::Instrument;
 
@@ -130,7 +130,8 @@ pub(crate) async fn call_model(
     .instrument(span.clone());
     let result = tokio::select! {
         biased;
-        _ = cx.cancel.cancelled() => Err(LlmError::Cancelled),
+        // Polled again with every chunk: the cheap wait.
+        () = WhenCancelled::new(&cx.cancel) => Err(LlmError::Cancelled),
         r = work => r,
     };
     let elapsed = started.elapsed();

@@ -20,7 +20,7 @@ use axum::body::{Body, Bytes};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt, stream};
-use looopy_core::{CancellationToken, StoreError};
+use looopy_core::{CancellationToken, StoreError, WhenCancelled};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -170,9 +170,11 @@ pub(crate) fn items(
 ) -> impl Stream<Item = Item> + Send + 'static {
     let (tx, rx) = mpsc::channel::<Item>(BUFFER);
     let follower: Follower = Box::pin(async move {
+        // Polled again with every event: the cheap wait.
+        let shutdown = WhenCancelled::new(&shutdown);
         tokio::select! {
             () = forward(&tasks, spec, &tx) => {}
-            () = shutdown.cancelled() => {}
+            () = shutdown => {}
         }
     });
     let mut rx = rx;
