@@ -128,8 +128,8 @@ fn mark_ended(state: &mut looopy_core::store::AgentState, record: LastTurn) {
 }
 
 /// Copies of shared messages, for what keeps messages as values (the
-/// messages not saved yet, the turn's summary, the store calls of a turn
-/// whose end is not one store operation).
+/// messages not saved yet, the store calls of a turn whose end is not one
+/// store operation).
 pub(crate) fn owned(messages: &[Arc<Message>]) -> Vec<Message> {
     messages.iter().map(|m| Message::clone(m)).collect()
 }

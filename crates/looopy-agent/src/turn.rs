@@ -164,8 +164,8 @@ pub struct FinishedTurn {
     /// Loop iterations run.
     pub iterations: u32,
     /// What the turn added to the conversation: client tool results, the
-    /// user message, then everything the loop produced (shared with the
-    /// history the Agent keeps: reading them copies nothing).
+    /// user message, then everything the loop produced (the produced
+    /// messages are shared with the turn's history, not copied).
     pub new_messages: Vec<Arc<Message>>,
     /// Client tool calls waiting for results (`input-required`).
     pub pending_tool_calls: Vec<ToolCall>,

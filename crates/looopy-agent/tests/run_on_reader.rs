@@ -123,8 +123,18 @@ async fn a_turn_run_by_its_reader_does_not_wake_its_reader_with_its_own_events()
             Poll::Pending => {
                 waits += 1;
                 assert!(waits < 100, "the turn did not end: {:?}", kinds(&events));
-                // What the turn waits on (the model's delay) wakes the reader.
-                tokio::time::sleep(Duration::from_millis(1)).await;
+                // What the turn waits on (the model's delay) wakes the
+                // reader: it is polled again only once woken.
+                let mut slept = 0;
+                while wakes.count() == before {
+                    slept += 1;
+                    assert!(
+                        slept < 1000,
+                        "the reader was never woken: {:?}",
+                        kinds(&events)
+                    );
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
             }
         }
     }

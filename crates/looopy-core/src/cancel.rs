@@ -37,6 +37,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 /// WhenCancelled::new(&token).await; // at once
 /// # }
 /// ```
+#[must_use = "a future does nothing unless polled"]
 pub struct WhenCancelled {
     /// The token's future; polled only with `relay`.
     inner: Pin<Box<WaitForCancellationFutureOwned>>,

@@ -210,7 +210,8 @@ pub trait CheckpointStore: Send + Sync {
     /// then saves each checkpoint in place, as the turn takes it, instead
     /// of handing it to a background writer that overlaps the save with the
     /// turn's next step: for such a store the writer's task and hand-overs
-    /// cost more than the save. Default: none.
+    /// cost more than the save. A store must give the same answer at every
+    /// call (the loop asks when it makes a turn's writer). Default: none.
     fn in_place(&self) -> Option<&dyn SaveInPlace> {
         None
     }

@@ -46,7 +46,7 @@ struct Limits<'a> {
 }
 
 impl<'a> Limits<'a> {
-    fn new(provider: &'a LiteLlmProvider, cx: &'a TurnContext) -> Self {
+    fn new(provider: &'a LiteLlmProvider, cx: &TurnContext) -> Self {
         let idle = after(provider.config.stream_idle_timeout);
         Limits {
             provider,

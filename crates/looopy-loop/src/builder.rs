@@ -231,7 +231,7 @@ impl AgentLoopBuilder {
             .collect();
         AgentLoop {
             llm: llm_stack.apply(self.llm),
-            fixed_tools: tools.iter().all(|p| p.tools_are_fixed()).then(Arc::default),
+            fixed_registry: tools.iter().all(|p| p.tools_are_fixed()).then(Arc::default),
             tools,
             task_store: self.task_store,
             config: Arc::new(self.config),

@@ -54,7 +54,7 @@ pub struct AgentLoop {
     /// The registry of `tools`, listed once, when every provider says its
     /// tools are fixed (`ToolProvider::tools_are_fixed`); `None` when one
     /// does not. Shared by the loop's clones.
-    fixed_tools: Option<Arc<tokio::sync::OnceCell<ToolRegistry>>>,
+    fixed_registry: Option<Arc<tokio::sync::OnceCell<ToolRegistry>>>,
     task_store: Option<Arc<dyn CheckpointStore>>,
     config: Arc<AgentLoopConfig>,
     hooks: Hooks,

@@ -52,6 +52,31 @@ impl ToolRegistry {
         })
     }
 
+    /// This registry with the tools of one more provider after its own
+    /// (a turn's own tools beside a loop's listed ones).
+    pub(crate) async fn with_provider(
+        &self,
+        provider: Arc<dyn ToolProvider>,
+        cx: &TurnContext,
+    ) -> Result<Self, ToolError> {
+        let listed = provider.tools(cx).await?;
+        let index = self.providers.len();
+        let mut routes = HashMap::clone(&self.routes);
+        let mut definitions = self.definitions.to_vec();
+        for def in listed {
+            if routes.insert(def.name.clone(), index).is_some() {
+                return Err(ToolError::DuplicateName { name: def.name });
+            }
+            definitions.push(def);
+        }
+        let providers = self.providers.iter().cloned().chain([provider]).collect();
+        Ok(ToolRegistry {
+            definitions: definitions.into(),
+            routes: Arc::new(routes),
+            providers,
+        })
+    }
+
     /// The merged definitions, in provider order.
     pub fn definitions(&self) -> Arc<[ToolDefinition]> {
         self.definitions.clone()

@@ -12,6 +12,7 @@ use looopy_core::store::{HistoryMark, StreamedAnswer, TaskCheckpoint};
 use looopy_core::{
     History, LlmError, LlmResponse, Message, Part, Role, TaskState, ToolCall, ToolError,
     ToolFailure, ToolOutcome, ToolProvider, ToolResult, ToolSignal, TurnContext, Usage,
+    WhenCancelled,
 };
 use serde_json::{Map, Value, json};
 use tracing::Instrument;
@@ -253,13 +254,19 @@ impl Turn {
     /// the turn's own.
     async fn registry(&self) -> Result<ToolRegistry, ToolError> {
         let tools = &self.agent.tools;
-        match (&self.turn_tools, &self.agent.fixed_tools) {
+        match (&self.turn_tools, &self.agent.fixed_registry) {
             (None, Some(fixed)) => fixed
                 .get_or_try_init(|| ToolRegistry::build(tools.clone(), &self.cx))
                 .await
                 .cloned(),
             (None, None) => ToolRegistry::build(tools.clone(), &self.cx).await,
-            (Some(extra), _) => {
+            (Some(extra), Some(fixed)) => {
+                let listed = fixed
+                    .get_or_try_init(|| ToolRegistry::build(tools.clone(), &self.cx))
+                    .await?;
+                listed.with_provider(extra.clone(), &self.cx).await
+            }
+            (Some(extra), None) => {
                 let providers = tools.iter().cloned().chain([extra.clone()]).collect();
                 ToolRegistry::build(providers, &self.cx).await
             }
@@ -616,10 +623,12 @@ impl Turn {
         let mut running = futures::stream::iter(futures).buffer_unordered(limit);
         let mut fatal = None;
         let mut asked: HashMap<String, String> = HashMap::new();
+        // One wait for the whole batch, polled again at each result.
+        let mut cancel = WhenCancelled::new(&cx.cancel);
         let cancelled = loop {
             let next = tokio::select! {
                 biased;
-                _ = cx.cancel.cancelled() => break true,
+                () = &mut cancel => break true,
                 next = running.next().instrument(span.clone()) => next,
             };
             let Some(f) = next else { break false };

@@ -125,4 +125,24 @@ async fn a_turns_own_tools_are_listed_in_that_turn_beside_the_fixed_ones() {
         "the turn's own tools are offered in that turn only"
     );
     assert_eq!(extra.listed(), 1);
+    assert_eq!(
+        fixed.listed(),
+        1,
+        "the loop's fixed tools are listed once, also beside a turn's own"
+    );
+}
+
+#[tokio::test]
+async fn a_turns_own_tool_named_as_a_fixed_one_fails_the_turn() {
+    let agent = AgentLoop::builder(answers(1))
+        .tools(Counted::new("a", true))
+        .build();
+    let history = History::from(vec![Message::user("hi")]);
+    let input = TurnInput {
+        tools: Some(Counted::new("a", true)),
+        ..TurnSettings::new().into()
+    };
+    let events = drain(agent.start_turn_with(history, TurnContext::new("t", "c"), input)).await;
+    let last = events.last().unwrap();
+    assert_eq!(last.state(), Some(looopy_core::TaskState::Failed));
 }

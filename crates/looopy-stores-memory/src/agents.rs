@@ -145,6 +145,9 @@ impl AgentStateStore for MemoryAgentStateStore {
         let states: Vec<&AgentState> = contexts
             .iter()
             .filter_map(|c| inner.states.peek(c).map(|s| &**s))
+            // An id left in the index by a state that expired and came back
+            // under another owner is not this owner's.
+            .filter(|s| s.owner.as_deref() == Some(owner))
             .collect();
         Ok(first_page(states, limit).into_iter().cloned().collect())
     }
