@@ -15,7 +15,7 @@ use looopy_core::{
 use tracing::Instrument;
 
 use crate::events::Emitter;
-use crate::hooks::{FatalHook, Gate, HookContext, Hooks};
+use crate::hooks::{FatalHook, Gate, HookContext, HookPoints, Hooks};
 use crate::pause::PauseGate;
 use crate::telemetry::LoopMetrics;
 
@@ -246,7 +246,9 @@ impl CallEnv<'_> {
             turn: cx.clone(),
             iteration: self.iteration,
         };
-        let gate = if self.hooks.is_empty() {
+        let gate = if !self.hooks.any_at(HookPoints::APPROVE_TOOL)
+            && !self.hooks.any_at(HookPoints::BEFORE_TOOL)
+        {
             Ok(Gate::Run)
         } else {
             self.hooks
@@ -286,7 +288,7 @@ impl CallEnv<'_> {
             }
         };
         let mut fatal = None;
-        if !self.hooks.is_empty() {
+        if self.hooks.any_at(HookPoints::AFTER_TOOL) {
             fatal = self
                 .hooks
                 .after_tool(&hcx, self.emit, &call, &mut result)

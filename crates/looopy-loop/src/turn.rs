@@ -19,7 +19,7 @@ use tracing::Instrument;
 
 use crate::checkpoint::{self, CheckpointWriter, Snapshot};
 use crate::events::{Emitter, TurnEnd};
-use crate::hooks::{EndingTurn, FatalHook, HookContext};
+use crate::hooks::{EndingTurn, FatalHook, HookContext, HookPoints};
 use crate::input::TurnInput;
 use crate::limits::{ToolFailureMode, TurnSettings};
 use crate::model_call;
@@ -538,7 +538,7 @@ impl Turn {
     async fn model_finished(&mut self) -> Step {
         let last = self.history.last().cloned();
         if self.incomplete_prompts < self.agent.config.max_incomplete_prompts
-            && !self.agent.hooks.is_empty()
+            && self.agent.hooks.any_at(HookPoints::INCOMPLETE_WORK)
         {
             let summary = self.summary(TurnEnd::Finished, last.as_ref());
             match self
@@ -921,7 +921,7 @@ impl Turn {
     }
 
     async fn finish(&mut self, mut ending: Ending, started: Instant) {
-        if !self.agent.hooks.is_empty() {
+        if self.agent.hooks.any_at(HookPoints::AFTER_TURN) {
             let mut summary = self.summary(ending.end, ending.message.as_ref());
             match self
                 .agent

@@ -456,8 +456,10 @@ pub(crate) struct FatalHook {
 }
 
 impl Hooks {
-    pub(crate) fn is_empty(&self) -> bool {
-        self.list.is_empty()
+    /// Whether any hook is called at `point`: when none is, the turn
+    /// skips building what the point's hooks would read.
+    pub(crate) fn any_at(&self, point: HookPoints) -> bool {
+        self.at(point).next().is_some()
     }
 
     /// The hooks called at `point`, in order.
