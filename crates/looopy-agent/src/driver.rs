@@ -262,7 +262,7 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
                 .collect(),
             Start::Resume { .. } => Vec::new(),
         };
-        new_messages.extend(produced.iter().cloned());
+        new_messages.extend(produced);
         let message = outcome.as_ref().and_then(|o| o.message.clone());
         let pending_tool_calls = match (&message, end) {
             (Some(m), TurnEnd::InputRequired) => m.tool_calls.clone(),

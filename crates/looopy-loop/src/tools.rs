@@ -27,6 +27,23 @@ pub struct ToolRegistry {
     providers: Arc<[Arc<dyn ToolProvider>]>,
 }
 
+/// Routes `tools` to the provider at `index` and adds their definitions; a
+/// name already routed is a [`ToolError::DuplicateName`].
+fn add(
+    routes: &mut HashMap<String, usize>,
+    definitions: &mut Vec<ToolDefinition>,
+    index: usize,
+    tools: Vec<ToolDefinition>,
+) -> Result<(), ToolError> {
+    for def in tools {
+        if routes.insert(def.name.clone(), index).is_some() {
+            return Err(ToolError::DuplicateName { name: def.name });
+        }
+        definitions.push(def);
+    }
+    Ok(())
+}
+
 impl ToolRegistry {
     /// Lists the tools of every provider. Two providers offering the same
     /// name is a configuration error ([`ToolError::DuplicateName`]).
@@ -38,12 +55,7 @@ impl ToolRegistry {
         let mut routes = HashMap::new();
         let mut definitions = Vec::new();
         for (index, tools) in listed.into_iter().enumerate() {
-            for def in tools {
-                if routes.insert(def.name.clone(), index).is_some() {
-                    return Err(ToolError::DuplicateName { name: def.name });
-                }
-                definitions.push(def);
-            }
+            add(&mut routes, &mut definitions, index, tools)?;
         }
         Ok(ToolRegistry {
             definitions: definitions.into(),
@@ -63,12 +75,7 @@ impl ToolRegistry {
         let index = self.providers.len();
         let mut routes = HashMap::clone(&self.routes);
         let mut definitions = self.definitions.to_vec();
-        for def in listed {
-            if routes.insert(def.name.clone(), index).is_some() {
-                return Err(ToolError::DuplicateName { name: def.name });
-            }
-            definitions.push(def);
-        }
+        add(&mut routes, &mut definitions, index, listed)?;
         let providers = self.providers.iter().cloned().chain([provider]).collect();
         Ok(ToolRegistry {
             definitions: definitions.into(),

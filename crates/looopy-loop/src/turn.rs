@@ -254,22 +254,19 @@ impl Turn {
     /// the turn's own.
     async fn registry(&self) -> Result<ToolRegistry, ToolError> {
         let tools = &self.agent.tools;
-        match (&self.turn_tools, &self.agent.fixed_registry) {
-            (None, Some(fixed)) => fixed
-                .get_or_try_init(|| ToolRegistry::build(tools.clone(), &self.cx))
-                .await
-                .cloned(),
-            (None, None) => ToolRegistry::build(tools.clone(), &self.cx).await,
-            (Some(extra), Some(fixed)) => {
-                let listed = fixed
-                    .get_or_try_init(|| ToolRegistry::build(tools.clone(), &self.cx))
-                    .await?;
-                listed.with_provider(extra.clone(), &self.cx).await
-            }
-            (Some(extra), None) => {
-                let providers = tools.iter().cloned().chain([extra.clone()]).collect();
-                ToolRegistry::build(providers, &self.cx).await
-            }
+        let Some(fixed) = &self.agent.fixed_registry else {
+            let providers = match &self.turn_tools {
+                None => tools.clone(),
+                Some(extra) => tools.iter().cloned().chain([extra.clone()]).collect(),
+            };
+            return ToolRegistry::build(providers, &self.cx).await;
+        };
+        let listed = fixed
+            .get_or_try_init(|| ToolRegistry::build(tools.clone(), &self.cx))
+            .await?;
+        match &self.turn_tools {
+            None => Ok(listed.clone()),
+            Some(extra) => listed.with_provider(extra.clone(), &self.cx).await,
         }
     }
 
