@@ -157,6 +157,14 @@ fn safe_cuts(messages: &[&Message]) -> Vec<bool> {
     safe
 }
 
+/// Whether a cut right after the `pinned` head is safe: no pinned message
+/// calls a tool, and the first message after them is not a tool result
+/// (what [`safe_cuts`] says of that cut, found without the pass).
+fn starts_cleanly(messages: &[&Message], pinned: usize) -> bool {
+    messages[..pinned].iter().all(|m| m.tool_calls.is_empty())
+        && messages.get(pinned).is_none_or(|m| m.role != Role::Tool)
+}
+
 /// Whether a message is always kept at the head of the window.
 fn is_pinned(message: &Message) -> bool {
     message.role == Role::System || is_summary(message)
@@ -239,6 +247,16 @@ fn plan_refs(messages: &[&Message], config: &WindowConfig, overhead: usize) -> W
             start -= 1;
         }
         target = target.max(start);
+    }
+    if target == pinned && starts_cleanly(messages, pinned) {
+        // Everything fits and the history after the pinned head is whole:
+        // the first safe cut is the head itself, without the pass over
+        // every tool call that finding it takes in general (a turn plans
+        // its window before each model call).
+        return WindowPlan {
+            pinned,
+            start: pinned,
+        };
     }
     let safe = safe_cuts(messages);
     let forward = (target..n).find(|&s| safe[s]);
@@ -606,6 +624,45 @@ mod tests {
         assert_eq!(k, h[1..].to_vec());
         let k = kept(&h, WindowConfig::max_messages(1));
         assert_eq!(k, h[2..].to_vec());
+    }
+
+    #[test]
+    fn a_window_that_keeps_everything_starts_at_the_first_safe_cut() {
+        // The plan's shortcut for a history that fits must agree with the
+        // full pass over the tool calls, pinned head or not.
+        let system = Message::system("s");
+        let mut calling_system = Message::system("s");
+        calling_system.tool_calls = calls(&["p"]).tool_calls;
+        let histories = [
+            vec![user("q"), calls(&["a"]), result("a"), asst("ok")],
+            vec![
+                system.clone(),
+                user("q"),
+                calls(&["a", "b"]),
+                result("a"),
+                result("b"),
+            ],
+            vec![
+                system.clone(),
+                summary(),
+                result("zz"),
+                asst("a"),
+                user("b"),
+            ],
+            vec![summary(), result("a"), calls(&["b"]), result("b")],
+            vec![calling_system, user("q"), result("p"), asst("x")],
+            vec![system, summary()],
+        ];
+        for h in &histories {
+            let plan = plan(h, &WindowConfig::max_messages(100));
+            let safe = safe_cut_points(h);
+            let first_safe = (plan.pinned..h.len()).find(|&s| safe[s]);
+            assert_eq!(
+                plan.start,
+                first_safe.unwrap_or(plan.pinned),
+                "history {h:#?}"
+            );
+        }
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! [`MemoryAgentStateStore`].
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use hashbrown::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;

@@ -1,6 +1,8 @@
 //! [`MemoryArtifactStore`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use hashbrown::HashMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;

@@ -1,6 +1,6 @@
 //! [`MemoryEventLog`].
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 use std::pin::pin;
 use std::sync::{Arc, Mutex};
 

@@ -1,6 +1,6 @@
 //! [`MemoryTurnLock`].
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 

@@ -7,8 +7,10 @@
 //! what only memory needs, a cap on the entries each store keeps, the
 //! least recently used going first (Redis has `maxmemory-policy` for that).
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
+
+use hashbrown::HashMap;
+use hashbrown::hash_map::EntryRef;
 
 use serde::{Deserialize, Serialize};
 
@@ -77,6 +79,11 @@ impl MemoryRetention {
     }
 }
 
+/// Whether `slot` expired by `now` under `ttl`.
+fn expired<V>(ttl: Option<Duration>, slot: &Slot<V>, now: Instant) -> bool {
+    ttl.is_some_and(|ttl| now.saturating_duration_since(slot.written) >= ttl)
+}
+
 /// How often at most the whole map is swept for expired entries (expired
 /// entries that are read are dropped at once, whatever the sweep).
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
@@ -99,9 +106,17 @@ struct Slot<V> {
 /// Used under each store's lock. Evicting over the cap scans the map, so
 /// it drops a sixteenth of the cap at a time (amortised O(1) per insert);
 /// the map then holds between 15/16 of the cap and the cap.
+///
+/// Every store reaches its entries through this map several times a turn,
+/// so it hashes with foldhash (hashbrown's default: seeded per process,
+/// several times cheaper than SipHash on the ids used as keys), looks a
+/// key up once where the operation allows it, copies a key only to insert
+/// it, and reads the clock only when entries expire.
 pub(crate) struct Retained<V> {
     map: HashMap<String, Slot<V>>,
     ttl: Option<Duration>,
+    /// The write time of every entry when nothing expires (no clock read).
+    epoch: Instant,
     cap: Option<usize>,
     clock: u64,
     next_sweep: Instant,
@@ -133,12 +148,14 @@ impl<V> Default for Retained<V> {
 impl<V> Retained<V> {
     /// An empty map with this expiry and cap (`None`: none).
     pub(crate) fn new(ttl: Option<Duration>, cap: Option<usize>) -> Self {
+        let epoch = Instant::now();
         Retained {
             map: HashMap::new(),
             ttl,
+            epoch,
             cap,
             clock: 0,
-            next_sweep: Instant::now() + SWEEP_EVERY,
+            next_sweep: epoch + SWEEP_EVERY,
             evicted: None,
             in_use: None,
         }
@@ -188,57 +205,68 @@ impl<V> Retained<V> {
         self.clock
     }
 
-    fn expired(&self, slot: &Slot<V>, now: Instant) -> bool {
-        self.ttl
-            .is_some_and(|ttl| now.saturating_duration_since(slot.written) >= ttl)
+    /// The time a write stamps: the clock only when entries expire.
+    fn now(&self) -> Instant {
+        if self.ttl.is_some() {
+            Instant::now()
+        } else {
+            self.epoch
+        }
     }
 
-    /// Drops `key` when it has expired; whether it is (still) there.
-    fn live(&mut self, key: &str, now: Instant) -> bool {
-        let expired = match self.map.get(key) {
-            None => return false,
-            Some(slot) => self.expired(slot, now),
-        };
-        if expired {
-            self.map.remove(key);
-        }
-        !expired
+    fn expired(&self, slot: &Slot<V>, now: Instant) -> bool {
+        expired(self.ttl, slot, now)
     }
 
     /// The entry of `key`, counted as used.
     pub(crate) fn get(&mut self, key: &str) -> Option<&V> {
-        if !self.live(key, Instant::now()) {
-            return None;
-        }
-        let used = self.tick();
-        let slot = self.map.get_mut(key)?;
-        slot.used = used;
-        Some(&slot.value)
+        self.get_mut_with(key, false).map(|value| &*value)
     }
 
     /// The entry of `key` without counting a use (for inspection).
     pub(crate) fn peek(&self, key: &str) -> Option<&V> {
         let slot = self.map.get(key)?;
-        (!self.expired(slot, Instant::now())).then_some(&slot.value)
+        (!self.expired(slot, self.now())).then_some(&slot.value)
     }
 
     /// The entry of `key` to change in place: a write (expiry starts again).
     pub(crate) fn get_mut(&mut self, key: &str) -> Option<&mut V> {
-        let now = Instant::now();
-        if !self.live(key, now) {
-            return None;
+        self.get_mut_with(key, true)
+    }
+
+    /// The live entry of `key`, counted as used and, for a write, as
+    /// written; an expired one is dropped. One lookup.
+    fn get_mut_with(&mut self, key: &str, write: bool) -> Option<&mut V> {
+        let (ttl, now, used) = (self.ttl, self.now(), self.tick());
+        match self.map.entry_ref(key) {
+            EntryRef::Vacant(_) => None,
+            EntryRef::Occupied(entry) if expired(ttl, entry.get(), now) => {
+                entry.remove();
+                None
+            }
+            EntryRef::Occupied(entry) => {
+                let slot = entry.into_mut();
+                slot.used = used;
+                if write {
+                    slot.written = now;
+                }
+                Some(&mut slot.value)
+            }
         }
-        let used = self.tick();
-        let slot = self.map.get_mut(key)?;
-        slot.used = used;
-        slot.written = now;
-        Some(&mut slot.value)
+    }
+
+    /// Whether `key` holds a live entry (an expired one is left for the
+    /// write that follows to replace).
+    fn is_live(&self, key: &str, now: Instant) -> bool {
+        self.map
+            .get(key)
+            .is_some_and(|slot| !self.expired(slot, now))
     }
 
     /// Writes `value` under `key`; the value it replaces, if any.
     pub(crate) fn insert(&mut self, key: String, value: V) -> Option<V> {
-        let now = Instant::now();
-        if !self.live(&key, now) {
+        let now = self.now();
+        if !self.is_live(&key, now) {
             self.make_room(self.in_use());
         }
         let used = self.tick();
@@ -247,7 +275,8 @@ impl<V> Retained<V> {
             written: now,
             used,
         };
-        self.map.insert(key, slot).map(|old| old.value)
+        let old = self.map.insert(key, slot)?;
+        (!self.expired(&old, now)).then_some(old.value)
     }
 
     /// The entry of `key` to write, made with `make` when there is none: a
@@ -266,16 +295,27 @@ impl<V> Retained<V> {
         make: impl FnOnce() -> V,
         keep: impl Fn(&str, &V) -> bool,
     ) -> &mut V {
-        let now = Instant::now();
-        if !self.live(key, now) {
+        let now = self.now();
+        let live = self.is_live(key, now);
+        if !live {
             self.make_room(keep);
         }
         let used = self.tick();
-        let slot = self.map.entry(key.to_owned()).or_insert_with(|| Slot {
-            value: make(),
-            written: now,
-            used,
-        });
+        let slot = match self.map.entry_ref(key) {
+            EntryRef::Occupied(entry) => {
+                let slot = entry.into_mut();
+                if !live {
+                    // Expired, not yet swept: it starts afresh.
+                    slot.value = make();
+                }
+                slot
+            }
+            EntryRef::Vacant(entry) => entry.insert(Slot {
+                value: make(),
+                written: now,
+                used,
+            }),
+        };
         slot.used = used;
         slot.written = now;
         &mut slot.value
@@ -284,12 +324,12 @@ impl<V> Retained<V> {
     /// Removes `key`; its value if it was there and live.
     pub(crate) fn remove(&mut self, key: &str) -> Option<V> {
         let slot = self.map.remove(key)?;
-        (!self.expired(&slot, Instant::now())).then_some(slot.value)
+        (!self.expired(&slot, self.now())).then_some(slot.value)
     }
 
     /// Live entries (expired ones not yet swept are not counted).
     pub(crate) fn len(&self) -> usize {
-        let now = Instant::now();
+        let now = self.now();
         self.map.values().filter(|s| !self.expired(s, now)).count()
     }
 
@@ -301,7 +341,7 @@ impl<V> Retained<V> {
 
     /// Live entries, without counting uses.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&String, &V)> {
-        let now = Instant::now();
+        let now = self.now();
         self.map
             .iter()
             .filter(move |(_, s)| !self.expired(s, now))

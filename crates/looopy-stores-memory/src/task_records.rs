@@ -1,6 +1,6 @@
 //! [`MemoryTaskRecordStore`]: A2A task records in memory.
 
-use std::collections::HashSet;
+use hashbrown::HashSet;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
