@@ -33,7 +33,7 @@ use looopy_core::{
     TaskStatus,
 };
 use looopy_stores_memory::{MemoryEventLog, MemoryPushConfigStore, MemoryTaskRecordStore};
-use serde_json::{Map, json};
+use serde_json::json;
 
 /// One step of a scenario.
 #[derive(Debug, Clone)]
@@ -231,7 +231,7 @@ impl TurnRunner for TckRunner {
                 event(EventPayload::StatusUpdate {
                     status,
                     is_final: true,
-                    metadata: Map::new(),
+                    metadata: looopy_core::StatusMetadata::default(),
                 })
             };
             for (n, step) in steps.into_iter().enumerate() {
@@ -239,7 +239,7 @@ impl TurnRunner for TckRunner {
                     Step::Status(state) => EventPayload::StatusUpdate {
                         status: TaskStatus::new(state),
                         is_final: false,
-                        metadata: Map::new(),
+                        metadata: looopy_core::StatusMetadata::default(),
                     },
                     Step::Artifact(parts, append, last_chunk) => EventPayload::ArtifactUpdate {
                         artifact: Artifact::new(format!("{}-artifact", request.task_id), parts)

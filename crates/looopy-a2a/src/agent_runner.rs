@@ -10,7 +10,10 @@ use futures::StreamExt;
 use looopy_agent::{Agent, AgentError, LifecycleState, TurnOptions};
 use looopy_core::approval::REQUESTS_PART_KEY;
 use looopy_core::client_tool::ClientTools;
-use looopy_core::{AgentEvent, Artifact, EventPayload, Message, Part, Role, TaskState, TaskStatus};
+use looopy_core::{
+    AgentEvent, Artifact, EventPayload, Message, Part, Role, StatusMetadata, TaskState, TaskStatus,
+    TurnEnd, TurnError, TurnReport,
+};
 use looopy_loop::TurnSettings;
 
 use crate::runner::{ResumeRequest, RunnerError, TurnEvents, TurnRequest, TurnRunner};
@@ -119,12 +122,11 @@ async fn reask(
             Part::data(serde_json::json!({ REQUESTS_PART_KEY: requests.clone() })),
         ],
     );
-    let mut metadata = serde_json::Map::new();
-    metadata.insert(REQUESTS_PART_KEY.into(), requests);
-    metadata.insert(
-        "error".into(),
-        serde_json::json!({ "type": "invalid_approval", "message": error.to_string() }),
+    let mut metadata = StatusMetadata::report(
+        TurnReport::new(TurnEnd::InputRequired)
+            .with_error(TurnError::new("invalid_approval", error.to_string())),
     );
+    metadata.extra.insert(REQUESTS_PART_KEY.into(), requests);
     let event = AgentEvent::new(
         request.task_id.clone(),
         request.context_id.clone(),

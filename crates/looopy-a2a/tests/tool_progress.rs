@@ -351,7 +351,7 @@ async fn logged_progress(server: &TestServer, task_id: &str) -> usize {
         .unwrap()
         .iter()
         .filter(|e| match &*e.event.payload {
-            EventPayload::StatusUpdate { metadata, .. } => metadata.contains_key(EXT),
+            EventPayload::StatusUpdate { metadata, .. } => metadata.extra.contains_key(EXT),
             _ => false,
         })
         .count()

@@ -14,11 +14,11 @@ use futures::channel::mpsc::UnboundedSender;
 use futures::{FutureExt, StreamExt};
 use looopy_core::store::{HistoryMark, LastTurn, LifecycleState};
 use looopy_core::{
-    AgentEvent, EventPayload, History, Message, TaskState, TaskStatus, ToolResult, TurnContext,
-    WhenCancelled,
+    AgentEvent, EventPayload, History, Message, StatusMetadata, TaskState, TaskStatus, ToolResult,
+    TurnContext, TurnError, TurnReport, WhenCancelled,
 };
 use looopy_loop::{InternalEvents, TurnEnd, TurnStream};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::OwnedMutexGuard;
 
 use crate::agent::Agent;
@@ -243,16 +243,24 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
             .final_event
             .unwrap_or_else(|| synthetic_final(cx, "the turn ended without a final event"));
         if let EventPayload::StatusUpdate { metadata, .. } = &mut *event.payload {
-            metadata.insert("turnNumber".into(), Value::from(turn.turn_number));
-            metadata.insert("saved".into(), Value::Bool(saved));
+            metadata
+                .extra
+                .insert("turnNumber".into(), Value::from(turn.turn_number));
+            metadata.extra.insert("saved".into(), Value::Bool(saved));
             if let Some(e) = &save_error {
-                metadata.insert("saveError".into(), Value::from(e.clone()));
+                metadata
+                    .extra
+                    .insert("saveError".into(), Value::from(e.clone()));
             }
             if let Some(c) = &compaction {
-                metadata.insert(compaction::COMPACTION_KEY.into(), c.to_json());
+                metadata
+                    .extra
+                    .insert(compaction::COMPACTION_KEY.into(), c.to_json());
             }
             if let Some(e) = compaction_error {
-                metadata.insert("compactionError".into(), Value::from(e));
+                metadata
+                    .extra
+                    .insert("compactionError".into(), Value::from(e));
             }
         }
         let mut new_messages: Vec<Arc<Message>> = match &mut turn.start {
@@ -380,19 +388,14 @@ fn why_open(end: TurnEnd) -> &'static str {
 }
 
 fn synthetic_final(cx: &TurnContext, why: &str) -> AgentEvent {
-    let mut metadata = serde_json::Map::new();
-    metadata.insert("finishReason".into(), Value::from(TurnEnd::Error.as_str()));
-    metadata.insert(
-        "error".into(),
-        json!({ "type": "internal", "message": why }),
-    );
+    let report = TurnReport::new(TurnEnd::Error).with_error(TurnError::new("internal", why));
     AgentEvent::new(
         cx.task_id.clone(),
         cx.context_id.clone(),
         EventPayload::StatusUpdate {
             status: TaskStatus::new(TaskState::Failed).with_message(Message::assistant(why)),
             is_final: true,
-            metadata,
+            metadata: StatusMetadata::report(report),
         },
     )
 }

@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 use crate::llm::{FinishReason, Usage};
 use crate::task::{Artifact, TaskState, TaskStatus};
 use crate::tool::{ToolCall, ToolFailure, ToolResult};
+use crate::turn_report::StatusMetadata;
 
 /// One event of a turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -140,10 +141,11 @@ pub enum EventPayload {
         /// Whether the turn ended.
         #[serde(rename = "final")]
         is_final: bool,
-        /// Metadata: the final event carries `usage`, `iterations` and the
-        /// reason the turn ended (`finishReason`).
-        #[serde(default, skip_serializing_if = "Map::is_empty")]
-        metadata: Map<String, Value>,
+        /// Metadata: the final event of a turn carries its
+        /// [`TurnReport`](crate::TurnReport) (on the wire `finishReason`,
+        /// `iterations`, `usage` ...), beside free-form entries.
+        #[serde(default, skip_serializing_if = "StatusMetadata::is_empty")]
+        metadata: StatusMetadata,
     },
     /// A2A: an artifact was created or grew (streamed text arrives this way).
     #[serde(rename = "artifact-update", rename_all = "camelCase")]
@@ -434,7 +436,7 @@ mod tests {
             EventPayload::StatusUpdate {
                 status: TaskStatus::new(TaskState::Working),
                 is_final: false,
-                metadata: Map::new(),
+                metadata: crate::StatusMetadata::default(),
             },
         );
         let v = serde_json::to_value(&e).unwrap();
@@ -505,7 +507,7 @@ mod tests {
                     EventPayload::StatusUpdate {
                         status: TaskStatus::new(TaskState::Working),
                         is_final: false,
-                        metadata: Map::new(),
+                        metadata: crate::StatusMetadata::default(),
                     },
                 )),
             },

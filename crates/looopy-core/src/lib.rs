@@ -16,6 +16,7 @@ pub mod store;
 mod task;
 mod tool;
 mod tool_provider;
+mod turn_report;
 
 pub use artifact_view::ConversationArtifacts;
 pub use cache::{CacheKind, CacheStore};
@@ -33,6 +34,7 @@ pub use store::StoreError;
 pub use task::{Artifact, TaskState, TaskStatus};
 pub use tool::{TOOL_FAILURE_KEY, ToolCall, ToolDefinition, ToolFailure, ToolResult, ToolSignal};
 pub use tool_provider::{ToolError, ToolProvider};
+pub use turn_report::{FailedToolCall, StatusMetadata, TurnEnd, TurnError, TurnReport};
 
 pub use cancel::WhenCancelled;
 /// Re-exported so that users name the same token type as the loop.

@@ -3,84 +3,13 @@
 use std::sync::Arc;
 
 use looopy_core::{
-    AgentEvent, Artifact, EventPayload, FinishReason, Message, Part, TaskState, TaskStatus,
-    ToolCall, ToolOutcome, ToolResult, Usage,
+    AgentEvent, Artifact, EventPayload, FinishReason, Message, Part, StatusMetadata, TaskState,
+    TaskStatus, ToolCall, ToolOutcome, ToolResult, TurnEnd, TurnReport, Usage,
 };
 use serde_json::{Map, Value};
 
 use crate::interest::InternalEvents;
 use crate::queue::EventQueue;
-
-/// Why a turn ended, as the final event's `metadata.finishReason` says
-/// (each ending, when it happens and the state it reports:
-/// `docs/behaviour.md#termination`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TurnEnd {
-    /// The model answered without tool calls.
-    Finished,
-    /// The done tool ended the turn.
-    DoneTool,
-    /// `max_iterations` was reached; one last call without tools wrote the answer.
-    MaxIterations,
-    /// The turn's tool-call limit was reached; one last call without tools
-    /// wrote the answer.
-    MaxToolCalls,
-    /// The turn ran past its wall-time limit and was stopped (`failed`).
-    MaxDuration,
-    /// A tool call failed under [`ToolFailureMode::Fail`](crate::ToolFailureMode::Fail) (`failed`).
-    ToolFailed,
-    /// A client tool was called: the client must answer.
-    InputRequired,
-    /// Cancelled.
-    Cancelled,
-    /// The model, a store or the configuration failed.
-    Error,
-}
-
-impl TurnEnd {
-    /// The name used in event metadata.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TurnEnd::Finished => "finished",
-            TurnEnd::DoneTool => "done_tool",
-            TurnEnd::MaxIterations => "max_iterations",
-            TurnEnd::MaxToolCalls => "max_tool_calls",
-            TurnEnd::MaxDuration => "max_duration",
-            TurnEnd::ToolFailed => "tool_failed",
-            TurnEnd::InputRequired => "input_required",
-            TurnEnd::Cancelled => "cancelled",
-            TurnEnd::Error => "error",
-        }
-    }
-
-    /// How a turn whose checkpoint was saved in a final `state` ended, as
-    /// a resume reports it again: the inverse of [`state`](Self::state) (a
-    /// completed turn is reported [`Finished`](Self::Finished), the
-    /// checkpoint does not keep which of the completing ends it was; a
-    /// failed one [`Error`](Self::Error)).
-    pub fn of_saved_state(state: TaskState) -> TurnEnd {
-        match state {
-            TaskState::Completed => TurnEnd::Finished,
-            TaskState::InputRequired | TaskState::AuthRequired => TurnEnd::InputRequired,
-            TaskState::Canceled => TurnEnd::Cancelled,
-            _ => TurnEnd::Error,
-        }
-    }
-
-    /// The task state a turn ending this way reports.
-    pub fn state(self) -> TaskState {
-        match self {
-            TurnEnd::Finished
-            | TurnEnd::DoneTool
-            | TurnEnd::MaxIterations
-            | TurnEnd::MaxToolCalls => TaskState::Completed,
-            TurnEnd::InputRequired => TaskState::InputRequired,
-            TurnEnd::Cancelled => TaskState::Canceled,
-            TurnEnd::Error | TurnEnd::MaxDuration | TurnEnd::ToolFailed => TaskState::Failed,
-        }
-    }
-}
 
 /// Sends a turn's events, stamped with its task and context.
 #[derive(Clone)]
@@ -150,30 +79,25 @@ impl Emitter {
         self.emit(EventPayload::StatusUpdate {
             status: TaskStatus::new(state),
             is_final: false,
-            metadata: Map::new(),
+            metadata: StatusMetadata::default(),
         });
     }
 
     pub(crate) fn final_status(
         &self,
-        end: TurnEnd,
         message: Option<Message>,
-        usage: Usage,
-        iterations: u32,
+        report: TurnReport,
         extra: Map<String, Value>,
     ) {
-        let mut metadata = extra;
-        metadata.insert("finishReason".into(), Value::from(end.as_str()));
-        metadata.insert("iterations".into(), Value::from(iterations));
-        if let Ok(u) = serde_json::to_value(usage) {
-            metadata.insert("usage".into(), u);
-        }
-        let mut status = TaskStatus::new(end.state());
+        let mut status = TaskStatus::new(report.finish_reason.state());
         status.message = message;
         self.emit(EventPayload::StatusUpdate {
             status,
             is_final: true,
-            metadata,
+            metadata: StatusMetadata {
+                report: Some(Box::new(report)),
+                extra,
+            },
         });
     }
 

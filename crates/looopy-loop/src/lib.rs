@@ -30,10 +30,10 @@ use looopy_core::{History, LlmProvider, ToolProvider, TurnContext};
 pub use builder::AgentLoopBuilder;
 pub use config::AgentLoopConfig;
 pub use error::LoopError;
-pub use events::TurnEnd;
 pub use input::TurnInput;
 pub use interest::InternalEvents;
 pub use limits::{ToolFailureMode, TurnSettings};
+pub use looopy_core::TurnEnd;
 pub use stream::{TurnHandle, TurnOutcome, TurnStream};
 pub use tools::ToolRegistry;
 

@@ -5,11 +5,11 @@ use std::sync::Arc;
 use looopy_core::{History, TurnContext};
 
 use crate::checkpoint;
-use crate::events::TurnEnd;
 use crate::input::TurnInput;
 use crate::stream::{TurnOutcome, TurnShared, TurnStream};
 use crate::turn::Turn;
 use crate::{AgentLoop, LoopError};
+use looopy_core::{TurnEnd, TurnError, TurnReport};
 
 impl AgentLoop {
     /// Continues the turn of `cx.task_id` from its last checkpoint: tool calls
@@ -48,7 +48,8 @@ impl AgentLoop {
             };
             match checkpoint {
                 Err(e) => {
-                    let message = looopy_core::Message::assistant(format!("cannot resume: {e}"));
+                    let text = format!("cannot resume: {e}");
+                    let message = looopy_core::Message::assistant(text.clone());
                     shared2.set_outcome(TurnOutcome {
                         end: TurnEnd::Error,
                         state: TurnEnd::Error.state(),
@@ -59,10 +60,8 @@ impl AgentLoop {
                         turn_start: 0,
                     });
                     emit.final_status(
-                        TurnEnd::Error,
                         Some(message),
-                        Default::default(),
-                        0,
+                        TurnReport::new(TurnEnd::Error).with_error(TurnError::new("resume", text)),
                         Default::default(),
                     );
                 }
@@ -82,7 +81,12 @@ impl AgentLoop {
                         history: c.messages.clone(),
                         turn_start: c.turn_start,
                     });
-                    emit.final_status(end, message, c.usage, c.iteration, Default::default());
+                    let report = TurnReport {
+                        iterations: c.iteration,
+                        usage: c.usage,
+                        ..TurnReport::new(end)
+                    };
+                    emit.final_status(message, report, Default::default());
                 }
                 Ok(c) => {
                     shared2.set_history(c.messages.clone());

@@ -8,9 +8,9 @@ use std::task::{Context, Poll};
 use futures::Stream;
 use looopy_core::{AgentEvent, History, Message, TaskState, Usage};
 
-use crate::events::TurnEnd;
 use crate::pause::PauseGate;
 use crate::queue::EventQueue;
+use looopy_core::TurnEnd;
 
 /// How a turn ended and what it produced.
 #[derive(Debug, Clone)]

@@ -10,15 +10,15 @@ use futures::StreamExt;
 use looopy_core::approval::ApprovalRequest;
 use looopy_core::store::{HistoryMark, StreamedAnswer, TaskCheckpoint};
 use looopy_core::{
-    History, LlmError, LlmResponse, Message, Part, Role, TaskState, ToolCall, ToolError,
-    ToolFailure, ToolOutcome, ToolProvider, ToolResult, ToolSignal, TurnContext, Usage,
-    WhenCancelled,
+    FailedToolCall, History, LlmError, LlmResponse, Message, Part, Role, TaskState, ToolCall,
+    ToolError, ToolFailure, ToolOutcome, ToolProvider, ToolResult, ToolSignal, TurnContext,
+    TurnEnd, TurnError, TurnReport, Usage, WhenCancelled,
 };
 use serde_json::{Map, Value, json};
 use tracing::Instrument;
 
 use crate::checkpoint::{self, CheckpointWriter, Snapshot};
-use crate::events::{Emitter, TurnEnd};
+use crate::events::Emitter;
 use crate::hooks::{EndingTurn, FatalHook, HookContext, HookPoints};
 use crate::input::TurnInput;
 use crate::limits::{ToolFailureMode, TurnSettings};
@@ -66,8 +66,11 @@ pub(crate) struct Turn {
 struct Ending {
     end: TurnEnd,
     message: Option<Message>,
+    /// What went wrong, for the report and the `execution-end` event.
+    error: Option<TurnError>,
+    failed_tool_call: Option<FailedToolCall>,
+    /// The final event's free-form metadata (an input-required turn's calls).
     metadata: Map<String, Value>,
-    error: Option<String>,
 }
 
 impl Ending {
@@ -75,8 +78,9 @@ impl Ending {
         Ending {
             end,
             message,
-            metadata: Map::new(),
             error: None,
+            failed_tool_call: None,
+            metadata: Map::new(),
         }
     }
 
@@ -88,10 +92,7 @@ impl Ending {
     fn failed_as(end: TurnEnd, message: impl Into<String>, kind: &str) -> Self {
         let text = message.into();
         let mut ending = Ending::new(end, Some(Message::assistant(text.clone())));
-        ending
-            .metadata
-            .insert("error".into(), json!({ "type": kind, "message": text }));
-        ending.error = Some(text);
+        ending.error = Some(TurnError::new(kind, text));
         ending
     }
 
@@ -237,15 +238,8 @@ impl Turn {
         span.record("a2a.task.state", ending.end.state().as_str());
         if let Some(e) = &ending.error {
             span.record("otel.status_code", "ERROR");
-            span.record(
-                "error.type",
-                ending
-                    .metadata
-                    .get("error")
-                    .and_then(|e| e["type"].as_str())
-                    .unwrap_or("error"),
-            );
-            tracing::error!(error = %e, "turn failed");
+            span.record("error.type", e.kind.as_str());
+            tracing::error!(error = %e.message, "turn failed");
         }
         self.finish(ending, started).await;
     }
@@ -829,13 +823,9 @@ impl Turn {
         if streamed {
             self.note_streamed(artifact_id);
         }
-        let flag = match end {
-            TurnEnd::MaxToolCalls => "maxToolCallsReached",
-            _ => "maxIterationsReached",
-        };
-        let mut ending = Ending::new(end, Some(answer));
-        ending.metadata.insert(flag.into(), Value::Bool(true));
-        ending
+        // The report says which limit it was (`maxIterationsReached` or
+        // `maxToolCallsReached` on the wire).
+        Ending::new(end, Some(answer))
     }
 
     fn add_usage(&mut self, usage: Option<Usage>) {
@@ -947,15 +937,17 @@ impl Turn {
         self.emit.execution_end(
             ending.end,
             started.elapsed().as_millis() as u64,
-            ending.error.clone(),
+            ending.error.as_ref().map(|e| e.message.clone()),
         );
-        self.emit.final_status(
-            ending.end,
-            ending.message,
-            self.usage,
-            self.iteration,
-            ending.metadata,
-        );
+        let report = TurnReport {
+            finish_reason: ending.end,
+            iterations: self.iteration,
+            usage: self.usage,
+            error: ending.error,
+            failed_tool_call: ending.failed_tool_call,
+        };
+        self.emit
+            .final_status(ending.message, report, ending.metadata);
     }
 }
 
@@ -987,10 +979,11 @@ fn tool_failure(call: &ToolCall, result: &ToolResult) -> Ending {
         ),
         "tool_failed",
     );
-    ending.metadata.insert(
-        "failedToolCall".into(),
-        json!({ "name": call.name, "callId": call.id, "failure": kind.as_str() }),
-    );
+    ending.failed_tool_call = Some(FailedToolCall {
+        name: call.name.clone(),
+        call_id: call.id.clone(),
+        failure: kind.as_str().to_owned(),
+    });
     ending
 }
 

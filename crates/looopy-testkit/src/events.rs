@@ -2,7 +2,7 @@
 //! metadata, the kinds in order.
 
 use futures::{Stream, StreamExt};
-use looopy_core::{AgentEvent, EventPayload};
+use looopy_core::{AgentEvent, EventPayload, StatusMetadata, TurnReport};
 use serde_json::{Map, Value};
 
 /// Every event of a stream, until it ends.
@@ -30,12 +30,28 @@ pub fn final_event(events: &[AgentEvent]) -> &AgentEvent {
     last
 }
 
-/// The metadata of the turn's final status (`finishReason`, the limits
-/// reached, the error type ...), checked as [`final_event`] does.
+/// The metadata of the turn's final status as the wire carries it
+/// (`finishReason`, the limits reached, the error type ...), checked as
+/// [`final_event`] does.
 pub fn final_metadata(events: &[AgentEvent]) -> Map<String, Value> {
     match &*final_event(events).payload {
-        EventPayload::StatusUpdate { metadata, .. } => metadata.clone(),
+        EventPayload::StatusUpdate { metadata, .. } => metadata.to_map(),
         other => panic!("the final event is not a status update: {other:?}"),
+    }
+}
+
+/// The report of the turn's final status, checked as [`final_event`] does.
+pub fn final_report(events: &[AgentEvent]) -> TurnReport {
+    match &*final_event(events).payload {
+        EventPayload::StatusUpdate {
+            metadata:
+                StatusMetadata {
+                    report: Some(report),
+                    ..
+                },
+            ..
+        } => (**report).clone(),
+        other => panic!("the final event carries no turn report: {other:?}"),
     }
 }
 
@@ -43,13 +59,14 @@ pub fn final_metadata(events: &[AgentEvent]) -> Map<String, Value> {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use looopy_core::{TaskState, TaskStatus};
+    use looopy_core::{TaskState, TaskStatus, TurnEnd};
 
     use super::*;
 
     fn status(state: TaskState, is_final: bool, reason: &str) -> AgentEvent {
         let mut metadata = Map::new();
         metadata.insert("finishReason".into(), reason.into());
+        let metadata = StatusMetadata::from_map(metadata);
         AgentEvent::new(
             "t".into(),
             "c".into(),
@@ -68,6 +85,7 @@ mod tests {
         let events = collect(futures::stream::iter(vec![working, done.clone()])).await;
         assert_eq!(kinds(&events), vec!["status-update", "status-update"]);
         assert_eq!(final_metadata(&events)["finishReason"], "finished");
+        assert_eq!(final_report(&events).finish_reason, TurnEnd::Finished);
 
         let twice = vec![done.clone(), done];
         let caught = std::panic::catch_unwind(|| final_event(&twice).kind());

@@ -24,8 +24,8 @@ use std::sync::Arc;
 
 use axum::http::HeaderMap;
 use looopy_core::{
-    AgentEvent, EventPayload, Message, Part, Role, TaskState, TaskStatus, ToolFailure, ToolOutcome,
-    ToolResult,
+    AgentEvent, EventPayload, Message, Part, Role, StatusMetadata, TaskState, TaskStatus,
+    ToolFailure, ToolOutcome, ToolResult,
 };
 use serde_json::{Map, Value, json};
 
@@ -76,7 +76,7 @@ pub(crate) fn is_progress(event: &AgentEvent) -> bool {
     matches!(
         &*event.payload,
         EventPayload::StatusUpdate { metadata, is_final: false, .. }
-            if metadata.contains_key(TOOL_PROGRESS_EXTENSION)
+            if metadata.extra.contains_key(TOOL_PROGRESS_EXTENSION)
     )
 }
 
@@ -186,7 +186,7 @@ fn update(task_id: Arc<str>, context_id: Arc<str>, data: Value) -> AgentEvent {
         EventPayload::StatusUpdate {
             status: TaskStatus::new(TaskState::Working).with_message(message),
             is_final: false,
-            metadata,
+            metadata: StatusMetadata::entries(metadata),
         },
     )
 }
@@ -341,7 +341,7 @@ mod tests {
             EventPayload::StatusUpdate {
                 status: TaskStatus::new(TaskState::Completed),
                 is_final: true,
-                metadata: Map::new(),
+                metadata: looopy_core::StatusMetadata::default(),
             },
         );
         let sub = AgentEvent::new(

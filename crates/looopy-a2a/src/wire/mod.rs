@@ -405,7 +405,7 @@ mod tests {
             event(EventPayload::StatusUpdate {
                 status: TaskStatus::new(TaskState::Working),
                 is_final: false,
-                metadata: metadata.clone(),
+                metadata: looopy_core::StatusMetadata::entries(metadata.clone()),
             }),
             event(EventPayload::ArtifactUpdate {
                 artifact: Artifact {
@@ -433,12 +433,18 @@ mod tests {
                 status: TaskStatus::new(TaskState::InputRequired)
                     .with_message(Message::assistant("which city?")),
                 is_final: true,
-                metadata: Map::new(),
+                metadata: looopy_core::StatusMetadata::default(),
             }),
             event(EventPayload::StatusUpdate {
                 status: TaskStatus::new(TaskState::Completed).with_message(rich),
                 is_final: true,
-                metadata,
+                metadata: looopy_core::StatusMetadata {
+                    report: Some(Box::new(looopy_core::TurnReport {
+                        iterations: 3,
+                        ..looopy_core::TurnReport::new(looopy_core::TurnEnd::MaxIterations)
+                    })),
+                    extra: metadata,
+                },
             }),
         ]
     }

@@ -7,7 +7,8 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use looopy_core::{
-    AgentEvent, Artifact, EventPayload, FileContent, Message, Part, Role, TaskState, TaskStatus,
+    AgentEvent, Artifact, EventPayload, FileContent, Message, Part, Role, StatusMetadata,
+    TaskState, TaskStatus,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -350,7 +351,7 @@ pub(super) fn update_result(e: &AgentEvent) -> Option<StreamResult03> {
             context_id: context_id.into(),
             status: status(s, task_id, context_id),
             is_final: *is_final,
-            metadata: non_empty(metadata),
+            metadata: (!metadata.is_empty()).then(|| metadata.to_map()),
         }),
         EventPayload::ArtifactUpdate {
             artifact: a,
@@ -532,7 +533,7 @@ pub(super) fn decode_stream_event(v: Value) -> Result<StreamEvent, String> {
                 EventPayload::StatusUpdate {
                     status: status.clone(),
                     is_final: u.is_final,
-                    metadata: u.metadata.unwrap_or_default(),
+                    metadata: StatusMetadata::from_map(u.metadata.unwrap_or_default()),
                 },
             );
             event.timestamp = status.timestamp;
@@ -566,7 +567,7 @@ mod tests {
             EventPayload::StatusUpdate {
                 status: TaskStatus::new(TaskState::InputRequired).with_message(answer),
                 is_final: true,
-                metadata: Map::new(),
+                metadata: looopy_core::StatusMetadata::default(),
             },
         );
         let v = serde_json::to_value(update_result(&e).unwrap()).unwrap();

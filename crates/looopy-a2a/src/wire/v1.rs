@@ -10,7 +10,8 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use chrono::SubsecRound;
 use looopy_core::{
-    AgentEvent, Artifact, EventPayload, FileContent, Message, Part, Role, TaskState, TaskStatus,
+    AgentEvent, Artifact, EventPayload, FileContent, Message, Part, Role, StatusMetadata,
+    TaskState, TaskStatus,
 };
 use serde_json::{Map, Value};
 
@@ -27,6 +28,11 @@ fn meta(map: &Map<String, Value>) -> Option<HashMap<String, Value>> {
 
 fn unmeta(map: Option<HashMap<String, Value>>) -> Map<String, Value> {
     map.map(|m| m.into_iter().collect()).unwrap_or_default()
+}
+
+/// A status update's metadata, as the wire's one object.
+fn status_meta(metadata: &StatusMetadata) -> Option<HashMap<String, Value>> {
+    (!metadata.is_empty()).then(|| metadata.to_map().into_iter().collect())
 }
 
 pub(super) fn state(s: TaskState) -> a2a::TaskState {
@@ -180,7 +186,7 @@ fn stream_response(e: &AgentEvent) -> Option<StreamResponse> {
             task_id: task_id.into(),
             context_id: context_id.into(),
             status: status(s, task_id, context_id),
-            metadata: meta(metadata),
+            metadata: status_meta(metadata),
         }),
         EventPayload::ArtifactUpdate {
             artifact: a,
@@ -434,7 +440,7 @@ pub(super) fn decode_stream_event(v: Value) -> Result<StreamEvent, String> {
                 EventPayload::StatusUpdate {
                     is_final: status.state.ends_turn(),
                     status: status.clone(),
-                    metadata: unmeta(u.metadata),
+                    metadata: StatusMetadata::from_map(unmeta(u.metadata)),
                 },
             );
             event.timestamp = status.timestamp;
@@ -511,7 +517,7 @@ mod tests {
                 status: TaskStatus::new(TaskState::InputRequired)
                     .with_message(Message::assistant("which city?")),
                 is_final: true,
-                metadata: Map::new(),
+                metadata: looopy_core::StatusMetadata::default(),
             },
         );
         let v = serde_json::to_value(stream_response(&e).unwrap()).unwrap();

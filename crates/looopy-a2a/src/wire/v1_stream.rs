@@ -8,7 +8,9 @@
 use std::sync::Arc;
 
 use chrono::SubsecRound;
-use looopy_core::{AgentEvent, Artifact, EventPayload, Message, Part, Role, TaskStatus};
+use looopy_core::{
+    AgentEvent, Artifact, EventPayload, Message, Part, Role, StatusMetadata, TaskStatus,
+};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
@@ -48,7 +50,7 @@ impl Serialize for StreamUpdate {
                     task_key: "id",
                     status: Some(status),
                     artifact: None,
-                    metadata,
+                    metadata: UpdateMetadata::Entries(metadata),
                 },
             )?,
             EventPayload::StatusUpdate {
@@ -60,7 +62,7 @@ impl Serialize for StreamUpdate {
                     task_key: "taskId",
                     status: Some(status),
                     artifact: None,
-                    metadata,
+                    metadata: UpdateMetadata::Status(metadata),
                 },
             )?,
             EventPayload::ArtifactUpdate {
@@ -74,7 +76,7 @@ impl Serialize for StreamUpdate {
                     task_key: "taskId",
                     status: None,
                     artifact: Some((artifact, *append, *last_chunk)),
-                    metadata: &Map::new(),
+                    metadata: UpdateMetadata::Entries(&Map::new()),
                 },
             )?,
             // `of` lets no other event in.
@@ -98,7 +100,14 @@ struct Update<'a> {
     status: Option<&'a TaskStatus>,
     /// The artifact, `append` and `lastChunk`.
     artifact: Option<(&'a Artifact, bool, bool)>,
-    metadata: &'a Map<String, Value>,
+    metadata: UpdateMetadata<'a>,
+}
+
+/// The metadata of a task event (free-form) or of a status update (a turn
+/// report beside free-form entries).
+enum UpdateMetadata<'a> {
+    Entries(&'a Map<String, Value>),
+    Status(&'a StatusMetadata),
 }
 
 impl Serialize for Update<'_> {
@@ -120,16 +129,33 @@ impl Serialize for Update<'_> {
             map.serialize_entry("append", &append)?;
             map.serialize_entry("lastChunk", &last_chunk)?;
         }
-        metadata_entry(&mut map, self.metadata)?;
+        match self.metadata {
+            UpdateMetadata::Entries(entries) => metadata_entry(&mut map, entries)?,
+            UpdateMetadata::Status(status) => metadata_entry(&mut map, status)?,
+        }
         map.end()
     }
 }
 
+/// Metadata, which may be empty.
+trait Metadata: Serialize {
+    fn is_empty(&self) -> bool;
+}
+
+impl Metadata for Map<String, Value> {
+    fn is_empty(&self) -> bool {
+        Map::is_empty(self)
+    }
+}
+
+impl Metadata for StatusMetadata {
+    fn is_empty(&self) -> bool {
+        StatusMetadata::is_empty(self)
+    }
+}
+
 /// `metadata`, left out when empty (as the typed form leaves out `None`).
-fn metadata_entry<M: SerializeMap>(
-    map: &mut M,
-    metadata: &Map<String, Value>,
-) -> Result<(), M::Error> {
+fn metadata_entry<M: SerializeMap>(map: &mut M, metadata: &impl Metadata) -> Result<(), M::Error> {
     if metadata.is_empty() {
         Ok(())
     } else {

@@ -155,7 +155,7 @@ pub fn working() -> Step {
     Step::Emit(EventPayload::StatusUpdate {
         status: TaskStatus::new(TaskState::Working),
         is_final: false,
-        metadata: Map::new(),
+        metadata: looopy_core::StatusMetadata::default(),
     })
 }
 
@@ -179,7 +179,7 @@ pub fn finish(state: TaskState, text: &str) -> Step {
     Step::Emit(EventPayload::StatusUpdate {
         status: TaskStatus::new(state).with_message(Message::assistant(text)),
         is_final: true,
-        metadata: Map::new(),
+        metadata: looopy_core::StatusMetadata::default(),
     })
 }
 
@@ -256,7 +256,7 @@ impl TurnRunner for ScriptedRunner {
                 event(EventPayload::StatusUpdate {
                     status: TaskStatus::new(TaskState::Canceled),
                     is_final: true,
-                    metadata: Map::new(),
+                    metadata: looopy_core::StatusMetadata::default(),
                 })
             };
             for step in steps {

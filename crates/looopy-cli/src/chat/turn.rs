@@ -112,9 +112,9 @@ impl Turn {
                     return false;
                 }
                 if let EventPayload::StatusUpdate { metadata, .. } = &*event.payload
-                    && let Some(usage) = metadata.get("usage")
+                    && let Some(report) = &metadata.report
                 {
-                    self.usage = Some(usage.clone());
+                    self.usage = serde_json::to_value(report.usage).ok();
                 }
                 if matches!(&*event.payload, EventPayload::ArtifactUpdate { .. }) {
                     self.printed = true;

@@ -69,7 +69,7 @@ pub(crate) fn progress_data(event: &AgentEvent) -> Option<&Value> {
     else {
         return None;
     };
-    if !metadata.contains_key(TOOL_PROGRESS_EXTENSION) {
+    if !metadata.extra.contains_key(TOOL_PROGRESS_EXTENSION) {
         return None;
     }
     status.message.as_ref()?.parts.iter().find_map(|p| match p {
@@ -148,7 +148,7 @@ impl SubAgents {
 #[cfg(test)]
 mod tests {
     use looopy_core::{Artifact, Message, Role, TaskStatus};
-    use serde_json::{Map, json};
+    use serde_json::json;
 
     use super::*;
 
@@ -166,7 +166,7 @@ mod tests {
         EventPayload::StatusUpdate {
             status,
             is_final,
-            metadata: Map::new(),
+            metadata: looopy_core::StatusMetadata::default(),
         }
     }
 

@@ -105,7 +105,7 @@ mod tests {
             EventPayload::StatusUpdate {
                 status: crate::task::TaskStatus::new(crate::task::TaskState::Completed),
                 is_final: true,
-                metadata: serde_json::Map::new(),
+                metadata: crate::StatusMetadata::default(),
             }
         } else {
             EventPayload::Text {

@@ -7,8 +7,9 @@ use chrono::{DateTime, TimeZone, Utc};
 use looopy_core::approval::ApprovalRequest;
 use looopy_core::store::{AgentState, LastTurn, LifecycleState, StreamedAnswer, TaskCheckpoint};
 use looopy_core::{
-    AgentEvent, Artifact, EventPayload, FileContent, FinishReason, History, Message, Part, Role,
-    TaskState, TaskStatus, ToolCall, ToolFailure, ToolOutcome, ToolResult, ToolSignal, Usage,
+    AgentEvent, Artifact, EventPayload, FailedToolCall, FileContent, FinishReason, History,
+    Message, Part, Role, StatusMetadata, TaskState, TaskStatus, ToolCall, ToolFailure, ToolOutcome,
+    ToolResult, ToolSignal, TurnEnd, TurnError, TurnReport, Usage,
 };
 use serde_json::{Map, Value, json};
 
@@ -44,6 +45,27 @@ pub(crate) fn at(seconds: i64) -> DateTime<Utc> {
 }
 
 /// A JSON object with nested values of every JSON type.
+/// A turn report with every field set.
+fn report() -> TurnReport {
+    TurnReport {
+        finish_reason: TurnEnd::ToolFailed,
+        iterations: 7,
+        usage: Usage {
+            input_tokens: 11,
+            output_tokens: 13,
+            total_tokens: 24,
+            reasoning_tokens: 2,
+            cached_input_tokens: 5,
+        },
+        error: Some(TurnError::new("tool_failed", "Tool 'x' failed: ✗")),
+        failed_tool_call: Some(FailedToolCall {
+            name: "x".into(),
+            call_id: "call-1".into(),
+            failure: "error".into(),
+        }),
+    }
+}
+
 pub(crate) fn metadata(tag: &str) -> Map<String, Value> {
     let value = json!({
         "tag": tag,
@@ -230,7 +252,7 @@ pub(crate) fn every_event(task_id: &str, context_id: &str) -> Vec<AgentEvent> {
         EventPayload::StatusUpdate {
             status: status(TaskState::Working, "working"),
             is_final: false,
-            metadata: metadata("working"),
+            metadata: StatusMetadata::entries(metadata("working")),
         },
         EventPayload::ArtifactUpdate {
             artifact: full_artifact("art-1"),
@@ -325,7 +347,10 @@ pub(crate) fn every_event(task_id: &str, context_id: &str) -> Vec<AgentEvent> {
         EventPayload::StatusUpdate {
             status: status(TaskState::Completed, "done"),
             is_final: true,
-            metadata: metadata("done"),
+            metadata: StatusMetadata {
+                report: Some(Box::new(report())),
+                extra: metadata("done"),
+            },
         },
     ];
     payloads
@@ -374,7 +399,7 @@ pub(crate) fn final_event(task_id: &str) -> AgentEvent {
                 timestamp: at(1000),
             },
             is_final: true,
-            metadata: Map::new(),
+            metadata: looopy_core::StatusMetadata::default(),
         },
         1000,
     )

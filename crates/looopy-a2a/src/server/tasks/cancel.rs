@@ -7,7 +7,6 @@ use chrono::Utc;
 use futures::StreamExt;
 use looopy_core::store::TaskRecord;
 use looopy_core::{AgentEvent, AuthContext, EventPayload, TaskState, TaskStatus};
-use serde_json::Map;
 
 use super::{Tasks, reopen_waiting, store_error};
 use crate::RpcError;
@@ -117,7 +116,7 @@ impl Tasks {
             EventPayload::StatusUpdate {
                 status,
                 is_final: true,
-                metadata: Map::new(),
+                metadata: looopy_core::StatusMetadata::default(),
             },
         );
         let id = self

@@ -564,7 +564,7 @@ impl Tasks {
             EventPayload::StatusUpdate {
                 status,
                 is_final: true,
-                metadata: Map::new(),
+                metadata: looopy_core::StatusMetadata::default(),
             },
         );
         self.on_event(turn, event).await;

@@ -1,0 +1,370 @@
+//! How a turn ended, as its final status event reports it: [`TurnEnd`],
+//! [`TurnReport`], and [`StatusMetadata`], the metadata of a status event
+//! that carries the report beside free-form entries.
+//!
+//! On the wire (A2A events, the event logs of the stores) the report stays
+//! what clients read: entries of the status event's `metadata` object,
+//! `finishReason`, `iterations`, `usage`, `error`, `failedToolCall`, and
+//! `maxIterationsReached` or `maxToolCallsReached` when a limit ended the
+//! turn. In Rust it is a typed field, built once by the turn and read
+//! without parsing.
+
+use serde::de::Error as _;
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use crate::{TaskState, Usage};
+
+/// Why a turn ended (`finishReason` on the wire; each ending, when it
+/// happens and the state it reports: `docs/behaviour.md#termination`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TurnEnd {
+    /// The model answered without tool calls.
+    Finished,
+    /// The done tool ended the turn.
+    DoneTool,
+    /// `max_iterations` was reached; one last call without tools wrote the answer.
+    MaxIterations,
+    /// The turn's tool-call limit was reached; one last call without tools
+    /// wrote the answer.
+    MaxToolCalls,
+    /// The turn ran past its wall-time limit and was stopped (`failed`).
+    MaxDuration,
+    /// A tool call failed and the loop's tool failure mode ends the turn
+    /// on a failure (`failed`).
+    ToolFailed,
+    /// A client tool was called: the client must answer.
+    InputRequired,
+    /// Cancelled.
+    Cancelled,
+    /// The model, a store or the configuration failed.
+    Error,
+}
+
+impl TurnEnd {
+    /// The name used on the wire (`finishReason`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnEnd::Finished => "finished",
+            TurnEnd::DoneTool => "done_tool",
+            TurnEnd::MaxIterations => "max_iterations",
+            TurnEnd::MaxToolCalls => "max_tool_calls",
+            TurnEnd::MaxDuration => "max_duration",
+            TurnEnd::ToolFailed => "tool_failed",
+            TurnEnd::InputRequired => "input_required",
+            TurnEnd::Cancelled => "cancelled",
+            TurnEnd::Error => "error",
+        }
+    }
+
+    /// The ending named `name` on the wire, if it is one.
+    pub fn parse(name: &str) -> Option<TurnEnd> {
+        Some(match name {
+            "finished" => TurnEnd::Finished,
+            "done_tool" => TurnEnd::DoneTool,
+            "max_iterations" => TurnEnd::MaxIterations,
+            "max_tool_calls" => TurnEnd::MaxToolCalls,
+            "max_duration" => TurnEnd::MaxDuration,
+            "tool_failed" => TurnEnd::ToolFailed,
+            "input_required" => TurnEnd::InputRequired,
+            "cancelled" => TurnEnd::Cancelled,
+            "error" => TurnEnd::Error,
+            _ => return None,
+        })
+    }
+
+    /// How a turn whose checkpoint was saved in a final `state` ended, as
+    /// a resume reports it again: the inverse of [`state`](Self::state) (a
+    /// completed turn is reported [`Finished`](Self::Finished), the
+    /// checkpoint does not keep which of the completing ends it was; a
+    /// failed one [`Error`](Self::Error)).
+    pub fn of_saved_state(state: TaskState) -> TurnEnd {
+        match state {
+            TaskState::Completed => TurnEnd::Finished,
+            TaskState::InputRequired | TaskState::AuthRequired => TurnEnd::InputRequired,
+            TaskState::Canceled => TurnEnd::Cancelled,
+            _ => TurnEnd::Error,
+        }
+    }
+
+    /// The task state a turn ending this way reports.
+    pub fn state(self) -> TaskState {
+        match self {
+            TurnEnd::Finished
+            | TurnEnd::DoneTool
+            | TurnEnd::MaxIterations
+            | TurnEnd::MaxToolCalls => TaskState::Completed,
+            TurnEnd::InputRequired => TaskState::InputRequired,
+            TurnEnd::Cancelled => TaskState::Canceled,
+            TurnEnd::Error | TurnEnd::MaxDuration | TurnEnd::ToolFailed => TaskState::Failed,
+        }
+    }
+
+    /// The wire's flag for a limit that ended the turn, if one did.
+    fn limit_flag(self) -> Option<&'static str> {
+        match self {
+            TurnEnd::MaxIterations => Some(MAX_ITERATIONS_REACHED),
+            TurnEnd::MaxToolCalls => Some(MAX_TOOL_CALLS_REACHED),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for TurnEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What went wrong in a turn that failed (`error` on the wire).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnError {
+    /// What failed: `model`, `store`, `hook`, `tool_failed`, `internal` ...
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// What happened, for a person.
+    pub message: String,
+}
+
+impl TurnError {
+    /// An error of this kind.
+    pub fn new(kind: impl Into<String>, message: impl Into<String>) -> Self {
+        TurnError {
+            kind: kind.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The tool call whose failure ended a turn (`failedToolCall` on the wire).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailedToolCall {
+    /// The tool.
+    pub name: String,
+    /// The call.
+    pub call_id: String,
+    /// How it failed ([`ToolFailure::as_str`](crate::ToolFailure::as_str)).
+    pub failure: String,
+}
+
+/// How a turn ended, carried by its final status event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnReport {
+    /// Why it ended.
+    pub finish_reason: TurnEnd,
+    /// Iterations run (model calls that were not a limit's last answer).
+    pub iterations: u32,
+    /// Tokens used by the whole turn.
+    pub usage: Usage,
+    /// What went wrong, when the turn failed.
+    pub error: Option<TurnError>,
+    /// The call whose failure ended the turn ([`TurnEnd::ToolFailed`]).
+    pub failed_tool_call: Option<FailedToolCall>,
+}
+
+impl TurnReport {
+    /// A report of a turn that ended this way, with nothing else to say.
+    pub fn new(finish_reason: TurnEnd) -> Self {
+        TurnReport {
+            finish_reason,
+            iterations: 0,
+            usage: Usage::default(),
+            error: None,
+            failed_tool_call: None,
+        }
+    }
+
+    /// With what went wrong.
+    pub fn with_error(mut self, error: TurnError) -> Self {
+        self.error = Some(error);
+        self
+    }
+}
+
+const FINISH_REASON: &str = "finishReason";
+const ITERATIONS: &str = "iterations";
+const USAGE: &str = "usage";
+const ERROR: &str = "error";
+const FAILED_TOOL_CALL: &str = "failedToolCall";
+const MAX_ITERATIONS_REACHED: &str = "maxIterationsReached";
+const MAX_TOOL_CALLS_REACHED: &str = "maxToolCallsReached";
+
+/// The metadata of a status event: the turn's [`TurnReport`] on the final
+/// event of a turn, and free-form entries (an input-required turn's
+/// `pendingToolCalls` and `approvalRequests`, what a runner adds).
+///
+/// It is one JSON object on the wire: the report's entries (see the module
+/// docs), then the free-form ones. Reading one back takes the report out
+/// of an object whose `finishReason` names a [`TurnEnd`]; any other object
+/// stays free-form entries, whole.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StatusMetadata {
+    /// How the turn ended (final events of a turn).
+    pub report: Option<Box<TurnReport>>,
+    /// Everything else.
+    pub extra: Map<String, Value>,
+}
+
+impl StatusMetadata {
+    /// Metadata carrying `report`.
+    pub fn report(report: TurnReport) -> Self {
+        StatusMetadata {
+            report: Some(Box::new(report)),
+            extra: Map::new(),
+        }
+    }
+
+    /// Metadata of free-form entries only.
+    pub fn entries(extra: Map<String, Value>) -> Self {
+        StatusMetadata {
+            report: None,
+            extra,
+        }
+    }
+
+    /// Whether it holds nothing (no report, no entry).
+    pub fn is_empty(&self) -> bool {
+        self.report.is_none() && self.extra.is_empty()
+    }
+
+    /// The one JSON object the wire carries.
+    pub fn to_map(&self) -> Map<String, Value> {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::new(),
+        }
+    }
+
+    /// Reads the wire's object back (see the type's docs).
+    pub fn from_map(mut map: Map<String, Value>) -> Self {
+        let Some(finish_reason) = map
+            .get(FINISH_REASON)
+            .and_then(Value::as_str)
+            .and_then(TurnEnd::parse)
+        else {
+            return StatusMetadata::entries(map);
+        };
+        let mut take = |key: &str| map.remove(key);
+        let report = TurnReport {
+            finish_reason,
+            iterations: take(ITERATIONS)
+                .and_then(|v| v.as_u64())
+                .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+            usage: take(USAGE)
+                .and_then(|v| serde_json::from_value(v).ok())
+                .unwrap_or_default(),
+            error: take(ERROR).and_then(|v| serde_json::from_value(v).ok()),
+            failed_tool_call: take(FAILED_TOOL_CALL).and_then(|v| serde_json::from_value(v).ok()),
+        };
+        map.remove(FINISH_REASON);
+        if let Some(flag) = finish_reason.limit_flag() {
+            map.remove(flag);
+        }
+        StatusMetadata {
+            report: Some(Box::new(report)),
+            extra: map,
+        }
+    }
+}
+
+impl Serialize for StatusMetadata {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(report) = &self.report {
+            map.serialize_entry(FINISH_REASON, &report.finish_reason)?;
+            map.serialize_entry(ITERATIONS, &report.iterations)?;
+            map.serialize_entry(USAGE, &report.usage)?;
+            if let Some(error) = &report.error {
+                map.serialize_entry(ERROR, error)?;
+            }
+            if let Some(call) = &report.failed_tool_call {
+                map.serialize_entry(FAILED_TOOL_CALL, call)?;
+            }
+            if let Some(flag) = report.finish_reason.limit_flag() {
+                map.serialize_entry(flag, &true)?;
+            }
+        }
+        for (key, value) in &self.extra {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for StatusMetadata {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::Object(map) => Ok(StatusMetadata::from_map(map)),
+            Value::Null => Ok(StatusMetadata::default()),
+            other => Err(D::Error::custom(format!(
+                "status metadata must be an object, not {other}"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_report_is_the_wire_object_clients_read_and_reads_back_the_same() {
+        let mut report = TurnReport::new(TurnEnd::MaxToolCalls);
+        report.iterations = 3;
+        report.usage.input_tokens = 7;
+        let mut metadata = StatusMetadata::report(report);
+        metadata.extra.insert("note".into(), json!("x"));
+        let wire = serde_json::to_value(&metadata).unwrap();
+        assert_eq!(wire["finishReason"], "max_tool_calls");
+        assert_eq!(wire["iterations"], 3);
+        assert_eq!(wire["usage"]["inputTokens"], 7);
+        assert_eq!(wire["maxToolCallsReached"], true);
+        assert_eq!(wire["note"], "x");
+        assert!(wire.get("error").is_none());
+        let back: StatusMetadata = serde_json::from_value(wire).unwrap();
+        assert_eq!(back, metadata, "the limit flag is read as the report's");
+    }
+
+    #[test]
+    fn an_object_without_a_known_finish_reason_stays_free_form_entries() {
+        let unknown = json!({"finishReason": "from_a_newer_server", "iterations": 2});
+        let read: StatusMetadata = serde_json::from_value(unknown.clone()).unwrap();
+        assert!(read.report.is_none());
+        assert_eq!(Value::Object(read.extra), unknown);
+        let failed = json!({"finishReason": "tool_failed",
+            "error": {"type": "tool_failed", "message": "boom"},
+            "failedToolCall": {"name": "t", "callId": "c", "failure": "error"}});
+        let read = StatusMetadata::from_map(failed.as_object().cloned().unwrap());
+        let report = read.report.unwrap();
+        assert_eq!(report.error, Some(TurnError::new("tool_failed", "boom")));
+        assert_eq!(report.failed_tool_call.unwrap().call_id, "c");
+        assert!(read.extra.is_empty());
+        assert!(serde_json::from_value::<StatusMetadata>(json!([1])).is_err());
+    }
+
+    #[test]
+    fn every_ending_has_one_wire_name() {
+        for end in [
+            TurnEnd::Finished,
+            TurnEnd::DoneTool,
+            TurnEnd::MaxIterations,
+            TurnEnd::MaxToolCalls,
+            TurnEnd::MaxDuration,
+            TurnEnd::ToolFailed,
+            TurnEnd::InputRequired,
+            TurnEnd::Cancelled,
+            TurnEnd::Error,
+        ] {
+            assert_eq!(TurnEnd::parse(end.as_str()), Some(end));
+            assert_eq!(serde_json::to_value(end).unwrap(), end.as_str());
+        }
+    }
+}
