@@ -122,13 +122,15 @@ pub(crate) fn chat_stream<'a>(
     request: LlmRequest,
     cx: &'a TurnContext,
 ) -> LlmStream<'a> {
-    let state = State {
+    // Boxed: `unfold` moves its state into each chunk's future and back
+    // out, and this one is large (the timers, the span, the event parser).
+    let state = Box::new(State {
         limits: Limits::new(provider, cx),
         span: provider.call_span(provider.model_for(&request)),
         phase: Phase::Start(Box::new(request)),
         decoder: ChunkDecoder::default(),
         pending: VecDeque::new(),
-    };
+    });
     stream::unfold(state, |mut state| async move {
         let span = state.span.span.clone();
         let item = next(&mut state).instrument(span).await;

@@ -319,7 +319,9 @@ impl<P: LlmProvider> LlmProvider for RetryingLlm<P> {
     }
 
     fn stream<'a>(&'a self, request: LlmRequest, cx: &'a TurnContext) -> LlmStream<'a> {
-        let state = StreamState {
+        // Boxed: `unfold` moves its state into each chunk's future and
+        // back out, and this one holds the request.
+        let state = Box::new(StreamState {
             llm: self,
             cx,
             request,
@@ -327,7 +329,7 @@ impl<P: LlmProvider> LlmProvider for RetryingLlm<P> {
             delivered: false,
             retry: 0,
             done: false,
-        };
+        });
         stream::unfold(state, |mut s| async move {
             let item = next_chunk(&mut s).await?;
             Some((item, s))
