@@ -8,6 +8,7 @@ mod decode;
 mod error;
 #[cfg(feature = "otel")]
 mod otel;
+mod sse;
 mod stream;
 mod wire;
 

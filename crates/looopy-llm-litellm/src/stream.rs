@@ -1,5 +1,5 @@
-//! The streamed call: server-sent events over the response body, decoded
-//! into [`LlmChunk`]s.
+//! The streamed call: server-sent events over the response body (read by
+//! [`SseParser`]), decoded into [`LlmChunk`]s.
 //!
 //! Dropping the stream drops the response body, which closes the connection
 //! and so aborts the request on the server.
@@ -8,7 +8,6 @@ use std::collections::VecDeque;
 use std::pin::Pin;
 
 use bytes::Bytes;
-use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::stream::{self, BoxStream, StreamExt};
 use looopy_core::{LlmChunk, LlmError, LlmRequest, LlmStream, TurnContext, WhenCancelled};
 use reqwest::header;
@@ -18,15 +17,16 @@ use tracing::Instrument;
 use crate::client::{CallSpan, LiteLlmProvider, after, snippet};
 use crate::decode::{ChunkDecoder, completion_to_response};
 use crate::error::{from_reqwest, from_status};
+use crate::sse::SseParser;
 use crate::wire::{ChatChunk, ChatCompletion};
 
-type Events = BoxStream<'static, Result<Event, EventStreamError<reqwest::Error>>>;
+type Body = BoxStream<'static, Result<Bytes, reqwest::Error>>;
 
 enum Phase {
     /// Not sent yet.
     Start(Box<LlmRequest>),
-    /// Reading events.
-    Reading(Events),
+    /// Reading the response body's events.
+    Reading(Body),
     /// Over (after `[DONE]` or an error).
     Done,
 }
@@ -76,9 +76,9 @@ impl<'a> Limits<'a> {
             .await
     }
 
-    /// [`guard`](Self::guard) on waiting for the next event, which must
-    /// come within the idle timeout.
-    async fn next_event(&mut self, events: &mut Events) -> Result<Option<EventItem>, LlmError> {
+    /// [`guard`](Self::guard) on waiting for the next piece of the body,
+    /// which must come within the idle timeout.
+    async fn next_bytes(&mut self, body: &mut Body) -> Result<Option<BodyItem>, LlmError> {
         let provider = self.provider;
         let idle = provider.config.stream_idle_timeout;
         self.idle.as_mut().reset(after(idle));
@@ -91,7 +91,7 @@ impl<'a> Limits<'a> {
         tokio::select! {
             biased;
             () = cancelled => Err(LlmError::Cancelled),
-            next = events.next() => Ok(next),
+            next = body.next() => Ok(next),
             () = idle_timer => Err(provider.timeout_error("no stream data within the idle timeout", idle)),
             () = deadline => Err(past_deadline(provider)),
         }
@@ -106,12 +106,13 @@ fn past_deadline(provider: &LiteLlmProvider) -> LlmError {
     )
 }
 
-type EventItem = Result<Event, EventStreamError<reqwest::Error>>;
+type BodyItem = Result<Bytes, reqwest::Error>;
 
 struct State<'a> {
     limits: Limits<'a>,
     span: CallSpan,
     phase: Phase,
+    sse: SseParser,
     decoder: ChunkDecoder,
     pending: VecDeque<LlmChunk>,
 }
@@ -128,6 +129,7 @@ pub(crate) fn chat_stream<'a>(
         limits: Limits::new(provider, cx),
         span: provider.call_span(provider.model_for(&request)),
         phase: Phase::Start(Box::new(request)),
+        sse: SseParser::default(),
         decoder: ChunkDecoder::default(),
         pending: VecDeque::new(),
     });
@@ -148,9 +150,9 @@ async fn next(state: &mut State<'_>) -> Option<Result<LlmChunk, LlmError>> {
         let step = match std::mem::replace(&mut state.phase, Phase::Done) {
             Phase::Done => return None,
             Phase::Start(request) => start(state, *request).await,
-            Phase::Reading(mut events) => match read(state, &mut events).await {
+            Phase::Reading(mut body) => match read(state, &mut body).await {
                 Ok(true) => {
-                    state.phase = Phase::Reading(events);
+                    state.phase = Phase::Reading(body);
                     Ok(())
                 }
                 Ok(false) => {
@@ -210,44 +212,38 @@ async fn start(state: &mut State<'_>, request: LlmRequest) -> Result<(), LlmErro
         state.pending.extend(response.into_chunks());
         return Ok(());
     }
-    let bytes: BoxStream<'static, Result<Bytes, reqwest::Error>> = response.bytes_stream().boxed();
-    state.phase = Phase::Reading(bytes.eventsource().boxed());
+    state.phase = Phase::Reading(response.bytes_stream().boxed());
     Ok(())
 }
 
 /// Reads events until some chunks are queued. `Ok(false)` after `[DONE]`.
-async fn read(state: &mut State<'_>, events: &mut Events) -> Result<bool, LlmError> {
+async fn read(state: &mut State<'_>, body: &mut Body) -> Result<bool, LlmError> {
     while state.pending.is_empty() {
-        let next = state.limits.next_event(events).await?;
-        let event = match next {
+        if let Some(data) = state.sse.next_event() {
+            let data = data.trim_ascii();
+            if data.is_empty() {
+                continue;
+            }
+            if data == b"[DONE]" {
+                state.decoder.finish(&mut state.pending);
+                return Ok(false);
+            }
+            let chunk: ChatChunk =
+                serde_json::from_slice(data).map_err(|e| LlmError::MalformedResponse {
+                    message: format!("invalid chunk JSON ({e}): {}", snippet(data)),
+                })?;
+            state.decoder.decode(chunk, &mut state.pending)?;
+            continue;
+        }
+        match state.limits.next_bytes(body).await? {
             None => {
                 return Err(LlmError::MalformedResponse {
                     message: "the stream ended before [DONE]".into(),
                 });
             }
-            Some(Err(EventStreamError::Transport(e))) => {
-                return Err(from_reqwest(&e, "the stream was cut before [DONE]"));
-            }
-            Some(Err(e)) => {
-                return Err(LlmError::MalformedResponse {
-                    message: format!("invalid server-sent events: {e}"),
-                });
-            }
-            Some(Ok(event)) => event,
-        };
-        let data = event.data.trim();
-        if data.is_empty() {
-            continue;
+            Some(Err(e)) => return Err(from_reqwest(&e, "the stream was cut before [DONE]")),
+            Some(Ok(bytes)) => state.sse.feed(&bytes),
         }
-        if data == "[DONE]" {
-            state.decoder.finish(&mut state.pending);
-            return Ok(false);
-        }
-        let chunk: ChatChunk =
-            serde_json::from_str(data).map_err(|e| LlmError::MalformedResponse {
-                message: format!("invalid chunk JSON ({e}): {}", snippet(data.as_bytes())),
-            })?;
-        state.decoder.decode(chunk, &mut state.pending)?;
     }
     Ok(true)
 }
