@@ -15,6 +15,7 @@ use tracing::field::Empty;
 use crate::config::LiteLlmConfig;
 use crate::decode::completion_to_response;
 use crate::error::{from_reqwest, from_status};
+use crate::tools_json::ToolsJson;
 use crate::wire::{ChatCompletion, ChatRequest};
 
 /// A model behind LiteLLM or any OpenAI-compatible chat completions endpoint.
@@ -32,6 +33,8 @@ pub struct LiteLlmProvider {
     http: reqwest::Client,
     endpoint: reqwest::Url,
     headers: HeaderMap,
+    /// Shared by the provider's clones (every conversation of a served agent).
+    tools_json: Arc<ToolsJson>,
 }
 
 impl LiteLlmProvider {
@@ -97,6 +100,7 @@ impl LiteLlmProvider {
             http,
             endpoint,
             headers,
+            tools_json: Arc::default(),
         })
     }
 
@@ -123,11 +127,22 @@ impl LiteLlmProvider {
             (Some(f), None) if !native => Some(Cow::Owned(f.instruction())),
             (_, prompt) => prompt.map(Cow::Borrowed),
         };
+        let tools = if request.tools.is_empty() {
+            None
+        } else {
+            let json = self
+                .tools_json
+                .of(&request.tools)
+                .map_err(|e| LlmError::BadRequest {
+                    message: format!("cannot serialize the tool definitions: {e}"),
+                })?;
+            Some(json)
+        };
         let body = ChatRequest {
             model: self.model_for(request),
             system_prompt,
             messages: &request.messages,
-            tools: &request.tools,
+            tools: tools.as_deref(),
             tool_choice: request.tool_choice.as_ref().or(c.tool_choice.as_ref()),
             temperature: request.temperature.or(c.temperature),
             max_tokens: request.max_tokens.or(c.max_tokens),

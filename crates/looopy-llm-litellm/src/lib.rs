@@ -10,6 +10,7 @@ mod error;
 mod otel;
 mod sse;
 mod stream;
+mod tools_json;
 mod wire;
 
 pub use client::LiteLlmProvider;

@@ -14,6 +14,7 @@ use looopy_core::{
 use serde::de::{Deserializer, IgnoredAny};
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// Keys of the request body that `extra_body` may not override.
@@ -38,7 +39,8 @@ pub(crate) struct ChatRequest<'a> {
     /// The system prompt (owned when an instruction was added to it).
     pub(crate) system_prompt: Option<Cow<'a, str>>,
     pub(crate) messages: &'a History,
-    pub(crate) tools: &'a [ToolDefinition],
+    /// The `tools` array, written before (`ToolsJson`); `None`: no tools.
+    pub(crate) tools: Option<&'a RawValue>,
     pub(crate) tool_choice: Option<&'a ToolChoice>,
     pub(crate) temperature: Option<f32>,
     pub(crate) max_tokens: Option<u32>,
@@ -63,8 +65,8 @@ impl Serialize for ChatRequest<'_> {
                 history: self.messages,
             },
         )?;
-        if !self.tools.is_empty() {
-            map.serialize_entry("tools", &Tools(self.tools))?;
+        if let Some(tools) = self.tools {
+            map.serialize_entry("tools", tools)?;
             if let Some(choice) = self.tool_choice {
                 map.serialize_entry("tool_choice", &WireToolChoice(choice))?;
             }
@@ -356,7 +358,8 @@ struct FunctionCall<'a> {
     arguments: &'a str,
 }
 
-struct Tools<'a>(&'a [ToolDefinition]);
+/// A tool list as the `tools` array of a request.
+pub(crate) struct Tools<'a>(pub(crate) &'a [ToolDefinition]);
 
 impl Serialize for Tools<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -614,7 +617,7 @@ mod tests {
         serde_json::to_value(req).unwrap()
     }
 
-    fn request<'a>(history: &'a History, tools: &'a [ToolDefinition]) -> ChatRequest<'a> {
+    fn request<'a>(history: &'a History, tools: Option<&'a RawValue>) -> ChatRequest<'a> {
         ChatRequest {
             model: "m",
             system_prompt: Some("be brief".into()),
@@ -641,7 +644,8 @@ mod tests {
             ToolResult::json("c1", &json!({"sum": 3})).into_message(),
         ]);
         let tools = [ToolDefinition::without_parameters("add", "adds")];
-        let v = body(&request(&history, &tools));
+        let tools = serde_json::value::to_raw_value(&Tools(&tools)).unwrap();
+        let v = body(&request(&history, Some(&tools)));
         assert_eq!(
             v["messages"],
             json!([
@@ -691,7 +695,7 @@ mod tests {
         ]);
         let v = body(&ChatRequest {
             system_prompt: None,
-            ..request(&history, &[])
+            ..request(&history, None)
         });
         assert_eq!(
             v["messages"][0]["content"],
@@ -710,12 +714,12 @@ mod tests {
                 .unwrap();
         let v = body(&ChatRequest {
             extra_body: Some(&extra),
-            ..request(&history, &[])
+            ..request(&history, None)
         });
         assert_eq!(v["top_p"], 0.5);
         assert_eq!(v["model"], "m");
         assert_eq!(v["stream"], true);
-        let text = serde_json::to_string(&request(&history, &[])).unwrap();
+        let text = serde_json::to_string(&request(&history, None)).unwrap();
         assert_eq!(text.matches("\"model\"").count(), 1);
     }
 
