@@ -14,11 +14,10 @@ use futures::channel::mpsc::UnboundedSender;
 use futures::{FutureExt, StreamExt};
 use looopy_core::store::{HistoryMark, LastTurn, LifecycleState};
 use looopy_core::{
-    AgentEvent, EventPayload, History, Message, StatusMetadata, TaskState, TaskStatus, ToolResult,
-    TurnContext, TurnError, TurnReport, WhenCancelled,
+    AgentEvent, AgentTurnReport, EventPayload, History, Message, StatusMetadata, TaskState,
+    TaskStatus, ToolResult, TurnContext, TurnError, TurnReport, WhenCancelled,
 };
 use looopy_loop::{InternalEvents, TurnEnd, TurnStream};
-use serde_json::Value;
 use tokio::sync::OwnedMutexGuard;
 
 use crate::agent::Agent;
@@ -243,24 +242,17 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
             .final_event
             .unwrap_or_else(|| synthetic_final(cx, "the turn ended without a final event"));
         if let EventPayload::StatusUpdate { metadata, .. } = &mut *event.payload {
-            metadata
-                .extra
-                .insert("turnNumber".into(), Value::from(turn.turn_number));
-            metadata.extra.insert("saved".into(), Value::Bool(saved));
-            if let Some(e) = &save_error {
-                metadata
-                    .extra
-                    .insert("saveError".into(), Value::from(e.clone()));
-            }
-            if let Some(c) = &compaction {
-                metadata
-                    .extra
-                    .insert(compaction::COMPACTION_KEY.into(), c.to_json());
-            }
-            if let Some(e) = compaction_error {
-                metadata
-                    .extra
-                    .insert("compactionError".into(), Value::from(e));
+            let report = AgentTurnReport {
+                turn_number: turn.turn_number,
+                saved,
+                save_error: save_error.clone(),
+                compaction: compaction.as_ref().map(|c| c.to_json()),
+                compaction_error,
+            };
+            // The final event is the loop's or `synthetic_final`: both
+            // carry the loop's report.
+            if let Some(turn_report) = &mut metadata.report {
+                turn_report.agent = Some(report);
             }
         }
         let mut new_messages: Vec<Arc<Message>> = match &mut turn.start {

@@ -34,7 +34,9 @@ pub use store::StoreError;
 pub use task::{Artifact, TaskState, TaskStatus};
 pub use tool::{TOOL_FAILURE_KEY, ToolCall, ToolDefinition, ToolFailure, ToolResult, ToolSignal};
 pub use tool_provider::{ToolError, ToolProvider};
-pub use turn_report::{FailedToolCall, StatusMetadata, TurnEnd, TurnError, TurnReport};
+pub use turn_report::{
+    AgentTurnReport, FailedToolCall, StatusMetadata, TurnEnd, TurnError, TurnReport,
+};
 
 pub use cancel::WhenCancelled;
 /// Re-exported so that users name the same token type as the loop.

@@ -6,7 +6,8 @@
 //! what clients read: entries of the status event's `metadata` object,
 //! `finishReason`, `iterations`, `usage`, `error`, `failedToolCall`, and
 //! `maxIterationsReached` or `maxToolCallsReached` when a limit ended the
-//! turn. In Rust it is a typed field, built once by the turn and read
+//! turn; for a turn an Agent ran, `turnNumber`, `saved`, and `saveError`,
+//! `compaction`, `compactionError` where they apply. In Rust it is a typed field, built once by the turn and read
 //! without parsing.
 
 use serde::de::Error as _;
@@ -151,8 +152,24 @@ pub struct FailedToolCall {
     pub failure: String,
 }
 
+/// What an Agent adds to the report of a turn it ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentTurnReport {
+    /// The conversation's turn number (1 for its first).
+    pub turn_number: u64,
+    /// Whether the turn's messages and the Agent's state were saved.
+    pub saved: bool,
+    /// Why they were not, when saving failed.
+    pub save_error: Option<String>,
+    /// The compaction that ran before the turn, as the Agent records it
+    /// (`originalCount`, `range`, `summaryMessageId` ...).
+    pub compaction: Option<Value>,
+    /// Why the compaction before the turn failed, when it did.
+    pub compaction_error: Option<String>,
+}
+
 /// How a turn ended, carried by its final status event.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TurnReport {
     /// Why it ended.
     pub finish_reason: TurnEnd,
@@ -164,6 +181,8 @@ pub struct TurnReport {
     pub error: Option<TurnError>,
     /// The call whose failure ended the turn ([`TurnEnd::ToolFailed`]).
     pub failed_tool_call: Option<FailedToolCall>,
+    /// What the Agent adds, for a turn an Agent ran.
+    pub agent: Option<AgentTurnReport>,
 }
 
 impl TurnReport {
@@ -175,6 +194,7 @@ impl TurnReport {
             usage: Usage::default(),
             error: None,
             failed_tool_call: None,
+            agent: None,
         }
     }
 
@@ -192,6 +212,11 @@ const ERROR: &str = "error";
 const FAILED_TOOL_CALL: &str = "failedToolCall";
 const MAX_ITERATIONS_REACHED: &str = "maxIterationsReached";
 const MAX_TOOL_CALLS_REACHED: &str = "maxToolCallsReached";
+const TURN_NUMBER: &str = "turnNumber";
+const SAVED: &str = "saved";
+const SAVE_ERROR: &str = "saveError";
+const COMPACTION: &str = "compaction";
+const COMPACTION_ERROR: &str = "compactionError";
 
 /// The metadata of a status event: the turn's [`TurnReport`] on the final
 /// event of a turn, and free-form entries (an input-required turn's
@@ -259,6 +284,7 @@ impl StatusMetadata {
                 .unwrap_or_default(),
             error: take(ERROR).and_then(|v| serde_json::from_value(v).ok()),
             failed_tool_call: take(FAILED_TOOL_CALL).and_then(|v| serde_json::from_value(v).ok()),
+            agent: agent_report(&mut map),
         };
         map.remove(FINISH_REASON);
         if let Some(flag) = finish_reason.limit_flag() {
@@ -269,6 +295,20 @@ impl StatusMetadata {
             extra: map,
         }
     }
+}
+
+/// The Agent's entries, taken out of `map` when it names a turn number.
+fn agent_report(map: &mut Map<String, Value>) -> Option<AgentTurnReport> {
+    let turn_number = map.get(TURN_NUMBER)?.as_u64()?;
+    map.remove(TURN_NUMBER);
+    let text = |v: Value| v.as_str().map(str::to_owned);
+    Some(AgentTurnReport {
+        turn_number,
+        saved: map.remove(SAVED).and_then(|v| v.as_bool()).unwrap_or(false),
+        save_error: map.remove(SAVE_ERROR).and_then(text),
+        compaction: map.remove(COMPACTION),
+        compaction_error: map.remove(COMPACTION_ERROR).and_then(text),
+    })
 }
 
 impl Serialize for StatusMetadata {
@@ -286,6 +326,19 @@ impl Serialize for StatusMetadata {
             }
             if let Some(flag) = report.finish_reason.limit_flag() {
                 map.serialize_entry(flag, &true)?;
+            }
+            if let Some(agent) = &report.agent {
+                map.serialize_entry(TURN_NUMBER, &agent.turn_number)?;
+                map.serialize_entry(SAVED, &agent.saved)?;
+                if let Some(error) = &agent.save_error {
+                    map.serialize_entry(SAVE_ERROR, error)?;
+                }
+                if let Some(compaction) = &agent.compaction {
+                    map.serialize_entry(COMPACTION, compaction)?;
+                }
+                if let Some(error) = &agent.compaction_error {
+                    map.serialize_entry(COMPACTION_ERROR, error)?;
+                }
             }
         }
         for (key, value) in &self.extra {
@@ -320,6 +373,13 @@ mod tests {
         let mut report = TurnReport::new(TurnEnd::MaxToolCalls);
         report.iterations = 3;
         report.usage.input_tokens = 7;
+        report.agent = Some(AgentTurnReport {
+            turn_number: 4,
+            saved: false,
+            save_error: Some("store down".into()),
+            compaction: Some(json!({"originalCount": 5})),
+            compaction_error: None,
+        });
         let mut metadata = StatusMetadata::report(report);
         metadata.extra.insert("note".into(), json!("x"));
         let wire = serde_json::to_value(&metadata).unwrap();
@@ -329,6 +389,11 @@ mod tests {
         assert_eq!(wire["maxToolCallsReached"], true);
         assert_eq!(wire["note"], "x");
         assert!(wire.get("error").is_none());
+        assert_eq!(wire["turnNumber"], 4);
+        assert_eq!(wire["saved"], false);
+        assert_eq!(wire["saveError"], "store down");
+        assert_eq!(wire["compaction"]["originalCount"], 5);
+        assert!(wire.get("compactionError").is_none());
         let back: StatusMetadata = serde_json::from_value(wire).unwrap();
         assert_eq!(back, metadata, "the limit flag is read as the report's");
     }

@@ -945,6 +945,7 @@ impl Turn {
             usage: self.usage,
             error: ending.error,
             failed_tool_call: ending.failed_tool_call,
+            agent: None,
         };
         self.emit
             .final_status(ending.message, report, ending.metadata);

@@ -7,9 +7,9 @@ use chrono::{DateTime, TimeZone, Utc};
 use looopy_core::approval::ApprovalRequest;
 use looopy_core::store::{AgentState, LastTurn, LifecycleState, StreamedAnswer, TaskCheckpoint};
 use looopy_core::{
-    AgentEvent, Artifact, EventPayload, FailedToolCall, FileContent, FinishReason, History,
-    Message, Part, Role, StatusMetadata, TaskState, TaskStatus, ToolCall, ToolFailure, ToolOutcome,
-    ToolResult, ToolSignal, TurnEnd, TurnError, TurnReport, Usage,
+    AgentEvent, AgentTurnReport, Artifact, EventPayload, FailedToolCall, FileContent, FinishReason,
+    History, Message, Part, Role, StatusMetadata, TaskState, TaskStatus, ToolCall, ToolFailure,
+    ToolOutcome, ToolResult, ToolSignal, TurnEnd, TurnError, TurnReport, Usage,
 };
 use serde_json::{Map, Value, json};
 
@@ -62,6 +62,13 @@ fn report() -> TurnReport {
             name: "x".into(),
             call_id: "call-1".into(),
             failure: "error".into(),
+        }),
+        agent: Some(AgentTurnReport {
+            turn_number: 3,
+            saved: true,
+            save_error: None,
+            compaction: Some(json!({"originalCount": 5, "range": {"start": 0, "end": 5}})),
+            compaction_error: Some("the summary was empty".into()),
         }),
     }
 }
