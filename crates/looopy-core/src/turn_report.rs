@@ -415,21 +415,37 @@ mod tests {
         assert!(serde_json::from_value::<StatusMetadata>(json!([1])).is_err());
     }
 
+    const ALL: [TurnEnd; 9] = [
+        TurnEnd::Finished,
+        TurnEnd::DoneTool,
+        TurnEnd::MaxIterations,
+        TurnEnd::MaxToolCalls,
+        TurnEnd::MaxDuration,
+        TurnEnd::ToolFailed,
+        TurnEnd::InputRequired,
+        TurnEnd::Cancelled,
+        TurnEnd::Error,
+    ];
+
     #[test]
     fn every_ending_has_one_wire_name() {
-        for end in [
-            TurnEnd::Finished,
-            TurnEnd::DoneTool,
-            TurnEnd::MaxIterations,
-            TurnEnd::MaxToolCalls,
-            TurnEnd::MaxDuration,
-            TurnEnd::ToolFailed,
-            TurnEnd::InputRequired,
-            TurnEnd::Cancelled,
-            TurnEnd::Error,
-        ] {
+        for end in ALL {
             assert_eq!(TurnEnd::parse(end.as_str()), Some(end));
             assert_eq!(serde_json::to_value(end).unwrap(), end.as_str());
         }
+    }
+
+    #[test]
+    fn a_resumed_turn_reports_the_state_its_ending_saved() {
+        for end in ALL {
+            let again = TurnEnd::of_saved_state(end.state());
+            assert_eq!(again.state(), end.state(), "{end:?} resumed as {again:?}");
+        }
+        // A task state no turn ends in is no clean ending.
+        assert_eq!(TurnEnd::of_saved_state(TaskState::Working), TurnEnd::Error);
+        assert_eq!(
+            TurnEnd::of_saved_state(TaskState::AuthRequired),
+            TurnEnd::InputRequired
+        );
     }
 }

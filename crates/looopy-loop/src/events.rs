@@ -288,34 +288,3 @@ impl Emitter {
         });
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const ALL: [TurnEnd; 9] = [
-        TurnEnd::Finished,
-        TurnEnd::DoneTool,
-        TurnEnd::MaxIterations,
-        TurnEnd::MaxToolCalls,
-        TurnEnd::MaxDuration,
-        TurnEnd::ToolFailed,
-        TurnEnd::InputRequired,
-        TurnEnd::Cancelled,
-        TurnEnd::Error,
-    ];
-
-    #[test]
-    fn a_resumed_turn_reports_the_state_its_ending_saved() {
-        for end in ALL {
-            let again = TurnEnd::of_saved_state(end.state());
-            assert_eq!(again.state(), end.state(), "{end:?} resumed as {again:?}");
-        }
-        // A task state no turn ends in is no clean ending.
-        assert_eq!(TurnEnd::of_saved_state(TaskState::Working), TurnEnd::Error);
-        assert_eq!(
-            TurnEnd::of_saved_state(TaskState::AuthRequired),
-            TurnEnd::InputRequired
-        );
-    }
-}
