@@ -228,8 +228,13 @@ async fn read(state: &mut State<'_>, body: &mut Body) -> Result<bool, LlmError> 
                 state.decoder.finish(&mut state.pending);
                 return Ok(false);
             }
+            // Checked once here: parsing bytes would check every string
+            // of the chunk on its own, a call each (3% of a served turn).
+            let text = std::str::from_utf8(data).map_err(|e| LlmError::MalformedResponse {
+                message: format!("invalid chunk (not UTF-8: {e}): {}", snippet(data)),
+            })?;
             let chunk: ChatChunk =
-                serde_json::from_slice(data).map_err(|e| LlmError::MalformedResponse {
+                serde_json::from_str(text).map_err(|e| LlmError::MalformedResponse {
                     message: format!("invalid chunk JSON ({e}): {}", snippet(data)),
                 })?;
             state.decoder.decode(chunk, &mut state.pending)?;

@@ -165,6 +165,17 @@ async fn garbage_chunks_are_malformed_and_quoted() {
 }
 
 #[tokio::test]
+async fn a_chunk_that_is_not_utf8_is_malformed_and_says_so() {
+    let (chunks, err) = stream_events(vec![
+        SseEvent::Json(openai::text_chunk("a")),
+        SseEvent::Bytes(b"data: {\"choices\": \"\xff\xfe\"}\n\n".to_vec()),
+    ])
+    .await;
+    assert_eq!(chunks, vec![LlmChunk::TextDelta("a".into())]);
+    assert_malformed(&err, "not UTF-8");
+}
+
+#[tokio::test]
 async fn comments_and_keepalives_are_ignored() {
     let (chunks, err) = stream_events(vec![
         SseEvent::Verbatim(": keep-alive\n\n".into()),

@@ -144,8 +144,10 @@ pub enum SseEvent {
     Json(Value),
     /// `data: <text>` and a blank line (for chunks that are not valid JSON).
     Data(String),
-    /// These bytes exactly (comments, odd framing).
+    /// This text exactly (comments, odd framing).
     Verbatim(String),
+    /// These bytes exactly (a stream that is not UTF-8).
+    Bytes(Vec<u8>),
     /// No output: waits this long before the next item.
     Pause(Duration),
 }
@@ -636,9 +638,10 @@ fn sse_body(sse: SseReply, guard: AbortGuard) -> Body {
                     tokio::time::sleep(d).await;
                     continue;
                 }
-                SseEvent::Json(v) => format!("data: {v}\n\n"),
-                SseEvent::Data(d) => format!("data: {d}\n\n"),
-                SseEvent::Verbatim(t) => t,
+                SseEvent::Json(v) => format!("data: {v}\n\n").into_bytes(),
+                SseEvent::Data(d) => format!("data: {d}\n\n").into_bytes(),
+                SseEvent::Verbatim(t) => t.into_bytes(),
+                SseEvent::Bytes(b) => b,
             };
             s.started = true;
             return Some((Ok::<Bytes, std::io::Error>(Bytes::from(bytes)), s));
