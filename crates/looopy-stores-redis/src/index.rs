@@ -50,18 +50,24 @@ pub(crate) async fn list<T: serde::de::DeserializeOwned + Listed>(
     let mut found: Vec<(f64, T)> = Vec::new();
     let mut stale: Vec<String> = Vec::new();
     let now = score(Utc::now());
-    let mut offset = 0usize;
+    // Pages follow the scores, not positions: every update moves its entry
+    // to the top, so a writer between two pages would shift a position and
+    // make the listing skip an entry further down that nobody touched.
+    // The next page starts at the last score seen, past the entries of
+    // that score already seen.
+    let mut from = "+inf".to_owned();
+    let mut seen_at_from = 0usize;
     loop {
         let entries: Vec<(String, f64)> = backend
             .query(
                 redis::cmd("ZRANGE")
                     .arg(&listing.index)
-                    .arg("+inf")
+                    .arg(&from)
                     .arg("-inf")
                     .arg("BYSCORE")
                     .arg("REV")
                     .arg("LIMIT")
-                    .arg(offset)
+                    .arg(seen_at_from)
                     .arg(page)
                     .arg("WITHSCORES"),
                 Retry::Safe,
@@ -87,9 +93,18 @@ pub(crate) async fn list<T: serde::de::DeserializeOwned + Listed>(
                 None => {}
             }
         }
-        offset += entries.len();
         if entries.len() < page {
             break;
+        }
+        if let Some(&(_, last)) = entries.last() {
+            let at_last = entries.iter().rev().take_while(|(_, s)| *s == last).count();
+            let last = last.to_string();
+            if last == from {
+                seen_at_from += at_last;
+            } else {
+                from = last;
+                seen_at_from = at_last;
+            }
         }
         if found.len() >= limit {
             // Enough, unless the entries further down tie with the last kept one.
