@@ -7,8 +7,8 @@
 //! `finishReason`, `iterations`, `usage`, `error`, `failedToolCall`, and
 //! `maxIterationsReached` or `maxToolCallsReached` when a limit ended the
 //! turn; for a turn an Agent ran, `turnNumber`, `saved`, and `saveError`,
-//! `compaction`, `compactionError` where they apply. In Rust it is a typed field, built once by the turn and read
-//! without parsing.
+//! `compaction`, `compactionError` where they apply. In Rust it is a typed
+//! field, built once by the turn and read without parsing.
 
 use serde::de::Error as _;
 use serde::ser::SerializeMap;
@@ -19,8 +19,7 @@ use crate::{TaskState, Usage};
 
 /// Why a turn ended (`finishReason` on the wire; each ending, when it
 /// happens and the state it reports: `docs/behaviour.md#termination`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum TurnEnd {
     /// The model answered without tool calls.
@@ -61,20 +60,23 @@ impl TurnEnd {
         }
     }
 
-    /// The ending named `name` on the wire, if it is one.
+    /// Every ending.
+    const ALL: [TurnEnd; 9] = [
+        TurnEnd::Finished,
+        TurnEnd::DoneTool,
+        TurnEnd::MaxIterations,
+        TurnEnd::MaxToolCalls,
+        TurnEnd::MaxDuration,
+        TurnEnd::ToolFailed,
+        TurnEnd::InputRequired,
+        TurnEnd::Cancelled,
+        TurnEnd::Error,
+    ];
+
+    /// The ending named `name` on the wire ([`as_str`](Self::as_str)), if
+    /// it is one.
     pub fn parse(name: &str) -> Option<TurnEnd> {
-        Some(match name {
-            "finished" => TurnEnd::Finished,
-            "done_tool" => TurnEnd::DoneTool,
-            "max_iterations" => TurnEnd::MaxIterations,
-            "max_tool_calls" => TurnEnd::MaxToolCalls,
-            "max_duration" => TurnEnd::MaxDuration,
-            "tool_failed" => TurnEnd::ToolFailed,
-            "input_required" => TurnEnd::InputRequired,
-            "cancelled" => TurnEnd::Cancelled,
-            "error" => TurnEnd::Error,
-            _ => return None,
-        })
+        TurnEnd::ALL.into_iter().find(|end| end.as_str() == name)
     }
 
     /// How a turn whose checkpoint was saved in a final `state` ended, as
@@ -111,6 +113,21 @@ impl TurnEnd {
             TurnEnd::MaxToolCalls => Some(MAX_TOOL_CALLS_REACHED),
             _ => None,
         }
+    }
+}
+
+/// The wire's name ([`TurnEnd::as_str`]), the one table of names.
+impl Serialize for TurnEnd {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for TurnEnd {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<str>::deserialize(deserializer)?;
+        TurnEnd::parse(&name)
+            .ok_or_else(|| D::Error::custom(format!("unknown turn ending `{name}`")))
     }
 }
 
@@ -415,29 +432,21 @@ mod tests {
         assert!(serde_json::from_value::<StatusMetadata>(json!([1])).is_err());
     }
 
-    const ALL: [TurnEnd; 9] = [
-        TurnEnd::Finished,
-        TurnEnd::DoneTool,
-        TurnEnd::MaxIterations,
-        TurnEnd::MaxToolCalls,
-        TurnEnd::MaxDuration,
-        TurnEnd::ToolFailed,
-        TurnEnd::InputRequired,
-        TurnEnd::Cancelled,
-        TurnEnd::Error,
-    ];
-
     #[test]
     fn every_ending_has_one_wire_name() {
-        for end in ALL {
+        for end in TurnEnd::ALL {
             assert_eq!(TurnEnd::parse(end.as_str()), Some(end));
             assert_eq!(serde_json::to_value(end).unwrap(), end.as_str());
+            assert_eq!(
+                serde_json::from_value::<TurnEnd>(end.as_str().into()).unwrap(),
+                end
+            );
         }
     }
 
     #[test]
     fn a_resumed_turn_reports_the_state_its_ending_saved() {
-        for end in ALL {
+        for end in TurnEnd::ALL {
             let again = TurnEnd::of_saved_state(end.state());
             assert_eq!(again.state(), end.state(), "{end:?} resumed as {again:?}");
         }

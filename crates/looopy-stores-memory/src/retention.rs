@@ -79,11 +79,6 @@ impl MemoryRetention {
     }
 }
 
-/// Whether `slot` expired by `now` under `ttl`.
-fn expired<V>(ttl: Option<Duration>, slot: &Slot<V>, now: Instant) -> bool {
-    ttl.is_some_and(|ttl| now.saturating_duration_since(slot.written) >= ttl)
-}
-
 /// How often at most the whole map is swept for expired entries (expired
 /// entries that are read are dropped at once, whatever the sweep).
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
@@ -94,6 +89,13 @@ struct Slot<V> {
     written: Instant,
     /// Last read or write, as a counter: the LRU order.
     used: u64,
+}
+
+impl<V> Slot<V> {
+    /// Whether it expired by `now` under `ttl`.
+    fn expired(&self, ttl: Option<Duration>, now: Instant) -> bool {
+        ttl.is_some_and(|ttl| now.saturating_duration_since(self.written) >= ttl)
+    }
 }
 
 /// A map from keys to entries that expire `ttl` after their last write and
@@ -214,10 +216,6 @@ impl<V> Retained<V> {
         }
     }
 
-    fn expired(&self, slot: &Slot<V>, now: Instant) -> bool {
-        expired(self.ttl, slot, now)
-    }
-
     /// The entry of `key`, counted as used.
     pub(crate) fn get(&mut self, key: &str) -> Option<&V> {
         self.get_mut_with(key, false).map(|value| &*value)
@@ -226,7 +224,7 @@ impl<V> Retained<V> {
     /// The entry of `key` without counting a use (for inspection).
     pub(crate) fn peek(&self, key: &str) -> Option<&V> {
         let slot = self.map.get(key)?;
-        (!self.expired(slot, self.now())).then_some(&slot.value)
+        (!slot.expired(self.ttl, self.now())).then_some(&slot.value)
     }
 
     /// The entry of `key` to change in place: a write (expiry starts again).
@@ -240,7 +238,7 @@ impl<V> Retained<V> {
         let (ttl, now, used) = (self.ttl, self.now(), self.tick());
         match self.map.entry_ref(key) {
             EntryRef::Vacant(_) => None,
-            EntryRef::Occupied(entry) if expired(ttl, entry.get(), now) => {
+            EntryRef::Occupied(entry) if entry.get().expired(ttl, now) => {
                 entry.remove();
                 None
             }
@@ -260,7 +258,7 @@ impl<V> Retained<V> {
     fn is_live(&self, key: &str, now: Instant) -> bool {
         self.map
             .get(key)
-            .is_some_and(|slot| !self.expired(slot, now))
+            .is_some_and(|slot| !slot.expired(self.ttl, now))
     }
 
     /// Writes `value` under `key`; the value it replaces, if any.
@@ -276,7 +274,7 @@ impl<V> Retained<V> {
             used,
         };
         let old = self.map.insert(key, slot)?;
-        (!self.expired(&old, now)).then_some(old.value)
+        (!old.expired(self.ttl, now)).then_some(old.value)
     }
 
     /// The entry of `key` to write, made with `make` when there is none: a
@@ -324,13 +322,16 @@ impl<V> Retained<V> {
     /// Removes `key`; its value if it was there and live.
     pub(crate) fn remove(&mut self, key: &str) -> Option<V> {
         let slot = self.map.remove(key)?;
-        (!self.expired(&slot, self.now())).then_some(slot.value)
+        (!slot.expired(self.ttl, self.now())).then_some(slot.value)
     }
 
     /// Live entries (expired ones not yet swept are not counted).
     pub(crate) fn len(&self) -> usize {
         let now = self.now();
-        self.map.values().filter(|s| !self.expired(s, now)).count()
+        self.map
+            .values()
+            .filter(|s| !s.expired(self.ttl, now))
+            .count()
     }
 
     /// Entries held, expired ones not yet swept included: O(1), unlike
@@ -344,7 +345,7 @@ impl<V> Retained<V> {
         let now = self.now();
         self.map
             .iter()
-            .filter(move |(_, s)| !self.expired(s, now))
+            .filter(move |(_, s)| !s.expired(self.ttl, now))
             .map(|(k, s)| (k, &s.value))
     }
 
@@ -360,7 +361,7 @@ impl<V> Retained<V> {
         self.next_sweep = now + SWEEP_EVERY;
         let gone: Vec<V> = self
             .map
-            .extract_if(|_, s| now.saturating_duration_since(s.written) >= ttl)
+            .extract_if(|_, s| s.expired(Some(ttl), now))
             .map(|(_, s)| s.value)
             .collect();
         self.discard(gone.into_iter());

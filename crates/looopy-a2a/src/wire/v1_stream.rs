@@ -50,7 +50,7 @@ impl Serialize for StreamUpdate {
                     task_key: "id",
                     status: Some(status),
                     artifact: None,
-                    metadata: UpdateMetadata::Entries(metadata),
+                    metadata,
                 },
             )?,
             EventPayload::StatusUpdate {
@@ -62,7 +62,7 @@ impl Serialize for StreamUpdate {
                     task_key: "taskId",
                     status: Some(status),
                     artifact: None,
-                    metadata: UpdateMetadata::Status(metadata),
+                    metadata,
                 },
             )?,
             EventPayload::ArtifactUpdate {
@@ -76,7 +76,7 @@ impl Serialize for StreamUpdate {
                     task_key: "taskId",
                     status: None,
                     artifact: Some((artifact, *append, *last_chunk)),
-                    metadata: UpdateMetadata::Entries(&Map::new()),
+                    metadata: &Map::new(),
                 },
             )?,
             // `of` lets no other event in.
@@ -94,23 +94,18 @@ struct Ids<'a> {
 
 /// The object inside the wrapper: a `Task` (its id under `id`), a
 /// `TaskStatusUpdateEvent` or a `TaskArtifactUpdateEvent`.
-struct Update<'a> {
+struct Update<'a, M> {
     ids: Ids<'a>,
     task_key: &'static str,
     status: Option<&'a TaskStatus>,
     /// The artifact, `append` and `lastChunk`.
     artifact: Option<(&'a Artifact, bool, bool)>,
-    metadata: UpdateMetadata<'a>,
+    /// A task event's free-form map, or a status update's metadata (a
+    /// turn report beside free-form entries).
+    metadata: &'a M,
 }
 
-/// The metadata of a task event (free-form) or of a status update (a turn
-/// report beside free-form entries).
-enum UpdateMetadata<'a> {
-    Entries(&'a Map<String, Value>),
-    Status(&'a StatusMetadata),
-}
-
-impl Serialize for Update<'_> {
+impl<M: Metadata> Serialize for Update<'_, M> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry(self.task_key, self.ids.task)?;
@@ -129,10 +124,7 @@ impl Serialize for Update<'_> {
             map.serialize_entry("append", &append)?;
             map.serialize_entry("lastChunk", &last_chunk)?;
         }
-        match self.metadata {
-            UpdateMetadata::Entries(entries) => metadata_entry(&mut map, entries)?,
-            UpdateMetadata::Status(status) => metadata_entry(&mut map, status)?,
-        }
+        metadata_entry(&mut map, self.metadata)?;
         map.end()
     }
 }
