@@ -40,7 +40,7 @@ mod workload;
 use std::io::Write;
 use std::time::Duration;
 
-use looopy_bench::{Case, comment, cpu_seconds_fine, ms, peak_rss_kb_of, percentile};
+use looopy_bench::{Case, comment, cpu_seconds_fine, median, ms, peak_rss_kb_of, percentile};
 
 /// The allocator `looopy serve` runs with (see `looopy_bench::Allocator`).
 #[global_allocator]
@@ -73,6 +73,15 @@ fn few_kept(concurrency: usize) -> usize {
 }
 
 impl Server {
+    const ALL: [Server; 6] = [
+        Server::Looopy,
+        Server::LooopyFewKept,
+        Server::Library,
+        Server::A2aLoop,
+        Server::Floor,
+        Server::Peer,
+    ];
+
     fn role(self) -> &'static str {
         match self {
             Server::Looopy => "looopy",
@@ -142,6 +151,71 @@ struct Measured {
     cpu_ms_per_turn: f64,
     peak_rss_mb: f64,
     events_per_turn: f64,
+}
+
+/// Rounds of every server at each concurrency (`BENCH_ROUNDS`, default 3):
+/// a figure is the median of its rounds, a ratio the median of the ratios
+/// within each round (the same minute of the machine's load).
+fn rounds() -> usize {
+    std::env::var("BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3)
+        .max(1)
+}
+
+/// Prints one server's row: medians over its rounds, ratios taken within
+/// each round against the floor's turns/s and peak RSS and the library
+/// path's CPU (NaN or 1 where those did not run).
+fn report(
+    label: &str,
+    concurrency: usize,
+    rounds: usize,
+    runs: &[Measured],
+    floor: Option<&[Measured]>,
+    library: Option<&[Measured]>,
+) {
+    let per_round = |f: &dyn Fn(&Measured, usize) -> f64| -> Vec<f64> {
+        runs.iter().enumerate().map(|(r, m)| f(m, r)).collect()
+    };
+    let ratios = per_round(&|m, r| floor.map_or(1.0, |f| m.turns_per_s / f[r].turns_per_s));
+    let ratio = median(&ratios);
+    let (low, high) = ratios
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), x| {
+            (l.min(*x), h.max(*x))
+        });
+    let cpu_ratio = median(&per_round(&|m, r| {
+        library.map_or(f64::NAN, |l| m.cpu_ms_per_turn / l[r].cpu_ms_per_turn)
+    }));
+    let rss_ratio = median(&per_round(&|m, r| {
+        floor.map_or(1.0, |f| m.peak_rss_mb / f[r].peak_rss_mb)
+    }));
+    let turns_per_s = median(&per_round(&|m, _| m.turns_per_s));
+    let cpu = median(&per_round(&|m, _| m.cpu_ms_per_turn));
+    let rss = median(&per_round(&|m, _| m.peak_rss_mb));
+    let events = median(&per_round(&|m, _| m.events_per_turn));
+    Case::new(BENCH, format!("{label}, concurrency {concurrency}"), "ms")
+        .median_p99(
+            median(&per_round(&|m, _| m.first_p50_ms)),
+            median(&per_round(&|m, _| m.first_p99_ms)),
+        )
+        .num("concurrency", concurrency as f64)
+        .num("turns", turns_for(concurrency) as f64)
+        .num("rounds", rounds as f64)
+        .num("turns_per_s", turns_per_s)
+        .num("ratio_to_floor", ratio)
+        .num("ratio_to_floor_min", low)
+        .num("ratio_to_floor_max", high)
+        .num("server_cpu_ms_per_turn", cpu)
+        .num("server_peak_rss_mb", rss)
+        .num("cpu_ratio_to_library", cpu_ratio)
+        .num("peak_rss_ratio_to_floor", rss_ratio)
+        .num("events_per_turn", events)
+        .notes(format!(
+            "{turns_per_s:.0} turns/s ({ratio:.2}x the floor, {low:.2}-{high:.2} over {rounds} rounds), server CPU {cpu:.3} ms/turn ({cpu_ratio:.2}x the library path's), peak RSS {rss:.0} MB ({rss_ratio:.2}x the floor), {events:.0} events/turn"
+        ))
+        .print();
 }
 
 fn turns_for(concurrency: usize) -> usize {
@@ -218,63 +292,47 @@ fn main() {
         Ok(c) => vec![c.parse().expect("BENCH_CONCURRENCY is a number")],
         Err(_) => CONCURRENCY.to_vec(),
     };
+    let rounds = rounds();
     rt.block_on(async {
         for concurrency in levels {
-            let mut by_server = Vec::new();
-            for server in [
-                Server::Looopy,
-                Server::LooopyFewKept,
-                Server::Library,
-                Server::A2aLoop,
-                Server::Floor,
-                Server::Peer,
-            ] {
-                if only.as_deref().is_some_and(|o| o != server.role()) {
-                    continue;
+            let servers: Vec<Server> = Server::ALL
+                .into_iter()
+                .filter(|s| only.as_deref().is_none_or(|o| o == s.role()))
+                .collect();
+            // runs[i][r]: server i in round r. Each round starts one server
+            // later than the one before, so that no server is always the
+            // first one on a fresh mock (the first of a run varied most).
+            let mut runs: Vec<Vec<Measured>> = servers.iter().map(|_| Vec::new()).collect();
+            for round in 0..rounds {
+                for k in 0..servers.len() {
+                    let i = (k + round) % servers.len();
+                    let m = measure(servers[i], &base, &mut events, concurrency).await;
+                    runs[i].push(m);
                 }
-                by_server.push((server, measure(server, &base, &mut events, concurrency).await));
             }
-            let floor_tps = by_server
-                .iter()
-                .find(|(s, _)| *s == Server::Floor)
-                .map_or(1.0, |(_, m)| m.turns_per_s);
-            let floor_rss = by_server
-                .iter()
-                .find(|(s, _)| *s == Server::Floor)
-                .map_or(1.0, |(_, m)| m.peak_rss_mb);
-            let library_cpu = by_server
-                .iter()
-                .find(|(s, _)| *s == Server::Library)
-                .map_or(f64::NAN, |(_, m)| m.cpu_ms_per_turn);
-            for (server, m) in &by_server {
-                let ratio = m.turns_per_s / floor_tps;
-                let rss_ratio = m.peak_rss_mb / floor_rss;
-                let cpu_ratio = m.cpu_ms_per_turn / library_cpu;
+            let of = |server: Server| servers.iter().position(|s| *s == server);
+            let floor = of(Server::Floor);
+            let library = of(Server::Library);
+            for (i, server) in servers.iter().enumerate() {
                 let label = match server {
-                    Server::LooopyFewKept => format!("{} ({})", server.label(), few_kept(concurrency)),
+                    Server::LooopyFewKept => {
+                        format!("{} ({})", server.label(), few_kept(concurrency))
+                    }
                     _ => server.label().to_owned(),
                 };
-                Case::new(BENCH, format!("{label}, concurrency {concurrency}"), "ms")
-                    .median_p99(m.first_p50_ms, m.first_p99_ms)
-                    .num("concurrency", concurrency as f64)
-                    .num("turns", turns_for(concurrency) as f64)
-                    .num("turns_per_s", m.turns_per_s)
-                    .num("ratio_to_floor", ratio)
-                    .num("server_cpu_ms_per_turn", m.cpu_ms_per_turn)
-                    .num("server_peak_rss_mb", m.peak_rss_mb)
-                    .num("cpu_ratio_to_library", cpu_ratio)
-                    .num("peak_rss_ratio_to_floor", rss_ratio)
-                    .num("events_per_turn", m.events_per_turn)
-                    .notes(format!(
-                        "{:.0} turns/s ({ratio:.2}x the floor), server CPU {:.3} ms/turn ({cpu_ratio:.2}x the library path's), peak RSS {:.0} MB ({rss_ratio:.2}x the floor), {:.0} events/turn",
-                        m.turns_per_s, m.cpu_ms_per_turn, m.peak_rss_mb, m.events_per_turn
-                    ))
-                    .print();
+                report(
+                    &label,
+                    concurrency,
+                    rounds,
+                    &runs[i],
+                    floor.map(|f| &runs[f][..]),
+                    library.map(|l| &runs[l][..]),
+                );
             }
         }
     });
     process::stop(mock);
     comment(
-        "median/p99: time from before the request to the first SSE event the client reads. Each row is a fresh server process (this bench binary with BENCH_ROLE): `looopy serve` is the binary's own `App` and `looopy_cli::serve::serve` (memory store, its looopy.toml defaults, telemetry at info to /dev/null) with two local Rust tools added to `App::tools`, once with its default memory store (which keeps every conversation of a case) and once with `[store] max_entries` at twice the clients, at least 200 (the figure in brackets); the library path is `AgentLoop` + `LiteLlmProvider` (default layers, streaming, the same tools) in an axum SSE handler writing the turn's public events; the A2A server without the Agent is looopy's `A2aServer` on the memory stores running that same loop through a `LoopRunner` (what looopy's A2A layer adds to the loop; `looopy serve` adds the Agent to it); the floor is an axum SSE handler running a bare reqwest loop; the peer is a2a-server-lf's DefaultRequestHandler and JSON-RPC router hosting the same bare loop. Every server streams its model calls from the same mock (a child process, one Tokio worker) and sends the same number of events per turn (looopy's: task, working, the answer's chunks, final). Server CPU from /proc/<pid>/task/*/sched over the measured turns (warm-up excluded); peak RSS is the server's VmHWM over warm-up and measurement. Clients, servers and the mock share the machine's cores, so turns/s are ratios of one run, not capacities. Budgets: looopy >= 0.7x the floor's turns/s at concurrency 100 and ahead of the peer; first SSE event p99 <= 5 ms at concurrency 100; server CPU per turn <= 2x the library path's; peak RSS within 1.2x the floor's.",
+        "median/p99: time from before the request to the first SSE event the client reads. Each row is a fresh server process (this bench binary with BENCH_ROLE): `looopy serve` is the binary's own `App` and `looopy_cli::serve::serve` (memory store, its looopy.toml defaults, telemetry at info to /dev/null) with two local Rust tools added to `App::tools`, once with its default memory store (which keeps every conversation of a case) and once with `[store] max_entries` at twice the clients, at least 200 (the figure in brackets); the library path is `AgentLoop` + `LiteLlmProvider` (default layers, streaming, the same tools) in an axum SSE handler writing the turn's public events; the A2A server without the Agent is looopy's `A2aServer` on the memory stores running that same loop through a `LoopRunner` (what looopy's A2A layer adds to the loop; `looopy serve` adds the Agent to it); the floor is an axum SSE handler running a bare reqwest loop; the peer is a2a-server-lf's DefaultRequestHandler and JSON-RPC router hosting the same bare loop. Every server streams its model calls from the same mock (a child process, one Tokio worker) and sends the same number of events per turn (looopy's: task, working, the answer's chunks, final). Each concurrency runs every server in 3 rounds (BENCH_ROUNDS), each round starting one server later than the one before; a row's figures are the medians of its rounds and its ratios the medians of the ratios within each round (the range of the turns/s ratio is in the notes). Server CPU from /proc/<pid>/task/*/sched over the measured turns (warm-up excluded); peak RSS is the server's VmHWM over warm-up and measurement. Clients, servers and the mock share the machine's cores, so turns/s are compared as ratios within a round, not read as capacities. Budgets: looopy >= 0.7x the floor's turns/s at concurrency 100 and ahead of the peer; first SSE event p99 <= 5 ms at concurrency 100; server CPU per turn <= 2x the library path's; peak RSS within 1.2x the floor's.",
     );
 }
