@@ -301,7 +301,8 @@ impl CallSpan {
         usage: Option<looopy_core::Usage>,
         model: Option<&str>,
     ) {
-        if !self.owned {
+        // The text is built only for a span that records it.
+        if !self.owned || self.span.is_disabled() {
             return;
         }
         let span = &self.span;

@@ -137,13 +137,16 @@ pub(crate) async fn call_model(
     let elapsed = started.elapsed();
     match &result {
         Ok(response) => {
-            span.record(
-                "gen_ai.response.finish_reasons",
-                format!("[\"{}\"]", response.finish_reason.as_str()),
-            );
-            if let Some(u) = response.usage {
-                span.record("gen_ai.usage.input_tokens", u.input_tokens as i64);
-                span.record("gen_ai.usage.output_tokens", u.output_tokens as i64);
+            // The text is built only for a span that records it.
+            if !span.is_disabled() {
+                span.record(
+                    "gen_ai.response.finish_reasons",
+                    format!("[\"{}\"]", response.finish_reason.as_str()),
+                );
+                if let Some(u) = response.usage {
+                    span.record("gen_ai.usage.input_tokens", u.input_tokens as i64);
+                    span.record("gen_ai.usage.output_tokens", u.output_tokens as i64);
+                }
             }
             emit.llm_response(
                 iteration,

@@ -4,6 +4,7 @@
 //! mapping table is in `docs/events.md`.
 
 mod message;
+mod timestamp;
 mod v03;
 mod v1;
 mod v1_stream;

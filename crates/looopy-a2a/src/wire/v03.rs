@@ -5,7 +5,7 @@
 //!
 //! Shapes follow `types/src/types.ts` of a2aproject/A2A at tag v0.3.0.
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use looopy_core::{
     AgentEvent, Artifact, EventPayload, FileContent, Message, Part, Role, StatusMetadata,
     TaskState, TaskStatus,
@@ -194,7 +194,7 @@ struct TaskQuery03 {
 // ----------------------------------------------------------------- core -> wire
 
 fn timestamp(t: &DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+    super::timestamp::to_string(t, super::timestamp::Millis::Always)
 }
 
 fn part(p: &Part) -> Part03 {

@@ -7,13 +7,13 @@
 
 use std::sync::Arc;
 
-use chrono::SubsecRound;
 use looopy_core::{
     AgentEvent, Artifact, EventPayload, Message, Part, Role, StatusMetadata, TaskStatus,
 };
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
+use super::timestamp::{Millis, Rfc3339Millis};
 use super::v1;
 
 /// A logged event that has a 1.0 stream form (see the module docs).
@@ -174,7 +174,8 @@ impl Serialize for Status<'_> {
             )?;
         }
         // Millisecond precision (spec §5.6.1), as the typed form.
-        map.serialize_entry("timestamp", &self.status.timestamp.trunc_subsecs(3))?;
+        let timestamp = Rfc3339Millis(&self.status.timestamp, Millis::WhenNonZero);
+        map.serialize_entry("timestamp", &timestamp)?;
         map.end()
     }
 }
