@@ -10,14 +10,13 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::Utc;
-use futures::channel::mpsc::UnboundedSender;
 use futures::{FutureExt, StreamExt};
 use looopy_core::store::{HistoryMark, LastTurn, LifecycleState};
 use looopy_core::{
     AgentEvent, AgentTurnReport, EventPayload, History, Message, StatusMetadata, TaskState,
     TaskStatus, ToolResult, TurnContext, TurnError, TurnReport, WhenCancelled,
 };
-use looopy_loop::{InternalEvents, TurnEnd, TurnStream};
+use looopy_loop::{EventSender, InternalEvents, TurnEnd, TurnStream};
 use tokio::sync::OwnedMutexGuard;
 
 use crate::agent::Agent;
@@ -63,7 +62,7 @@ pub(crate) struct TurnRun {
     pub(crate) start: Start,
     pub(crate) cx: TurnContext,
     pub(crate) turn_number: u64,
-    pub(crate) tx: UnboundedSender<AgentEvent>,
+    pub(crate) tx: EventSender,
     /// Boxed: empty until the turn ends, and every running turn has one.
     pub(crate) summary: Arc<Mutex<Option<Box<FinishedTurn>>>>,
     /// Pause requests from the `AgentTurn`.
@@ -285,7 +284,7 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
                 artifact_ids: recorder.saved,
             }));
         // Nobody listening is fine: the turn is saved.
-        let _ = turn.tx.unbounded_send(event);
+        turn.tx.send(event);
     }
 }
 
@@ -305,7 +304,7 @@ const DRIVER_READS: InternalEvents = InternalEvents::TOOL_COMPLETE;
 
 /// Where the turn's events go.
 struct Reader<'a> {
-    tx: &'a UnboundedSender<AgentEvent>,
+    tx: &'a EventSender,
     /// Whether the caller asked for the tool results (`internal:tool-complete`)
     /// that the driver has built for itself: when not, each is taken from
     /// its event, which goes no further, instead of copied.
@@ -352,9 +351,9 @@ async fn pump(
                 EventPayload::ToolComplete { result, .. } => Some(result.clone()),
                 _ => None,
             };
-            let _ = tx.unbounded_send(event);
+            tx.send(event);
             for extra in after_first.by_ref() {
-                let _ = tx.unbounded_send(extra);
+                tx.send(extra);
             }
             result
         };
@@ -362,7 +361,7 @@ async fn pump(
         // (for the calls a turn that ends early leaves open).
         if let Some(result) = result {
             for artifact_event in recorder.tool_artifacts(&result).await {
-                let _ = tx.unbounded_send(artifact_event);
+                tx.send(artifact_event);
             }
             pumped.finished.push(result);
         }

@@ -17,14 +17,13 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
-use futures::channel::mpsc;
 use futures::{Stream, StreamExt};
 use looopy_core::store::LifecycleState;
 use looopy_core::{
     AgentEvent, AuthContext, CancellationToken, ConversationArtifacts, Message, TaskState,
     ToolCall, ToolProvider, TurnContext, Usage,
 };
-use looopy_loop::{TurnEnd, TurnInput, TurnSettings};
+use looopy_loop::{EventQueue, EventSender, TurnEnd, TurnInput, TurnSettings};
 use serde_json::{Map, Value};
 use tokio::sync::OwnedMutexGuard;
 use tracing::Instrument;
@@ -188,7 +187,9 @@ pub struct FinishedTurn {
 /// the end cancels the turn unless [`TurnOptions::keep_running_on_drop`]
 /// was set; the turn's messages are saved either way.
 pub struct AgentTurn {
-    events: mpsc::UnboundedReceiver<AgentEvent>,
+    /// What the driver sent and this stream has not handed out (it closes
+    /// when the driver ends).
+    events: Arc<EventQueue>,
     task_id: Arc<str>,
     turn_number: u64,
     cancel: CancellationToken,
@@ -291,13 +292,13 @@ impl Stream for AgentTurn {
             // batch the turn queues would wake this task while it runs, and
             // it would be polled again for nothing (and a server's
             // connection woken in between, to send each event on its own).
-            let event = match this.events.try_recv() {
-                Ok(event) => Some(event),
-                Err(_) => {
+            let event = match this.events.pop() {
+                Some(event) => Some(event),
+                None => {
                     if driver.as_mut().poll(cx).is_ready() {
                         this.driver = None;
                     }
-                    this.events.try_recv().ok()
+                    this.events.pop()
                 }
             };
             if let Some(event) = event {
@@ -308,9 +309,9 @@ impl Stream for AgentTurn {
                 return Poll::Pending;
             }
         }
-        // The turn runs on a task of its own, or has ended (the channel
-        // then ends once drained).
-        let polled = this.events.poll_next_unpin(cx);
+        // The turn runs on a task of its own, or has ended (the queue is
+        // then closed and ends once drained).
+        let polled = this.events.poll_pop(cx.waker());
         match &polled {
             Poll::Ready(None) => this.ended = true,
             Poll::Ready(Some(event)) if event.is_final() => this.ended = true,
@@ -483,7 +484,8 @@ impl Agent {
             self.inner.artifacts.clone(),
             self.inner.context_id.clone(),
         ));
-        let (tx, rx) = mpsc::unbounded();
+        let events = Arc::new(EventQueue::default());
+        let tx = EventSender::new(events.clone());
         let summary = Arc::new(Mutex::new(None));
         let pause = Arc::new(PauseRelay::default());
         let run = TurnRun {
@@ -510,7 +512,7 @@ impl Agent {
             None
         };
         AgentTurn {
-            events: rx,
+            events,
             task_id,
             turn_number,
             cancel,

@@ -34,13 +34,13 @@ pub use input::TurnInput;
 pub use interest::InternalEvents;
 pub use limits::{ToolFailureMode, TurnSettings};
 pub use looopy_core::TurnEnd;
+pub use queue::{EventQueue, EventSender};
 pub use stream::{TurnHandle, TurnOutcome, TurnStream};
 pub use tools::ToolRegistry;
 
 use crate::events::Emitter;
 use crate::hooks::Hooks;
 use crate::layers::LlmStack;
-use crate::queue::EventQueue;
 use crate::stream::TurnShared;
 use crate::telemetry::LoopMetrics;
 use crate::turn::Turn;
