@@ -6,11 +6,15 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-/// Completes when the parent closes our stdin (how every child is stopped).
+/// Ends the process when the parent closes our stdin (how every child is
+/// stopped). It exits at once rather than shutting down gracefully (open
+/// keep-alive connections would hold a graceful shutdown), but through
+/// `exit`, so that a profiler running the child (valgrind) writes its data.
 pub(crate) async fn wait_for_stdin_close() {
     let _ = tokio::task::spawn_blocking(|| {
         let mut line = String::new();
         let _ = std::io::stdin().read_line(&mut line);
+        std::process::exit(0);
     })
     .await;
 }
@@ -57,10 +61,21 @@ pub(crate) fn rss_mb_of(pid: u32) -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-/// Stops a child: closes its stdin, then kills it (open keep-alive
-/// connections would hold a graceful shutdown).
+/// Stops a child: closes its stdin, gives it up to `BENCH_STOP_GRACE_MS`
+/// (default 2,000 ms; a child under valgrind needs more) to exit, then kills it.
 pub(crate) fn stop(mut child: Child) {
     drop(child.stdin.take());
+    let grace = std::env::var("BENCH_STOP_GRACE_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .unwrap_or(2_000);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(grace);
+    while std::time::Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     let _ = child.kill();
     let _ = child.wait();
 }
