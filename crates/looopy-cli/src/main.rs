@@ -13,7 +13,9 @@ use looopy_cli::telemetry::{Telemetry, TelemetryConfig};
 /// turns at once on a multi-threaded runtime, so memory taken on one
 /// thread is often freed on another, where glibc's malloc contends on its
 /// arena locks. Measured in `docs/performance.md` (10,000 sessions: 2.75x
-/// the ideal wall time with glibc, 1.7x with mimalloc).
+/// the ideal wall time with glibc, 1.7x with mimalloc). Its 2.x line (the
+/// workspace enables the crate's `v2` feature): less CPU and memory per
+/// served turn than 3.x (`docs/architecture.md`, decisions).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
