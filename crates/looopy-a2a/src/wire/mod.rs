@@ -3,6 +3,7 @@
 //! speaks the neutral [`model`](crate::model) and looopy-core types; the
 //! mapping table is in `docs/events.md`.
 
+mod json;
 mod message;
 mod timestamp;
 mod v03;
@@ -262,6 +263,21 @@ impl StreamResult {
 
     /// [`frame`](Self::frame), written at the end of `out`.
     pub(crate) fn write_frame(&self, id: Option<&Value>, out: &mut Vec<u8>) {
+        // A logged event (nearly every item of a stream) is written by its
+        // own writer, the envelope around it by hand.
+        if let StreamResult::V1Update(update) = self {
+            match id {
+                Some(id) => {
+                    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+                    json::value(out, id);
+                    out.extend_from_slice(br#","result":"#);
+                    update.write_json(out);
+                    out.push(b'}');
+                }
+                None => update.write_json(out),
+            }
+            return;
+        }
         let start = out.len();
         let written = match id {
             Some(id) => serde_json::to_writer(
@@ -436,6 +452,17 @@ mod tests {
                 is_final: true,
                 metadata: looopy_core::StatusMetadata::default(),
             }),
+            // Ids and text with every kind of byte JSON escapes.
+            Arc::new(AgentEvent::new(
+                "t-\"quoted\"\\\u{1}".into(),
+                "c-\n\t\u{1f}é".into(),
+                EventPayload::StatusUpdate {
+                    status: TaskStatus::new(TaskState::Working)
+                        .with_message(Message::assistant("line\nbreak \"q\" \u{7f} 🦀")),
+                    is_final: false,
+                    metadata: looopy_core::StatusMetadata::default(),
+                },
+            )),
             event(EventPayload::StatusUpdate {
                 status: TaskStatus::new(TaskState::Completed).with_message(rich),
                 is_final: true,

@@ -10,7 +10,6 @@
 //! text.
 
 use chrono::{DateTime, Datelike, SecondsFormat, SubsecRound, Timelike, Utc};
-use serde::{Serialize, Serializer};
 
 /// Whether a whole second gets `.000` (`Always`, the 0.3 form:
 /// `SecondsFormat::Millis`) or no fraction (`WhenNonZero`, the 1.0 form:
@@ -79,19 +78,16 @@ fn chrono_text(t: &DateTime<Utc>, millis: Millis) -> String {
     }
 }
 
-/// Serializes a time cut to milliseconds as a string, without building one.
-pub(crate) struct Rfc3339Millis<'a>(pub(crate) &'a DateTime<Utc>, pub(crate) Millis);
-
-impl Serialize for Rfc3339Millis<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut buf = [0; LONGEST];
-        match write(self.0, self.1, &mut buf) {
-            Some(n) => match std::str::from_utf8(&buf[..n]) {
-                Ok(text) => serializer.serialize_str(text),
-                Err(_) => serializer.serialize_str(&chrono_text(self.0, self.1)),
-            },
-            None => serializer.serialize_str(&chrono_text(self.0, self.1)),
+/// Writes `t` cut to milliseconds as a JSON string at the end of `out`.
+pub(crate) fn write_json(out: &mut Vec<u8>, t: &DateTime<Utc>, millis: Millis) {
+    let mut buf = [0; LONGEST];
+    match write(t, millis, &mut buf) {
+        Some(n) => {
+            out.push(b'"');
+            out.extend_from_slice(&buf[..n]);
+            out.push(b'"');
         }
+        None => super::json::string(out, &chrono_text(t, millis)),
     }
 }
 
@@ -147,11 +143,16 @@ mod tests {
                 to_string(&t, Millis::Always),
                 t.to_rfc3339_opts(SecondsFormat::Millis, true)
             );
-            let typed = serde_json::to_value(t.trunc_subsecs(3)).unwrap();
-            let direct = serde_json::to_value(Rfc3339Millis(&t, Millis::WhenNonZero)).unwrap();
+            let typed = serde_json::to_vec(&t.trunc_subsecs(3)).unwrap();
+            let mut direct = Vec::new();
+            write_json(&mut direct, &t, Millis::WhenNonZero);
             assert_eq!(direct, typed, "{t:?}");
-            let always = serde_json::to_value(Rfc3339Millis(&t, Millis::Always)).unwrap();
-            assert_eq!(always, to_string(&t, Millis::Always));
+            let mut always = Vec::new();
+            write_json(&mut always, &t, Millis::Always);
+            assert_eq!(
+                always,
+                serde_json::to_vec(&to_string(&t, Millis::Always)).unwrap()
+            );
         }
     }
 

@@ -1,19 +1,23 @@
 //! A logged event as an A2A 1.0 `StreamResponse`, written straight from the
-//! borrowed event: the JSON that the `a2a-lf` types give (`v1::stream_result`),
-//! without building them first. A stream sends each of its turn's events
-//! this way, so that an item costs no copy of the event's ids, parts,
-//! message or metadata; the typed form stays for everything else (and the
-//! tests hold the two to the same JSON).
+//! borrowed event into the bytes sent: the JSON that the `a2a-lf` types
+//! give (`v1::stream_result`), without building them first. A stream sends
+//! each of its turn's events this way, so that an item costs no copy of the
+//! event's ids, parts, message or metadata, and its fields are written by
+//! the small writer in `json` rather than serde's map machinery; the typed
+//! form stays for everything else (and the tests hold the two to the same
+//! JSON).
 
 use std::sync::Arc;
 
 use looopy_core::{
     AgentEvent, Artifact, EventPayload, Message, Part, Role, StatusMetadata, TaskStatus,
 };
-use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde::ser::{Error as _, Serialize, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::timestamp::{Millis, Rfc3339Millis};
+use super::json::{self, Object};
+use super::timestamp::{self, Millis};
 use super::v1;
 
 /// A logged event that has a 1.0 stream form (see the module docs).
@@ -34,55 +38,63 @@ impl StreamUpdate {
     }
 }
 
-impl Serialize for StreamUpdate {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+impl StreamUpdate {
+    /// Writes the item's JSON at the end of `out`.
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
         let e = &*self.0;
         let ids = Ids {
             task: &e.task_id,
             context: &e.context_id,
         };
-        let mut map = serializer.serialize_map(Some(1))?;
+        let mut wrapper = Object::open(out);
         match &*e.payload {
-            EventPayload::Task { status, metadata } => map.serialize_entry(
-                "task",
-                &Update {
-                    ids,
-                    task_key: "id",
-                    status: Some(status),
-                    artifact: None,
-                    metadata,
-                },
-            )?,
+            EventPayload::Task { status, metadata } => Update {
+                ids,
+                task_key: "id",
+                status: Some(status),
+                artifact: None,
+                metadata,
+            }
+            .write(wrapper.key("task")),
             EventPayload::StatusUpdate {
                 status, metadata, ..
-            } => map.serialize_entry(
-                "statusUpdate",
-                &Update {
-                    ids,
-                    task_key: "taskId",
-                    status: Some(status),
-                    artifact: None,
-                    metadata,
-                },
-            )?,
+            } => Update {
+                ids,
+                task_key: "taskId",
+                status: Some(status),
+                artifact: None,
+                metadata,
+            }
+            .write(wrapper.key("statusUpdate")),
             EventPayload::ArtifactUpdate {
                 artifact,
                 append,
                 last_chunk,
-            } => map.serialize_entry(
-                "artifactUpdate",
-                &Update {
-                    ids,
-                    task_key: "taskId",
-                    status: None,
-                    artifact: Some((artifact, *append, *last_chunk)),
-                    metadata: &Map::new(),
-                },
-            )?,
+            } => Update {
+                ids,
+                task_key: "taskId",
+                status: None,
+                artifact: Some((artifact, *append, *last_chunk)),
+                metadata: &Map::new(),
+            }
+            .write(wrapper.key("artifactUpdate")),
             // `of` lets no other event in.
             _ => {}
         }
-        map.end()
+        wrapper.end();
+    }
+}
+
+/// The same JSON for serde's other writers (a `Value` for the gRPC binding
+/// and push bodies; not on a stream's path).
+impl Serialize for StreamUpdate {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut out = Vec::with_capacity(256);
+        self.write_json(&mut out);
+        let text = String::from_utf8(out).map_err(S::Error::custom)?;
+        RawValue::from_string(text)
+            .map_err(S::Error::custom)?
+            .serialize(serializer)
     }
 }
 
@@ -105,27 +117,21 @@ struct Update<'a, M> {
     metadata: &'a M,
 }
 
-impl<M: Metadata> Serialize for Update<'_, M> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry(self.task_key, self.ids.task)?;
-        map.serialize_entry("contextId", self.ids.context)?;
+impl<M: Metadata> Update<'_, M> {
+    fn write(&self, out: &mut Vec<u8>) {
+        let mut o = Object::open(out);
+        o.string(self.task_key, self.ids.task);
+        o.string("contextId", self.ids.context);
         if let Some(status) = self.status {
-            map.serialize_entry(
-                "status",
-                &Status {
-                    status,
-                    ids: self.ids,
-                },
-            )?;
+            write_status(o.key("status"), status, self.ids);
         }
         if let Some((artifact, append, last_chunk)) = self.artifact {
-            map.serialize_entry("artifact", &ArtifactRef(artifact))?;
-            map.serialize_entry("append", &append)?;
-            map.serialize_entry("lastChunk", &last_chunk)?;
+            write_artifact(o.key("artifact"), artifact);
+            o.bool("append", append);
+            o.bool("lastChunk", last_chunk);
         }
-        metadata_entry(&mut map, self.metadata)?;
-        map.end()
+        metadata_field(&mut o, self.metadata);
+        o.end();
     }
 }
 
@@ -147,108 +153,74 @@ impl Metadata for StatusMetadata {
 }
 
 /// `metadata`, left out when empty (as the typed form leaves out `None`).
-fn metadata_entry<M: SerializeMap>(map: &mut M, metadata: &impl Metadata) -> Result<(), M::Error> {
-    if metadata.is_empty() {
-        Ok(())
-    } else {
-        map.serialize_entry("metadata", metadata)
+fn metadata_field(o: &mut Object<'_>, metadata: &impl Metadata) {
+    if !metadata.is_empty() {
+        o.value("metadata", metadata);
     }
 }
 
-struct Status<'a> {
-    status: &'a TaskStatus,
-    ids: Ids<'a>,
-}
-
-impl Serialize for Status<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("state", &v1::state(self.status.state))?;
-        if let Some(message) = &self.status.message {
-            map.serialize_entry(
-                "message",
-                &MessageRef {
-                    message,
-                    ids: self.ids,
-                },
-            )?;
-        }
-        // Millisecond precision (spec §5.6.1), as the typed form.
-        let timestamp = Rfc3339Millis(&self.status.timestamp, Millis::WhenNonZero);
-        map.serialize_entry("timestamp", &timestamp)?;
-        map.end()
+fn write_status(out: &mut Vec<u8>, status: &TaskStatus, ids: Ids<'_>) {
+    let mut o = Object::open(out);
+    o.value("state", &v1::state(status.state));
+    if let Some(message) = &status.message {
+        write_message(o.key("message"), message, ids);
     }
+    // Millisecond precision (spec §5.6.1), as the typed form.
+    timestamp::write_json(o.key("timestamp"), &status.timestamp, Millis::WhenNonZero);
+    o.end();
 }
 
 /// A status message, with the task's and context's ids.
-struct MessageRef<'a> {
-    message: &'a Message,
-    ids: Ids<'a>,
+fn write_message(out: &mut Vec<u8>, m: &Message, ids: Ids<'_>) {
+    let mut o = Object::open(out);
+    o.string("messageId", &m.message_id);
+    o.string("contextId", ids.context);
+    o.string("taskId", ids.task);
+    let role = match m.role {
+        Role::User => a2a::Role::User,
+        _ => a2a::Role::Agent,
+    };
+    o.value("role", &role);
+    write_parts(o.key("parts"), &m.parts);
+    metadata_field(&mut o, &m.metadata);
+    o.end();
 }
 
-impl Serialize for MessageRef<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let m = self.message;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("messageId", &m.message_id)?;
-        map.serialize_entry("contextId", self.ids.context)?;
-        map.serialize_entry("taskId", self.ids.task)?;
-        let role = match m.role {
-            Role::User => a2a::Role::User,
-            _ => a2a::Role::Agent,
-        };
-        map.serialize_entry("role", &role)?;
-        map.serialize_entry("parts", &Parts(&m.parts))?;
-        metadata_entry(&mut map, &m.metadata)?;
-        map.end()
+fn write_artifact(out: &mut Vec<u8>, a: &Artifact) {
+    let mut o = Object::open(out);
+    o.string("artifactId", &a.artifact_id);
+    if let Some(name) = &a.name {
+        o.string("name", name);
     }
+    if let Some(description) = &a.description {
+        o.string("description", description);
+    }
+    write_parts(o.key("parts"), &a.parts);
+    metadata_field(&mut o, &a.metadata);
+    o.end();
 }
 
-struct ArtifactRef<'a>(&'a Artifact);
-
-impl Serialize for ArtifactRef<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let a = self.0;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("artifactId", &a.artifact_id)?;
-        if let Some(name) = &a.name {
-            map.serialize_entry("name", name)?;
+fn write_parts(out: &mut Vec<u8>, parts: &[Part]) {
+    out.push(b'[');
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
         }
-        if let Some(description) = &a.description {
-            map.serialize_entry("description", description)?;
-        }
-        map.serialize_entry("parts", &Parts(&a.parts))?;
-        metadata_entry(&mut map, &a.metadata)?;
-        map.end()
-    }
-}
-
-struct Parts<'a>(&'a [Part]);
-
-impl Serialize for Parts<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(PartRef))
-    }
-}
-
-struct PartRef<'a>(&'a Part);
-
-impl Serialize for PartRef<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self.0 {
+        match part {
             Part::Text { text } => {
-                let mut map = serializer.serialize_map(Some(1))?;
-                map.serialize_entry("text", text)?;
-                map.end()
+                let mut o = Object::open(out);
+                o.string("text", text);
+                o.end();
             }
             Part::Data { data } => {
-                let mut map = serializer.serialize_map(Some(1))?;
-                map.serialize_entry("data", data)?;
-                map.end()
+                let mut o = Object::open(out);
+                o.value("data", data);
+                o.end();
             }
             // Files (their bytes are decoded and encoded again) and part
             // kinds newer than this code: the typed form, built.
-            other => v1::part(other).serialize(serializer),
+            other => json::value(out, &v1::part(other)),
         }
     }
+    out.push(b']');
 }
