@@ -49,7 +49,7 @@ static GLOBAL: looopy_bench::Allocator = looopy_bench::Allocator;
 const BENCH: &str = "serve_e2e";
 const CONCURRENCY: [usize; 3] = [1, 100, 1000];
 
-use process::{spawn, wait_for_stdin_close};
+use process::{exit_when_stdin_closes, spawn};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Server {
@@ -116,7 +116,7 @@ async fn serve_router(router: axum::Router) {
         let _ = tcp.set_nodelay(true);
     });
     axum::serve(listener, router)
-        .with_graceful_shutdown(wait_for_stdin_close())
+        .with_graceful_shutdown(exit_when_stdin_closes())
         .await
         .unwrap();
 }

@@ -70,27 +70,16 @@ impl EventQueue {
         self.state().waker = None;
     }
 
-    /// The oldest event; when there is none, remembers `waker` so that the
-    /// next push wakes it (checked and registered under one lock, so a push
-    /// from another task in between is never missed).
-    pub(crate) fn pop_or_wait(&self, waker: &Waker) -> Option<AgentEvent> {
-        let mut state = self.state();
-        let event = state.events.pop_front();
-        if event.is_none() {
-            state.wait(waker);
-        }
-        event
-    }
-
     /// The oldest event, without waiting.
     pub fn pop(&self) -> Option<AgentEvent> {
         self.state().events.pop_front()
     }
 
     /// The oldest event; `Ready(None)` once the queue is closed and empty;
-    /// otherwise `Pending`, and the next push (or the close) wakes `waker`.
+    /// otherwise `Pending`, and the next push (or the close) wakes `waker`
+    /// (checked and registered under one lock, so a push from another task
+    /// in between is never missed).
     pub fn poll_pop(&self, waker: &Waker) -> Poll<Option<AgentEvent>> {
-        // Checked and registered under one lock, as in `pop_or_wait`.
         let mut state = self.state();
         if let Some(event) = state.events.pop_front() {
             return Poll::Ready(Some(event));
@@ -182,17 +171,20 @@ mod tests {
         // Nobody waits yet: pushing wakes nobody.
         queue.push(event(1));
         assert_eq!(counter.0.load(Ordering::SeqCst), 0);
-        assert_eq!(&*queue.pop_or_wait(&waker).unwrap().task_id, "t1");
+        match queue.poll_pop(&waker) {
+            Poll::Ready(Some(e)) => assert_eq!(&*e.task_id, "t1"),
+            other => panic!("expected t1, got {:?}", other.map(|e| e.map(|e| e.task_id))),
+        }
 
         // Empty: the reader waits, and the next push wakes it once.
-        assert!(queue.pop_or_wait(&waker).is_none());
+        assert!(queue.poll_pop(&waker).is_pending());
         queue.push(event(2));
         queue.push(event(3));
         assert_eq!(counter.0.load(Ordering::SeqCst), 1);
 
         // The reader stopped waiting (it is polling the turn): no wake-up.
         queue.stop_waiting();
-        assert!(queue.pop_or_wait(&waker).is_some());
+        assert!(matches!(queue.poll_pop(&waker), Poll::Ready(Some(_))));
         queue.stop_waiting();
         queue.push(event(4));
         assert_eq!(counter.0.load(Ordering::SeqCst), 1);

@@ -160,13 +160,14 @@ impl Stream for TurnStream {
                 this.driver = None;
             }
         }
-        match this.events.pop_or_wait(cx.waker()) {
-            Some(event) => Poll::Ready(Some(event)),
-            // The turn is over and everything it queued was handed out.
-            None if this.driver.is_none() => Poll::Ready(None),
+        match this.events.poll_pop(cx.waker()) {
+            Poll::Ready(Some(event)) => Poll::Ready(Some(event)),
+            // The turn is over and everything it queued was handed out (the
+            // loop's queue is never closed: the turn's end is the driver's).
+            _ if this.driver.is_none() => Poll::Ready(None),
             // The turn is pending: it, or a push from the checkpoint
             // writer, wakes this task.
-            None => Poll::Pending,
+            _ => Poll::Pending,
         }
     }
 }

@@ -36,9 +36,7 @@ impl StreamUpdate {
         )
         .then(|| StreamUpdate(Arc::clone(event)))
     }
-}
 
-impl StreamUpdate {
     /// Writes the item's JSON at the end of `out`.
     pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
         let e = &*self.0;

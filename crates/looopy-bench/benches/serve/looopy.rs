@@ -30,7 +30,7 @@ pub(crate) async fn serve(base: &str) {
         app,
         "127.0.0.1:0",
         &env,
-        super::process::wait_for_stdin_close(),
+        super::process::exit_when_stdin_closes(),
     )
     .await
     .expect("serve");

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 /// stopped). It exits at once rather than shutting down gracefully (open
 /// keep-alive connections would hold a graceful shutdown), but through
 /// `exit`, so that a profiler running the child (valgrind) writes its data.
-pub(crate) async fn wait_for_stdin_close() {
+pub(crate) async fn exit_when_stdin_closes() {
     let _ = tokio::task::spawn_blocking(|| {
         let mut line = String::new();
         let _ = std::io::stdin().read_line(&mut line);

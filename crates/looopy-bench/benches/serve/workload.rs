@@ -69,7 +69,7 @@ pub(crate) fn run_mock() {
             .expect("mock model");
         println!("{}", fixture.base_url());
         std::io::stdout().flush().expect("stdout");
-        super::process::wait_for_stdin_close().await;
+        super::process::exit_when_stdin_closes().await;
     });
 }
 
