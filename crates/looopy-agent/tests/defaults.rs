@@ -88,10 +88,14 @@ async fn long_tool_results_become_artifacts_by_default() {
     turn(&agent, "report please").await;
 
     let requests = llm.requests();
-    let offered: Vec<_> = requests[0].tools.iter().map(|t| t.name.clone()).collect();
+    let offered =
+        |i: usize| -> Vec<String> { requests[i].tools.iter().map(|t| t.name.clone()).collect() };
+    // The reader is offered once an output has been cut, not before.
+    assert_eq!(offered(0), ["dump"]);
     assert!(
-        offered.contains(&READ_TOOL_OUTPUT.to_string()),
-        "{offered:?}"
+        offered(1).contains(&READ_TOOL_OUTPUT.to_string()),
+        "{:?}",
+        offered(1)
     );
     let result = requests[1].messages.to_vec().last().unwrap().text();
     assert!(
@@ -115,6 +119,27 @@ async fn long_tool_results_become_artifacts_by_default() {
         })
         .sum();
     assert_eq!(text, DEFAULT_TOOL_OUTPUT_MAX_CHARS + 1);
+}
+
+#[tokio::test]
+async fn the_next_turn_offers_the_reader_of_an_output_cut_in_an_earlier_one() {
+    let stores = looopy_stores_memory::stores();
+    let llm = dump_then_done().respond(LlmResponse::text("page read"));
+    let agent = builder("c-cut-earlier", &llm, &stores)
+        .tools(big_tool())
+        .build()
+        .unwrap();
+    turn(&agent, "report please").await;
+    turn(&agent, "read me the rest").await;
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 3);
+    let offered: Vec<_> = requests[2].tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(offered.contains(&READ_TOOL_OUTPUT), "{offered:?}");
+    // Its history, loaded from the message store, holds the cut output.
+    assert!(requests[2].messages.iter().any(|m| {
+        m.metadata
+            .contains_key(looopy_loop::tool_output::OUTPUT_ARTIFACT_ID)
+    }));
 }
 
 #[tokio::test]
@@ -148,7 +173,7 @@ async fn a_loop_customizer_replaces_the_default_cache_instead_of_adding_one() {
         .unwrap();
     turn(&agent, "report please").await;
     let requests = llm.requests();
-    let reads = requests[0]
+    let reads = requests[1]
         .tools
         .iter()
         .filter(|t| t.name == READ_TOOL_OUTPUT)

@@ -194,7 +194,8 @@ impl AgentLoopBuilder {
     }
 
     /// Stores tool results longer than the cache's limit as artifacts and
-    /// offers the model the `read_tool_output` tool to page through them.
+    /// offers the model the `read_tool_output` tool to page through them
+    /// (offered once the turn's history holds such a cut result).
     /// A loop has one cache: a second call replaces the first. Its hook runs
     /// before the hooks added with [`hook`](Self::hook), so they see the
     /// result the model will see.
@@ -217,6 +218,7 @@ impl AgentLoopBuilder {
 
     /// The loop, its model and tool providers wrapped in the layers.
     pub fn build(mut self) -> AgentLoop {
+        let reader_on_demand = self.tool_output.is_some();
         if let Some(cache) = self.tool_output.take() {
             self.tools.push(cache.clone());
             self.hooks.insert(0, cache);
@@ -232,6 +234,7 @@ impl AgentLoopBuilder {
         AgentLoop {
             llm: llm_stack.apply(self.llm),
             fixed_registry: tools.iter().all(|p| p.tools_are_fixed()).then(Arc::default),
+            reader_on_demand,
             tools,
             task_store: self.task_store,
             config: Arc::new(self.config),

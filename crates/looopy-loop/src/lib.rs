@@ -55,6 +55,9 @@ pub struct AgentLoop {
     /// tools are fixed (`ToolProvider::tools_are_fixed`); `None` when one
     /// does not. Shared by the loop's clones.
     fixed_registry: Option<Arc<tokio::sync::OnceCell<ToolRegistry>>>,
+    /// Whether the loop has a tool-output cache, whose reader is offered
+    /// only once a cut output is in the history (`ToolRegistry::offered`).
+    reader_on_demand: bool,
     task_store: Option<Arc<dyn CheckpointStore>>,
     config: Arc<AgentLoopConfig>,
     hooks: Hooks,

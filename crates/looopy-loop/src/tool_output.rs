@@ -7,13 +7,20 @@
 //! call) and a [`ToolProvider`] (it offers `read_tool_output`);
 //! [`AgentLoopBuilder::tool_output_cache`](crate::AgentLoopBuilder::tool_output_cache)
 //! registers it as both.
+//!
+//! The loop offers `read_tool_output` to the model only while the turn's
+//! history holds a cut output ([`holds_cut_output`]): until then the tool
+//! could read nothing, and its definition would cost every model call
+//! about a hundred prompt tokens. A call to it is still run when it is not
+//! offered (a model that asks anyway is answered, not refused).
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use looopy_core::store::ArtifactStore;
 use looopy_core::{
-    Artifact, Part, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext,
+    Artifact, History, Part, Role, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult,
+    TurnContext,
 };
 use serde_json::{Value, json};
 
@@ -21,6 +28,23 @@ use crate::hooks::{Hook, HookContext, HookError, HookPoints};
 
 /// The name of the retrieval tool.
 pub const READ_TOOL_OUTPUT: &str = "read_tool_output";
+
+/// The metadata entry of a cut tool result (and of its message in the
+/// history) that names the artifact holding the whole output.
+pub const OUTPUT_ARTIFACT_ID: &str = "outputArtifactId";
+
+/// The metadata entry of a cut tool result that gives the whole output's
+/// length in characters.
+pub const ORIGINAL_CHARS: &str = "originalChars";
+
+/// Whether `history` holds a tool result that was cut (one the model can
+/// read the rest of with `read_tool_output`). Checks each message's role
+/// and metadata only: far less than writing the history into a request.
+pub fn holds_cut_output(history: &History) -> bool {
+    history
+        .iter()
+        .any(|m| m.role == Role::Tool && m.metadata.contains_key(OUTPUT_ARTIFACT_ID))
+}
 
 /// Stores large tool results as artifacts and serves them back in pages.
 #[derive(Clone)]
@@ -120,10 +144,10 @@ impl Hook for ToolOutputCache {
         ))];
         result
             .metadata
-            .insert("outputArtifactId".into(), Value::from(id));
+            .insert(OUTPUT_ARTIFACT_ID.into(), Value::from(id));
         result
             .metadata
-            .insert("originalChars".into(), Value::from(total));
+            .insert(ORIGINAL_CHARS.into(), Value::from(total));
         Ok(())
     }
 }
@@ -148,7 +172,8 @@ impl ToolProvider for ToolOutputCache {
         .idempotent(true)])
     }
 
-    /// Its one tool, always offered.
+    /// Its one tool, always listed (the loop offers it to the model once a
+    /// cut output is in the history).
     fn tools_are_fixed(&self) -> bool {
         true
     }

@@ -9,8 +9,8 @@ use std::time::Instant;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use looopy_core::{
-    EventSink, ToolCall, ToolDefinition, ToolError, ToolFailure, ToolOutcome, ToolProvider,
-    ToolResult, ToolSignal, TurnContext,
+    EventSink, History, ToolCall, ToolDefinition, ToolError, ToolFailure, ToolOutcome,
+    ToolProvider, ToolResult, ToolSignal, TurnContext,
 };
 use tracing::Instrument;
 
@@ -18,11 +18,16 @@ use crate::events::Emitter;
 use crate::hooks::{FatalHook, Gate, HookContext, HookPoints, Hooks};
 use crate::pause::PauseGate;
 use crate::telemetry::LoopMetrics;
+use crate::tool_output::{self, READ_TOOL_OUTPUT};
 
 /// The tools of one turn, merged from every provider and routed by name.
 #[derive(Clone)]
 pub struct ToolRegistry {
     definitions: Arc<[ToolDefinition]>,
+    /// The definitions without the tool-output reader, offered while the
+    /// history holds no cut output; `None` when the reader is offered as
+    /// any tool is (no tool-output cache: a tool of that name is the user's).
+    until_cut: Option<Arc<[ToolDefinition]>>,
     routes: Arc<HashMap<String, usize>>,
     providers: Arc<[Arc<dyn ToolProvider>]>,
 }
@@ -59,9 +64,36 @@ impl ToolRegistry {
         }
         Ok(ToolRegistry {
             definitions: definitions.into(),
+            until_cut: None,
             routes: Arc::new(routes),
             providers,
         })
+    }
+
+    /// This registry, offering the tool-output cache's reader
+    /// ([`READ_TOOL_OUTPUT`]) only once the history holds a cut output (see
+    /// [`offered`](Self::offered)). For a loop with a cache, whose reader
+    /// is the only tool of that name.
+    pub(crate) fn reader_on_demand(mut self) -> Self {
+        if self.contains(READ_TOOL_OUTPUT) {
+            let others = self
+                .definitions
+                .iter()
+                .filter(|d| d.name != READ_TOOL_OUTPUT);
+            self.until_cut = Some(others.cloned().collect());
+        }
+        self
+    }
+
+    /// The definitions offered to the model for a call on `history`: all of
+    /// them, but the tool-output reader only once the history holds a cut
+    /// output ([`tool_output::holds_cut_output`]). Each of the two lists is
+    /// one shared `Arc`, so a provider can write each once.
+    pub fn offered(&self, history: &History) -> Arc<[ToolDefinition]> {
+        match &self.until_cut {
+            Some(others) if !tool_output::holds_cut_output(history) => others.clone(),
+            _ => self.definitions.clone(),
+        }
     }
 
     /// This registry with the tools of one more provider after its own
@@ -77,14 +109,21 @@ impl ToolRegistry {
         let mut definitions = self.definitions.to_vec();
         add(&mut routes, &mut definitions, index, listed)?;
         let providers = self.providers.iter().cloned().chain([provider]).collect();
-        Ok(ToolRegistry {
+        let merged = ToolRegistry {
             definitions: definitions.into(),
+            until_cut: None,
             routes: Arc::new(routes),
             providers,
+        };
+        Ok(if self.until_cut.is_some() {
+            merged.reader_on_demand()
+        } else {
+            merged
         })
     }
 
-    /// The merged definitions, in provider order.
+    /// The merged definitions, in provider order (every tool the registry
+    /// runs; see [`offered`](Self::offered) for those a model call offers).
     pub fn definitions(&self) -> Arc<[ToolDefinition]> {
         self.definitions.clone()
     }

@@ -248,16 +248,22 @@ impl Turn {
     /// the turn's own.
     async fn registry(&self) -> Result<ToolRegistry, ToolError> {
         let tools = &self.agent.tools;
+        let build = |providers| async move {
+            let registry = ToolRegistry::build(providers, &self.cx).await?;
+            Ok::<_, ToolError>(if self.agent.reader_on_demand {
+                registry.reader_on_demand()
+            } else {
+                registry
+            })
+        };
         let Some(fixed) = &self.agent.fixed_registry else {
             let providers = match &self.turn_tools {
                 None => tools.clone(),
                 Some(extra) => tools.iter().cloned().chain([extra.clone()]).collect(),
             };
-            return ToolRegistry::build(providers, &self.cx).await;
+            return build(providers).await;
         };
-        let listed = fixed
-            .get_or_try_init(|| ToolRegistry::build(tools.clone(), &self.cx))
-            .await?;
+        let listed = fixed.get_or_try_init(|| build(tools.clone())).await?;
         match &self.turn_tools {
             None => Ok(listed.clone()),
             Some(extra) => listed.with_provider(extra.clone(), &self.cx).await,
@@ -440,7 +446,7 @@ impl Turn {
         let mut request = model_call::request(
             &config,
             self.history.clone(),
-            registry.definitions(),
+            registry.offered(&self.history),
             config.tool_choice.clone(),
         );
         let skipped = match hooks

@@ -68,13 +68,16 @@ async fn a_large_output_becomes_a_preview_and_the_model_reads_the_rest() {
 
     let stored = store.get("ctx", "tool-output-d1").await.unwrap().unwrap();
     assert_eq!(stored.artifact.parts[0].as_text().unwrap(), big_text());
-    // The model was offered the reading tool.
-    assert!(
-        llm.requests()[0]
+    // The reading tool is offered once there is something to read.
+    let offers_reader = |i: usize| {
+        llm.requests()[i]
             .tools
             .iter()
             .any(|t| t.name == "read_tool_output")
-    );
+    };
+    assert!(!offers_reader(0), "nothing was cut before the first call");
+    assert!(offers_reader(1), "the output of d1 was cut");
+    assert!(offers_reader(2));
 }
 
 #[tokio::test]
@@ -90,7 +93,7 @@ async fn small_outputs_and_unknown_references_are_left_alone_or_refused() {
         ],
         "ok",
     );
-    let agent = AgentLoop::builder(llm)
+    let agent = AgentLoop::builder(llm.clone())
         .tools(tools)
         .tool_output_cache(ToolOutputCache::new(store.clone(), 1000, 200))
         .build();
@@ -106,4 +109,38 @@ async fn small_outputs_and_unknown_references_are_left_alone_or_refused() {
     assert!(tool_msgs[1].is_error());
     assert!(tool_msgs[1].text().contains("no stored tool output 'nope'"));
     assert!(store.list("ctx").await.unwrap().is_empty());
+    // Nothing was cut, so the reader was never offered: the call above was
+    // answered all the same.
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2, "the two calls, then the answer");
+    for request in &requests {
+        let offered: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(offered, ["small"]);
+    }
+}
+
+#[tokio::test]
+async fn a_cut_output_in_the_stored_history_offers_the_reader_from_the_first_call() {
+    let store = Arc::new(MemoryArtifactStore::new());
+    let llm = ScriptedLlm::new().respond(LlmResponse::text("ok"));
+    let agent = AgentLoop::builder(llm.clone())
+        .tool_output_cache(ToolOutputCache::new(store, 1000, 200))
+        .build();
+    let mut call = Message::assistant("");
+    call.tool_calls = vec![ToolCall::new("d1", "dump", "{}")];
+    let mut cut = ToolResult::text("d1", "preview").into_message();
+    cut.metadata.insert(
+        looopy_loop::tool_output::OUTPUT_ARTIFACT_ID.into(),
+        "tool-output-d1".into(),
+    );
+    let history = History::from(vec![
+        Message::user("dump it"),
+        call,
+        cut,
+        Message::user("more"),
+    ]);
+    drain(agent.start_turn(history, TurnContext::new("t2", "ctx"))).await;
+    let requests = llm.requests();
+    let offered: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(offered, ["read_tool_output"]);
 }
