@@ -3,7 +3,7 @@
 //! end.
 //!
 //! Renewals run inside the future of the work they cover
-//! ([`Renewal::during`]): a turn's driver polls them with the turn, so
+//! ([`renewing`]): a turn's driver polls them with the turn, so
 //! a lease costs no task of its own (a task per turn, started and aborted,
 //! cost a spawn, a timer and two cross-thread wake-ups on every turn). A
 //! turn's driver is always polled while the turn runs (on its own task, or
@@ -11,7 +11,10 @@
 //! reading: one that stops stops the renewals too, and after the TTL another
 //! process may take the stalled turn over).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use looopy_core::store::{Acquire, TurnLock};
@@ -122,20 +125,9 @@ pub(crate) struct Renewal {
 }
 
 impl Renewal {
-    /// Runs `work`, renewing the lease while it runs. A renewal that finds
-    /// the lease taken over fires [`Lease::lost`] and stops; `work` goes on
-    /// (it watches `lost` itself).
-    pub(crate) async fn during<T>(self, work: impl Future<Output = T>) -> T {
-        let mut work = std::pin::pin!(work);
-        tokio::select! {
-            biased;
-            out = &mut work => out,
-            () = self.renew() => work.await,
-        }
-    }
-
-    /// Returns only when the lease was found lost.
-    async fn renew(&self) {
+    /// Renews the lease every third of its TTL; returns only when a renewal
+    /// found it taken over (and fired [`Lease::lost`]).
+    async fn renew(self) {
         let Renewal {
             lock,
             context_id,
@@ -143,10 +135,10 @@ impl Renewal {
             ttl,
             lost,
         } = self;
-        let every = (*ttl / 3).max(Duration::from_millis(10));
+        let every = (ttl / 3).max(Duration::from_millis(10));
         loop {
             tokio::time::sleep(every).await;
-            match lock.renew(context_id, owner, *ttl).await {
+            match lock.renew(&context_id, &owner, ttl).await {
                 Ok(true) => {}
                 Ok(false) => {
                     tracing::error!(%context_id, "turn lease taken over by another process; abandoning the turn here");
@@ -161,16 +153,59 @@ impl Renewal {
     }
 }
 
+pin_project_lite::pin_project! {
+    /// `work`, with a lease renewed while it runs ([`renewing`]).
+    ///
+    /// A future of its own rather than an `async fn` around `work`: each
+    /// async layer that takes a future by value keeps room for it in its
+    /// state more than once (the argument, then what it awaits), and the
+    /// work here is the whole turn (1 KB in the driver, which every running
+    /// turn holds), so two such layers tripled it.
+    pub(crate) struct Renewing<F, R> {
+        #[pin]
+        work: F,
+        // `None` without a lease, and once a renewal found it lost.
+        #[pin]
+        renew: Option<R>,
+    }
+}
+
+impl<F: Future, R: Future<Output = ()>> Future for Renewing<F, R> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let mut this = self.project();
+        // The work first: its end ends the renewals.
+        if let Poll::Ready(out) = this.work.poll(cx) {
+            return Poll::Ready(out);
+        }
+        // A lost lease stops the renewals; the work goes on (it watches
+        // `lost` itself).
+        if let Some(renew) = this.renew.as_mut().as_pin_mut()
+            && renew.poll(cx).is_ready()
+        {
+            this.renew.set(None);
+        }
+        Poll::Pending
+    }
+}
+
 /// Runs `work`, renewing `lease` (when there is one) while it runs.
 pub(crate) async fn renewed<T>(lease: Option<&Lease>, work: impl Future<Output = T>) -> T {
     renewing(lease.map(Lease::renewal), work).await
 }
 
-/// [`renewed`], with the renewal taken out of the lease beforehand (so that
-/// `work` may move the lease).
-pub(crate) async fn renewing<T>(renewal: Option<Renewal>, work: impl Future<Output = T>) -> T {
-    match renewal {
-        Some(renewal) => renewal.during(work).await,
-        None => work.await,
+/// Runs `work`, renewing the lease (when there is one) every third of its
+/// TTL while it runs. A renewal that finds the lease taken over fires
+/// [`Lease::lost`] and stops; `work` goes on (it watches `lost` itself).
+/// The renewal is taken out of the lease beforehand, so that `work` may
+/// move the lease.
+pub(crate) fn renewing<F: Future>(
+    renewal: Option<Renewal>,
+    work: F,
+) -> Renewing<F, impl Future<Output = ()>> {
+    Renewing {
+        work,
+        renew: renewal.map(Renewal::renew),
     }
 }

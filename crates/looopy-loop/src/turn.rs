@@ -2,11 +2,15 @@
 //! (the rules, in words: `docs/behaviour.md#termination`).
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
+use looopy_core::CancellationToken;
 use looopy_core::approval::ApprovalRequest;
 use looopy_core::store::{HistoryMark, StreamedAnswer, TaskCheckpoint};
 use looopy_core::{
@@ -300,7 +304,7 @@ impl Turn {
             self.agent.config = Arc::new(settings.apply(&self.agent.config));
         }
         let Some(limit) = self.agent.config.max_duration else {
-            return self.iterations(&registry, resumed).await;
+            return within(self.iterations(&registry, resumed), None).await;
         };
         // The limit counts from the turn's start. At the deadline the turn is
         // cancelled through a child of its token (a running model call or
@@ -309,17 +313,11 @@ impl Turn {
         let outer = self.cx.cancel.clone();
         let inner = outer.child_token();
         self.cx.cancel = inner.clone();
-        let ending = {
-            let run = self.iterations(&registry, resumed);
-            tokio::pin!(run);
-            tokio::select! {
-                ending = &mut run => ending,
-                () = tokio::time::sleep_until(deadline) => {
-                    inner.cancel();
-                    run.await
-                }
-            }
-        };
+        let ending = within(
+            self.iterations(&registry, resumed),
+            Some((deadline, inner.clone())),
+        )
+        .await;
         self.cx.cancel = outer.clone();
         if ending.end == TurnEnd::Cancelled && inner.is_cancelled() && !outer.is_cancelled() {
             let mut ending = Ending::failed_as(
@@ -955,6 +953,60 @@ impl Turn {
         };
         self.emit
             .final_status(ending.message, report, ending.metadata);
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A turn's iterations under its time limit, if any ([`within`]).
+    ///
+    /// A future of its own so that both ways through [`Turn::body`] await
+    /// the one iterations future here: awaited in two places (or by an
+    /// `async fn` taking it by value), the turn's future kept room for two
+    /// of them, 2.8 KB more in every running turn.
+    struct Within<F> {
+        #[pin]
+        run: F,
+        // Until the deadline passes.
+        #[pin]
+        deadline: Option<tokio::time::Sleep>,
+        cancel: Option<CancellationToken>,
+    }
+}
+
+/// Runs `run`; at the deadline, if any, cancels the token (which the run
+/// watches) and waits for the run to stop.
+fn within<F: Future<Output = Ending>>(
+    run: F,
+    deadline: Option<(tokio::time::Instant, CancellationToken)>,
+) -> Within<F> {
+    let (deadline, cancel) = deadline.unzip();
+    Within {
+        run,
+        deadline: deadline.map(tokio::time::sleep_until),
+        cancel,
+    }
+}
+
+impl<F: Future<Output = Ending>> Future for Within<F> {
+    type Output = Ending;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Ending> {
+        let mut this = self.project();
+        if let Poll::Ready(ending) = this.run.as_mut().poll(cx) {
+            return Poll::Ready(ending);
+        }
+        if let Some(deadline) = this.deadline.as_mut().as_pin_mut()
+            && deadline.poll(cx).is_ready()
+        {
+            this.deadline.set(None);
+            if let Some(cancel) = this.cancel.take() {
+                cancel.cancel();
+            }
+            // Cancelled, the run stops at its next await: poll it again
+            // now, as a select's other branch would be.
+            return this.run.poll(cx);
+        }
+        Poll::Pending
     }
 }
 
