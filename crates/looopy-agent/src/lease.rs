@@ -191,8 +191,11 @@ impl<F: Future, R: Future<Output = ()>> Future for Renewing<F, R> {
 }
 
 /// Runs `work`, renewing `lease` (when there is one) while it runs.
-pub(crate) async fn renewed<T>(lease: Option<&Lease>, work: impl Future<Output = T>) -> T {
-    renewing(lease.map(Lease::renewal), work).await
+pub(crate) fn renewed<F: Future>(
+    lease: Option<&Lease>,
+    work: F,
+) -> Renewing<F, impl Future<Output = ()>> {
+    renewing(lease.map(Lease::renewal), work)
 }
 
 /// Runs `work`, renewing the lease (when there is one) every third of its
