@@ -67,6 +67,11 @@ async fn serve_and_chat_keep_one_conversation_and_stop_on_sigterm() {
         "{texts:?}"
     );
     assert_eq!(second[0]["role"], "system");
+    // No tool output was ever cut, so the served agent offers no tools at
+    // all: not even the tool-output cache's `read_tool_output`.
+    for request in &requests {
+        assert!(request.body.get("tools").is_none(), "{}", request.body);
+    }
     let status = tokio::task::spawn_blocking(move || stop(server))
         .await
         .unwrap();
