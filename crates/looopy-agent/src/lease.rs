@@ -12,13 +12,11 @@
 //! process may take the stalled turn over).
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use looopy_core::store::{Acquire, TurnLock};
-use looopy_core::{CancellationToken, StoreError};
+use looopy_core::{Alongside, CancellationToken, StoreError, alongside};
 
 /// A held lease. Dropped without [`Lease::release`], it runs out on its own.
 pub(crate) struct Lease {
@@ -153,48 +151,11 @@ impl Renewal {
     }
 }
 
-pin_project_lite::pin_project! {
-    /// `work`, with a lease renewed while it runs ([`renewing`]).
-    ///
-    /// A future of its own rather than an `async fn` around `work`: each
-    /// async layer that takes a future by value keeps room for it in its
-    /// state more than once (the argument, then what it awaits), and the
-    /// work here is the whole turn (1 KB in the driver, which every running
-    /// turn holds), so two such layers tripled it.
-    pub(crate) struct Renewing<F, R> {
-        #[pin]
-        work: F,
-        // `None` without a lease, and once a renewal found it lost.
-        #[pin]
-        renew: Option<R>,
-    }
-}
-
-impl<F: Future, R: Future<Output = ()>> Future for Renewing<F, R> {
-    type Output = F::Output;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let mut this = self.project();
-        // The work first: its end ends the renewals.
-        if let Poll::Ready(out) = this.work.poll(cx) {
-            return Poll::Ready(out);
-        }
-        // A lost lease stops the renewals; the work goes on (it watches
-        // `lost` itself).
-        if let Some(renew) = this.renew.as_mut().as_pin_mut()
-            && renew.poll(cx).is_ready()
-        {
-            this.renew.set(None);
-        }
-        Poll::Pending
-    }
-}
-
 /// Runs `work`, renewing `lease` (when there is one) while it runs.
 pub(crate) fn renewed<F: Future>(
     lease: Option<&Lease>,
     work: F,
-) -> Renewing<F, impl Future<Output = ()>> {
+) -> Alongside<F, impl Future<Output = ()>> {
     renewing(lease.map(Lease::renewal), work)
 }
 
@@ -202,13 +163,11 @@ pub(crate) fn renewed<F: Future>(
 /// TTL while it runs. A renewal that finds the lease taken over fires
 /// [`Lease::lost`] and stops; `work` goes on (it watches `lost` itself).
 /// The renewal is taken out of the lease beforehand, so that `work` may
-/// move the lease.
+/// move the lease. The work is held once ([`Alongside`]): it is the whole
+/// turn, which every running turn holds.
 pub(crate) fn renewing<F: Future>(
     renewal: Option<Renewal>,
     work: F,
-) -> Renewing<F, impl Future<Output = ()>> {
-    Renewing {
-        work,
-        renew: renewal.map(Renewal::renew),
-    }
+) -> Alongside<F, impl Future<Output = ()>> {
+    alongside(work, renewal.map(Renewal::renew))
 }

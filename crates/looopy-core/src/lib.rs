@@ -1,6 +1,7 @@
 #![forbid(unsafe_code)]
 #![doc = include_str!("../README.md")]
 
+mod alongside;
 pub mod approval;
 mod artifact_view;
 pub mod cache;
@@ -18,6 +19,7 @@ mod tool;
 mod tool_provider;
 mod turn_report;
 
+pub use alongside::{Alongside, alongside};
 pub use artifact_view::ConversationArtifacts;
 pub use cache::{CacheKind, CacheStore};
 pub use client_tool::ClientToolResult;

@@ -3,16 +3,14 @@
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
-use looopy_core::CancellationToken;
 use looopy_core::approval::ApprovalRequest;
 use looopy_core::store::{HistoryMark, StreamedAnswer, TaskCheckpoint};
+use looopy_core::{Alongside, CancellationToken, alongside};
 use looopy_core::{
     FailedToolCall, History, LlmError, LlmResponse, Message, Part, Role, TaskState, ToolCall,
     ToolError, ToolFailure, ToolOutcome, ToolProvider, ToolResult, ToolSignal, TurnContext,
@@ -956,58 +954,21 @@ impl Turn {
     }
 }
 
-pin_project_lite::pin_project! {
-    /// A turn's iterations under its time limit, if any ([`within`]).
-    ///
-    /// A future of its own so that both ways through [`Turn::body`] await
-    /// the one iterations future here: awaited in two places (or by an
-    /// `async fn` taking it by value), the turn's future kept room for two
-    /// of them, 2.8 KB more in every running turn.
-    struct Within<F> {
-        #[pin]
-        run: F,
-        // Until the deadline passes.
-        #[pin]
-        deadline: Option<tokio::time::Sleep>,
-        cancel: Option<CancellationToken>,
-    }
-}
-
-/// Runs `run`; at the deadline, if any, cancels the token (which the run
-/// watches) and waits for the run to stop.
+/// A turn's iterations under its time limit, if any: at the deadline the
+/// token (which the iterations watch) is cancelled, and the iterations
+/// stop at their next await. Both ways through [`Turn::body`] await the
+/// iterations through this one [`Alongside`]: awaited in two places (or by
+/// an `async fn` taking them by value), the turn's future kept room for two
+/// of them, 2.8 KB more in every running turn.
 fn within<F: Future<Output = Ending>>(
     run: F,
     deadline: Option<(tokio::time::Instant, CancellationToken)>,
-) -> Within<F> {
-    let (deadline, cancel) = deadline.unzip();
-    Within {
-        run,
-        deadline: deadline.map(tokio::time::sleep_until),
-        cancel,
-    }
-}
-
-impl<F: Future<Output = Ending>> Future for Within<F> {
-    type Output = Ending;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Ending> {
-        let mut this = self.project();
-        if let Poll::Ready(ending) = this.run.as_mut().poll(cx) {
-            return Poll::Ready(ending);
-        }
-        if let Some(deadline) = this.deadline.as_mut().as_pin_mut()
-            && deadline.poll(cx).is_ready()
-        {
-            this.deadline.set(None);
-            if let Some(cancel) = this.cancel.take() {
-                cancel.cancel();
-            }
-            // Cancelled, the run stops at its next await: poll it again
-            // now, as a select's other branch would be.
-            return this.run.poll(cx);
-        }
-        Poll::Pending
-    }
+) -> Alongside<F, impl Future<Output = ()>> {
+    let cancel_at = deadline.map(|(at, cancel)| async move {
+        tokio::time::sleep_until(at).await;
+        cancel.cancel();
+    });
+    alongside(run, cancel_at)
 }
 
 /// Gives every call of one model response its own id: a call without one,
