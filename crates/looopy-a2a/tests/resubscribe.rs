@@ -229,3 +229,43 @@ async fn a_bad_last_event_id_is_an_invalid_param() {
         .await;
     assert_eq!(events.last().unwrap().data["error"]["code"], -32602);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replay_longer_than_the_streams_buffer_comes_whole_and_in_order() {
+    // More events than a stream queues at once (64): the follower waits for
+    // the client to take some before it reads on.
+    let count = 200;
+    let mut script = vec![working()];
+    script.extend((0..count).map(|i| chunk(&format!("{i} "), i == 0, i == count - 1)));
+    script.push(finish(TaskState::Completed, "counted"));
+    let server = start(ScriptedRunner::new(vec![script])).await;
+    let events = stream_v1(&server.url, v1_message("count"))
+        .await
+        .rest()
+        .await;
+    let task_id = events[0].data["result"]["task"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let first_id = events[1].id.clone().unwrap();
+
+    let replayed = resubscribe_v1(&server.url, &task_id, &first_id)
+        .await
+        .rest()
+        .await;
+    let expected: Vec<String> = (0..count).map(|i| format!("{i} ")).collect();
+    assert_eq!(artifact_texts_v1(&replayed[1..]), expected);
+    assert_eq!(*last_state_v1(&replayed), "TASK_STATE_COMPLETED");
+    let ids = log_ids(&server, &task_id).await;
+    let got: Vec<_> = replayed[1..]
+        .iter()
+        .map(|e| e.id.clone().unwrap())
+        .collect();
+    assert_eq!(
+        got,
+        ids[2..],
+        "every logged event after the first, in order"
+    );
+    // The live stream saw the same events.
+    assert_eq!(artifact_texts_v1(&events), expected);
+}

@@ -9,6 +9,7 @@
 //! server process sharing the stores can serve the stream. The follower
 //! runs in the response's own stream (no task of its own per stream).
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -22,7 +23,6 @@ use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt, stream};
 use looopy_core::{CancellationToken, StoreError, WhenCancelled};
 use serde_json::Value;
-use tokio::sync::mpsc;
 
 use crate::RpcError;
 use crate::jsonrpc;
@@ -160,68 +160,97 @@ pub(crate) fn respond(state: &ServerState, opened: Opened, envelope: Option<Valu
 /// shuts down, or the reader goes away).
 ///
 /// The follower runs inside the returned stream, on whatever task polls it
-/// (the connection's), not on a task of its own: each poll first takes what
-/// it queued, then lets it go on. Dropping the stream (the client went
-/// away) drops the follower; the turn itself runs elsewhere and goes on.
+/// (the connection's), not on a task of its own: a poll hands out what the
+/// follower queued, and only once that is all out lets the follower go on.
+/// Dropping the stream (the client went away) drops the follower; the turn
+/// itself runs elsewhere and goes on.
 pub(crate) fn items(
     tasks: Arc<Tasks>,
     spec: StreamSpec,
     shutdown: CancellationToken,
 ) -> impl Stream<Item = Item> + Send + 'static {
-    let (tx, rx) = mpsc::channel::<Item>(BUFFER);
+    let queue = Arc::new(Queue::default());
+    let out = queue.clone();
     let follower: Follower = Box::pin(async move {
         // Polled again with every event: the cheap wait.
         let shutdown = WhenCancelled::new(&shutdown);
         tokio::select! {
-            () = forward(&tasks, spec, &tx) => {}
+            () = forward(&tasks, spec, &queue) => {}
             () = shutdown => {}
         }
     });
-    let mut rx = rx;
     let mut follower = Some(follower);
     stream::poll_fn(move |cx| {
-        // What the follower queued goes first.
-        if let Ok(item) = rx.try_recv() {
+        if let Some(item) = out.pop() {
             return Poll::Ready(Some(item));
         }
-        if let Some(running) = follower.as_mut() {
-            // Let it go on in this poll, and hand out what it queued at
-            // once (waiting for the wake-up its queueing sent to this very
-            // task would cost a trip through the scheduler per batch).
-            if running.as_mut().poll(cx).is_ready() {
-                follower = None;
-            }
-            if let Ok(item) = rx.try_recv() {
-                return Poll::Ready(Some(item));
-            }
-            if follower.is_some() {
-                return Poll::Pending; // it wakes this task when it has more
-            }
+        let Some(running) = follower.as_mut() else {
+            return Poll::Ready(None); // it ended and everything is out
+        };
+        // The queue is empty: let the follower go on in this poll, and hand
+        // out what it queued at once.
+        if running.as_mut().poll(cx).is_ready() {
+            follower = None;
         }
-        // The follower ended: what it queued is all there is.
-        rx.poll_recv(cx)
+        match out.pop() {
+            Some(item) => Poll::Ready(Some(item)),
+            None if follower.is_none() => Poll::Ready(None),
+            None => Poll::Pending, // the log wakes this task when it has more
+        }
     })
 }
 
 /// The future that follows the log for one stream.
 type Follower = Pin<Box<dyn Future<Output = ()> + Send>>;
 
+/// The items a stream's follower has queued and the stream has not handed
+/// out yet, at most [`BUFFER`].
+///
+/// The follower and the stream are polled by the same task, one after the
+/// other, so the lock is never contended (it is there to make the queue
+/// `Send`), and nothing needs waking: the stream polls the follower again
+/// whenever the queue runs empty. A channel would do the same with a
+/// 3 KB block and atomic counts for each followed turn.
+#[derive(Default)]
+struct Queue(std::sync::Mutex<VecDeque<Item>>);
+
+impl Queue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<Item>> {
+        // A panic while the lock was held cannot leave the queue half
+        // changed: take it as it is.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn pop(&self) -> Option<Item> {
+        self.lock().pop_front()
+    }
+
+    /// Queues `item`, first waiting while the queue is full: the stream then
+    /// hands out what it holds and polls the follower again once it is
+    /// empty, so the wait needs no waker.
+    async fn push(&self, item: Item) {
+        let mut item = Some(item);
+        std::future::poll_fn(|_| {
+            let mut queue = self.lock();
+            if queue.len() >= BUFFER {
+                return Poll::Pending;
+            }
+            queue.extend(item.take());
+            Poll::Ready(())
+        })
+        .await;
+    }
+}
+
 /// Waits until the log holds an event after `after` (the next turn of a
-/// task that waits for input began). False when the client went away or
-/// the log failed.
-async fn next_turn_started(
-    tasks: &Tasks,
-    task_id: &str,
-    after: Option<&str>,
-    tx: &mpsc::Sender<Item>,
-) -> bool {
+/// task that waits for input began). False when the log failed.
+async fn next_turn_started(tasks: &Tasks, task_id: &str, after: Option<&str>) -> bool {
     let mut poll = tokio::time::interval(NEXT_TURN_POLL);
     poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        tokio::select! {
-            _ = poll.tick() => {}
-            () = tx.closed() => return false,
-        }
+        poll.tick().await;
         match tasks.log.read(task_id, after, 1).await {
             Ok(events) if !events.is_empty() => return true,
             Ok(_) => {}
@@ -233,10 +262,10 @@ async fn next_turn_started(
     }
 }
 
-/// Sends the log's events of the current turn (and of the turns that follow
-/// it while the client listens) to `tx`. Returns when a turn ends, the
-/// client goes away or the log fails.
-async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Item>) {
+/// Queues the log's events of the current turn (and of the turns that
+/// follow it while the client listens). Returns when a turn ends or the log
+/// fails.
+async fn forward(tasks: &Tasks, spec: StreamSpec, queue: &Queue) {
     let StreamSpec {
         version,
         task_id,
@@ -247,17 +276,15 @@ async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Item>) {
     } = spec;
     if let Some(task) = first
         && let Some(result) = wire::stream_result(version, &StreamEvent::Task(task))
-        && tx
-            .send(Item {
+    {
+        queue
+            .push(Item {
                 id: None,
                 result: Ok(result),
             })
-            .await
-            .is_err()
-    {
-        return;
+            .await;
     }
-    if next_turn && !next_turn_started(tasks, &task_id, after.as_deref(), tx).await {
+    if next_turn && !next_turn_started(tasks, &task_id, after.as_deref()).await {
         return;
     }
     loop {
@@ -274,8 +301,8 @@ async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Item>) {
                             )),
                             e => RpcError::internal(format!("event log: {e}")),
                         };
-                        let _ = tx
-                            .send(Item {
+                        queue
+                            .push(Item {
                                 id: None,
                                 result: Err(e),
                             })
@@ -290,13 +317,12 @@ async fn forward(tasks: &Tasks, spec: StreamSpec, tx: &mpsc::Sender<Item>) {
                 let Some(result) = wire::update_result(version, &stored.event) else {
                     continue; // internal events never leave
                 };
-                let event = Item {
-                    id: Some(stored.id.clone()),
-                    result: Ok(result),
-                };
-                if tx.send(event).await.is_err() {
-                    return; // the client went away; the task goes on
-                }
+                queue
+                    .push(Item {
+                        id: Some(stored.id.clone()),
+                        result: Ok(result),
+                    })
+                    .await;
                 if stored.event.is_final() {
                     // Only a task that waits for input can go on with a next
                     // turn; after any other end there is nothing to look up.
