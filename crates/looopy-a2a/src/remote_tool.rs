@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -12,7 +13,7 @@ use looopy_core::{
 use serde_json::{Value, json};
 use tracing::Instrument;
 
-use crate::client::{A2aClient, A2aClientError, Credentials};
+use crate::client::{A2aClient, A2aClientError, A2aStream, Credentials};
 use crate::model::{SendResponse, StreamEvent, TaskSnapshot};
 use crate::server::record::fold_artifact;
 use crate::wire::SendRequest;
@@ -153,13 +154,22 @@ impl RemoteAgentTools {
         let mut task: Option<TaskSnapshot> = None;
         loop {
             let item = tokio::select! {
-                item = events.next() => item,
+                biased;
                 () = cx.cancel.cancelled() => {
-                    if let Some(t) = &task {
-                        let _ = client.cancel_task(&t.id).await;
+                    // The remote task exists once the request is accepted,
+                    // even when its id (the stream's first event) is not
+                    // read yet: read it, so that the task is cancelled too
+                    // rather than left running there.
+                    let id = match &task {
+                        Some(t) => Some(t.id.clone()),
+                        None => first_task_id(&mut events).await,
+                    };
+                    if let Some(id) = id {
+                        let _ = client.cancel_task(&id).await;
                     }
                     return Err("cancelled".into());
                 }
+                item = events.next() => item,
             };
             let Some(item) = item else { break };
             match item.map_err(|e| e.to_string())?.event {
@@ -197,6 +207,22 @@ impl RemoteAgentTools {
             }
         }
         task.ok_or_else(|| "the remote agent sent nothing".into())
+    }
+}
+
+/// How long a cancelled call waits for the remote task's id.
+const TASK_ID_WAIT: Duration = Duration::from_secs(5);
+
+/// The id of the remote task a stream opens with (its first event), when
+/// it comes within [`TASK_ID_WAIT`].
+async fn first_task_id(events: &mut A2aStream) -> Option<String> {
+    let first = tokio::time::timeout(TASK_ID_WAIT, events.next()).await;
+    match first {
+        Ok(Some(Ok(item))) => match item.event {
+            StreamEvent::Task(t) => Some(t.id),
+            _ => None,
+        },
+        _ => None,
     }
 }
 

@@ -6,6 +6,7 @@ mod support;
 
 use std::sync::Arc;
 
+use looopy_a2a::{A2aServer, AgentCardConfig};
 use looopy_core::{LlmResponse, Role, TaskState, ToolCall, ToolDefinition, ToolProvider};
 use looopy_testkit::ScriptedLlm;
 use looopy_tools::ClientTools;
@@ -335,4 +336,95 @@ async fn an_invalid_client_tool_declaration_fails_the_task_saying_why() {
         .as_str()
         .unwrap();
     assert!(text.contains("invalid clientTools"), "{text}");
+}
+
+/// The memory task store, slow to record a turn's end when the turn waits
+/// for input: the final event is in the log well before the record says so.
+struct SlowToRecordInput(Arc<looopy_stores_memory::MemoryTaskRecordStore>);
+
+#[async_trait::async_trait]
+impl looopy_core::store::TaskRecordStore for SlowToRecordInput {
+    async fn put(
+        &self,
+        record: &looopy_core::store::TaskRecord,
+    ) -> Result<(), looopy_core::StoreError> {
+        self.0.put(record).await
+    }
+    async fn compare_and_put(
+        &self,
+        record: &looopy_core::store::TaskRecord,
+    ) -> Result<bool, looopy_core::StoreError> {
+        if record.status.state == TaskState::InputRequired {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        }
+        self.0.compare_and_put(record).await
+    }
+    async fn get(
+        &self,
+        task_id: &str,
+    ) -> Result<Option<looopy_core::store::TaskRecord>, looopy_core::StoreError> {
+        self.0.get(task_id).await
+    }
+    async fn list(
+        &self,
+        owner: Option<&str>,
+        context_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<looopy_core::store::TaskRecord>, looopy_core::StoreError> {
+        self.0.list(owner, context_id, limit).await
+    }
+    async fn delete(&self, task_id: &str) -> Result<(), looopy_core::StoreError> {
+        self.0.delete(task_id).await
+    }
+    async fn request_cancel(&self, task_id: &str) -> Result<(), looopy_core::StoreError> {
+        self.0.request_cancel(task_id).await
+    }
+    async fn take_cancel(&self, task_id: &str) -> Result<bool, looopy_core::StoreError> {
+        self.0.take_cancel(task_id).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_streaming_client_that_answers_the_question_at_once_continues_the_task() {
+    // The final `input-required` event reaches the stream before the turn
+    // has recorded its end; a client answering it at once (as a remote
+    // agent tool does) must not be told that the task is still working.
+    let stores = SharedStores::default();
+    let runner = ScriptedRunner::new(vec![
+        vec![working(), finish(TaskState::InputRequired, "Which city?")],
+        vec![working(), finish(TaskState::Completed, "Sunny in Oslo.")],
+    ]);
+    let server = A2aServer::builder(
+        runner,
+        stores.events.clone(),
+        Arc::new(SlowToRecordInput(stores.tasks.clone())),
+    )
+    .card(AgentCardConfig::new("Test agent", "Answers from a script"))
+    .build();
+    let server = serve(server, &stores).await;
+
+    let events = stream_v1(&server.url, v1_message("Weather?"))
+        .await
+        .rest()
+        .await;
+    let task_id = events[0].data["result"]["task"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        *last_state_v1(&events),
+        "TASK_STATE_INPUT_REQUIRED",
+        "the stream ends with the question"
+    );
+    let mut answer = v1_message("Oslo");
+    answer["message"]["taskId"] = json!(task_id);
+    let reply = rpc_v1(&server.url, "SendMessage", answer).await;
+    assert!(reply.get("error").is_none(), "{reply}");
+    let task = &reply["result"]["task"];
+    assert_eq!(task["id"], task_id.as_str(), "the same task");
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(
+        task["status"]["message"]["parts"][0]["text"],
+        "Sunny in Oslo."
+    );
 }

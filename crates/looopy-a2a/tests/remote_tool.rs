@@ -168,6 +168,24 @@ async fn cancelling_the_local_turn_cancels_the_remote_task() {
     .await;
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancel_before_the_remote_task_id_is_read_still_cancels_the_remote_task() {
+    // Cancelled before the call: the request still goes out and the remote
+    // task exists, but the cancel is seen before the stream's first event,
+    // which carries the task's id. The tool reads it and cancels the task.
+    let runner = ScriptedRunner::new(vec![vec![working(), Step::UntilCancelled]]);
+    let server = start(runner).await;
+    let tool = RemoteAgentTools::new(A2aClient::new(&server.url), "slow", "x");
+    let cx = TurnContext::new("t", "c");
+    cx.cancel.cancel();
+    let r = tool
+        .execute(&ToolCall::new("1", "slow", r#"{"message":"go"}"#), &cx)
+        .await;
+    assert!(r.is_error);
+    assert_eq!(states(&server).await.len(), 1, "the remote task was made");
+    eventually(async || states(&server).await == [TaskState::Canceled]).await;
+}
+
 /// The states of the server's tasks (the first ten).
 async fn states(server: &TestServer) -> Vec<TaskState> {
     use looopy_core::store::TaskRecordStore;

@@ -8,7 +8,7 @@ use futures::StreamExt;
 use looopy_core::store::TaskRecord;
 use looopy_core::{AgentEvent, AuthContext, EventPayload, TaskState, TaskStatus};
 
-use super::{Tasks, reopen_waiting, store_error};
+use super::{Phase, Tasks, reopen_waiting, store_error};
 use crate::RpcError;
 use crate::model::TaskSnapshot;
 
@@ -29,11 +29,12 @@ impl Tasks {
         let local = self
             .running()
             .get(task_id)
-            .map(|r| (r.cancel.clone(), r.done.clone()));
+            .map(|r| (r.cancel.clone(), r.phase.clone()));
         let record = match local {
-            Some((token, mut done)) => {
+            Some((token, mut phase)) => {
                 token.cancel();
-                let _ = tokio::time::timeout(self.cancel_wait, done.wait_for(|d| *d)).await;
+                let done = phase.wait_for(|p| *p == Phase::Done);
+                let _ = tokio::time::timeout(self.cancel_wait, done).await;
                 self.owned(task_id, &auth.principal).await?
             }
             None if !record.status.state.ends_turn() => self.cancel_remote(record).await?,

@@ -45,7 +45,19 @@ pub(crate) struct Started {
 
 struct Running {
     cancel: CancellationToken,
-    done: watch::Receiver<bool>,
+    phase: watch::Receiver<Phase>,
+}
+
+/// How far a turn running here has got with its end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Running,
+    /// Its final event is being logged: a client following the log may
+    /// already read it and answer it, while the record (and this process's
+    /// list of running turns) still says that the turn runs.
+    Ending,
+    /// Its end is recorded and it no longer runs here.
+    Done,
 }
 
 /// The turns of one server.
@@ -76,6 +88,9 @@ struct TurnState {
     /// Whether the turn logs tool-progress updates: the request that
     /// started it activated the extension. Other turns never build them.
     progress: bool,
+    /// Told to whoever waits for the turn here (a blocking send, a cancel,
+    /// the next message of a client that answered its final event).
+    phase: watch::Sender<Phase>,
 }
 
 /// The span of a turn driven here (`recovered`: taken over from a process
@@ -181,6 +196,9 @@ impl Tasks {
         let wire = params.message;
         let (record, continues) = match &wire.task_id {
             Some(task_id) => {
+                // A client may answer the final event of a turn running
+                // here before the turn has recorded its end.
+                self.wait_if_ending(task_id).await;
                 let record = self.owned(task_id, principal).await?;
                 if let Some(c) = &wire.context_id
                     && *c != record.context_id
@@ -227,7 +245,7 @@ impl Tasks {
         let context_id = record.context_id.clone();
 
         let cancel = CancellationToken::new();
-        let Some(done_tx) = self.register(&task_id, &cancel) else {
+        let Some(phase) = self.register(&task_id, &cancel) else {
             return Err(RpcError::unsupported("the task is already running a turn"));
         };
         let (started, turn) = self
@@ -250,28 +268,26 @@ impl Tasks {
         };
         let span = turn_span(&task_id, &context_id, false);
         let this = Arc::clone(self);
-        self.tracker.spawn(
-            this.drive(request, turn, progress, done_tx)
-                .instrument(span),
-        );
+        self.tracker
+            .spawn(this.drive(request, turn, progress, phase).instrument(span));
         Ok(started)
     }
 
     /// Notes a turn as running here; `None` when one already is.
-    fn register(&self, task_id: &str, cancel: &CancellationToken) -> Option<watch::Sender<bool>> {
+    fn register(&self, task_id: &str, cancel: &CancellationToken) -> Option<watch::Sender<Phase>> {
         let mut running = self.running();
         if running.contains_key(task_id) {
             return None;
         }
-        let (done_tx, done_rx) = watch::channel(false);
+        let (phase, watched) = watch::channel(Phase::Running);
         running.insert(
             task_id.to_owned(),
             Running {
                 cancel: cancel.clone(),
-                done: done_rx,
+                phase: watched,
             },
         );
-        Some(done_tx)
+        Some(phase)
     }
 
     /// Logs the turn's `task` event and records the turn. A new task's
@@ -360,7 +376,7 @@ impl Tasks {
         mut request: TurnRequest,
         turn: u32,
         progress: bool,
-        done: watch::Sender<bool>,
+        phase: watch::Sender<Phase>,
     ) {
         let mut turn = TurnState {
             task_id: request.task_id.clone(),
@@ -369,6 +385,7 @@ impl Tasks {
             last_state: TaskState::Submitted,
             ended: false,
             progress: self.tool_progress && progress,
+            phase,
         };
         let cancel = request.cancel.clone();
         request.tool_progress = turn.progress;
@@ -383,7 +400,7 @@ impl Tasks {
             self.append_progress(&turn, event).await;
         }
         let events = self.runner.run_turn(request).await;
-        self.run_to_end(&mut turn, events, &cancel, done).await;
+        self.run_to_end(&mut turn, events, &cancel).await;
     }
 
     /// Drains a turn's events (or records why it could not start), makes
@@ -393,7 +410,6 @@ impl Tasks {
         turn: &mut TurnState,
         events: Result<TurnEvents, RunnerError>,
         cancel: &CancellationToken,
-        done: watch::Sender<bool>,
     ) {
         match events {
             Err(e) => self.fail(turn, &e.message).await,
@@ -404,7 +420,7 @@ impl Tasks {
                 .await;
         }
         self.running().remove(&*turn.task_id);
-        let _ = done.send(true);
+        turn.phase.send_replace(Phase::Done);
     }
 
     /// Whether a turn whose events stopped before its end was handed over
@@ -514,6 +530,9 @@ impl Tasks {
         }
         event.task_id = turn.task_id.clone();
         event.context_id = turn.context_id.clone();
+        if event.is_final() {
+            turn.phase.send_replace(Phase::Ending);
+        }
         let event = Arc::new(event);
         let id = match self.log.append(&turn.task_id, Arc::clone(&event)).await {
             Ok(id) => Some(id),
@@ -616,9 +635,22 @@ impl Tasks {
 
     /// Waits until the turn running here ends (at once when none runs here).
     pub(crate) async fn wait_local(&self, task_id: &str) {
-        let done = self.running().get(task_id).map(|r| r.done.clone());
-        if let Some(mut done) = done {
-            let _ = done.wait_for(|d| *d).await;
+        let phase = self.running().get(task_id).map(|r| r.phase.clone());
+        if let Some(mut phase) = phase {
+            let _ = phase.wait_for(|p| *p == Phase::Done).await;
+        }
+    }
+
+    /// Waits (at most the cancel wait) for a turn running here that has
+    /// logged its final event to record its end: one write to the task
+    /// store. A turn still running is not waited for.
+    async fn wait_if_ending(&self, task_id: &str) {
+        let phase = self.running().get(task_id).map(|r| r.phase.clone());
+        if let Some(mut phase) = phase
+            && *phase.borrow() == Phase::Ending
+        {
+            let done = phase.wait_for(|p| *p == Phase::Done);
+            let _ = tokio::time::timeout(self.cancel_wait, done).await;
         }
     }
 

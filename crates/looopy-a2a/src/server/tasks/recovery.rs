@@ -72,7 +72,7 @@ impl Tasks {
     /// this process won it.
     async fn resume(self: &Arc<Self>, record: TaskRecord) -> bool {
         let cancel = CancellationToken::new();
-        let Some(done) = self.register(&record.task_id, &cancel) else {
+        let Some(phase) = self.register(&record.task_id, &cancel) else {
             return false;
         };
         let task_id: Arc<str> = record.task_id.as_str().into();
@@ -114,10 +114,11 @@ impl Tasks {
             // for the extension is unknown, so a recovered turn logs the
             // updates whenever the server offers them.
             progress: self.tool_progress,
+            phase,
         };
         let this = Arc::clone(self);
         self.tracker.spawn(
-            async move { this.run_to_end(&mut turn, events, &cancel, done).await }.instrument(span),
+            async move { this.run_to_end(&mut turn, events, &cancel).await }.instrument(span),
         );
         true
     }
