@@ -407,10 +407,7 @@ async fn a_streaming_client_that_answers_the_question_at_once_continues_the_task
         .await
         .rest()
         .await;
-    let task_id = events[0].data["result"]["task"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let task_id = events[0].task_id();
     assert_eq!(
         *last_state_v1(&events),
         "TASK_STATE_INPUT_REQUIRED",

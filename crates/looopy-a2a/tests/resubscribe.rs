@@ -243,10 +243,7 @@ async fn a_replay_longer_than_the_streams_buffer_comes_whole_and_in_order() {
         .await
         .rest()
         .await;
-    let task_id = events[0].data["result"]["task"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let task_id = events[0].task_id();
     let first_id = events[1].id.clone().unwrap();
 
     let replayed = resubscribe_v1(&server.url, &task_id, &first_id)

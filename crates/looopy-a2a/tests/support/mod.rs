@@ -382,6 +382,16 @@ pub struct SseEvent {
     pub data: Value,
 }
 
+impl SseEvent {
+    /// The id of the task a 1.0 stream's first event (`task`) carries.
+    pub fn task_id(&self) -> String {
+        self.data["result"]["task"]["id"]
+            .as_str()
+            .expect("a task event")
+            .to_owned()
+    }
+}
+
 /// An open SSE response, read event by event.
 pub struct SseReader {
     response: reqwest::Response,
