@@ -7,6 +7,8 @@ mod support;
 use std::sync::Arc;
 
 use looopy_a2a::{A2aServer, AgentCardConfig};
+use looopy_core::StoreError;
+use looopy_core::store::{TaskRecord, TaskRecordStore};
 use looopy_core::{LlmResponse, Role, TaskState, ToolCall, ToolDefinition, ToolProvider};
 use looopy_testkit::ScriptedLlm;
 use looopy_tools::ClientTools;
@@ -343,26 +345,17 @@ async fn an_invalid_client_tool_declaration_fails_the_task_saying_why() {
 struct SlowToRecordInput(Arc<looopy_stores_memory::MemoryTaskRecordStore>);
 
 #[async_trait::async_trait]
-impl looopy_core::store::TaskRecordStore for SlowToRecordInput {
-    async fn put(
-        &self,
-        record: &looopy_core::store::TaskRecord,
-    ) -> Result<(), looopy_core::StoreError> {
+impl TaskRecordStore for SlowToRecordInput {
+    async fn put(&self, record: &TaskRecord) -> Result<(), StoreError> {
         self.0.put(record).await
     }
-    async fn compare_and_put(
-        &self,
-        record: &looopy_core::store::TaskRecord,
-    ) -> Result<bool, looopy_core::StoreError> {
+    async fn compare_and_put(&self, record: &TaskRecord) -> Result<bool, StoreError> {
         if record.status.state == TaskState::InputRequired {
             tokio::time::sleep(std::time::Duration::from_millis(300)).await;
         }
         self.0.compare_and_put(record).await
     }
-    async fn get(
-        &self,
-        task_id: &str,
-    ) -> Result<Option<looopy_core::store::TaskRecord>, looopy_core::StoreError> {
+    async fn get(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         self.0.get(task_id).await
     }
     async fn list(
@@ -370,16 +363,16 @@ impl looopy_core::store::TaskRecordStore for SlowToRecordInput {
         owner: Option<&str>,
         context_id: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<looopy_core::store::TaskRecord>, looopy_core::StoreError> {
+    ) -> Result<Vec<TaskRecord>, StoreError> {
         self.0.list(owner, context_id, limit).await
     }
-    async fn delete(&self, task_id: &str) -> Result<(), looopy_core::StoreError> {
+    async fn delete(&self, task_id: &str) -> Result<(), StoreError> {
         self.0.delete(task_id).await
     }
-    async fn request_cancel(&self, task_id: &str) -> Result<(), looopy_core::StoreError> {
+    async fn request_cancel(&self, task_id: &str) -> Result<(), StoreError> {
         self.0.request_cancel(task_id).await
     }
-    async fn take_cancel(&self, task_id: &str) -> Result<bool, looopy_core::StoreError> {
+    async fn take_cancel(&self, task_id: &str) -> Result<bool, StoreError> {
         self.0.take_cancel(task_id).await
     }
 }

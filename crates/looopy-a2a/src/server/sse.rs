@@ -237,7 +237,9 @@ impl Queue {
             if queue.len() >= BUFFER {
                 return Poll::Pending;
             }
-            queue.extend(item.take());
+            if let Some(item) = item.take() {
+                queue.push_back(item);
+            }
             Poll::Ready(())
         })
         .await;

@@ -8,7 +8,7 @@ use futures::StreamExt;
 use looopy_core::store::TaskRecord;
 use looopy_core::{AgentEvent, AuthContext, EventPayload, TaskState, TaskStatus};
 
-use super::{Phase, Tasks, reopen_waiting, store_error};
+use super::{Tasks, done, reopen_waiting, store_error};
 use crate::RpcError;
 use crate::model::TaskSnapshot;
 
@@ -31,10 +31,9 @@ impl Tasks {
             .get(task_id)
             .map(|r| (r.cancel.clone(), r.phase.clone()));
         let record = match local {
-            Some((token, mut phase)) => {
+            Some((token, phase)) => {
                 token.cancel();
-                let done = phase.wait_for(|p| *p == Phase::Done);
-                let _ = tokio::time::timeout(self.cancel_wait, done).await;
+                let _ = tokio::time::timeout(self.cancel_wait, done(phase)).await;
                 self.owned(task_id, &auth.principal).await?
             }
             None if !record.status.state.ends_turn() => self.cancel_remote(record).await?,

@@ -60,6 +60,12 @@ enum Phase {
     Done,
 }
 
+/// Waits until the watched turn has recorded its end and left the turns
+/// running here.
+async fn done(mut phase: watch::Receiver<Phase>) {
+    let _ = phase.wait_for(|p| *p == Phase::Done).await;
+}
+
 /// The turns of one server.
 pub(crate) struct Tasks {
     runner: Arc<dyn TurnRunner>,
@@ -633,11 +639,15 @@ impl Tasks {
         }
     }
 
+    /// The phase of the turn running here (`None` when none runs here).
+    fn phase(&self, task_id: &str) -> Option<watch::Receiver<Phase>> {
+        self.running().get(task_id).map(|r| r.phase.clone())
+    }
+
     /// Waits until the turn running here ends (at once when none runs here).
     pub(crate) async fn wait_local(&self, task_id: &str) {
-        let phase = self.running().get(task_id).map(|r| r.phase.clone());
-        if let Some(mut phase) = phase {
-            let _ = phase.wait_for(|p| *p == Phase::Done).await;
+        if let Some(phase) = self.phase(task_id) {
+            done(phase).await;
         }
     }
 
@@ -645,12 +655,10 @@ impl Tasks {
     /// logged its final event to record its end: one write to the task
     /// store. A turn still running is not waited for.
     async fn wait_if_ending(&self, task_id: &str) {
-        let phase = self.running().get(task_id).map(|r| r.phase.clone());
-        if let Some(mut phase) = phase
+        if let Some(phase) = self.phase(task_id)
             && *phase.borrow() == Phase::Ending
         {
-            let done = phase.wait_for(|p| *p == Phase::Done);
-            let _ = tokio::time::timeout(self.cancel_wait, done).await;
+            let _ = tokio::time::timeout(self.cancel_wait, done(phase)).await;
         }
     }
 
