@@ -22,7 +22,7 @@ const BENCHES: &[(&str, &str, &str)] = &[
     (
         "looopy-llm-litellm",
         "turn_throughput",
-        "Whole turns (three model calls, four tool calls) over HTTP against a fast OpenAI-compatible mock in another process, 1,000 turns per case, next to a bare reqwest loop sending the same requests, with whole answers and with streamed ones",
+        "Whole turns (three model calls, four tool calls) over HTTP against a fast OpenAI-compatible mock in another process, 1,000 turns per run, next to a bare reqwest loop sending the same requests in alternated rounds, with whole answers and with streamed ones",
     ),
     (
         "looopy-bench",

@@ -144,33 +144,103 @@ async fn loop_turn(agent: &AgentLoop, i: usize) {
     while s.next().await.is_some() {}
 }
 
-/// Measures `agent` against `bare` at one concurrency and prints the two rows.
+/// Rounds of each comparison (`BENCH_ROUNDS`, default 5). The AgentLoop
+/// and the bare loop alternate within a round, each going first in every
+/// other round, and a ratio is the median of the ratios within each round:
+/// one run of 1,000 turns at concurrency 100 lasts a fifth of a second, so
+/// a single pair of runs reads the machine's moment more than the code.
+fn rounds() -> usize {
+    std::env::var("BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(5)
+        .max(1)
+}
+
+/// The median of `values` (not empty).
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted[sorted.len() / 2]
+}
+
+/// The runs of one side of a comparison.
+#[derive(Default)]
+struct Runs {
+    turns_per_s: Vec<f64>,
+    latencies: Vec<Duration>,
+    cpu: f64,
+}
+
+impl Runs {
+    fn add(&mut self, (wall, latencies, cpu): (Duration, Vec<Duration>, f64)) {
+        self.turns_per_s.push(TURNS as f64 / wall.as_secs_f64());
+        self.latencies.extend(latencies);
+        self.cpu += cpu;
+    }
+
+    /// Median turns/s, every turn's latency sorted, CPU ms per turn.
+    fn summary(mut self) -> (f64, Vec<Duration>, f64) {
+        self.latencies.sort();
+        let turns = (TURNS * self.turns_per_s.len()) as f64;
+        (
+            median(&self.turns_per_s),
+            self.latencies,
+            self.cpu * 1e3 / turns,
+        )
+    }
+}
+
+/// Measures `agent` against `bare` at one concurrency, in alternated
+/// rounds ([`rounds`]), and prints the two rows.
 async fn compare<B, BF>(label: &str, concurrency: usize, agent: &AgentLoop, bare: B)
 where
     B: Fn() -> BF + Send + Sync + 'static,
     BF: std::future::Future<Output = ()> + Send,
 {
-    let (bare_wall, bare_lat, bare_cpu) = drive(concurrency, move |_| bare()).await;
-    let a = agent.clone();
-    let (wall, lat, cpu) = drive(concurrency, move |i| {
-        let a = a.clone();
-        async move { loop_turn(&a, i).await }
-    })
-    .await;
-    let tps = TURNS as f64 / wall.as_secs_f64();
-    let bare_tps = TURNS as f64 / bare_wall.as_secs_f64();
-    let ratio = tps / bare_tps;
-    let cpu_ms = cpu * 1e3 / TURNS as f64;
-    let bare_cpu_ms = bare_cpu * 1e3 / TURNS as f64;
+    let bare = Arc::new(bare);
+    let rounds = rounds();
+    let (mut bare_runs, mut loop_runs) = (Runs::default(), Runs::default());
+    for round in 0..rounds {
+        let run_bare = || {
+            let b = bare.clone();
+            drive(concurrency, move |_| b())
+        };
+        let run_loop = || {
+            let a = agent.clone();
+            drive(concurrency, move |i| {
+                let a = a.clone();
+                async move { loop_turn(&a, i).await }
+            })
+        };
+        if round % 2 == 0 {
+            bare_runs.add(run_bare().await);
+            loop_runs.add(run_loop().await);
+        } else {
+            loop_runs.add(run_loop().await);
+            bare_runs.add(run_bare().await);
+        }
+    }
+    let ratios: Vec<f64> = (loop_runs.turns_per_s.iter())
+        .zip(&bare_runs.turns_per_s)
+        .map(|(a, b)| a / b)
+        .collect();
+    let ratio = median(&ratios);
+    let low = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = ratios.iter().copied().fold(0.0, f64::max);
+    let (tps, lat, cpu_ms) = loop_runs.summary();
+    let (bare_tps, bare_lat, bare_cpu_ms) = bare_runs.summary();
     let rss = peak_rss_mb();
     row(
         &format!("AgentLoop + LiteLlmProvider{label}, concurrency {concurrency}"),
         &lat,
         tps,
         cpu_ms,
-        &format!(",\"ratio_to_bare\":{ratio:.3},\"peak_rss_mb\":{rss:.1}"),
         &format!(
-            "{tps:.0} turns/s, {cpu_ms:.3} ms CPU/turn, {ratio:.2}x the bare loop's throughput, peak RSS {rss:.0} MB"
+            ",\"ratio_to_bare\":{ratio:.3},\"ratio_to_bare_min\":{low:.3},\"ratio_to_bare_max\":{high:.3},\"rounds\":{rounds},\"peak_rss_mb\":{rss:.1}"
+        ),
+        &format!(
+            "{tps:.0} turns/s, {cpu_ms:.3} ms CPU/turn, {ratio:.2}x the bare loop's throughput ({low:.2}-{high:.2} over {rounds} rounds), peak RSS {rss:.0} MB"
         ),
     );
     row(
@@ -243,6 +313,6 @@ fn main() {
     });
     process::stop(mock);
     println!(
-        "# Per-turn figures are whole-turn latencies (the mock answers at once, so they are all overhead: client, server, loop). CPU is this process only; the mock runs in a child process. Streamed rows: the model's answers as server-sent events (the text in five chunks), the bare loop parsing them from the bytes. Budget (ARCHITECTURE.md): at least 0.8x the bare loop's throughput at 100 turns in flight, 0.3 ms CPU per turn or less; the serving budgets ask the loop for at least 1.0x the bare loop's throughput, streamed and not."
+        "# Per-turn figures are whole-turn latencies (the mock answers at once, so they are all overhead: client, server, loop). CPU is this process only; the mock runs in a child process. Streamed rows: the model's answers as server-sent events (the text in five chunks), the bare loop parsing them from the bytes. Each comparison runs in rounds (BENCH_ROUNDS, default 5), the AgentLoop and the bare loop alternating and each going first in every other round: a row's turns/s is the median of its rounds, its percentiles over every turn of them, its CPU the mean, and the ratio the median of the ratios within each round (the range in the notes). Budget (ARCHITECTURE.md): at least 0.8x the bare loop's throughput at 100 turns in flight, 0.3 ms CPU per turn or less; the serving budgets ask the loop for at least 1.0x the bare loop's throughput, streamed and not."
     );
 }
