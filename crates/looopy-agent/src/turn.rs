@@ -47,8 +47,8 @@ pub struct TurnOptions {
     /// Cancels the turn when fired. The turn uses a child of it, so the
     /// turn never cancels the caller's token.
     pub cancel: Option<CancellationToken>,
-    /// Passed to providers and tools in `TurnContext::metadata` (the Agent
-    /// adds `turnNumber`).
+    /// Passed to providers and tools in `TurnContext::metadata` (the
+    /// turn's number is `TurnContext::turn_number`).
     pub metadata: Map<String, Value>,
     /// Keep running when the [`AgentTurn`] is dropped before its end
     /// (default false: dropping it cancels the turn). Either way the
@@ -472,11 +472,12 @@ impl Agent {
             .as_ref()
             .map(CancellationToken::child_token)
             .unwrap_or_default();
-        let mut metadata = options.metadata;
-        metadata.insert("turnNumber".into(), Value::from(turn_number));
         let mut cx = TurnContext::new(task_id.clone(), self.inner.context_id.clone())
             .with_cancel(cancel.clone())
-            .with_metadata(metadata);
+            .with_turn_number(turn_number);
+        if !options.metadata.is_empty() {
+            cx = cx.with_metadata(options.metadata);
+        }
         if let Some(auth) = options.auth {
             cx = cx.with_auth(auth);
         }

@@ -75,6 +75,10 @@ pub struct TurnContext {
     pub cancel: CancellationToken,
     /// Caller-supplied metadata.
     pub metadata: Arc<Map<String, Value>>,
+    /// The turn's number in its conversation, counting from 1: set by an
+    /// Agent on every turn it runs; `None` for a bare loop unless the
+    /// caller sets it.
+    pub turn_number: Option<u64>,
     /// The id of the tool call this context was made for, while one tool
     /// call runs: the loop sets it on the context it passes to each
     /// [`ToolProvider::execute`](crate::ToolProvider::execute); it is `None` elsewhere. See
@@ -103,6 +107,7 @@ impl TurnContext {
             auth: None,
             cancel: CancellationToken::new(),
             metadata: Arc::new(Map::new()),
+            turn_number: None,
             call_id: None,
             artifacts: None,
             events: None,
@@ -130,6 +135,12 @@ impl TurnContext {
     /// Sets the metadata.
     pub fn with_metadata(mut self, metadata: Map<String, Value>) -> Self {
         self.metadata = Arc::new(metadata);
+        self
+    }
+
+    /// Sets the turn's number in its conversation.
+    pub fn with_turn_number(mut self, turn_number: u64) -> Self {
+        self.turn_number = Some(turn_number);
         self
     }
 

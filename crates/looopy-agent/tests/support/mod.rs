@@ -245,7 +245,7 @@ impl ToolProvider for TestTools {
             principal: cx.auth.as_ref().map(|a| a.principal.clone()),
             credentials: cx.auth.as_ref().and_then(|a| a.credentials.clone()),
             task_id: cx.task_id.to_string(),
-            turn_number: cx.metadata.get("turnNumber").and_then(|v| v.as_u64()),
+            turn_number: cx.turn_number,
         });
         match call.name.as_str() {
             "slow" => {
