@@ -1,6 +1,8 @@
 //! Scale: many concurrent sessions, each its own
 //! `looopy_agent::Agent` and conversation, on shared in-memory stores,
-//! against a model that answers every call after 100 ms. Each session runs
+//! against a model that answers every call after 100 ms. The Agents are
+//! made from one `AgentTemplate`, as `looopy serve` makes them (one case
+//! builds each Agent on its own instead). Each session runs
 //! one turn; with a tool call that is two model calls (ideal: 200 ms).
 //!
 //! Reported: wall time from the first turn started to the last one ended,
@@ -16,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use looopy_agent::Agent;
+use looopy_agent::{Agent, AgentBuilder};
 use looopy_bench::{
     Case, comment, cpu_seconds, ms, peak_rss_kb, percentile, reset_peak_rss, rss_kb,
 };
@@ -147,6 +149,9 @@ struct Spec {
     /// Hold every session in its first model call until all are there
     /// (for the memory figure; the wall time then means little).
     gate: bool,
+    /// Each Agent built on its own (`AgentBuilder::build`: its own loop,
+    /// layers and tool registry) rather than made from one template.
+    alone: bool,
 }
 
 impl Spec {
@@ -162,9 +167,14 @@ impl Spec {
                 self.sessions
             ),
             Kind::Agent => format!(
-                "{} Agent sessions, {shape}{}",
+                "{} Agent sessions, {shape}{}{}",
                 self.sessions,
-                if self.lock { ", turn lock" } else { "" }
+                if self.lock { ", turn lock" } else { "" },
+                if self.alone {
+                    ", each Agent built on its own"
+                } else {
+                    ""
+                }
             ),
             Kind::Floor => format!(
                 "floor: {} bare tokio tasks, same sleeps and events",
@@ -179,12 +189,13 @@ impl Spec {
 
     fn env(&self) -> String {
         format!(
-            "{}:{}:{}:{}:{}",
+            "{}:{}:{}:{}:{}:{}",
             self.kind == Kind::Floor,
             self.sessions,
             self.tool,
             self.lock,
-            self.gate
+            self.gate,
+            self.alone
         )
     }
 
@@ -197,6 +208,7 @@ impl Spec {
             tool: it.next()?.parse().ok()?,
             lock: it.next()?.parse().ok()?,
             gate: it.next()?.parse().ok()?,
+            alone: it.next()?.parse().ok()?,
         })
     }
 }
@@ -208,6 +220,7 @@ const fn agent(sessions: usize, tool: bool, lock: bool) -> Spec {
         tool,
         lock,
         gate: false,
+        alone: false,
     }
 }
 
@@ -222,6 +235,11 @@ const SPECS: &[Spec] = &[
         tool: true,
         lock: false,
         gate: true,
+        alone: false,
+    },
+    Spec {
+        alone: true,
+        ..agent(10_000, true, false)
     },
     Spec {
         kind: Kind::Floor,
@@ -229,6 +247,7 @@ const SPECS: &[Spec] = &[
         tool: true,
         lock: false,
         gate: false,
+        alone: false,
     },
 ];
 
@@ -272,14 +291,16 @@ async fn run_floor(sessions: usize, live: &Arc<AtomicUsize>) -> (Vec<Duration>, 
     gather(handles).await
 }
 
-fn make_agent(
-    i: usize,
+/// The settings of every session's Agent, for the conversation `context_id`
+/// (empty for a template).
+fn builder(
+    context_id: String,
     spec: Spec,
     stores: &Stores,
     model: &Arc<SlowModel>,
     tools: &Arc<dyn ToolProvider>,
-) -> Agent {
-    let mut b = Agent::builder(format!("ctx-{i}"))
+) -> AgentBuilder {
+    let mut b = Agent::builder(context_id)
         .llm_shared(model.clone())
         .system_prompt("Be brief.")
         .message_store(stores.messages.clone())
@@ -291,7 +312,29 @@ fn make_agent(
     if spec.lock {
         b = b.turn_lock(stores.locks.clone());
     }
-    b.build().expect("agent")
+    b
+}
+
+/// The Agents of `sessions` conversations: made from one template, or
+/// each built on its own (`spec.alone`).
+fn make_agents(
+    sessions: usize,
+    spec: Spec,
+    stores: &Stores,
+    model: &Arc<SlowModel>,
+    tools: &Arc<dyn ToolProvider>,
+) -> Vec<Agent> {
+    let context = |i| format!("ctx-{i}");
+    if spec.alone {
+        return (0..sessions)
+            .map(|i| (builder(context(i), spec, stores, model, tools).build()).expect("agent"))
+            .collect();
+    }
+    let template =
+        (builder(String::new(), spec, stores, model, tools).template()).expect("template");
+    (0..sessions)
+        .map(|i| template.agent(&context(i)).expect("agent"))
+        .collect()
 }
 
 /// Runs one turn per agent, all at once, reading every event as a server
@@ -408,9 +451,7 @@ fn run_case(spec: Spec) {
             run_floor(200, &live).await;
         } else {
             let warm = looopy_stores_memory::stores();
-            let agents: Vec<Agent> = (0..200)
-                .map(|i| make_agent(i, spec, &warm, &warm_model, &tools))
-                .collect();
+            let agents = make_agents(200, spec, &warm, &warm_model, &tools);
             run_turns(&agents, &live).await;
         }
 
@@ -420,9 +461,7 @@ fn run_case(spec: Spec) {
         let agents: Vec<Agent> = if floor {
             Vec::new()
         } else {
-            (0..spec.sessions)
-                .map(|i| make_agent(i, spec, &stores, &model, &tools))
-                .collect()
+            make_agents(spec.sessions, spec, &stores, &model, &tools)
         };
         let build_time = t.elapsed();
         let created = rss_kb();
@@ -528,6 +567,6 @@ fn main() {
         println!("{value}");
     }
     comment(
-        "Median and p99 are per-session turn latencies (turn start to final event). Each case runs in fresh child processes (3 runs, the median wall reported): a 200-session warm-up, then RSS before the sessions are built, at the moment the most turns were in flight (sampled every 2 ms), the peak (VmHWM, reset before building) and after. In the \"all held mid-turn\" case every session's first model call waits until all 10,000 are in it, and the RSS is read at that moment (its wall time means nothing). KB/session = (RSS then - RSS before) / sessions, so the history of a session (2 to 4 short messages in the shared memory stores) is counted in. Stores: the memory message, artifact and agent state stores; \"turn lock\" adds MemoryTurnLock. The floor case runs the same shape with no Looopy code: a task per session and one for its turn, the 100 ms sleeps, 17 events of 56 bytes (the size of an AgentEvent) over an unbounded channel. Tokio multi-thread runtime, one worker per core; mimalloc, the allocator of the looopy binary, for every case. Budget (ARCHITECTURE.md): within 1.2x of the ideal wall time, under 50 KB per live session beyond its history.",
+        "Median and p99 are per-session turn latencies (turn start to final event). Each case runs in fresh child processes (3 runs, the median wall reported): a 200-session warm-up, then RSS before the sessions are built, at the moment the most turns were in flight (sampled every 2 ms), the peak (VmHWM, reset before building) and after. In the \"all held mid-turn\" case every session's first model call waits until all 10,000 are in it, and the RSS is read at that moment (its wall time means nothing). KB/session = (RSS then - RSS before) / sessions, so the history of a session (2 to 4 short messages in the shared memory stores) is counted in. Stores: the memory message, artifact and agent state stores; \"turn lock\" adds MemoryTurnLock. The Agents are made from one AgentTemplate (AgentBuilder::template), as looopy serve makes the Agent of each conversation: they share the loop, its layers and its tool registry, listed at the first turn; \"each Agent built on its own\" builds every Agent with AgentBuilder::build instead, so each lists its tools at its turn. The floor case runs the same shape with no Looopy code: a task per session and one for its turn, the 100 ms sleeps, 17 events of 56 bytes (the size of an AgentEvent) over an unbounded channel. Tokio multi-thread runtime, one worker per core; mimalloc, the allocator of the looopy binary, for every case. Budget (ARCHITECTURE.md): within 1.2x of the ideal wall time, under 50 KB per live session beyond its history.",
     );
 }
