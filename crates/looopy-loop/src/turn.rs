@@ -21,7 +21,7 @@ use tracing::Instrument;
 
 use crate::checkpoint::{self, CheckpointWriter, Snapshot};
 use crate::events::Emitter;
-use crate::hooks::{EndingTurn, FatalHook, HookContext, HookPoints};
+use crate::hooks::{EndingTurn, FatalHook, HookContext, HookPoints, Hooks};
 use crate::input::TurnInput;
 use crate::limits::{ToolFailureMode, TurnSettings};
 use crate::model_call;
@@ -428,88 +428,33 @@ impl Turn {
 
     /// One iteration: pause check, model call (with its hooks), then tools.
     async fn iterate(&mut self, registry: &ToolRegistry) -> Step {
-        let config = self.agent.config.clone();
-        let hooks = self.agent.hooks.clone();
         self.checkpoint(TaskState::Working);
-        match hooks.pause_check(&self.hook_cx(), &self.emit).await {
-            Ok(Some(reason)) => self.shared.pause.pause(reason),
-            Ok(None) => {}
-            Err(f) => return Step::End(Ending::hook(f)),
-        }
-        if !self.shared.pause.wait(&self.cx.cancel, &self.emit).await {
-            return Step::End(Ending::new(TurnEnd::Cancelled, None));
-        }
-        let mut request = model_call::request(
-            &config,
-            self.history.clone(),
-            registry.offered(&self.history),
-            config.tool_choice.clone(),
-        );
-        let skipped = match hooks
-            .before_llm(&self.hook_cx(), &self.emit, &mut request)
-            .await
-        {
-            Ok(skip) => skip,
-            Err(f) => return Step::End(Ending::hook(f)),
-        };
-        let iteration = self.iteration;
-        // The artifact the model's text went out on (none for a response a
-        // hook gave instead of the model).
-        let mut streamed_to = None;
-        let mut response = match skipped {
-            Some(response) => response,
-            None => {
-                let artifact_id = format!("{}-response-{iteration}", self.cx.task_id);
-                match model_call::call_model(
-                    &self.agent,
-                    request,
-                    &self.cx,
-                    &self.emit,
-                    iteration,
-                    &artifact_id,
-                )
-                .await
-                {
-                    Ok(r) => {
-                        streamed_to = Some(artifact_id);
-                        r
-                    }
-                    Err(LlmError::Cancelled) => {
-                        return Step::End(Ending::new(TurnEnd::Cancelled, None));
-                    }
-                    Err(e) => {
-                        self.emit.llm_error(iteration, &e);
-                        tracing::Span::current().record("error.type", e.kind());
-                        return Step::End(Ending::failed(
-                            format!("LLM call failed: {e}"),
-                            e.kind(),
-                        ));
-                    }
-                }
+        // In a block of its own: the answer's parts are gone before the
+        // tools run (a future keeps room for every local still in scope
+        // at a wait, moved out or not).
+        let (calls, text) = {
+            let (mut response, streamed_to) = match self.answer(registry).await {
+                Ok(answer) => answer,
+                Err(step) => return step,
+            };
+            self.add_usage(response.usage);
+            ensure_call_ids(&mut response.message.tool_calls);
+            if let Some(reasoning) = response.reasoning.take() {
+                self.emit.reasoning(reasoning);
             }
+            let calls = response.message.tool_calls.clone();
+            let text = response.message.text();
+            self.push(response.message);
+            if !text.is_empty()
+                && let Some(artifact_id) = streamed_to
+            {
+                self.note_streamed(artifact_id);
+            }
+            (calls, text)
         };
-        if let Err(f) = hooks
-            .after_llm(&self.hook_cx(), &self.emit, &mut response)
-            .await
-        {
-            return Step::End(Ending::hook(f));
-        }
-        self.add_usage(response.usage);
-        ensure_call_ids(&mut response.message.tool_calls);
-        if let Some(reasoning) = response.reasoning.clone() {
-            self.emit.reasoning(reasoning);
-        }
-        let calls = response.message.tool_calls.clone();
-        let text = response.message.text();
-        self.push(response.message);
-        if !text.is_empty()
-            && let Some(artifact_id) = streamed_to
-        {
-            self.note_streamed(artifact_id);
-        }
         self.checkpoint(TaskState::Working);
         if calls.is_empty() {
-            if config.require_done_tool {
+            if self.agent.config.require_done_tool {
                 if !text.is_empty() {
                     self.emit.text(text);
                 }
@@ -520,10 +465,90 @@ impl Turn {
         if !text.is_empty() {
             self.emit.text(text);
         }
-        self.emit.tool_detected(iteration, &calls);
+        self.emit.tool_detected(self.iteration, &calls);
         self.record_before_side_effects(registry, &calls).await;
         self.run_tools(registry, calls.into_iter().enumerate().collect(), false)
             .await
+    }
+
+    /// The model's answer for this iteration, with the artifact its text
+    /// went out on (none for a response a hook gave instead of the model):
+    /// pause check, the `before_llm` hooks, the call, the `after_llm` hooks.
+    async fn answer(
+        &mut self,
+        registry: &ToolRegistry,
+    ) -> Result<(LlmResponse, Option<String>), Step> {
+        let hooks = self.agent.hooks.clone();
+        match hooks.pause_check(&self.hook_cx(), &self.emit).await {
+            Ok(Some(reason)) => self.shared.pause.pause(reason),
+            Ok(None) => {}
+            Err(f) => return Err(Step::End(Ending::hook(f))),
+        }
+        if !self.shared.pause.wait(&self.cx.cancel, &self.emit).await {
+            return Err(Step::End(Ending::new(TurnEnd::Cancelled, None)));
+        }
+        // In a block: the request the hooks saw is gone before the call
+        // (which takes its own), rather than kept beside it.
+        let asked = {
+            let config = &self.agent.config;
+            let mut request = model_call::request(
+                config,
+                self.history.clone(),
+                registry.offered(&self.history),
+                config.tool_choice.clone(),
+            );
+            match hooks
+                .before_llm(&self.hook_cx(), &self.emit, &mut request)
+                .await
+            {
+                Ok(None) => Ok(request),
+                Ok(Some(skipped)) => Err(skipped),
+                Err(f) => return Err(Step::End(Ending::hook(f))),
+            }
+        };
+        let request = match asked {
+            Ok(request) => request,
+            Err(skipped) => return self.after_llm(&hooks, skipped, None).await,
+        };
+        let iteration = self.iteration;
+        let artifact_id = format!("{}-response-{iteration}", self.cx.task_id);
+        let called = model_call::call_model(
+            &self.agent,
+            request,
+            &self.cx,
+            &self.emit,
+            iteration,
+            &artifact_id,
+        )
+        .await;
+        match called {
+            Ok(response) => self.after_llm(&hooks, response, Some(artifact_id)).await,
+            Err(LlmError::Cancelled) => Err(Step::End(Ending::new(TurnEnd::Cancelled, None))),
+            Err(e) => {
+                self.emit.llm_error(iteration, &e);
+                tracing::Span::current().record("error.type", e.kind());
+                Err(Step::End(Ending::failed(
+                    format!("LLM call failed: {e}"),
+                    e.kind(),
+                )))
+            }
+        }
+    }
+
+    /// Runs the `after_llm` hooks on the model's answer.
+    async fn after_llm(
+        &self,
+        hooks: &Hooks,
+        mut response: LlmResponse,
+        streamed_to: Option<String>,
+    ) -> Result<(LlmResponse, Option<String>), Step> {
+        match hooks
+            .after_llm(&self.hook_cx(), &self.emit, &mut response)
+            .await
+        {
+            Ok(()) => Ok((response, streamed_to)),
+            Err(f) => Err(Step::End(Ending::hook(f))),
+        }
     }
 
     /// The model answered without tool calls: the turn ends unless an
