@@ -15,7 +15,9 @@ use looopy_cli::telemetry::{Telemetry, TelemetryConfig};
 /// arena locks. Measured in `docs/performance.md` (10,000 sessions: 2.75x
 /// the ideal wall time with glibc, 1.7x with mimalloc). Its 2.x line (the
 /// workspace enables the crate's `v2` feature): less CPU and memory per
-/// served turn than 3.x (`docs/architecture.md`, decisions).
+/// served turn than 3.x. Without transparent huge pages (`no_thp`): a
+/// fifth less RSS, and no slow runs of a burst of turns faulting 2 MB at
+/// a time (`docs/architecture.md`, decisions).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
