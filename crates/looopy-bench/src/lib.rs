@@ -26,10 +26,10 @@ use std::time::Duration;
 
 /// The global allocator of the bench binaries: the one the `looopy` binary
 /// installs (mimalloc 2.x without transparent huge pages), so that the
-/// figures are those of the server as shipped. With thousands of turns in flight on a multi-threaded runtime,
-/// memory is freed on another thread than the one that took it, where
-/// glibc's malloc contends on its arena locks (measured in
-/// `docs/performance.md`).
+/// figures are those of the server as shipped. With thousands of turns in
+/// flight on a multi-threaded runtime, memory is freed on another thread
+/// than the one that took it, where glibc's malloc contends on its arena
+/// locks (measured in `docs/performance.md`).
 pub use mimalloc::MiMalloc as Allocator;
 
 use serde_json::{Map, Value};
