@@ -227,6 +227,12 @@ pub(crate) fn has_tool_artifacts(message: &Message) -> bool {
     message.metadata.contains_key(TOOL_ARTIFACTS_KEY)
 }
 
+/// Whether a tool's result carries artifacts it made (see
+/// [`ArtifactRecorder::tool_artifacts`]).
+pub(crate) fn carries_tool_artifacts(result: &ToolResult) -> bool {
+    result.metadata.contains_key(TOOL_ARTIFACTS_KEY)
+}
+
 /// Replaces tool-made artifacts in a tool message's metadata by their ids.
 pub(crate) fn strip_tool_artifacts(message: &mut Message) {
     if let Some(value) = message.metadata.remove(TOOL_ARTIFACTS_KEY) {

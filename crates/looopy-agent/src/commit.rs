@@ -29,93 +29,102 @@ pub(crate) struct HeldArtifacts<'r> {
 /// `held`: the history the turn started from and its mark, kept for the
 /// next turn once saved. `artifacts`: written with the end when the turn
 /// store takes them, else before it. Returns why saving failed, if it did.
-pub(crate) async fn finish(
-    agent: &Agent,
-    produced: &[Arc<Message>],
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an async fn stores its arguments twice"
+)]
+pub(crate) fn finish<'a>(
+    agent: &'a Agent,
+    produced: &'a [Arc<Message>],
     record: LastTurn,
     lease: Option<Lease>,
-    ended: Option<&str>,
+    ended: Option<&'a str>,
     held: Option<(HistoryMark, History)>,
-    artifacts: HeldArtifacts<'_>,
-) -> Option<String> {
-    let inner = &agent.inner;
-    let auto = inner.settings.auto_save;
-    let HeldArtifacts { writes, recorder } = artifacts;
-    if !auto || !agent.status().unsaved.is_empty() {
-        recorder.write_now(&writes).await;
-        agent.status().held = None;
-        let error = finish_separately(agent, produced, record).await;
-        if let Some(lease) = lease {
-            lease.release().await;
-        }
-        if auto
-            && error.is_none()
-            && let Some(task_id) = ended
-        {
-            forget_checkpoint(agent, task_id).await;
-        }
-        return error;
-    }
-    let record_task = record.task_id.clone();
-    let snapshot = {
-        let mut status = agent.status();
-        mark_ended(status.state_mut(), record);
-        inner.states.is_some().then(|| Arc::clone(&status.state))
-    };
-    let result = inner
-        .turns
-        .commit_turn(TurnCommit {
-            context_id: &inner.context_id,
-            lease_owner: lease.as_ref().map(Lease::owner),
-            messages: produced,
-            state: snapshot.as_ref(),
-            forget_checkpoint: ended.filter(|_| inner.agent_loop.checkpoint_store().is_some()),
-            artifacts: (!writes.is_empty()).then_some(TurnArtifacts {
-                task_id: &record_task,
-                writes: &writes,
-            }),
-        })
-        .await;
-    let context_id = &inner.context_id;
-    match result {
-        Ok(()) => {
-            // Released by the commit.
-            drop(lease);
-            agent.status().held = held.map(|(mark, mut history)| {
-                history.extend_shared(produced.iter().cloned());
-                HeldHistory {
-                    mark: HistoryMark {
-                        len: mark.len + produced.len(),
-                        ..mark
-                    },
-                    history,
-                }
-            });
-            None
-        }
-        Err(error @ StoreError::LeaseLost { .. }) => {
-            // Another process carries the conversation on: nothing of this
-            // turn is kept to be saved later.
-            tracing::error!(%context_id, %error, "the turn's end was refused: its lease was taken over");
-            drop(lease);
-            agent.status().held = None;
-            Some(error.to_string())
-        }
-        Err(error) => {
-            tracing::warn!(%context_id, %error, "could not save the turn's end; keeping its messages in memory");
-            // Not known to be written: written again on their own (a put
-            // twice is the same artifact; parts appended twice after a lost
-            // reply are the one way this repeats content).
+    artifacts: HeldArtifacts<'a>,
+) -> impl Future<Output = Option<String>> + Send + 'a {
+    // A plain function returning an `async move` block: an `async fn`
+    // keeps its arguments (320 bytes) twice, and this future is part of
+    // every running turn's.
+    async move {
+        let inner = &agent.inner;
+        let auto = inner.settings.auto_save;
+        let HeldArtifacts { writes, recorder } = artifacts;
+        if !auto || !agent.status().unsaved.is_empty() {
             recorder.write_now(&writes).await;
-            {
-                let mut status = agent.status();
-                status.held = None;
-                status.unsaved = owned(produced);
-            }
+            agent.status().held = None;
+            let error = finish_separately(agent, produced, record).await;
             if let Some(lease) = lease {
                 lease.release().await;
             }
-            Some(error.to_string())
+            if auto
+                && error.is_none()
+                && let Some(task_id) = ended
+            {
+                forget_checkpoint(agent, task_id).await;
+            }
+            return error;
+        }
+        let record_task = record.task_id.clone();
+        let snapshot = {
+            let mut status = agent.status();
+            mark_ended(status.state_mut(), record);
+            inner.states.is_some().then(|| Arc::clone(&status.state))
+        };
+        let result = inner
+            .turns
+            .commit_turn(TurnCommit {
+                context_id: &inner.context_id,
+                lease_owner: lease.as_ref().map(Lease::owner),
+                messages: produced,
+                state: snapshot.as_ref(),
+                forget_checkpoint: ended.filter(|_| inner.agent_loop.checkpoint_store().is_some()),
+                artifacts: (!writes.is_empty()).then_some(TurnArtifacts {
+                    task_id: &record_task,
+                    writes: &writes,
+                }),
+            })
+            .await;
+        let context_id = &inner.context_id;
+        match result {
+            Ok(()) => {
+                // Released by the commit.
+                drop(lease);
+                agent.status().held = held.map(|(mark, mut history)| {
+                    history.extend_shared(produced.iter().cloned());
+                    HeldHistory {
+                        mark: HistoryMark {
+                            len: mark.len + produced.len(),
+                            ..mark
+                        },
+                        history,
+                    }
+                });
+                None
+            }
+            Err(error @ StoreError::LeaseLost { .. }) => {
+                // Another process carries the conversation on: nothing of this
+                // turn is kept to be saved later.
+                tracing::error!(%context_id, %error, "the turn's end was refused: its lease was taken over");
+                drop(lease);
+                agent.status().held = None;
+                Some(error.to_string())
+            }
+            Err(error) => {
+                tracing::warn!(%context_id, %error, "could not save the turn's end; keeping its messages in memory");
+                // Not known to be written: written again on their own (a put
+                // twice is the same artifact; parts appended twice after a lost
+                // reply are the one way this repeats content).
+                recorder.write_now(&writes).await;
+                {
+                    let mut status = agent.status();
+                    status.held = None;
+                    status.unsaved = owned(produced);
+                }
+                if let Some(lease) = lease {
+                    lease.release().await;
+                }
+                Some(error.to_string())
+            }
         }
     }
 }

@@ -20,7 +20,9 @@ use looopy_loop::{EventSender, InternalEvents, TurnEnd, TurnStream};
 use tokio::sync::OwnedMutexGuard;
 
 use crate::agent::Agent;
-use crate::artifacts::{ArtifactRecorder, has_tool_artifacts, strip_tool_artifacts};
+use crate::artifacts::{
+    ArtifactRecorder, carries_tool_artifacts, has_tool_artifacts, strip_tool_artifacts,
+};
 use crate::client;
 use crate::commit;
 use crate::compaction::{self, CompactionReport};
@@ -103,8 +105,19 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
         };
         let (stream, base, compaction, compaction_error, saved_before) = match &mut turn.start {
             Start::New(prepared) => {
-                let (compaction, compaction_error) =
-                    maybe_compact(agent, &mut prepared.history, prepared.stored_len, cx).await;
+                // Boxed, and only when configured: in place its wait would
+                // take room in every running turn's future.
+                let (compaction, compaction_error) = if agent.inner.settings.compaction.auto {
+                    Box::pin(maybe_compact(
+                        agent,
+                        &mut prepared.history,
+                        prepared.stored_len,
+                        cx,
+                    ))
+                    .await
+                } else {
+                    (None, None)
+                };
                 let settings = &agent.inner.settings;
                 warnings = agent
                     .inner
@@ -314,56 +327,68 @@ struct Reader<'a> {
 /// Forwards the loop's events, writing artifacts on the way, and the
 /// Agent's own `after_first` events after the first of them; keeps the
 /// final event back.
-async fn pump(
+///
+/// A plain function returning an `async move` block (an `async fn` keeps
+/// its arguments twice), and the rare wait for a result's artifacts boxed:
+/// this future is part of every running turn's.
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an async fn stores its arguments twice"
+)]
+fn pump<'a>(
     mut stream: TurnStream,
-    reader: Reader<'_>,
-    recorder: &mut ArtifactRecorder,
-    pumped: &mut Pumped,
+    reader: Reader<'a>,
+    recorder: &'a mut ArtifactRecorder,
+    pumped: &'a mut Pumped,
     after_first: Vec<AgentEvent>,
-) {
-    let tx = reader.tx;
-    let mut after_first = after_first.into_iter();
-    while let Some(event) = stream.next().await {
-        if event.is_final() {
-            pumped.final_event = Some(event);
-            continue;
-        }
-        let result = if !reader.wants_results
-            && matches!(*event.payload, EventPayload::ToolComplete { .. })
-        {
-            // Built for this driver only: the result is taken, and the
-            // event goes no further.
-            match *event.payload {
-                EventPayload::ToolComplete { result, .. } => Some(result),
-                _ => None,
+) -> impl Future<Output = ()> + Send + 'a {
+    async move {
+        let tx = reader.tx;
+        let mut after_first = after_first.into_iter();
+        while let Some(event) = stream.next().await {
+            if event.is_final() {
+                pumped.final_event = Some(event);
+                continue;
             }
-        } else {
-            let result = match &*event.payload {
-                EventPayload::ArtifactUpdate { .. } => {
-                    recorder.observe(&event).await;
-                    None
+            let result = if !reader.wants_results
+                && matches!(*event.payload, EventPayload::ToolComplete { .. })
+            {
+                // Built for this driver only: the result is taken, and the
+                // event goes no further.
+                match *event.payload {
+                    EventPayload::ToolComplete { result, .. } => Some(result),
+                    _ => None,
                 }
-                EventPayload::ToolStart { .. } => {
-                    // The tool may read the conversation's artifacts.
-                    recorder.write_held().await;
-                    None
+            } else {
+                let result = match &*event.payload {
+                    EventPayload::ArtifactUpdate { .. } => {
+                        recorder.observe(&event).await;
+                        None
+                    }
+                    EventPayload::ToolStart { .. } => {
+                        // The tool may read the conversation's artifacts.
+                        recorder.write_held().await;
+                        None
+                    }
+                    EventPayload::ToolComplete { result, .. } => Some(result.clone()),
+                    _ => None,
+                };
+                tx.send(event);
+                for extra in after_first.by_ref() {
+                    tx.send(extra);
                 }
-                EventPayload::ToolComplete { result, .. } => Some(result.clone()),
-                _ => None,
+                result
             };
-            tx.send(event);
-            for extra in after_first.by_ref() {
-                tx.send(extra);
+            // A finished call: its artifacts are announced, its result kept
+            // (for the calls a turn that ends early leaves open).
+            if let Some(result) = result {
+                if carries_tool_artifacts(&result) {
+                    for artifact_event in Box::pin(recorder.tool_artifacts(&result)).await {
+                        tx.send(artifact_event);
+                    }
+                }
+                pumped.finished.push(result);
             }
-            result
-        };
-        // A finished call: its artifacts are announced, its result kept
-        // (for the calls a turn that ends early leaves open).
-        if let Some(result) = result {
-            for artifact_event in recorder.tool_artifacts(&result).await {
-                tx.send(artifact_event);
-            }
-            pumped.finished.push(result);
         }
     }
 }
@@ -400,8 +425,9 @@ fn same_messages(a: &History, b: &History) -> bool {
             .all(|(x, y)| std::ptr::eq(x, y) || x == y)
 }
 
-/// Compacts before the turn when configured and due. A failure is logged
-/// and reported in the final event; the turn runs on the full history.
+/// Compacts before the turn when due (the caller checks that compaction is
+/// configured). A failure is logged and reported in the final event; the
+/// turn runs on the full history.
 async fn maybe_compact(
     agent: &Agent,
     history: &mut History,
@@ -409,9 +435,6 @@ async fn maybe_compact(
     cx: &TurnContext,
 ) -> (Option<CompactionReport>, Option<String>) {
     let config = &agent.inner.settings.compaction;
-    if !config.auto {
-        return (None, None);
-    }
     let messages = history.to_vec();
     if !config.is_exceeded_by(&messages) {
         return (None, None);

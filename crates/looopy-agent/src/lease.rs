@@ -164,10 +164,12 @@ pub(crate) fn renewed<F: Future>(
 /// [`Lease::lost`] and stops; `work` goes on (it watches `lost` itself).
 /// The renewal is taken out of the lease beforehand, so that `work` may
 /// move the lease. The work is held once ([`Alongside`]): it is the whole
-/// turn, which every running turn holds.
+/// turn, which every running turn holds. The renewal is boxed: only a turn
+/// with a lease has one (288 bytes), and in place it would take room in
+/// every turn's future.
 pub(crate) fn renewing<F: Future>(
     renewal: Option<Renewal>,
     work: F,
 ) -> Alongside<F, impl Future<Output = ()>> {
-    alongside(work, renewal.map(Renewal::renew))
+    alongside(work, renewal.map(|r| Box::pin(r.renew())))
 }
