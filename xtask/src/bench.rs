@@ -27,7 +27,7 @@ const BENCHES: &[(&str, &str, &str)] = &[
     (
         "looopy-bench",
         "sessions_scale",
-        "Concurrent sessions, each its own Agent on shared in-memory stores, one turn each against a model that answers in 100 ms: wall time against the ideal, memory per live session, CPU per turn",
+        "Concurrent sessions, each its own Agent (made from one AgentTemplate, as looopy serve makes them) on shared in-memory stores, one turn each against a model that answers in 100 ms: wall time against the ideal, memory per live session, CPU per turn",
     ),
     (
         "looopy-bench",
