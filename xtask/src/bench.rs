@@ -20,7 +20,7 @@ const BENCHES: &[(&str, &str, &str)] = &[
         "Loop overhead per iteration with an in-process scripted model (LLM and tools excluded)",
     ),
     (
-        "looopy-llm-litellm",
+        "looopy-bench",
         "turn_throughput",
         "Whole turns (three model calls, four tool calls) over HTTP against a fast OpenAI-compatible mock in another process, 1,000 turns per run, next to a bare reqwest loop sending the same requests in alternated rounds, with whole answers and with streamed ones",
     ),

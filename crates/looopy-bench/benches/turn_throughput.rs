@@ -2,14 +2,16 @@
 //! calls, four tool calls) through `AgentLoop` + `LiteLlmProvider` against a
 //! fast OpenAI-compatible mock in another process, next to a bare reqwest loop
 //! sending the same requests (the floor), each with whole answers and
-//! streamed ones. Prints one JSON line per case.
+//! streamed ones. Prints one JSON line per case. It runs on the system
+//! allocator, as a program using the library does unless it installs
+//! another (the serving benches run on `looopy_bench::Allocator`).
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 // The workload of the serving benches (the mock model, the tools, the bare
-// streaming loop), shared so that both measure the same turns.
-#[path = "../../looopy-bench/benches/serve/process.rs"]
+// streaming loop), so that both measure the same turns.
+#[path = "serve/process.rs"]
 mod process;
-#[path = "../../looopy-bench/benches/serve/workload.rs"]
+#[path = "serve/workload.rs"]
 mod workload;
 
 use std::sync::Arc;
@@ -17,6 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
+use looopy_bench::{cpu_seconds, median, ms, peak_rss_kb, percentile};
 use looopy_core::{History, Message, TurnContext};
 use looopy_llm_litellm::{LiteLlmConfig, LiteLlmProvider};
 use looopy_loop::AgentLoop;
@@ -24,36 +27,6 @@ use serde_json::{Value, json};
 use workload::{NoopTools, tools_json};
 
 const TURNS: usize = 1000;
-
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let ticks: f64 = fields
-        .get(11)
-        .and_then(|u| u.parse::<f64>().ok())
-        .unwrap_or(0.0)
-        + fields
-            .get(12)
-            .and_then(|s| s.parse::<f64>().ok())
-            .unwrap_or(0.0);
-    ticks / 100.0
-}
-
-fn peak_rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
-}
 
 /// Runs `TURNS` turns with `concurrency` in flight; returns (wall, per-turn latencies, cpu).
 async fn drive<F, Fut>(concurrency: usize, turn: F) -> (Duration, Vec<Duration>, f64)
@@ -63,7 +36,7 @@ where
 {
     let turn = Arc::new(turn);
     let next = Arc::new(AtomicUsize::new(0));
-    let cpu0 = cpu_seconds();
+    let cpu0 = cpu_seconds(None);
     let started = Instant::now();
     let mut workers = Vec::new();
     for _ in 0..concurrency {
@@ -88,11 +61,7 @@ where
     }
     let wall = started.elapsed();
     latencies.sort();
-    (wall, latencies, cpu_seconds() - cpu0)
-}
-
-fn pct(sorted: &[Duration], p: f64) -> f64 {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e3
+    (wall, latencies, cpu_seconds(None) - cpu0)
 }
 
 async fn bare_turn(client: &reqwest::Client, url: &str, tools: &Value) {
@@ -130,8 +99,8 @@ async fn bare_turn(client: &reqwest::Client, url: &str, tools: &Value) {
 fn row(case: &str, lat: &[Duration], tps: f64, cpu_ms: f64, extra: &str, notes: &str) {
     println!(
         "{{\"bench\":\"turn_throughput\",\"case\":\"{case}\",\"unit\":\"ms\",\"median\":{:.3},\"p99\":{:.3},\"turns_per_s\":{tps:.1},\"cpu_ms_per_turn\":{cpu_ms:.3}{extra},\"notes\":\"{notes}\"}}",
-        pct(lat, 0.5),
-        pct(lat, 0.99)
+        ms(percentile(lat, 0.5)),
+        ms(percentile(lat, 0.99))
     );
 }
 
@@ -155,13 +124,6 @@ fn rounds() -> usize {
         .and_then(|r| r.parse().ok())
         .unwrap_or(5)
         .max(1)
-}
-
-/// The median of `values` (not empty).
-fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    sorted[sorted.len() / 2]
 }
 
 /// The runs of one side of a comparison.
@@ -230,7 +192,7 @@ where
     let high = ratios.iter().copied().fold(0.0, f64::max);
     let (tps, lat, cpu_ms) = loop_runs.summary();
     let (bare_tps, bare_lat, bare_cpu_ms) = bare_runs.summary();
-    let rss = peak_rss_mb();
+    let rss = peak_rss_kb() as f64 / 1024.0;
     row(
         &format!("AgentLoop + LiteLlmProvider{label}, concurrency {concurrency}"),
         &lat,
