@@ -153,16 +153,10 @@ struct Measured {
     events_per_turn: f64,
 }
 
-/// Rounds of every server at each concurrency (`BENCH_ROUNDS`, default 3):
-/// a figure is the median of its rounds, a ratio the median of the ratios
-/// within each round (the same minute of the machine's load).
-fn rounds() -> usize {
-    std::env::var("BENCH_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(3)
-        .max(1)
-}
+/// Rounds of every server at each concurrency (`BENCH_ROUNDS`): a figure
+/// is the median of its rounds, a ratio the median of the ratios within
+/// each round (the same minute of the machine's load).
+const ROUNDS: usize = 3;
 
 /// Prints one server's row: medians over its rounds, ratios taken within
 /// each round against the floor's turns/s and peak RSS and the library
@@ -292,7 +286,7 @@ fn main() {
         Ok(c) => vec![c.parse().expect("BENCH_CONCURRENCY is a number")],
         Err(_) => CONCURRENCY.to_vec(),
     };
-    let rounds = rounds();
+    let rounds = looopy_bench::rounds(ROUNDS);
     rt.block_on(async {
         for concurrency in levels {
             let servers: Vec<Server> = Server::ALL

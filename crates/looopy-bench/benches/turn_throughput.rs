@@ -113,18 +113,12 @@ async fn loop_turn(agent: &AgentLoop, i: usize) {
     while s.next().await.is_some() {}
 }
 
-/// Rounds of each comparison (`BENCH_ROUNDS`, default 5). The AgentLoop
+/// Rounds of each comparison (`BENCH_ROUNDS`). The AgentLoop
 /// and the bare loop alternate within a round, each going first in every
 /// other round, and a ratio is the median of the ratios within each round:
 /// one run of 1,000 turns at concurrency 100 lasts a fifth of a second, so
 /// a single pair of runs reads the machine's moment more than the code.
-fn rounds() -> usize {
-    std::env::var("BENCH_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(5)
-        .max(1)
-}
+const ROUNDS: usize = 5;
 
 /// The runs of one side of a comparison.
 #[derive(Default)]
@@ -161,7 +155,7 @@ where
     BF: std::future::Future<Output = ()> + Send,
 {
     let bare = Arc::new(bare);
-    let rounds = rounds();
+    let rounds = looopy_bench::rounds(ROUNDS);
     let (mut bare_runs, mut loop_runs) = (Runs::default(), Runs::default());
     for round in 0..rounds {
         let run_bare = || {

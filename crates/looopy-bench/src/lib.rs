@@ -137,6 +137,16 @@ pub fn reset_peak_rss() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
+/// Rounds of a bench that compares runs within each round: `BENCH_ROUNDS`,
+/// else `default`; at least one.
+pub fn rounds(default: usize) -> usize {
+    std::env::var("BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(default)
+        .max(1)
+}
+
 /// The `p` quantile (0..=1) of sorted samples, nearest rank; zero when empty.
 pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
