@@ -474,10 +474,8 @@ impl Agent {
             .unwrap_or_default();
         let mut cx = TurnContext::new(task_id.clone(), self.inner.context_id.clone())
             .with_cancel(cancel.clone())
-            .with_turn_number(turn_number);
-        if !options.metadata.is_empty() {
-            cx = cx.with_metadata(options.metadata);
-        }
+            .with_turn_number(turn_number)
+            .with_metadata(options.metadata);
         if let Some(auth) = options.auth {
             cx = cx.with_auth(auth);
         }

@@ -97,6 +97,11 @@ pub struct TurnContext {
 static DEFAULT_AGENT_ID: std::sync::LazyLock<Arc<str>> =
     std::sync::LazyLock::new(|| Arc::from("agent"));
 
+/// Empty metadata (most turns have none), shared rather than allocated
+/// per context.
+static NO_METADATA: std::sync::LazyLock<Arc<Map<String, Value>>> =
+    std::sync::LazyLock::new(|| Arc::new(Map::new()));
+
 impl TurnContext {
     /// A context with fresh cancellation and no auth.
     pub fn new(task_id: impl Into<Arc<str>>, context_id: impl Into<Arc<str>>) -> Self {
@@ -106,7 +111,7 @@ impl TurnContext {
             agent_id: DEFAULT_AGENT_ID.clone(),
             auth: None,
             cancel: CancellationToken::new(),
-            metadata: Arc::new(Map::new()),
+            metadata: NO_METADATA.clone(),
             turn_number: None,
             call_id: None,
             artifacts: None,
@@ -134,7 +139,11 @@ impl TurnContext {
 
     /// Sets the metadata.
     pub fn with_metadata(mut self, metadata: Map<String, Value>) -> Self {
-        self.metadata = Arc::new(metadata);
+        self.metadata = if metadata.is_empty() {
+            NO_METADATA.clone()
+        } else {
+            Arc::new(metadata)
+        };
         self
     }
 
