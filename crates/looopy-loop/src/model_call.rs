@@ -50,8 +50,8 @@ enum Answer<'a> {
 /// A plain function returning an `async move` block rather than an
 /// `async fn`, and the request handed to the model before the wait: a
 /// future keeps room for each value it captures for as long as it lives,
-/// and an `async fn` keeps its arguments twice. The request (264 bytes)
-/// was held three times in this future, which every iteration's future
+/// and an `async fn` keeps its arguments twice: written as one, it holds the
+/// request (264 bytes) three times, in a future that every iteration's
 /// and the turn's (boxed, moved whole) contain.
 #[allow(
     clippy::manual_async_fn,
