@@ -4,7 +4,7 @@
 //!
 //! Each tool writes the [`ArtifactStore`] itself, so that a later call of
 //! the same turn reads what an earlier one wrote, and hands the artifact as
-//! it now is to the Agent ([`attach_artifact`]), which announces it as an
+//! it now is to the Agent (in [`ToolResult::artifacts`]), which announces it as an
 //! `artifact-update` event (whole, `append: false`, also after an append:
 //! readers replace their copy) and keeps only its id in the saved tool
 //! message. Artifacts hold text: what the model writes.
@@ -18,8 +18,6 @@ use looopy_core::{
 };
 use serde::Deserialize;
 use serde_json::json;
-
-use crate::artifacts::attach_artifact;
 
 /// Name of the tool that creates an artifact.
 pub const CREATE_ARTIFACT: &str = "create_artifact";
@@ -120,12 +118,8 @@ impl ArtifactTools {
             }
             other => return Err(format!("unknown tool '{other}'")),
         };
-        let mut result = ToolResult::text(
-            &call.id,
-            format!("Artifact '{}' {said}.", artifact.artifact_id),
-        );
-        attach_artifact(&mut result, &artifact);
-        Ok(result)
+        let text = format!("Artifact '{}' {said}.", artifact.artifact_id);
+        Ok(ToolResult::text(&call.id, text).with_artifact(artifact))
     }
 }
 

@@ -7,11 +7,10 @@
 //!   chunks with `append_parts`, in the order they came. Consecutive chunks
 //!   of one artifact are batched (flushed at its last chunk, when another
 //!   artifact starts, every [`FLUSH_EVERY`] parts and at the end of the turn);
-//! - artifacts made by tools: a tool returns them in its result's metadata
-//!   under [`TOOL_ARTIFACTS_KEY`] (a JSON array of
-//!   [`Artifact`](looopy_core::Artifact)). The Agent stores each one and
-//!   emits an `artifact-update` event for it, and in the saved tool message
-//!   keeps only their ids (under [`TOOL_ARTIFACT_IDS_KEY`]).
+//! - artifacts made by tools ([`ToolResult::artifacts`]): the Agent stores
+//!   each one and emits an `artifact-update` event for it; the saved tool
+//!   message keeps only their ids
+//!   ([`TOOL_ARTIFACT_IDS_KEY`](looopy_core::TOOL_ARTIFACT_IDS_KEY)).
 //!
 //! When the turn store saves artifacts with the turn's end
 //! ([`TurnStore::artifacts`](looopy_core::store::TurnStore::artifacts) is
@@ -29,15 +28,7 @@
 use std::sync::Arc;
 
 use looopy_core::store::{ArtifactStore, ArtifactWrite};
-use looopy_core::{AgentEvent, Artifact, EventPayload, Message, Part, ToolResult};
-use serde_json::Value;
-
-/// Result-metadata key under which a tool returns artifacts it made.
-pub const TOOL_ARTIFACTS_KEY: &str = "artifacts";
-
-/// Message-metadata key that replaces [`TOOL_ARTIFACTS_KEY`] in saved tool
-/// messages: the ids of the artifacts, which live in the artifact store.
-pub const TOOL_ARTIFACT_IDS_KEY: &str = "artifactIds";
+use looopy_core::{AgentEvent, Artifact, EventPayload, Part, ToolResult};
 
 /// Parts buffered for one artifact before they are written anyway.
 pub const FLUSH_EVERY: usize = 32;
@@ -182,7 +173,7 @@ impl ArtifactRecorder {
     /// Stores the artifacts a tool result carries and returns the events
     /// announcing them.
     pub(crate) async fn tool_artifacts(&mut self, result: &ToolResult) -> Vec<AgentEvent> {
-        let artifacts = artifacts_of(&result.metadata);
+        let artifacts = &result.artifacts;
         if artifacts.is_empty() {
             return Vec::new();
         }
@@ -190,13 +181,13 @@ impl ArtifactRecorder {
         let mut events = Vec::with_capacity(artifacts.len());
         for artifact in artifacts {
             let held = self.held.take();
-            self.put(&artifact).await;
+            self.put(artifact).await;
             self.held = held;
             events.push(AgentEvent::new(
                 self.task_id.clone(),
                 self.context_id.clone(),
                 EventPayload::ArtifactUpdate {
-                    artifact,
+                    artifact: artifact.clone(),
                     append: false,
                     last_chunk: true,
                 },
@@ -206,80 +197,8 @@ impl ArtifactRecorder {
     }
 }
 
-fn artifacts_of(metadata: &serde_json::Map<String, Value>) -> Vec<Artifact> {
-    match metadata.get(TOOL_ARTIFACTS_KEY) {
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(|v| match serde_json::from_value::<Artifact>(v.clone()) {
-                Ok(a) => Some(a),
-                Err(error) => {
-                    tracing::warn!(%error, "ignoring a tool artifact that is not an Artifact");
-                    None
-                }
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-/// Whether [`strip_tool_artifacts`] has anything to change in `message`.
-pub(crate) fn has_tool_artifacts(message: &Message) -> bool {
-    message.metadata.contains_key(TOOL_ARTIFACTS_KEY)
-}
-
 /// Whether a tool's result carries artifacts it made (see
 /// [`ArtifactRecorder::tool_artifacts`]).
 pub(crate) fn carries_tool_artifacts(result: &ToolResult) -> bool {
-    result.metadata.contains_key(TOOL_ARTIFACTS_KEY)
-}
-
-/// Replaces tool-made artifacts in a tool message's metadata by their ids.
-pub(crate) fn strip_tool_artifacts(message: &mut Message) {
-    if let Some(value) = message.metadata.remove(TOOL_ARTIFACTS_KEY) {
-        let ids: Vec<Value> = match value {
-            Value::Array(items) => items
-                .iter()
-                .filter_map(|a| a.get("artifactId").cloned())
-                .collect(),
-            _ => Vec::new(),
-        };
-        message
-            .metadata
-            .insert(TOOL_ARTIFACT_IDS_KEY.into(), Value::Array(ids));
-    }
-}
-
-/// Adds a tool-made artifact to a result (for tool authors).
-pub fn attach_artifact(result: &mut ToolResult, artifact: &Artifact) {
-    let value = serde_json::to_value(artifact).unwrap_or(Value::Null);
-    match result.metadata.get_mut(TOOL_ARTIFACTS_KEY) {
-        Some(Value::Array(items)) => items.push(value),
-        _ => {
-            result
-                .metadata
-                .insert(TOOL_ARTIFACTS_KEY.into(), Value::Array(vec![value]));
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use looopy_core::Role;
-
-    #[test]
-    fn attach_and_strip() {
-        let mut r = ToolResult::text("c", "made a chart");
-        attach_artifact(&mut r, &Artifact::new("chart-1", vec![Part::text("svg")]));
-        attach_artifact(&mut r, &Artifact::new("chart-2", vec![]));
-        assert_eq!(artifacts_of(&r.metadata).len(), 2);
-        let mut m = r.into_message();
-        assert_eq!(m.role, Role::Tool);
-        strip_tool_artifacts(&mut m);
-        assert!(!m.metadata.contains_key(TOOL_ARTIFACTS_KEY));
-        assert_eq!(
-            m.metadata[TOOL_ARTIFACT_IDS_KEY],
-            serde_json::json!(["chart-1", "chart-2"])
-        );
-    }
+    !result.artifacts.is_empty()
 }

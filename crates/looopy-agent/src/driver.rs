@@ -20,9 +20,7 @@ use looopy_loop::{EventSender, InternalEvents, TurnEnd, TurnStream};
 use tokio::sync::OwnedMutexGuard;
 
 use crate::agent::Agent;
-use crate::artifacts::{
-    ArtifactRecorder, carries_tool_artifacts, has_tool_artifacts, strip_tool_artifacts,
-};
+use crate::artifacts::{ArtifactRecorder, carries_tool_artifacts};
 use crate::client;
 use crate::commit;
 use crate::compaction::{self, CompactionReport};
@@ -207,11 +205,6 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
         let mut produced = handle.history().tail_shared(base);
         if end != TurnEnd::InputRequired {
             client::close_open_calls(&mut produced, &pumped.finished, why_open(end));
-        }
-        for message in &mut produced {
-            if has_tool_artifacts(message) {
-                strip_tool_artifacts(Arc::make_mut(message));
-            }
         }
 
         let state = outcome.as_ref().map_or(TaskState::Failed, |o| o.state);

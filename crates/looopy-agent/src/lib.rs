@@ -35,7 +35,7 @@ mod turn;
 pub mod window;
 
 pub use agent::Agent;
-pub use artifacts::{FLUSH_EVERY, TOOL_ARTIFACT_IDS_KEY, TOOL_ARTIFACTS_KEY, attach_artifact};
+pub use artifacts::FLUSH_EVERY;
 pub use builder::AgentBuilder;
 pub use client::{
     CLIENT_TOOL_MARK, ClientToolResult, SYNTHETIC_RESULT_KEY, open_tool_calls, pending_approvals,
@@ -46,6 +46,7 @@ pub use config::{
     DEFAULT_WINDOW_MESSAGES, MAX_COMPACTION_RECORDS, keys,
 };
 pub use error::{AgentBusy, AgentError, BusyHolder};
+pub use looopy_core::TOOL_ARTIFACT_IDS_KEY;
 pub use template::AgentTemplate;
 pub use tokens::{CalibratedCounter, HeuristicCounter, SharedCounter, TokenCounter};
 pub use turn::{AgentTurn, FinishedTurn, TurnOptions};

@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::artifact_view::ConversationArtifacts;
 use crate::event_sink::EventSink;
+use crate::llm::ResponseFormat;
 
 /// The authenticated principal of a turn, with fresh credentials.
 ///
@@ -79,6 +80,10 @@ pub struct TurnContext {
     /// Agent on every turn it runs; `None` for a bare loop unless the
     /// caller sets it.
     pub turn_number: Option<u64>,
+    /// The shape the turn's final answer must take (structured output), for
+    /// a model layer to put on each request that does not set one itself;
+    /// `None` for free text.
+    pub response_format: Option<Arc<ResponseFormat>>,
     /// The id of the tool call this context was made for, while one tool
     /// call runs: the loop sets it on the context it passes to each
     /// [`ToolProvider::execute`](crate::ToolProvider::execute); it is `None` elsewhere. See
@@ -113,6 +118,7 @@ impl TurnContext {
             cancel: CancellationToken::new(),
             metadata: NO_METADATA.clone(),
             turn_number: None,
+            response_format: None,
             call_id: None,
             artifacts: None,
             events: None,
@@ -150,6 +156,13 @@ impl TurnContext {
     /// Sets the turn's number in its conversation.
     pub fn with_turn_number(mut self, turn_number: u64) -> Self {
         self.turn_number = Some(turn_number);
+        self
+    }
+
+    /// Asks for answers of the given shape (see
+    /// [`response_format`](Self::response_format)).
+    pub fn with_response_format(mut self, format: ResponseFormat) -> Self {
+        self.response_format = Some(Arc::new(format));
         self
     }
 

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::message::{Message, Part, Role};
+use crate::task::Artifact;
 
 /// A tool offered to the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -177,6 +178,11 @@ impl std::fmt::Display for ToolFailure {
 /// [`ToolFailure::as_str`]), beside `"isError": true`.
 pub const TOOL_FAILURE_KEY: &str = "failure";
 
+/// Metadata key of a tool message that lists the ids of the artifacts its
+/// result made ([`ToolResult::artifacts`]): the history keeps the ids, the
+/// artifact store keeps the artifacts.
+pub const TOOL_ARTIFACT_IDS_KEY: &str = "artifactIds";
+
 /// The result of one tool call.
 ///
 /// `is_error` (what the model is told) and `failure` (why, for everything
@@ -202,6 +208,11 @@ pub struct ToolResult {
     /// How the call failed; `None` for a success.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<ToolFailure>,
+    /// Artifacts the tool made (a chart, a file): an Agent stores each one
+    /// in its artifact store and announces it to the client; the history
+    /// keeps only their ids ([`TOOL_ARTIFACT_IDS_KEY`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<Artifact>,
 }
 
 /// The JSON form, read leniently: results saved before `failure` existed
@@ -221,6 +232,8 @@ struct ToolResultWire {
     failure: Option<ToolFailure>,
     #[serde(default)]
     interrupted: bool,
+    #[serde(default)]
+    artifacts: Vec<Artifact>,
 }
 
 impl From<ToolResultWire> for ToolResult {
@@ -228,15 +241,37 @@ impl From<ToolResultWire> for ToolResult {
         let failure = w
             .failure
             .or(w.interrupted.then_some(ToolFailure::Interrupted));
+        let mut metadata = w.metadata;
+        let mut artifacts = w.artifacts;
+        if artifacts.is_empty() {
+            artifacts = legacy_artifacts(&mut metadata);
+        }
         ToolResult {
             tool_call_id: w.tool_call_id,
             content: w.content,
             is_error: w.is_error,
             signal: w.signal,
-            metadata: w.metadata,
+            metadata,
             failure,
+            artifacts,
         }
         .settled()
+    }
+}
+
+/// The artifacts a result saved before [`ToolResult::artifacts`] existed
+/// carries in its metadata (`"artifacts"`, a JSON array of [`Artifact`]),
+/// taken out of it; none when that entry is absent or is something else.
+fn legacy_artifacts(metadata: &mut Map<String, Value>) -> Vec<Artifact> {
+    let Some(Value::Array(items)) = metadata.get("artifacts") else {
+        return Vec::new();
+    };
+    match serde_json::from_value(Value::Array(items.clone())) {
+        Ok(artifacts) => {
+            metadata.remove("artifacts");
+            artifacts
+        }
+        Err(_) => Vec::new(),
     }
 }
 
@@ -250,6 +285,7 @@ impl ToolResult {
             signal: None,
             metadata: Map::new(),
             failure: None,
+            artifacts: Vec::new(),
         }
     }
 
@@ -324,6 +360,12 @@ impl ToolResult {
         self
     }
 
+    /// Adds an artifact the tool made (see [`artifacts`](Self::artifacts)).
+    pub fn with_artifact(mut self, artifact: Artifact) -> Self {
+        self.artifacts.push(artifact);
+        self
+    }
+
     /// The concatenated text of the content's text parts.
     pub fn text_content(&self) -> String {
         let mut out = String::new();
@@ -342,11 +384,24 @@ impl ToolResult {
         out
     }
 
-    /// The tool message that carries this result in the history.
+    /// The tool message that carries this result in the history: its
+    /// content, its metadata, its failure (`isError` and
+    /// [`TOOL_FAILURE_KEY`]) and the ids of its artifacts
+    /// ([`TOOL_ARTIFACT_IDS_KEY`]).
     pub fn into_message(self) -> Message {
         let mut message = Message::with_parts(Role::Tool, self.content);
         message.tool_call_id = Some(self.tool_call_id);
         message.metadata = self.metadata;
+        if !self.artifacts.is_empty() {
+            let ids = self
+                .artifacts
+                .into_iter()
+                .map(|a| Value::String(a.artifact_id))
+                .collect();
+            message
+                .metadata
+                .insert(TOOL_ARTIFACT_IDS_KEY.into(), Value::Array(ids));
+        }
         if self.is_error || self.failure.is_some() {
             message.metadata.insert("isError".into(), Value::Bool(true));
             let kind = self.failure.unwrap_or(ToolFailure::Failed);
@@ -487,5 +542,44 @@ mod tests {
         assert_eq!(m.tool_failure(), Some(ToolFailure::Interrupted));
         m.metadata.remove("interrupted");
         assert_eq!(m.tool_failure(), Some(ToolFailure::Failed));
+    }
+
+    #[test]
+    fn a_results_artifacts_become_ids_in_its_message() {
+        let r = ToolResult::text("c", "made a chart")
+            .with_artifact(Artifact::new("chart-1", vec![Part::text("svg")]))
+            .with_artifact(Artifact::new("chart-2", vec![]));
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["artifacts"][1]["artifactId"], "chart-2");
+        assert_eq!(serde_json::from_value::<ToolResult>(v).unwrap(), r);
+        let m = r.into_message();
+        assert_eq!(m.role, Role::Tool);
+        assert_eq!(
+            m.metadata[TOOL_ARTIFACT_IDS_KEY],
+            serde_json::json!(["chart-1", "chart-2"])
+        );
+        assert!(!m.metadata.contains_key("artifacts"));
+        let plain = ToolResult::text("c", "x").into_message();
+        assert!(!plain.metadata.contains_key(TOOL_ARTIFACT_IDS_KEY));
+    }
+
+    #[test]
+    fn a_result_saved_with_artifacts_in_its_metadata_reads_them_typed() {
+        let old = serde_json::json!({
+            "toolCallId": "c", "content": [{"kind": "text", "text": "ok"}],
+            "metadata": {"artifacts": [{"artifactId": "a1", "parts": []}], "other": 1}
+        });
+        let r: ToolResult = serde_json::from_value(old).unwrap();
+        assert_eq!(r.artifacts.len(), 1);
+        assert_eq!(r.artifacts[0].artifact_id, "a1");
+        assert!(!r.metadata.contains_key("artifacts"));
+        assert_eq!(r.metadata["other"], 1);
+        // Metadata named so that is not artifacts stays where it was.
+        let other = serde_json::json!({
+            "toolCallId": "c", "content": [], "metadata": {"artifacts": [1, 2]}
+        });
+        let r: ToolResult = serde_json::from_value(other).unwrap();
+        assert!(r.artifacts.is_empty());
+        assert_eq!(r.metadata["artifacts"], serde_json::json!([1, 2]));
     }
 }

@@ -265,18 +265,13 @@ impl ToolProvider for TestTools {
                 r.metadata.insert("clientTool".into(), json!(true));
                 r
             }
-            "chart" => {
-                let mut r = ToolResult::text(&call.id, "chart made");
-                looopy_agent::attach_artifact(
-                    &mut r,
-                    &looopy_core::Artifact::new(
-                        format!("chart-{}", call.id),
-                        vec![Part::text("<svg/>")],
-                    )
-                    .with_name("chart"),
-                );
-                r
-            }
+            "chart" => ToolResult::text(&call.id, "chart made").with_artifact(
+                looopy_core::Artifact::new(
+                    format!("chart-{}", call.id),
+                    vec![Part::text("<svg/>")],
+                )
+                .with_name("chart"),
+            ),
             _ => ToolResult::text(&call.id, format!("result of {}", call.id)),
         }
     }

@@ -102,6 +102,7 @@ pub(crate) fn to_tool_result(tool_call_id: String, result: CallToolResult) -> To
         signal: None,
         metadata,
         failure: is_error.then_some(ToolFailure::Failed),
+        artifacts: Vec::new(),
     }
 }
 

@@ -27,7 +27,7 @@ use looopy_loop::{AgentLoop, TurnOutcome};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
-pub use layer::{RESPONSE_FORMAT_KEY, ResponseFormatLayer};
+pub use layer::ResponseFormatLayer;
 pub use schema::strict_schema;
 
 /// How often a malformed answer is sent back by default.
@@ -184,7 +184,7 @@ impl<T: DeserializeOwned> StructuredOutput<T> {
         history: History,
         cx: TurnContext,
     ) -> Result<StructuredTurn<T>, StructuredError> {
-        let cx = layer::with_format(cx, &self.format);
+        let cx = cx.with_response_format(self.format.clone());
         let mut history = history;
         let mut attempt = 0;
         loop {
