@@ -156,8 +156,9 @@ pub struct FinishedTurn {
     pub end: TurnEnd,
     /// The task state it ended in.
     pub state: TaskState,
-    /// The final message (answer, error text, pending client calls).
-    pub message: Option<Message>,
+    /// The final message (answer, error text, pending client calls),
+    /// shared with the history and the final event.
+    pub message: Option<Arc<Message>>,
     /// Tokens used.
     pub usage: Usage,
     /// Loop iterations run.

@@ -67,6 +67,11 @@ impl History {
         self.items.back().map(|m| &**m)
     }
 
+    /// The last message, shared.
+    pub fn last_shared(&self) -> Option<&Arc<Message>> {
+        self.items.back()
+    }
+
     /// Iterates over the messages in order.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Message> + ExactSizeIterator + '_ {
         self.items.iter().map(|m| &**m)

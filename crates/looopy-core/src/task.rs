@@ -1,5 +1,7 @@
 //! A2A task model: [`TaskState`], [`TaskStatus`], [`Artifact`].
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -69,8 +71,10 @@ pub struct TaskStatus {
     /// The state.
     pub state: TaskState,
     /// A message for the client (the final answer, the error, the question).
+    /// Shared: a turn's answer is one message, in its history, its final
+    /// event and its task's record alike.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<Message>,
+    pub message: Option<Arc<Message>>,
     /// When the state was set.
     pub timestamp: DateTime<Utc>,
 }
@@ -85,9 +89,10 @@ impl TaskStatus {
         }
     }
 
-    /// Adds a message.
-    pub fn with_message(mut self, message: Message) -> Self {
-        self.message = Some(message);
+    /// Adds a message (a [`Message`] or an `Arc<Message>` shared with the
+    /// history).
+    pub fn with_message(mut self, message: impl Into<Arc<Message>>) -> Self {
+        self.message = Some(message.into());
         self
     }
 }

@@ -85,7 +85,7 @@ impl Emitter {
 
     pub(crate) fn final_status(
         &self,
-        message: Option<Message>,
+        message: Option<Arc<Message>>,
         report: TurnReport,
         extra: Map<String, Value>,
     ) {

@@ -49,7 +49,7 @@ impl AgentLoop {
             match checkpoint {
                 Err(e) => {
                     let text = format!("cannot resume: {e}");
-                    let message = looopy_core::Message::assistant(text.clone());
+                    let message = Arc::new(looopy_core::Message::assistant(text.clone()));
                     shared2.set_outcome(TurnOutcome {
                         end: TurnEnd::Error,
                         state: TurnEnd::Error.state(),
@@ -69,7 +69,7 @@ impl AgentLoop {
                     shared2.set_history(c.messages.clone());
                     let end = TurnEnd::of_saved_state(c.state);
                     checkpoint::announce_streamed(&emit, &c.messages, &c.streamed_answers);
-                    let message = c.messages.last().cloned();
+                    let message = c.messages.last_shared().cloned();
                     // The outcome is there once the final event is, as for
                     // a turn that runs.
                     shared2.set_outcome(TurnOutcome {

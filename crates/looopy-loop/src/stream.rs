@@ -19,8 +19,9 @@ pub struct TurnOutcome {
     pub end: TurnEnd,
     /// The task state it ended in.
     pub state: TaskState,
-    /// The final message (the answer, the error, the pending client calls).
-    pub message: Option<Message>,
+    /// The final message (the answer, the error, the pending client calls),
+    /// shared with the history and the final event.
+    pub message: Option<Arc<Message>>,
     /// Tokens used by the turn.
     pub usage: Usage,
     /// Iterations run.

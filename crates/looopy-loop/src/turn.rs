@@ -67,7 +67,8 @@ pub(crate) struct Turn {
 /// How the loop body ended.
 struct Ending {
     end: TurnEnd,
-    message: Option<Message>,
+    /// Shared with the history, the outcome and the final event.
+    message: Option<Arc<Message>>,
     /// What went wrong, for the report and the `execution-end` event.
     error: Option<TurnError>,
     failed_tool_call: Option<FailedToolCall>,
@@ -76,7 +77,7 @@ struct Ending {
 }
 
 impl Ending {
-    fn new(end: TurnEnd, message: Option<Message>) -> Self {
+    fn new(end: TurnEnd, message: Option<Arc<Message>>) -> Self {
         Ending {
             end,
             message,
@@ -93,7 +94,7 @@ impl Ending {
     /// A failed end of this kind, with an error of type `kind`.
     fn failed_as(end: TurnEnd, message: impl Into<String>, kind: &str) -> Self {
         let text = message.into();
-        let mut ending = Ending::new(end, Some(Message::assistant(text.clone())));
+        let mut ending = Ending::new(end, Some(Arc::new(Message::assistant(text.clone()))));
         ending.error = Some(TurnError::new(kind, text));
         ending
     }
@@ -554,11 +555,11 @@ impl Turn {
     /// The model answered without tool calls: the turn ends unless an
     /// incomplete-work hook sends one more prompt (bounded).
     async fn model_finished(&mut self) -> Step {
-        let last = self.history.last().cloned();
+        let last = self.history.last_shared().cloned();
         if self.incomplete_prompts < self.agent.config.max_incomplete_prompts
             && self.agent.hooks.any_at(HookPoints::INCOMPLETE_WORK)
         {
-            let summary = self.summary(TurnEnd::Finished, last.as_ref());
+            let summary = self.summary(TurnEnd::Finished, last.as_deref());
             match self
                 .agent
                 .hooks
@@ -721,7 +722,7 @@ impl Turn {
         if let Some(message) = done {
             let text = message
                 .unwrap_or_else(|| self.last_assistant().map(Message::text).unwrap_or_default());
-            let answer = Message::assistant(text);
+            let answer = Arc::new(Message::assistant(text));
             self.push(answer.clone());
             return Step::End(Ending::new(TurnEnd::DoneTool, Some(answer)));
         }
@@ -771,7 +772,7 @@ impl Turn {
             vec![Part::text(lines.join("\n")), Part::data(data)],
         );
         message.tool_calls = waiting;
-        let mut ending = Ending::new(TurnEnd::InputRequired, Some(message));
+        let mut ending = Ending::new(TurnEnd::InputRequired, Some(Arc::new(message)));
         ending.metadata.insert("pendingToolCalls".into(), calls);
         if let Some(requests) = ending_requests {
             ending.metadata.insert("approvalRequests".into(), requests);
@@ -846,6 +847,7 @@ impl Turn {
                 Message::assistant(config.fallback_final_text.to_string())
             }
         };
+        let answer = Arc::new(answer);
         self.push(answer.clone());
         if streamed {
             self.note_streamed(artifact_id);
@@ -862,8 +864,8 @@ impl Turn {
         }
     }
 
-    fn push(&mut self, message: Message) {
-        self.history.push(message);
+    fn push(&mut self, message: impl Into<Arc<Message>>) {
+        self.history.push_shared(message.into());
         self.shared.set_history(self.history.clone());
     }
 
@@ -922,21 +924,28 @@ impl Turn {
             if ending.end == TurnEnd::InputRequired {
                 message.tool_calls.clone_from(&old.tool_calls);
             }
-            if self.history.len() > self.turn_start && self.history.last() == Some(old) {
+            let is_last = self
+                .history
+                .last_shared()
+                .is_some_and(|last| Arc::ptr_eq(last, old));
+            if self.history.len() > self.turn_start && is_last {
                 let mut history = History::new();
                 for m in self.history.iter_from(0).take(self.history.len() - 1) {
                     history.push_shared(m.clone());
                 }
                 self.history = history;
+                let message = Arc::new(message);
                 self.push(message.clone());
+                ending.message = Some(message);
+                return;
             }
         }
-        ending.message = Some(message);
+        ending.message = Some(Arc::new(message));
     }
 
     async fn finish(&mut self, mut ending: Ending, started: Instant) {
         if self.agent.hooks.any_at(HookPoints::AFTER_TURN) {
-            let mut summary = self.summary(ending.end, ending.message.as_ref());
+            let mut summary = self.summary(ending.end, ending.message.as_deref());
             match self
                 .agent
                 .hooks

@@ -542,3 +542,19 @@ async fn auth_and_ids_reach_every_tool_call() {
             .all(|(p, t)| p.as_deref() == Some("alice") && t == "task-1")
     );
 }
+
+#[tokio::test]
+async fn the_answer_is_one_message_in_the_history_the_outcome_and_the_final_event() {
+    let llm = ScriptedLlm::new().respond(LlmResponse::text("the answer"));
+    let agent = AgentLoop::builder(llm).build();
+    let (events, outcome) = agent.start_turn(user("x"), cx()).collect_all().await;
+    let outcome = outcome.unwrap();
+    let answer = outcome.message.clone().unwrap();
+    assert_eq!(answer.text(), "the answer");
+    let EventPayload::StatusUpdate { status, .. } = &*final_event(&events).payload else {
+        unreachable!()
+    };
+    // Shared, not copied: the same allocation everywhere.
+    assert!(Arc::ptr_eq(status.message.as_ref().unwrap(), &answer));
+    assert!(Arc::ptr_eq(outcome.history.last_shared().unwrap(), &answer));
+}

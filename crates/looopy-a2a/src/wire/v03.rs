@@ -5,6 +5,8 @@
 //!
 //! Shapes follow `types/src/types.ts` of a2aproject/A2A at tag v0.3.0.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use looopy_core::{
     AgentEvent, Artifact, EventPayload, FileContent, Message, Part, Role, StatusMetadata,
@@ -436,7 +438,11 @@ fn core_timestamp(t: Option<&str>) -> DateTime<Utc> {
 fn core_status(s: Status03) -> Result<TaskStatus, String> {
     Ok(TaskStatus {
         state: s.state,
-        message: s.message.map(core_message).transpose()?.map(|m| m.message),
+        message: s
+            .message
+            .map(core_message)
+            .transpose()?
+            .map(|m| Arc::new(m.message)),
         timestamp: core_timestamp(s.timestamp.as_deref()),
     })
 }

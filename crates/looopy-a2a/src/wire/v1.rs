@@ -4,6 +4,7 @@
 //! stream items wrapped as `{"task": ...}`, `{"statusUpdate": ...}`...).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use a2a::{PartContent, StreamResponse};
 use base64::Engine;
@@ -281,7 +282,7 @@ fn core_message(m: a2a::Message) -> WireMessage {
 fn core_status(s: a2a::TaskStatus) -> TaskStatus {
     TaskStatus {
         state: core_state(&s.state),
-        message: s.message.map(|m| core_message(m).message),
+        message: s.message.map(|m| Arc::new(core_message(m).message)),
         timestamp: s.timestamp.unwrap_or_else(chrono::Utc::now),
     }
 }

@@ -274,7 +274,7 @@ impl TurnRunner for ScriptedRunner {
                                 .unwrap()
                                 .entry(request.context_id.to_string())
                                 .or_default()
-                                .push(m.clone());
+                                .push((**m).clone());
                         }
                         let _ = tx.unbounded_send(event(p));
                     }

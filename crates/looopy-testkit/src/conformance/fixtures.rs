@@ -243,7 +243,7 @@ pub(crate) fn full_agent_state(
 fn status(state: TaskState, tag: &str) -> TaskStatus {
     TaskStatus {
         state,
-        message: Some(full_message(tag, 1)),
+        message: Some(full_message(tag, 1).into()),
         timestamp: at(5),
     }
 }

@@ -26,7 +26,7 @@ fn full_record(
         owner: owner.map(str::to_owned),
         status: TaskStatus {
             state,
-            message: Some(full_message(task_id, 1)),
+            message: Some(full_message(task_id, 1).into()),
             timestamp: at(7),
         },
         created_at: at(0),

@@ -191,7 +191,7 @@ impl<T: DeserializeOwned> StructuredOutput<T> {
             attempt += 1;
             let (_, outcome) = agent.start_turn(history, cx.clone()).collect_all().await;
             let outcome = outcome.ok_or(StructuredError::NoOutcome)?;
-            let text = outcome.message.as_ref().map(Message::text);
+            let text = outcome.message.as_deref().map(Message::text);
             let text = match (outcome.state, text) {
                 (TaskState::Completed, Some(text)) => text,
                 (state, text) => {
