@@ -1,34 +1,35 @@
 //! One turn: start, iterate, end. The only place that decides termination
 //! (the rules, in words: `docs/behaviour.md#termination`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
-use futures::StreamExt;
-use looopy_core::approval::ApprovalRequest;
 use looopy_core::store::{HistoryMark, StreamedAnswer, TaskCheckpoint};
 use looopy_core::{Alongside, CancellationToken, alongside};
 use looopy_core::{
-    FailedToolCall, History, LlmError, LlmResponse, Message, Part, Role, TaskState, ToolCall,
-    ToolError, ToolFailure, ToolOutcome, ToolProvider, ToolResult, ToolSignal, TurnContext,
-    TurnEnd, TurnError, TurnReport, Usage, WhenCancelled,
+    History, LlmError, LlmResponse, Message, Role, TaskState, ToolCall, ToolError, ToolOutcome,
+    ToolProvider, ToolResult, TurnContext, TurnEnd, Usage,
 };
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use tracing::Instrument;
 
 use crate::checkpoint::{self, CheckpointWriter, Snapshot};
 use crate::events::Emitter;
-use crate::hooks::{EndingTurn, FatalHook, HookContext, HookPoints, Hooks};
+use crate::hooks::{EndingTurn, HookContext, HookPoints, Hooks};
 use crate::input::TurnInput;
-use crate::limits::{ToolFailureMode, TurnSettings};
+use crate::limits::TurnSettings;
 use crate::model_call;
-use crate::stream::{TurnOutcome, TurnShared};
-use crate::tools::{self, CallEnv, ToolRegistry};
-use crate::wrap_up;
+use crate::stream::TurnShared;
+use crate::tools::ToolRegistry;
 use crate::{AgentLoop, ApprovedCalls, LoopError};
+
+mod batch;
+mod ending;
+
+use ending::Ending;
 
 /// The state of a turn in progress.
 pub(crate) struct Turn {
@@ -62,46 +63,6 @@ pub(crate) struct Turn {
     writer: CheckpointWriter,
     /// Calls a person approved, run before the first iteration.
     approved: Option<Box<ApprovedCalls>>,
-}
-
-/// How the loop body ended.
-struct Ending {
-    end: TurnEnd,
-    /// Shared with the history, the outcome and the final event.
-    message: Option<Arc<Message>>,
-    /// What went wrong, for the report and the `execution-end` event.
-    error: Option<TurnError>,
-    failed_tool_call: Option<FailedToolCall>,
-    /// The final event's free-form metadata (an input-required turn's calls).
-    metadata: Map<String, Value>,
-}
-
-impl Ending {
-    fn new(end: TurnEnd, message: Option<Arc<Message>>) -> Self {
-        Ending {
-            end,
-            message,
-            error: None,
-            failed_tool_call: None,
-            metadata: Map::new(),
-        }
-    }
-
-    fn failed(message: impl Into<String>, kind: &str) -> Self {
-        Ending::failed_as(TurnEnd::Error, message, kind)
-    }
-
-    /// A failed end of this kind, with an error of type `kind`.
-    fn failed_as(end: TurnEnd, message: impl Into<String>, kind: &str) -> Self {
-        let text = message.into();
-        let mut ending = Ending::new(end, Some(Arc::new(Message::assistant(text.clone()))));
-        ending.error = Some(TurnError::new(kind, text));
-        ending
-    }
-
-    fn hook(f: FatalHook) -> Self {
-        Ending::failed(f.message, "hook")
-    }
 }
 
 /// What one iteration decided.
@@ -582,279 +543,12 @@ impl Turn {
         Step::End(Ending::new(TurnEnd::Finished, last))
     }
 
-    /// Runs the pending calls of the last assistant message, appends every
-    /// result of that message in the model's order, and reads their signals.
-    /// `approved`: a person approved these calls (the approval hooks do
-    /// not run again).
-    async fn run_tools(
-        &mut self,
-        registry: &ToolRegistry,
-        mut calls: Vec<(usize, ToolCall)>,
-        approved: bool,
-    ) -> Step {
-        let limit = self.agent.config.max_parallel_tools.max(1);
-        if let Some(max) = self.agent.config.max_tool_calls {
-            // Calls past the turn's limit are not run; each gets a denied
-            // result, and the next iteration wraps the turn up.
-            let left = max.saturating_sub(self.tool_calls) as usize;
-            if calls.len() > left {
-                for (_, call) in calls.split_off(left) {
-                    let result = ToolResult::failed(
-                        &call.id,
-                        ToolFailure::Denied,
-                        format!("Not run: this turn's limit of {max} tool calls was reached."),
-                    );
-                    self.emit
-                        .tool_complete(&call.name, &result, ToolOutcome::of(&result), 0);
-                    self.completed.push(result);
-                }
-            }
-        }
-        self.tool_calls = self
-            .tool_calls
-            .saturating_add(u32::try_from(calls.len()).unwrap_or(u32::MAX));
-        let fail_fast = self.agent.config.tool_failure_mode == ToolFailureMode::Fail;
-        let mut tool_failed: Option<Ending> = None;
-        let cx = self.cx.clone();
-        let emit = self.emit.clone();
-        let hooks = self.agent.hooks.clone();
-        let shared = self.shared.clone();
-        let running_calls = tools::Running::default();
-        let env = CallEnv {
-            running: &running_calls,
-            registry,
-            cx: &cx,
-            emit: &emit,
-            hooks: &hooks,
-            pause: &shared.pause,
-            iteration: self.iteration,
-            metrics: &self.agent.metrics,
-            approved,
-        };
-        let span = tracing::info_span!(
-            "tools",
-            otel.name = "execute_tools",
-            looopy.tool_count = calls.len()
-        );
-        // Each call's span is made inside the batch span, so that parallel
-        // calls nest under it whatever task polls them.
-        let futures = span.in_scope(|| tools::call_futures(&env, &calls));
-        let mut running = futures::stream::iter(futures).buffer_unordered(limit);
-        let mut fatal = None;
-        let mut asked: HashMap<String, String> = HashMap::new();
-        // One wait for the whole batch, polled again at each result.
-        let mut cancel = WhenCancelled::new(&cx.cancel);
-        let cancelled = loop {
-            let next = tokio::select! {
-                biased;
-                () = &mut cancel => break true,
-                next = running.next().instrument(span.clone()) => next,
-            };
-            let Some(f) = next else { break false };
-            running_calls.finish(&f.call.id);
-            emit.tool_complete(&f.call.name, &f.result, f.outcome, f.duration_ms);
-            if fatal.is_none() {
-                fatal = f.fatal;
-            }
-            if let Some(question) = f.asked {
-                asked.insert(f.call.id.clone(), question);
-            }
-            let failed = fail_fast
-                && f.outcome != ToolOutcome::Success
-                && f.result.failure != Some(ToolFailure::Cancelled);
-            if failed {
-                tool_failed = Some(tool_failure(&f.call, &f.result));
-            }
-            self.completed.push(f.result);
-            self.checkpoint(TaskState::Working);
-            if failed {
-                break false;
-            }
-        };
-        drop(running);
-        if tool_failed.is_some() {
-            // The batch's other calls stop as at a cancel; the Agent closes them.
-            running_calls.cancel_all(&emit);
-        }
-        if cancelled {
-            running_calls.cancel_all(&emit);
-            // `completed` stays in the checkpoint: a resume does not run those again.
-            return Step::End(Ending::new(TurnEnd::Cancelled, None));
-        }
-        let mut results = std::mem::take(&mut self.completed);
-        // Order every result of the assistant message as the model asked.
-        let order: Vec<String> = self
-            .last_assistant()
-            .map(|m| m.tool_calls.iter().map(|c| c.id.clone()).collect())
-            .unwrap_or_default();
-        results.sort_by_key(|r| {
-            order
-                .iter()
-                .position(|id| *id == r.tool_call_id)
-                .unwrap_or(usize::MAX)
-        });
-        let mut done: Option<Option<String>> = None;
-        let mut waiting: Vec<ToolCall> = Vec::new();
-        for result in results {
-            match &result.signal {
-                Some(ToolSignal::InputRequired) => {
-                    if let Some((_, call)) = calls.iter().find(|(_, c)| c.id == result.tool_call_id)
-                    {
-                        waiting.push(call.clone());
-                    }
-                    continue;
-                }
-                Some(ToolSignal::Done { message }) => done = Some(message.clone()),
-                // A signal this loop does not know: the result feeds the model.
-                _ => {}
-            }
-            self.push(result.into_message());
-        }
-        if let Some(f) = fatal {
-            return Step::End(Ending::hook(f));
-        }
-        if let Some(ending) = tool_failed {
-            return Step::End(ending);
-        }
-        if !waiting.is_empty() {
-            return Step::End(self.input_required(waiting, &asked));
-        }
-        if let Some(message) = done {
-            let text = message
-                .unwrap_or_else(|| self.last_assistant().map(Message::text).unwrap_or_default());
-            let answer = Arc::new(Message::assistant(text));
-            self.push(answer.clone());
-            return Step::End(Ending::new(TurnEnd::DoneTool, Some(answer)));
-        }
-        Step::Continue
-    }
-
-    /// The `input-required` end: the calls waiting for the client, and
-    /// those waiting for a person's approval (`asked`: their questions,
-    /// by call id), which are also recorded on the assistant message that
-    /// made them, so that they are stored with the conversation.
-    fn input_required(
-        &mut self,
-        waiting: Vec<ToolCall>,
-        asked: &HashMap<String, String>,
-    ) -> Ending {
-        let requests: Vec<ApprovalRequest> = waiting
-            .iter()
-            .filter_map(|c| {
-                asked
-                    .get(&c.id)
-                    .map(|q| ApprovalRequest::new(c, q.as_str()))
-            })
-            .collect();
-        let client: Vec<&str> = waiting
-            .iter()
-            .filter(|c| !asked.contains_key(&c.id))
-            .map(|c| c.name.as_str())
-            .collect();
-        let mut lines: Vec<String> = requests.iter().map(|r| r.question.clone()).collect();
-        if !client.is_empty() {
-            lines.push(format!(
-                "Waiting for the client to run: {}",
-                client.join(", ")
-            ));
-        }
-        let calls = serde_json::to_value(&waiting).unwrap_or(Value::Null);
-        let mut data = json!({ "pendingToolCalls": calls });
-        let mut ending_requests = None;
-        if !requests.is_empty() {
-            let value = serde_json::to_value(&requests).unwrap_or(Value::Null);
-            data[looopy_core::approval::REQUESTS_PART_KEY] = value.clone();
-            ending_requests = Some(value);
-            self.record_requests(&requests);
-        }
-        let mut message = Message::with_parts(
-            Role::Assistant,
-            vec![Part::text(lines.join("\n")), Part::data(data)],
-        );
-        message.tool_calls = waiting;
-        let mut ending = Ending::new(TurnEnd::InputRequired, Some(Arc::new(message)));
-        ending.metadata.insert("pendingToolCalls".into(), calls);
-        if let Some(requests) = ending_requests {
-            ending.metadata.insert("approvalRequests".into(), requests);
-        }
-        ending
-    }
-
-    /// Records approval requests on the turn's last assistant message.
-    fn record_requests(&mut self, requests: &[ApprovalRequest]) {
-        let Some(position) = self
-            .history
-            .iter()
-            .enumerate()
-            .skip(self.turn_start)
-            .rev()
-            .find(|(_, m)| m.role == Role::Assistant)
-            .map(|(i, _)| i)
-        else {
-            return;
-        };
-        let mut history = History::new();
-        for (i, m) in self.history.iter_from(0).enumerate() {
-            if i == position {
-                let mut marked = Message::clone(m);
-                ApprovalRequest::record(&mut marked, requests);
-                history.push(marked);
-            } else {
-                history.push_shared(m.clone());
-            }
-        }
-        self.history = history;
-        self.shared.set_history(self.history.clone());
-    }
-
     fn last_assistant(&self) -> Option<&Message> {
         self.history
             .iter()
             .skip(self.turn_start)
             .rev()
             .find(|m| m.role == Role::Assistant)
-    }
-
-    /// One last call without tools on a plain-text copy of the history
-    /// (see `wrap_up`) plus a summary prompt; a fixed text if that fails.
-    /// `end` is the limit that was reached (`MaxIterations` or
-    /// `MaxToolCalls`).
-    async fn wrap_up(&mut self, end: TurnEnd) -> Ending {
-        let config = self.agent.config.clone();
-        let messages = wrap_up::plain_history(&self.history, &config.final_summary_prompt);
-        let request = model_call::request(&config, messages, Arc::from(Vec::new()), None);
-        let artifact_id = format!("{}-response-final", self.cx.task_id);
-        let result = model_call::call_model(
-            &self.agent,
-            request,
-            &self.cx,
-            &self.emit,
-            self.iteration + 1,
-            &artifact_id,
-        )
-        .await;
-        let mut streamed = false;
-        let answer = match result {
-            Err(LlmError::Cancelled) => return Ending::new(TurnEnd::Cancelled, None),
-            Ok(response) => {
-                self.add_usage(response.usage);
-                streamed = !response.message.text().is_empty();
-                answer_text(response, &config.fallback_final_text)
-            }
-            Err(e) => {
-                self.emit.llm_error(self.iteration + 1, &e);
-                tracing::warn!(error = %e, "wrap-up call failed; answering with the fallback text");
-                Message::assistant(config.fallback_final_text.to_string())
-            }
-        };
-        let answer = Arc::new(answer);
-        self.push(answer.clone());
-        if streamed {
-            self.note_streamed(artifact_id);
-        }
-        // The report says which limit it was (`maxIterationsReached` or
-        // `maxToolCallsReached` on the wire).
-        Ending::new(end, Some(answer))
     }
 
     fn add_usage(&mut self, usage: Option<Usage>) {
@@ -877,17 +571,6 @@ impl Turn {
             history: self.history.clone(),
             iterations: self.iteration,
             usage: self.usage,
-        }
-    }
-
-    /// Waits until the checkpoint that holds `calls` is saved when one of
-    /// them is for a tool that is not idempotent. At most once needs the
-    /// call on record before it runs: a resume that cannot see the call
-    /// would ask the model again and run the tool a second time. Idempotent
-    /// calls keep overlapping the save.
-    async fn record_before_side_effects(&self, registry: &ToolRegistry, calls: &[ToolCall]) {
-        if calls.iter().any(|c| !registry.is_idempotent(&c.name)) {
-            self.writer.flush().await;
         }
     }
 
@@ -915,76 +598,6 @@ impl Turn {
             stored_history: self.stored_history.as_ref(),
         };
         self.writer.submit(&self.cx, snapshot);
-    }
-
-    /// An `after_turn` hook's final message: it replaces the ending's, and
-    /// the turn's last message when that is the same one.
-    fn replace_final(&mut self, ending: &mut Ending, mut message: Message) {
-        if let Some(old) = &ending.message {
-            if ending.end == TurnEnd::InputRequired {
-                message.tool_calls.clone_from(&old.tool_calls);
-            }
-            let is_last = self
-                .history
-                .last_shared()
-                .is_some_and(|last| Arc::ptr_eq(last, old));
-            if self.history.len() > self.turn_start && is_last {
-                let mut history = History::new();
-                for m in self.history.iter_from(0).take(self.history.len() - 1) {
-                    history.push_shared(m.clone());
-                }
-                self.history = history;
-                let message = Arc::new(message);
-                self.push(message.clone());
-                ending.message = Some(message);
-                return;
-            }
-        }
-        ending.message = Some(Arc::new(message));
-    }
-
-    async fn finish(&mut self, mut ending: Ending, started: Instant) {
-        if self.agent.hooks.any_at(HookPoints::AFTER_TURN) {
-            let mut summary = self.summary(ending.end, ending.message.as_deref());
-            match self
-                .agent
-                .hooks
-                .after_turn(&self.hook_cx(), &self.emit, &mut summary)
-                .await
-            {
-                Ok(Some(message)) => self.replace_final(&mut ending, message),
-                Ok(None) => {}
-                Err(f) => ending = Ending::hook(f),
-            }
-        }
-        let state = ending.end.state();
-        // The final state is durable before the final event says so.
-        self.checkpoint(state);
-        self.writer.flush().await;
-        self.shared.set_outcome(TurnOutcome {
-            end: ending.end,
-            state,
-            message: ending.message.clone(),
-            usage: self.usage,
-            iterations: self.iteration,
-            history: self.history.clone(),
-            turn_start: self.turn_start,
-        });
-        self.emit.execution_end(
-            ending.end,
-            started.elapsed().as_millis() as u64,
-            ending.error.as_ref().map(|e| e.message.clone()),
-        );
-        let report = TurnReport {
-            finish_reason: ending.end,
-            iterations: self.iteration,
-            usage: self.usage,
-            error: ending.error,
-            failed_tool_call: ending.failed_tool_call,
-            agent: None,
-        };
-        self.emit
-            .final_status(ending.message, report, ending.metadata);
     }
 }
 
@@ -1017,40 +630,6 @@ fn ensure_call_ids(calls: &mut [ToolCall]) {
             call.id = format!("call_{}", uuid::Uuid::now_v7().simple());
         }
         seen.insert(call.id.clone());
-    }
-}
-
-/// The end of a turn whose tool call failed under [`ToolFailureMode::Fail`].
-fn tool_failure(call: &ToolCall, result: &ToolResult) -> Ending {
-    let kind = result.failure.unwrap_or(ToolFailure::Failed);
-    let mut ending = Ending::failed_as(
-        TurnEnd::ToolFailed,
-        format!(
-            "Tool '{}' failed ({}): {}",
-            call.name,
-            kind.as_str(),
-            result.text_content()
-        ),
-        "tool_failed",
-    );
-    ending.failed_tool_call = Some(FailedToolCall {
-        name: call.name.clone(),
-        call_id: call.id.clone(),
-        failure: kind.as_str().to_owned(),
-    });
-    ending
-}
-
-/// The wrap-up answer: the model's text without tool calls (a model that
-/// sends some anyway must not leave unanswered calls in the history), or the
-/// fallback when it said nothing.
-fn answer_text(response: LlmResponse, fallback: &str) -> Message {
-    let mut message = response.message;
-    message.tool_calls.clear();
-    if message.text().is_empty() {
-        Message::assistant(fallback.to_owned())
-    } else {
-        message
     }
 }
 
