@@ -62,25 +62,21 @@ fn text(t: &str) -> Vec<Part> {
 }
 
 fn file_bytes() -> Vec<Part> {
-    vec![Part::File {
-        file: FileContent {
-            name: Some("output.txt".into()),
-            mime_type: Some("text/plain".into()),
-            uri: None,
-            bytes: Some(base64::engine::general_purpose::STANDARD.encode(b"tck")),
-        },
-    }]
+    vec![Part::file(FileContent {
+        name: Some("output.txt".into()),
+        mime_type: Some("text/plain".into()),
+        uri: None,
+        bytes: Some(base64::engine::general_purpose::STANDARD.encode(b"tck")),
+    })]
 }
 
 fn file_url() -> Vec<Part> {
-    vec![Part::File {
-        file: FileContent {
-            name: Some("output.txt".into()),
-            mime_type: Some("text/plain".into()),
-            uri: Some("https://example.com/output.txt".into()),
-            bytes: None,
-        },
-    }]
+    vec![Part::file(FileContent {
+        name: Some("output.txt".into()),
+        mime_type: Some("text/plain".into()),
+        uri: Some("https://example.com/output.txt".into()),
+        bytes: None,
+    })]
 }
 
 /// Working, one artifact, completed: the streaming scenarios' shape.

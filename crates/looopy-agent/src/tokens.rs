@@ -360,14 +360,12 @@ mod tests {
     fn image(bytes: usize) -> Message {
         Message::with_parts(
             looopy_core::Role::User,
-            vec![Part::File {
-                file: FileContent {
-                    name: Some("cat.png".into()),
-                    mime_type: Some("image/png".into()),
-                    uri: None,
-                    bytes: Some("A".repeat(bytes)),
-                },
-            }],
+            vec![Part::file(FileContent {
+                name: Some("cat.png".into()),
+                mime_type: Some("image/png".into()),
+                uri: None,
+                bytes: Some("A".repeat(bytes)),
+            })],
         )
     }
 

@@ -682,14 +682,12 @@ mod tests {
     fn image_message(base64_len: usize) -> Message {
         Message::with_parts(
             Role::User,
-            vec![Part::File {
-                file: looopy_core::FileContent {
-                    name: Some("photo.png".into()),
-                    mime_type: Some("image/png".into()),
-                    uri: None,
-                    bytes: Some("A".repeat(base64_len)),
-                },
-            }],
+            vec![Part::file(looopy_core::FileContent {
+                name: Some("photo.png".into()),
+                mime_type: Some("image/png".into()),
+                uri: None,
+                bytes: Some("A".repeat(base64_len)),
+            })],
         )
     }
 

@@ -76,14 +76,12 @@ async fn a_large_image_does_not_evict_the_window() {
         Role::User,
         vec![
             Part::text("what is this?"),
-            Part::File {
-                file: FileContent {
-                    name: Some("photo.png".into()),
-                    mime_type: Some("image/png".into()),
-                    uri: None,
-                    bytes: Some("A".repeat(1_398_104)),
-                },
-            },
+            Part::file(FileContent {
+                name: Some("photo.png".into()),
+                mime_type: Some("image/png".into()),
+                uri: None,
+                bytes: Some("A".repeat(1_398_104)),
+            }),
         ],
     );
     let t = agent.execute_turn(Some(image), None).await.unwrap();

@@ -368,7 +368,10 @@ impl ResponseAssembler {
     /// The response. Without a finish chunk the reason is `tool_calls` when
     /// there are calls, `stop` otherwise.
     pub fn finish(self) -> LlmResponse {
-        let calls: Vec<ToolCall> = self.calls.into_iter().flatten().collect();
+        // Exactly as many as there are: the message is kept in the history
+        // (collected in place, the indexed buffer's spare room would stay).
+        let mut calls = Vec::with_capacity(self.calls.iter().flatten().count());
+        calls.extend(self.calls.into_iter().flatten());
         let finish_reason = self.finish.unwrap_or(if calls.is_empty() {
             FinishReason::Stop
         } else {

@@ -665,22 +665,18 @@ mod tests {
 
     #[test]
     fn data_and_images_are_mapped() {
-        let image = Part::File {
-            file: FileContent {
-                name: None,
-                mime_type: Some("image/png".into()),
-                uri: None,
-                bytes: Some("AAAA".into()),
-            },
-        };
-        let pdf = Part::File {
-            file: FileContent {
-                name: Some("a.pdf".into()),
-                mime_type: Some("application/pdf".into()),
-                uri: None,
-                bytes: None,
-            },
-        };
+        let image = Part::file(FileContent {
+            name: None,
+            mime_type: Some("image/png".into()),
+            uri: None,
+            bytes: Some("AAAA".into()),
+        });
+        let pdf = Part::file(FileContent {
+            name: Some("a.pdf".into()),
+            mime_type: Some("application/pdf".into()),
+            uri: None,
+            bytes: None,
+        });
         let history = History::from(vec![
             Message::with_parts(Role::User, vec![Part::text("look"), image]),
             Message::with_parts(

@@ -72,14 +72,12 @@ async fn request_maps_history_tools_and_defaults() {
 
     let mut assistant = Message::with_parts(Role::Assistant, vec![]);
     assistant.tool_calls = vec![ToolCall::new("c1", "add", r#"{"a":1}"#)];
-    let image = Part::File {
-        file: FileContent {
-            name: Some("cat.png".into()),
-            mime_type: Some("image/png".into()),
-            uri: Some("https://example.com/cat.png".into()),
-            bytes: None,
-        },
-    };
+    let image = Part::file(FileContent {
+        name: Some("cat.png".into()),
+        mime_type: Some("image/png".into()),
+        uri: Some("https://example.com/cat.png".into()),
+        bytes: None,
+    });
     let history = History::from(vec![
         Message::with_parts(Role::User, vec![Part::text("what is this?"), image]),
         assistant,

@@ -394,13 +394,13 @@ mod tests {
         let mut metadata = Map::new();
         metadata.insert("k".into(), json!({"n": 1}));
         metadata.insert("a".into(), json!([true, null, "x"]));
-        let file = |uri: Option<&str>, bytes: Option<&str>| Part::File {
-            file: FileContent {
+        let file = |uri: Option<&str>, bytes: Option<&str>| {
+            Part::file(FileContent {
                 name: Some("f.txt".into()),
                 mime_type: Some("text/plain".into()),
                 uri: uri.map(Into::into),
                 bytes: bytes.map(Into::into),
-            },
+            })
         };
         let mut rich = Message::assistant("the report");
         rich.parts.push(Part::Data {

@@ -398,14 +398,12 @@ fn core_part(p: Part03) -> Result<Part, String> {
             if file.bytes.is_none() && file.uri.is_none() {
                 return Err("a file part needs `file.bytes` or `file.uri`".into());
             }
-            Part::File {
-                file: FileContent {
-                    name: file.name,
-                    mime_type: file.mime_type,
-                    uri: file.uri,
-                    bytes: file.bytes,
-                },
-            }
+            Part::file(FileContent {
+                name: file.name,
+                mime_type: file.mime_type,
+                uri: file.uri,
+                bytes: file.bytes,
+            })
         }
     })
 }

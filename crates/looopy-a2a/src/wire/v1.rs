@@ -244,22 +244,18 @@ fn core_part(p: a2a::Part) -> Part {
     match p.content {
         PartContent::Text(text) => Part::Text { text },
         PartContent::Data(data) => Part::Data { data },
-        PartContent::Url(uri) => Part::File {
-            file: FileContent {
-                name: p.filename,
-                mime_type: p.media_type,
-                uri: Some(uri),
-                bytes: None,
-            },
-        },
-        PartContent::Raw(bytes) => Part::File {
-            file: FileContent {
-                name: p.filename,
-                mime_type: p.media_type,
-                uri: None,
-                bytes: Some(BASE64.encode(bytes)),
-            },
-        },
+        PartContent::Url(uri) => Part::file(FileContent {
+            name: p.filename,
+            mime_type: p.media_type,
+            uri: Some(uri),
+            bytes: None,
+        }),
+        PartContent::Raw(bytes) => Part::file(FileContent {
+            name: p.filename,
+            mime_type: p.media_type,
+            uri: None,
+            bytes: Some(BASE64.encode(bytes)),
+        }),
     }
 }
 
@@ -536,14 +532,12 @@ mod tests {
 
     #[test]
     fn files_become_raw_or_url_parts() {
-        let f = Part::File {
-            file: FileContent {
-                name: Some("a.png".into()),
-                mime_type: Some("image/png".into()),
-                uri: None,
-                bytes: Some(BASE64.encode(b"png")),
-            },
-        };
+        let f = Part::file(FileContent {
+            name: Some("a.png".into()),
+            mime_type: Some("image/png".into()),
+            uri: None,
+            bytes: Some(BASE64.encode(b"png")),
+        });
         let v = to_value(&part(&f));
         assert_eq!(
             v,

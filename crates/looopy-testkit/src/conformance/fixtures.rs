@@ -96,14 +96,12 @@ pub(crate) fn all_parts(tag: &str) -> Vec<Part> {
     vec![
         Part::text(format!("text {tag} ✓")),
         Part::data(json!({"tag": tag, "list": [1, 2.5, null], "flag": false})),
-        Part::File {
-            file: FileContent {
-                name: Some(format!("{tag}.png")),
-                mime_type: Some("image/png".into()),
-                uri: Some(format!("https://example.com/{tag}.png")),
-                bytes: Some("iVBORw0KGgo=".into()),
-            },
-        },
+        Part::file(FileContent {
+            name: Some(format!("{tag}.png")),
+            mime_type: Some("image/png".into()),
+            uri: Some(format!("https://example.com/{tag}.png")),
+            bytes: Some("iVBORw0KGgo=".into()),
+        }),
     ]
 }
 

@@ -19,27 +19,23 @@ pub(crate) fn to_part(block: ContentBlock) -> Option<Part> {
                 mime_type,
                 blob,
                 ..
-            } => Part::File {
-                file: FileContent {
-                    name: None,
-                    mime_type,
-                    uri: Some(uri),
-                    bytes: Some(blob),
-                },
-            },
+            } => Part::file(FileContent {
+                name: None,
+                mime_type,
+                uri: Some(uri),
+                bytes: Some(blob),
+            }),
             other => match serde_json::to_value(&other) {
                 Ok(value) => Part::data(value),
                 Err(_) => return None,
             },
         },
-        ContentBlock::ResourceLink(link) => Part::File {
-            file: FileContent {
-                name: Some(link.name),
-                mime_type: link.mime_type,
-                uri: Some(link.uri),
-                bytes: None,
-            },
-        },
+        ContentBlock::ResourceLink(link) => Part::file(FileContent {
+            name: Some(link.name),
+            mime_type: link.mime_type,
+            uri: Some(link.uri),
+            bytes: None,
+        }),
         // The union is non-exhaustive: a block of a later protocol version
         // is kept as JSON rather than lost.
         #[allow(unreachable_patterns)]
@@ -52,14 +48,12 @@ pub(crate) fn to_part(block: ContentBlock) -> Option<Part> {
 }
 
 fn inline_file(name: Option<String>, mime_type: String, data: String) -> Part {
-    Part::File {
-        file: FileContent {
-            name,
-            mime_type: Some(mime_type),
-            uri: None,
-            bytes: Some(data),
-        },
-    }
+    Part::file(FileContent {
+        name,
+        mime_type: Some(mime_type),
+        uri: None,
+        bytes: Some(data),
+    })
 }
 
 /// Maps a whole MCP result.
