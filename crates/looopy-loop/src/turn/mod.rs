@@ -76,7 +76,8 @@ enum Step {
 }
 
 impl Turn {
-    fn new(
+    /// A new turn over `history`.
+    pub(crate) fn start(
         agent: AgentLoop,
         cx: TurnContext,
         emit: Emitter,
@@ -113,18 +114,6 @@ impl Turn {
         }
     }
 
-    /// A new turn over `history`.
-    pub(crate) fn start(
-        agent: AgentLoop,
-        cx: TurnContext,
-        emit: Emitter,
-        shared: Arc<TurnShared>,
-        history: History,
-        input: TurnInput,
-    ) -> Self {
-        Self::new(agent, cx, emit, shared, history, input)
-    }
-
     /// Runs these approved calls before the first iteration.
     pub(crate) fn with_approved(mut self, approved: ApprovedCalls) -> Self {
         self.approved = Some(Box::new(approved));
@@ -140,7 +129,7 @@ impl Turn {
         c: TaskCheckpoint,
         input: TurnInput,
     ) -> Self {
-        let mut turn = Self::new(agent, cx, emit, shared, c.messages, input);
+        let mut turn = Self::start(agent, cx, emit, shared, c.messages, input);
         turn.turn_start = c.turn_start;
         turn.iteration = c.iteration;
         turn.usage = c.usage;
