@@ -4,10 +4,10 @@
 //!
 //! Each tool writes the [`ArtifactStore`] itself, so that a later call of
 //! the same turn reads what an earlier one wrote, and hands the artifact as
-//! it now is to the Agent (in [`ToolResult::artifacts`]), which announces it as an
-//! `artifact-update` event (whole, `append: false`, also after an append:
-//! readers replace their copy) and keeps only its id in the saved tool
-//! message. Artifacts hold text: what the model writes.
+//! it now is to the Agent (in [`ToolResult::artifacts`]), which announces
+//! it as an `artifact-update` event (whole, `append: false`, also after an
+//! append: readers replace their copy) and keeps only its id in the saved
+//! tool message. Artifacts hold text: what the model writes.
 
 use std::sync::Arc;
 
