@@ -196,9 +196,3 @@ impl ArtifactRecorder {
         events
     }
 }
-
-/// Whether a tool's result carries artifacts it made (see
-/// [`ArtifactRecorder::tool_artifacts`]).
-pub(crate) fn carries_tool_artifacts(result: &ToolResult) -> bool {
-    !result.artifacts.is_empty()
-}

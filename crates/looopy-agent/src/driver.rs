@@ -20,7 +20,7 @@ use looopy_loop::{EventSender, InternalEvents, TurnEnd, TurnStream};
 use tokio::sync::OwnedMutexGuard;
 
 use crate::agent::Agent;
-use crate::artifacts::{ArtifactRecorder, carries_tool_artifacts};
+use crate::artifacts::ArtifactRecorder;
 use crate::client;
 use crate::commit;
 use crate::compaction::{self, CompactionReport};
@@ -375,7 +375,7 @@ fn pump<'a>(
             // A finished call: its artifacts are announced, its result kept
             // (for the calls a turn that ends early leaves open).
             if let Some(result) = result {
-                if carries_tool_artifacts(&result) {
+                if !result.artifacts.is_empty() {
                     for artifact_event in Box::pin(recorder.tool_artifacts(&result)).await {
                         tx.send(artifact_event);
                     }

@@ -263,10 +263,10 @@ impl From<ToolResultWire> for ToolResult {
 /// carries in its metadata (`"artifacts"`, a JSON array of [`Artifact`]),
 /// taken out of it; none when that entry is absent or is something else.
 fn legacy_artifacts(metadata: &mut Map<String, Value>) -> Vec<Artifact> {
-    let Some(Value::Array(items)) = metadata.get("artifacts") else {
+    let Some(items @ Value::Array(_)) = metadata.get("artifacts") else {
         return Vec::new();
     };
-    match serde_json::from_value(Value::Array(items.clone())) {
+    match Vec::<Artifact>::deserialize(items) {
         Ok(artifacts) => {
             metadata.remove("artifacts");
             artifacts

@@ -101,27 +101,26 @@ impl Turn {
     /// An `after_turn` hook's final message: it replaces the ending's, and
     /// the turn's last message when that is the same one.
     fn replace_final(&mut self, ending: &mut Ending, mut message: Message) {
-        if let Some(old) = &ending.message {
+        let replaces_last = ending.message.as_ref().is_some_and(|old| {
             if ending.end == TurnEnd::InputRequired {
                 message.tool_calls.clone_from(&old.tool_calls);
             }
-            let is_last = self
-                .history
-                .last_shared()
-                .is_some_and(|last| Arc::ptr_eq(last, old));
-            if self.history.len() > self.turn_start && is_last {
-                let mut history = History::new();
-                for m in self.history.iter_from(0).take(self.history.len() - 1) {
-                    history.push_shared(m.clone());
-                }
-                self.history = history;
-                let message = Arc::new(message);
-                self.push(message.clone());
-                ending.message = Some(message);
-                return;
+            self.history.len() > self.turn_start
+                && self
+                    .history
+                    .last_shared()
+                    .is_some_and(|last| Arc::ptr_eq(last, old))
+        });
+        let message = Arc::new(message);
+        if replaces_last {
+            let mut history = History::new();
+            for m in self.history.iter_from(0).take(self.history.len() - 1) {
+                history.push_shared(m.clone());
             }
+            self.history = history;
+            self.push(message.clone());
         }
-        ending.message = Some(Arc::new(message));
+        ending.message = Some(message);
     }
 
     pub(super) async fn finish(&mut self, mut ending: Ending, started: Instant) {
