@@ -66,11 +66,15 @@ async fn discover_send_get_list_in_1_0() {
 async fn stream_and_resubscribe_in_both_versions() {
     for version in [ProtocolVersion::V1_0, ProtocolVersion::V0_3] {
         let gate = Arc::new(Semaphore::new(0));
+        // Held until the resubscribed stream has read the last chunk: once
+        // the turn ends, its chunks are kept as one whole artifact.
+        let end = Arc::new(Semaphore::new(0));
         let runner = ScriptedRunner::new(vec![vec![
             working(),
             chunk("a", true, false),
             Step::Gate(gate.clone()),
             chunk("b", false, true),
+            Step::Gate(end.clone()),
             finish(TaskState::Completed, "ab"),
         ]]);
         let server = start(runner).await;
@@ -97,7 +101,12 @@ async fn stream_and_resubscribe_in_both_versions() {
         let mut again = client.resubscribe(&task_id, Some(&seen)).await.unwrap();
         let mut items = Vec::new();
         while let Some(item) = again.next().await {
-            items.push(item.unwrap());
+            let item = item.unwrap();
+            if matches!(&item.event, StreamEvent::Update(e) if matches!(&*e.payload, EventPayload::ArtifactUpdate { .. }))
+            {
+                end.add_permits(1);
+            }
+            items.push(item);
         }
         if version == ProtocolVersion::V1_0 {
             assert!(

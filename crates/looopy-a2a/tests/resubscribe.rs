@@ -1,6 +1,7 @@
 //! Tasks outlive connections: drop a stream midway, resubscribe with
-//! Last-Event-ID and get exactly what was missed; also from a second server
-//! sharing the stores.
+//! Last-Event-ID and get exactly what was missed (once the turn has ended,
+//! with its streamed answer as one whole artifact); also from a second
+//! server sharing the stores.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -8,6 +9,7 @@ mod support;
 use std::sync::Arc;
 
 use looopy_core::TaskState;
+use looopy_core::store::EventLog;
 use serde_json::json;
 use support::*;
 use tokio::sync::Semaphore;
@@ -26,7 +28,6 @@ fn gated(gate: &Arc<Semaphore>) -> ScriptedRunner {
 
 /// The log ids of a task's public events, from the server's log.
 async fn log_ids(server: &TestServer, task_id: &str) -> Vec<String> {
-    use looopy_core::store::EventLog;
     server
         .events
         .read(task_id, None, 1000)
@@ -38,7 +39,7 @@ async fn log_ids(server: &TestServer, task_id: &str) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn v1_disconnect_then_resubscribe_gets_exactly_the_missing_events() {
+async fn v1_disconnect_then_resubscribe_after_the_end_gets_the_rest_with_the_answer_whole() {
     let gate = Arc::new(Semaphore::new(0));
     let server = start(gated(&gate)).await;
     let mut first = stream_v1(&server.url, v1_message("count")).await;
@@ -56,9 +57,11 @@ async fn v1_disconnect_then_resubscribe_gets_exactly_the_missing_events() {
     let last_seen = one.id.clone().unwrap();
     drop(first); // the client goes away midway
 
-    // The task goes on without a reader.
+    // The task goes on without a reader, and once it ended its three
+    // chunks are kept as one whole artifact.
     gate.add_permits(1);
     wait_for_state(&server.url, &task_id, "TASK_STATE_COMPLETED").await;
+    eventually(async || log_ids(&server, &task_id).await.len() == 4).await;
 
     let events = resubscribe_v1(&server.url, &task_id, &last_seen)
         .await
@@ -72,26 +75,28 @@ async fn v1_disconnect_then_resubscribe_gets_exactly_the_missing_events() {
     );
     let missed = &events[1..];
     let texts = artifact_texts_v1(missed);
-    assert_eq!(texts, ["two ", "three"]);
+    assert_eq!(texts, ["one two three"]);
+    let whole = &missed[0].data["result"]["artifactUpdate"];
+    assert_ne!(whole["append"], true, "it replaces the client's copy");
+    assert_eq!(whole["lastChunk"], true);
     assert_eq!(*last_state_v1(missed), "TASK_STATE_COMPLETED");
-    assert_eq!(missed.len(), 3);
+    assert_eq!(missed.len(), 2);
+    assert_eq!(built_answer_v1(missed), "one two three");
     // Exactly the log's events after the last one seen.
     let ids = log_ids(&server, &task_id).await;
-    let after: Vec<_> = ids
-        .iter()
-        .skip_while(|i| **i != last_seen)
-        .skip(1)
-        .cloned()
+    let after: Vec<_> = server
+        .events
+        .read(&task_id, Some(&last_seen), 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
         .collect();
     let got: Vec<_> = missed.iter().map(|e| e.id.clone().unwrap()).collect();
     assert_eq!(got, after);
-    // Nothing was lost in between either (and the stream did not ask for
-    // the tool-progress extension: no update of it was logged).
-    assert_eq!(
-        ids.len(),
-        2 + 1 + 3,
-        "task, working, one, two, three, completed"
-    );
+    // Nothing else was lost (and the stream did not ask for the
+    // tool-progress extension: no update of it was logged).
+    assert_eq!(ids.len(), 4, "task, working, the answer, completed");
     let _ = working;
 }
 
@@ -195,8 +200,10 @@ async fn a_second_server_sharing_the_stores_serves_the_stream() {
     );
     gate.add_permits(1);
     let rest = on_b.rest().await;
-    let texts = artifact_texts_v1(&rest);
-    assert_eq!(texts, ["one ", "two ", "three"]);
+    // Chunks as they came, or (when the turn ended before B read them)
+    // the whole answer: the client builds the same text.
+    assert_eq!(built_answer_v1(&rest), "one two three");
+    assert_eq!(*last_state_v1(&rest), "TASK_STATE_COMPLETED");
     // B answers GetTask for A's task too.
     let got = rpc_v1(&b.url, "GetTask", json!({"id": task_id})).await;
     assert_eq!(got["result"]["status"]["state"], "TASK_STATE_COMPLETED");
@@ -234,27 +241,36 @@ async fn a_bad_last_event_id_is_an_invalid_param() {
 async fn a_replay_longer_than_the_streams_buffer_comes_whole_and_in_order() {
     // More events than a stream queues at once (64): the follower waits for
     // the client to take some before it reads on.
+    // The replay runs while the turn waits at the gate: once it ends, its
+    // chunks are kept as one artifact.
     let count = 200;
+    let gate = Arc::new(Semaphore::new(0));
     let mut script = vec![working()];
     script.extend((0..count).map(|i| chunk(&format!("{i} "), i == 0, i == count - 1)));
+    script.push(Step::Gate(gate.clone()));
     script.push(finish(TaskState::Completed, "counted"));
     let server = start(ScriptedRunner::new(vec![script])).await;
-    let events = stream_v1(&server.url, v1_message("count"))
-        .await
-        .rest()
-        .await;
+    let mut live = stream_v1(&server.url, v1_message("count")).await;
+    let mut events = Vec::new();
+    for _ in 0..2 + count {
+        events.push(live.next().await.unwrap());
+    }
     let task_id = events[0].task_id();
     let first_id = events[1].id.clone().unwrap();
 
-    let replayed = resubscribe_v1(&server.url, &task_id, &first_id)
-        .await
-        .rest()
-        .await;
+    let mut replay = resubscribe_v1(&server.url, &task_id, &first_id).await;
+    let mut replayed = Vec::new();
+    for _ in 0..1 + count {
+        replayed.push(replay.next().await.unwrap());
+    }
+    let ids = log_ids(&server, &task_id).await;
+    gate.add_permits(1);
+    replayed.extend(replay.rest().await);
+    events.extend(live.rest().await);
     let expected: Vec<String> = (0..count).map(|i| format!("{i} ")).collect();
     assert_eq!(artifact_texts_v1(&replayed[1..]), expected);
     assert_eq!(*last_state_v1(&replayed), "TASK_STATE_COMPLETED");
-    let ids = log_ids(&server, &task_id).await;
-    let got: Vec<_> = replayed[1..]
+    let got: Vec<_> = replayed[1..=count]
         .iter()
         .map(|e| e.id.clone().unwrap())
         .collect();

@@ -433,6 +433,34 @@ pub trait EventLog: Send + Sync {
     ) -> BoxStream<'a, Result<StoredEvent, StoreError>>;
     /// Forgets a task's events.
     async fn delete(&self, task_id: &str) -> Result<(), StoreError>;
+    /// Rewrites entries of a task's log below its last one: the entries
+    /// whose ids are in `remove` go, and each event of `put` takes the
+    /// place of the removed entry whose id it carries (every `put` id must
+    /// be in `remove`). Order and ids are kept, so a reader after any id
+    /// still reads every later event: one after a removed id reads the
+    /// `put` event that took a later place. The Agent's server uses it to
+    /// keep a finished turn's streamed chunks as one whole artifact.
+    ///
+    /// `last` is the id of the log's last entry as the caller saw it: when
+    /// another event was appended since, or the log is gone, nothing
+    /// changes and it returns `Ok(false)`. Ids `remove` names that the log
+    /// no longer holds are skipped.
+    ///
+    /// The default keeps every entry (`Ok(false)`): a log that cannot
+    /// rewrite its entries still serves every reader, only with more
+    /// events. An invalid call (a `put` id not in `remove`, ids of another
+    /// log) is [`StoreError::Conflict`] or [`StoreError::NotFound`].
+    async fn replace_entries(
+        &self,
+        task_id: &str,
+        last: &str,
+        remove: &[String],
+        put: Vec<StoredEvent>,
+    ) -> Result<bool, StoreError> {
+        let _ = (task_id, last);
+        validate::check_replacement(remove, &put)?;
+        Ok(false)
+    }
 }
 
 /// What [`TurnLock::try_acquire`] found.

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 use looopy_core::store::follow::{FollowBatch, FollowSource, follow, follow_error};
-use looopy_core::store::validate::foreign_event_id;
+use looopy_core::store::validate::{check_replacement, foreign_event_id};
 use looopy_core::store::{EventLog, StoredEvent};
 use looopy_core::{AgentEvent, StoreError};
 use tokio::sync::Notify;
@@ -282,6 +282,53 @@ impl EventLog for MemoryEventLog {
         let removed = lock(&self.inner).logs.remove(task_id);
         drop(removed); // freed outside the lock
         Ok(())
+    }
+
+    async fn replace_entries(
+        &self,
+        task_id: &str,
+        last: &str,
+        remove: &[String],
+        put: Vec<StoredEvent>,
+    ) -> Result<bool, StoreError> {
+        check_replacement(remove, &put)?;
+        let last = parse_id(Some(last))?;
+        let mut gone = remove
+            .iter()
+            .map(|id| parse_id(Some(id)))
+            .collect::<Result<Vec<u64>, _>>()?;
+        gone.sort_unstable();
+        let mut put = put
+            .into_iter()
+            .map(|p| {
+                Ok(Entry {
+                    seq: parse_id(Some(&p.id))?,
+                    event: p.event,
+                })
+            })
+            .collect::<Result<Vec<Entry>, StoreError>>()?;
+        put.sort_unstable_by_key(|e| e.seq);
+        let removed: Vec<Entry> = {
+            let mut inner = lock(&self.inner);
+            let Some(log) = inner.logs.get_mut(task_id) else {
+                return Ok(false);
+            };
+            if log.last().is_none_or(|e| e.seq != last) {
+                return Ok(false);
+            }
+            let removed = log
+                .extract_if(.., |e| gone.binary_search(&e.seq).is_ok())
+                .collect();
+            for entry in put {
+                let at = log.partition_point(|e| e.seq < entry.seq);
+                log.insert(at, entry);
+            }
+            log.shrink_to_fit();
+            removed
+        };
+        // Freed outside the lock (a reader that took one keeps its share).
+        drop(removed);
+        Ok(true)
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 use looopy_core::store::follow::{FollowBatch, FollowSource, follow, follow_error};
-use looopy_core::store::validate::foreign_event_id;
+use looopy_core::store::validate::{check_replacement, foreign_event_id};
 use looopy_core::store::{EventLog, StoredEvent};
 use looopy_core::{AgentEvent, StoreError};
 use redis::streams::{StreamId, StreamRangeReply, StreamReadReply};
@@ -13,6 +13,7 @@ use redis::streams::{StreamId, StreamRangeReply, StreamReadReply};
 use crate::backend::{RedisBackend, Retry};
 use crate::connection::Connection;
 use crate::error::{corrupt, from_redis};
+use crate::scripts::EVENTS_REPLACE;
 
 /// How many entries one read takes.
 const BATCH: usize = 256;
@@ -232,6 +233,34 @@ impl EventLog for RedisEventLog {
             replayed: false,
             conn: None,
         })
+    }
+
+    async fn replace_entries(
+        &self,
+        task_id: &str,
+        last: &str,
+        remove: &[String],
+        put: Vec<StoredEvent>,
+    ) -> Result<bool, StoreError> {
+        check_replacement(remove, &put)?;
+        parse_id(last)?;
+        for id in remove {
+            parse_id(id)?;
+        }
+        let keys = self.backend.keys();
+        let mut call = EVENTS_REPLACE.prepare_invoke();
+        call.key(keys.events(task_id))
+            .key(keys.events_scratch(task_id))
+            .arg(last)
+            .arg(remove.len())
+            .arg(remove);
+        for event in &put {
+            call.arg(&event.id)
+                .arg(serde_json::to_string(&*event.event)?);
+        }
+        // Safe to try again: a second run finds the stream already rewritten.
+        let replaced: i64 = self.backend.script(&call, Retry::Safe).await?;
+        Ok(replaced == 1)
     }
 
     async fn delete(&self, task_id: &str) -> Result<(), StoreError> {

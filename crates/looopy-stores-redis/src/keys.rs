@@ -58,6 +58,7 @@ pub(crate) fn turn_shard(context_id: &str) -> u32 {
 /// | `P:{task:T}:checkpoint` | hash | `head` (checkpoint JSON without messages), `epoch`, `len` |
 /// | `P:{task:T}:checkpoint:messages` | list | the checkpoint's messages, one JSON each |
 /// | `P:{task:T}:events` | stream | entries `{e: <event JSON>}`; ids are the event ids |
+/// | `P:{task:T}:events:scratch` | stream | a task's stream being rewritten (inside one script: never seen outside it) |
 /// | `P:{task:T}:record` | string | the A2A task record (JSON, its `version` included) |
 /// | `P:{task:T}:cancel` | string | the task's cancel flag (`1` while a cancel is requested) |
 /// | `P:{task:T}:push` | hash | the task's push notification configs: config id → config JSON |
@@ -176,6 +177,12 @@ impl KeyLayout {
         self.task(task_id, "events")
     }
 
+    /// Where a task's event stream is rebuilt before it replaces the
+    /// stream (`EventLog::replace_entries`); gone once it has.
+    pub fn events_scratch(&self, task_id: &str) -> String {
+        self.task(task_id, "events:scratch")
+    }
+
     /// A task's A2A record.
     pub fn task_record(&self, task_id: &str) -> String {
         self.task(task_id, "record")
@@ -247,6 +254,7 @@ mod tests {
             keys.checkpoint(t),
             keys.checkpoint_messages(t),
             keys.events(t),
+            keys.events_scratch(t),
             keys.task_record(t),
             keys.task_cancel(t),
         ] {

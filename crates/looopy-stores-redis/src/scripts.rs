@@ -213,6 +213,44 @@ return {1, cur}
     )
 });
 
+/// Rewrites entries of a task's event stream below its last one. A stream
+/// takes no entry below its last id, so the stream is copied, entry by
+/// entry with its id, into a key of the same slot with the removed entries
+/// left out and the new ones in their places, and renamed over the old
+/// one (its expiry kept).
+///
+/// KEYS: stream, scratch key. ARGV: the last id the caller saw, the
+/// number of removed ids, the removed ids, then `id, event JSON` pairs.
+/// Returns 1 when rewritten, 0 when the stream is gone or its last entry
+/// is another (nothing written).
+pub(crate) static EVENTS_REPLACE: LazyLock<Script> = LazyLock::new(|| {
+    with_helpers(
+        r#"
+local key, scratch = KEYS[1], KEYS[2]
+local top = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)
+if #top == 0 or top[1][1] ~= ARGV[1] then return 0 end
+local n = tonumber(ARGV[2])
+local gone = {}
+for i = 3, 2 + n do gone[ARGV[i]] = true end
+local put = {}
+for i = 3 + n, #ARGV, 2 do put[ARGV[i]] = ARGV[i + 1] end
+local ttl = redis.call('PTTL', key)
+redis.call('DEL', scratch)
+for _, entry in ipairs(redis.call('XRANGE', key, '-', '+')) do
+  local id = entry[1]
+  if put[id] then
+    redis.call('XADD', scratch, id, 'e', put[id])
+  elseif not gone[id] then
+    redis.call('XADD', scratch, id, unpack(entry[2]))
+  end
+end
+redis.call('RENAME', scratch, key)
+expire(key, ttl)
+return 1
+"#,
+    )
+});
+
 /// The server's clock in milliseconds, for the lease scripts: every
 /// process then agrees on when a lease runs out.
 const NOW: &str = r#"

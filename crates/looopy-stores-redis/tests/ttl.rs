@@ -10,7 +10,7 @@ use std::time::Duration;
 use chrono::Utc;
 use looopy_core::store::Acquire;
 use looopy_core::store::Stores;
-use looopy_core::store::{AgentState, LifecycleState, TaskCheckpoint, TaskRecord};
+use looopy_core::store::{AgentState, LifecycleState, StoredEvent, TaskCheckpoint, TaskRecord};
 use looopy_core::{AgentEvent, Artifact, EventPayload, Message, Part, TaskState, TaskStatus};
 use looopy_stores_redis::KeyLayout;
 
@@ -67,18 +67,27 @@ async fn write_everything(stores: &Stores, k: &KeyLayout, ctx: &str, task: &str)
         })
         .await
         .unwrap();
-    stores
-        .events
-        .append(
-            task,
-            Arc::new(AgentEvent::new(
-                task.into(),
-                ctx.into(),
-                EventPayload::Text { text: "e".into() },
-            )),
-        )
-        .await
-        .unwrap();
+    let event = |text: &str| {
+        Arc::new(AgentEvent::new(
+            task.into(),
+            ctx.into(),
+            EventPayload::Text { text: text.into() },
+        ))
+    };
+    let first = stores.events.append(task, event("e")).await.unwrap();
+    let last = stores.events.append(task, event("f")).await.unwrap();
+    // A rewritten stream keeps the expiry it had (or its lack of one).
+    let replacement = StoredEvent {
+        id: first.clone(),
+        event: event("e2"),
+    };
+    assert!(
+        stores
+            .events
+            .replace_entries(task, &last, &[first], vec![replacement])
+            .await
+            .unwrap()
+    );
     stores
         .task_records
         .put(&TaskRecord::new(

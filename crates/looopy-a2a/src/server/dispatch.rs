@@ -373,6 +373,7 @@ async fn stream(
             first: None,
             progress,
             next_turn: false,
+            reader: Some(started.reader),
         }
     } else {
         let q = task_query(v, params)?;
@@ -399,6 +400,9 @@ async fn stream(
             ProtocolVersion::V1_0 => Some(state.tasks.snapshot(&record, None).await?),
             ProtocolVersion::V0_3 => None,
         };
+        // A stream that follows a turn running here reads its chunks as
+        // they came.
+        let reader = state.tasks.reader(&q.id);
         StreamSpec {
             version: v,
             task_id: q.id,
@@ -406,6 +410,7 @@ async fn stream(
             first,
             progress,
             next_turn,
+            reader,
         }
     };
     Ok(Opened::Follow(Box::new(spec)))

@@ -155,6 +155,7 @@ impl A2aServer {
                     &turn.task_id,
                     turn.turn.clone(),
                     turn.last_event.clone(),
+                    None,
                 );
             }
         }

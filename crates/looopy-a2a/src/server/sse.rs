@@ -28,7 +28,7 @@ use crate::RpcError;
 use crate::jsonrpc;
 use crate::model::{StreamEvent, TaskSnapshot};
 use crate::server::dispatch::Opened;
-use crate::server::tasks::Tasks;
+use crate::server::tasks::{Tasks, TurnReader};
 use crate::server::{ServerState, progress, rest};
 use crate::version::ProtocolVersion;
 use crate::wire::{self, StreamResult};
@@ -50,6 +50,9 @@ pub(crate) struct StreamSpec {
     /// The task waits for input and `after` is its last event: the stream
     /// shows its next turn, once the client's answer starts it.
     pub(crate) next_turn: bool,
+    /// The stream reads the turn its own request started: held until the
+    /// turn's end is read, so that the chunks come as they came.
+    pub(crate) reader: Option<TurnReader>,
 }
 
 /// How often a subscription to a task that waits for input looks for its
@@ -275,6 +278,7 @@ async fn forward(tasks: &Tasks, spec: StreamSpec, queue: &Queue) {
         first,
         progress,
         next_turn,
+        mut reader,
     } = spec;
     if let Some(task) = first
         && let Some(result) = wire::stream_result(version, &StreamEvent::Task(task))
@@ -335,6 +339,8 @@ async fn forward(tasks: &Tasks, spec: StreamSpec, queue: &Queue) {
                 }
             }
         }
+        // The turn its request started is read: its chunks may be compacted.
+        drop(reader.take());
         // A turn ended. When the task went on with another turn right after
         // it (the client answered an input request), follow that one too.
         let Some(final_id) = final_id else { return };

@@ -515,6 +515,23 @@ pub fn artifact_texts_v1(events: &[SseEvent]) -> Vec<&str> {
         .collect()
 }
 
+/// The text a client builds of artifact `response` from these A2A 1.0
+/// stream events: an update with `append` extends it, one without replaces
+/// it (a finished turn's chunks come as one whole artifact).
+pub fn built_answer_v1(events: &[SseEvent]) -> String {
+    let mut text = String::new();
+    for update in events.iter().map(|e| &e.data["result"]["artifactUpdate"]) {
+        let Some(part) = update["artifact"]["parts"][0]["text"].as_str() else {
+            continue;
+        };
+        if update["append"] != true {
+            text.clear();
+        }
+        text.push_str(part);
+    }
+    text
+}
+
 /// The state of the last of these A2A 1.0 stream events, a status update
 /// (`TASK_STATE_*`; `Null` when it is something else).
 pub fn last_state_v1(events: &[SseEvent]) -> &Value {

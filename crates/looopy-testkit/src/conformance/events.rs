@@ -18,7 +18,8 @@ const PER_WRITER: usize = 10;
 /// Checks an [`EventLog`]: round trips of every event kind, ids, `read`
 /// after an id with limits, isolation between tasks, `follow` (replay, live
 /// events, end at the final event, start before the first event, several
-/// followers), concurrent appends, delete.
+/// followers), concurrent appends, entries replaced below the last one,
+/// delete.
 pub async fn event_log(log: Arc<dyn EventLog>, ids: &UniqueIds) {
     missing(&*log, ids).await;
     let (task, appended) = read_after(&*log, ids).await;
@@ -26,6 +27,7 @@ pub async fn event_log(log: Arc<dyn EventLog>, ids: &UniqueIds) {
     follow_live(Arc::clone(&log), ids).await;
     follow_before_first_event(Arc::clone(&log), ids).await;
     concurrent_appends(Arc::clone(&log), ids).await;
+    replace_entries(&*log, ids).await;
     delete(&*log, &task).await;
 }
 
@@ -289,4 +291,102 @@ async fn delete(log: &dyn EventLog, task: &str) {
         "a deleted log starts afresh"
     );
     ok(log.delete(task).await, "cleanup delete");
+}
+
+async fn replace_entries(log: &dyn EventLog, ids: &UniqueIds) {
+    let task = ids.next("task");
+    let events: Vec<AgentEvent> = (0..4)
+        .map(|n| numbered_event(&task, n))
+        .chain([final_event(&task)])
+        .collect();
+    let appended = append_all(log, &task, &events).await;
+    let last = appended[4].id.clone();
+    // Entries 1 and 2 become one event, in entry 2's place.
+    let whole = StoredEvent {
+        id: appended[2].id.clone(),
+        event: Arc::new(numbered_event(&task, 12)),
+    };
+    let remove = [appended[1].id.clone(), appended[2].id.clone()];
+
+    let stale = log
+        .replace_entries(&task, &appended[3].id, &remove, vec![whole.clone()])
+        .await;
+    assert!(
+        !ok(stale, "replace_entries with a stale last id"),
+        "a call that did not see the log's last entry must change nothing"
+    );
+    assert_eq!(ok(log.read(&task, None, 100).await, "read"), appended);
+
+    let done = log
+        .replace_entries(&task, &last, &remove, vec![whole.clone()])
+        .await;
+    assert!(ok(done, "replace_entries"), "the log must be rewritten");
+    let expected = vec![
+        appended[0].clone(),
+        whole.clone(),
+        appended[3].clone(),
+        appended[4].clone(),
+    ];
+    assert_eq!(
+        ok(log.read(&task, None, 100).await, "read"),
+        expected,
+        "removed entries must be gone and the new event in its place, with its id"
+    );
+    for (after, from) in [(1, 1), (2, 2)] {
+        assert_eq!(
+            ok(
+                log.read(&task, Some(&appended[after].id), 100).await,
+                "read after a removed id"
+            ),
+            expected[from..].to_vec(),
+            "a reader after a removed id must read every later event"
+        );
+    }
+    assert_eq!(
+        collect(log, &task, Some(appended[1].id.clone())).await,
+        expected[1..].to_vec(),
+        "follow after a removed id must replay every later event and end"
+    );
+    let again = log
+        .replace_entries(&task, &last, &remove, vec![whole.clone()])
+        .await;
+    assert!(
+        ok(again, "the same replacement again"),
+        "the same call again must leave the log as it is"
+    );
+    assert_eq!(ok(log.read(&task, None, 100).await, "read"), expected);
+
+    let next = append_all(log, &task, &[numbered_event(&task, 5)]).await;
+    assert_eq!(
+        ok(
+            log.read(&task, Some(&last), 100).await,
+            "read after the rewrite"
+        ),
+        next,
+        "appends must go on after a rewritten log"
+    );
+
+    let misplaced = log
+        .replace_entries(
+            &task,
+            &next[0].id,
+            std::slice::from_ref(&appended[0].id),
+            vec![StoredEvent {
+                id: appended[3].id.clone(),
+                event: Arc::new(numbered_event(&task, 13)),
+            }],
+        )
+        .await;
+    assert!(
+        matches!(misplaced, Err(looopy_core::StoreError::Conflict { .. })),
+        "an event put in the place of an entry not removed must be refused: {misplaced:?}"
+    );
+    let missing = log
+        .replace_entries(&ids.next("task"), &last, &remove, Vec::new())
+        .await;
+    assert!(
+        !ok(missing, "replace_entries on a missing task"),
+        "a missing log must be left alone"
+    );
+    ok(log.delete(&task).await, "cleanup delete");
 }

@@ -23,7 +23,7 @@ use tokio::sync::Notify;
 use super::ssrf::{self, GuardedResolver};
 use super::{Push, PushSettings};
 use crate::server::progress;
-use crate::server::tasks::Tasks;
+use crate::server::tasks::{Tasks, TurnReader};
 use crate::version::ProtocolVersion;
 use crate::wire;
 
@@ -133,13 +133,15 @@ impl Push {
     /// configs again at its next event). `turn`: the log id the turn's
     /// events come after (which turn it is); `from`: where to start reading
     /// (the turn's start, or the last event when a config is created while
-    /// the turn runs).
+    /// the turn runs); `reader`: held until the turn's end is read, when
+    /// the follower starts with the turn.
     pub(crate) fn watch(
         self: &Arc<Self>,
         tasks: Arc<Tasks>,
         task_id: &str,
         turn: Option<String>,
         from: Option<String>,
+        reader: Option<TurnReader>,
     ) {
         let key = (task_id.to_owned(), turn);
         {
@@ -157,6 +159,7 @@ impl Push {
                 () = push.follow(&tasks, &key, from) => {}
                 () = stop.cancelled() => {}
             }
+            drop(reader);
             lock(&push.followers).remove(&key);
         });
     }

@@ -68,6 +68,7 @@ pub(crate) async fn rpc(
                     &task_id,
                     record.turn_start_event_id.clone(),
                     record.last_event_id.clone(),
+                    None,
                 );
             }
             push.touch(&task_id);
@@ -189,6 +190,7 @@ pub(crate) async fn started(
         &started.task_id,
         started.after.clone(),
         started.after.clone(),
+        Some(started.reader.clone()),
     );
     Ok(())
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use futures::StreamExt;
-use looopy_core::store::{EventLog, TaskRecord, TaskRecordStore, TurnLock};
+use looopy_core::store::{EventLog, StoredEvent, TaskRecord, TaskRecordStore, TurnLock};
 use looopy_core::{
     AgentEvent, AuthContext, CancellationToken, EventPayload, Message, TaskState, TaskStatus,
 };
@@ -32,20 +32,39 @@ use crate::server::progress;
 use crate::wire::SendParams;
 
 mod cancel;
+mod compact;
 mod query;
+
+pub(crate) use compact::TurnReader;
 mod recovery;
 
 /// Where a started turn is.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Started {
     pub(crate) task_id: String,
     /// The turn's events come after this log id (`None`: from the start).
     pub(crate) after: Option<String>,
+    /// Held by the stream that reads the turn for this request, until it
+    /// has read the turn's end; dropped at once by a request that does
+    /// not stream.
+    pub(crate) reader: TurnReader,
 }
 
 struct Running {
     cancel: CancellationToken,
     phase: watch::Receiver<Phase>,
+    /// Handed to each stream that follows the turn while it runs here
+    /// ([`Tasks::reader`]).
+    reader: TurnReader,
+}
+
+/// A turn noted as running here.
+struct Registered {
+    phase: watch::Sender<Phase>,
+    /// For the readers that start with the turn.
+    reader: TurnReader,
+    /// What the turn's end waits on before it compacts its chunks.
+    readers: compact::ReadersGone,
 }
 
 /// How far a turn running here has got with its end.
@@ -97,6 +116,46 @@ struct TurnState {
     /// Told to whoever waits for the turn here (a blocking send, a cancel,
     /// the next message of a client that answered its final event).
     phase: watch::Sender<Phase>,
+    /// The `artifact-update` events the turn logged, with their ids: kept
+    /// as one event per artifact once the turn ends (`compact`).
+    chunks: Vec<StoredEvent>,
+    /// The log id of the turn's final event, once logged.
+    final_event_id: Option<String>,
+    /// Gone once the stream of the request that started the turn has read
+    /// its end (`None`: no such stream in this process).
+    readers: Option<compact::ReadersGone>,
+}
+
+impl TurnState {
+    /// Turn `turn` of a task, not yet ended, logging no progress updates.
+    fn new(
+        task_id: Arc<str>,
+        context_id: Arc<str>,
+        turn: u32,
+        phase: watch::Sender<Phase>,
+        readers: compact::ReadersGone,
+    ) -> Self {
+        TurnState {
+            task_id,
+            context_id,
+            turn,
+            last_state: TaskState::Submitted,
+            ended: false,
+            progress: false,
+            phase,
+            chunks: Vec::new(),
+            final_event_id: None,
+            readers: Some(readers),
+        }
+    }
+
+    /// The state the record last showed, and whether the turn logs
+    /// tool-progress updates.
+    fn with_state(mut self, last_state: TaskState, progress: bool) -> Self {
+        self.last_state = last_state;
+        self.progress = progress;
+        self
+    }
 }
 
 /// The span of a turn driven here (`recovered`: taken over from a process
@@ -251,19 +310,37 @@ impl Tasks {
         let context_id = record.context_id.clone();
 
         let cancel = CancellationToken::new();
-        let Some(phase) = self.register(&task_id, &cancel) else {
+        let Some(registered) = self.register(&task_id, &cancel) else {
             return Err(RpcError::unsupported("the task is already running a turn"));
         };
-        let (started, turn) = self
+        let (after, turn) = self
             .log_submission(record, continues, &wire.message)
             .await
             .inspect_err(|_| {
                 self.running().remove(&task_id);
             })?;
+        let Registered {
+            phase,
+            reader,
+            readers,
+        } = registered;
+        let started = Started {
+            task_id: task_id.clone(),
+            after,
+            reader,
+        };
+        let turn = TurnState::new(
+            task_id.as_str().into(),
+            context_id.as_str().into(),
+            turn,
+            phase,
+            readers,
+        )
+        .with_state(TaskState::Submitted, self.tool_progress && progress);
 
         let request = TurnRequest {
-            task_id: task_id.as_str().into(),
-            context_id: context_id.as_str().into(),
+            task_id: turn.task_id.clone(),
+            context_id: turn.context_id.clone(),
             message: wire.message,
             auth: auth.clone(),
             cancel,
@@ -275,38 +352,52 @@ impl Tasks {
         let span = turn_span(&task_id, &context_id, false);
         let this = Arc::clone(self);
         self.tracker
-            .spawn(this.drive(request, turn, progress, phase).instrument(span));
+            .spawn(this.drive(request, turn).instrument(span));
         Ok(started)
     }
 
     /// Notes a turn as running here; `None` when one already is.
-    fn register(&self, task_id: &str, cancel: &CancellationToken) -> Option<watch::Sender<Phase>> {
+    fn register(&self, task_id: &str, cancel: &CancellationToken) -> Option<Registered> {
         let mut running = self.running();
         if running.contains_key(task_id) {
             return None;
         }
         let (phase, watched) = watch::channel(Phase::Running);
+        let (reader, readers) = compact::turn_reader();
         running.insert(
             task_id.to_owned(),
             Running {
                 cancel: cancel.clone(),
                 phase: watched,
+                reader: reader.clone(),
             },
         );
-        Some(phase)
+        Some(Registered {
+            phase,
+            reader,
+            readers,
+        })
+    }
+
+    /// For a stream that follows a turn running here: its chunks stay as
+    /// they came until the stream has read its end (`None` when no turn of
+    /// the task runs here).
+    pub(crate) fn reader(&self, task_id: &str) -> Option<TurnReader> {
+        self.running().get(task_id).map(|r| r.reader.clone())
     }
 
     /// Logs the turn's `task` event and records the turn. A new task's
     /// record is written once, after its event, with the event's id (its id
     /// is fresh: nobody else can write it). A task that waits for input is
     /// claimed first, atomically, so that of two processes given its next
-    /// message one wins. Returns where the turn's events start and its number.
+    /// message one wins. Returns where the turn's events start (after
+    /// which log id) and its number.
     async fn log_submission(
         &self,
         record: TaskRecord,
         continues: bool,
         message: &Message,
-    ) -> Result<(Started, u32), RpcError> {
+    ) -> Result<(Option<String>, u32), RpcError> {
         let task_id = record.task_id.clone();
         let message_id = message.message_id.clone();
         let mut claimed = if continues {
@@ -368,31 +459,12 @@ impl Tasks {
                 return Err(RpcError::internal("task store: the new task id is taken"));
             }
         }
-        let started = Started {
-            task_id,
-            after: claimed.turn_start_event_id,
-        };
-        Ok((started, turn))
+        Ok((claimed.turn_start_event_id, turn))
     }
 
     /// Runs a turn to its end: every public event goes to the log, state
     /// changes and the end go to the record.
-    async fn drive(
-        self: Arc<Self>,
-        mut request: TurnRequest,
-        turn: u32,
-        progress: bool,
-        phase: watch::Sender<Phase>,
-    ) {
-        let mut turn = TurnState {
-            task_id: request.task_id.clone(),
-            context_id: request.context_id.clone(),
-            turn,
-            last_state: TaskState::Submitted,
-            ended: false,
-            progress: self.tool_progress && progress,
-            phase,
-        };
+    async fn drive(self: Arc<Self>, mut request: TurnRequest, mut turn: TurnState) {
         let cancel = request.cancel.clone();
         request.tool_progress = turn.progress;
         if turn.progress {
@@ -427,6 +499,8 @@ impl Tasks {
         }
         self.running().remove(&*turn.task_id);
         turn.phase.send_replace(Phase::Done);
+        // After the end is recorded: nobody waits on this.
+        self.compact_chunks(turn).await;
     }
 
     /// Whether a turn whose events stopped before its end was handed over
@@ -549,24 +623,31 @@ impl Tasks {
         };
         // Artifacts are kept by the runner (or read back from the log);
         // only status changes go to the record.
-        if let EventPayload::StatusUpdate {
-            status, is_final, ..
-        } = &*event.payload
-        {
-            tracing::Span::current().record("a2a.task.state", status.state.as_str());
-            if *is_final {
-                self.record_end(turn, status.clone(), id).await;
-            } else if status.state != turn.last_state {
-                turn.last_state = status.state;
-                let status = status.clone();
-                self.update(&turn.task_id, turn.turn, move |r| {
-                    r.status = status.clone();
-                    if id.is_some() {
-                        r.last_event_id.clone_from(&id);
-                    }
-                })
-                .await;
+        match &*event.payload {
+            EventPayload::ArtifactUpdate { .. } => {
+                if let Some(id) = id {
+                    turn.chunks.push(StoredEvent { id, event });
+                }
             }
+            EventPayload::StatusUpdate {
+                status, is_final, ..
+            } => {
+                tracing::Span::current().record("a2a.task.state", status.state.as_str());
+                if *is_final {
+                    self.record_end(turn, status.clone(), id).await;
+                } else if status.state != turn.last_state {
+                    turn.last_state = status.state;
+                    let status = status.clone();
+                    self.update(&turn.task_id, turn.turn, move |r| {
+                        r.status = status.clone();
+                        if id.is_some() {
+                            r.last_event_id.clone_from(&id);
+                        }
+                    })
+                    .await;
+                }
+            }
+            _ => {}
         }
     }
 
@@ -599,6 +680,7 @@ impl Tasks {
     /// take.
     async fn record_end(&self, turn: &mut TurnState, status: TaskStatus, id: Option<String>) {
         turn.ended = true;
+        turn.final_event_id.clone_from(&id);
         self.update(&turn.task_id, turn.turn, move |r| {
             r.status = status.clone();
             r.final_event_id.clone_from(&id);

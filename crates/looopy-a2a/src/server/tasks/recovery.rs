@@ -72,7 +72,7 @@ impl Tasks {
     /// this process won it.
     async fn resume(self: &Arc<Self>, record: TaskRecord) -> bool {
         let cancel = CancellationToken::new();
-        let Some(phase) = self.register(&record.task_id, &cancel) else {
+        let Some(registered) = self.register(&record.task_id, &cancel) else {
             return false;
         };
         let task_id: Arc<str> = record.task_id.as_str().into();
@@ -104,18 +104,17 @@ impl Tasks {
             }
         };
         tracing::info!(parent: &span, %task_id, "resuming a turn whose process died");
-        let mut turn = TurnState {
+        // The request that started the turn is gone: whether it asked for
+        // the extension is unknown, so a recovered turn logs the updates
+        // whenever the server offers them.
+        let mut turn = TurnState::new(
             task_id,
             context_id,
-            turn: record.turns,
-            last_state: record.status.state,
-            ended: false,
-            // The request that started the turn is gone: whether it asked
-            // for the extension is unknown, so a recovered turn logs the
-            // updates whenever the server offers them.
-            progress: self.tool_progress,
-            phase,
-        };
+            record.turns,
+            registered.phase,
+            registered.readers,
+        )
+        .with_state(record.status.state, self.tool_progress);
         let this = Arc::clone(self);
         self.tracker.spawn(
             async move { this.run_to_end(&mut turn, events, &cancel).await }.instrument(span),
