@@ -24,13 +24,28 @@ use crate::retention::{MemoryRetention, Retained};
 /// working), which the cap never drops.
 #[derive(Debug, Default)]
 pub struct MemoryTaskRecordStore {
-    records: Mutex<Retained<TaskRecord>>,
+    /// Boxed: the table keeps about an eighth of its slots empty and
+    /// doubles as it grows, and a record is some 300 bytes, so held inline
+    /// the empty slots would cost about as much as the records.
+    records: Mutex<Retained<Box<TaskRecord>>>,
     cancels: Mutex<HashSet<String>>,
 }
 
 /// Whether the record's turn is running: its record must outlive the cap.
-fn running(record: &TaskRecord) -> bool {
+#[allow(clippy::borrowed_box)] // the table's value type
+fn running(record: &Box<TaskRecord>) -> bool {
     !record.status.state.ends_turn()
+}
+
+/// Writes `record` in its task's place (its box reused when there is one);
+/// returns the record it replaces, to be freed outside the lock.
+fn write(records: &mut Retained<Box<TaskRecord>>, record: TaskRecord) -> Option<TaskRecord> {
+    match records.get_mut(&record.task_id) {
+        Some(stored) => Some(std::mem::replace(&mut **stored, record)),
+        None => records
+            .insert(record.task_id.clone(), Box::new(record))
+            .map(|previous| *previous),
+    }
 }
 
 impl MemoryTaskRecordStore {
@@ -67,7 +82,7 @@ impl TaskRecordStore for MemoryTaskRecordStore {
         let previous = {
             let mut records = lock(&self.records);
             record.version = records.get(&record.task_id).map_or(0, |r| r.version) + 1;
-            records.insert(record.task_id.clone(), record)
+            write(&mut records, record)
         };
         drop(previous); // freed outside the lock
         Ok(())
@@ -82,14 +97,14 @@ impl TaskRecordStore for MemoryTaskRecordStore {
                 return Ok(false);
             }
             record.version = stored + 1;
-            records.insert(record.task_id.clone(), record)
+            write(&mut records, record)
         };
         drop(previous); // freed outside the lock
         Ok(true)
     }
 
     async fn get(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        Ok(lock(&self.records).get(task_id).cloned())
+        Ok(lock(&self.records).get(task_id).map(|r| (**r).clone()))
     }
 
     async fn list(
@@ -101,7 +116,7 @@ impl TaskRecordStore for MemoryTaskRecordStore {
         let records = lock(&self.records);
         let found: Vec<&TaskRecord> = records
             .iter()
-            .map(|(_, r)| r)
+            .map(|(_, r)| &**r)
             .filter(|r| r.listed_by(owner, context_id))
             .collect();
         Ok(first_page(found, limit).into_iter().cloned().collect())
