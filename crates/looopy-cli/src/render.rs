@@ -3,14 +3,17 @@
 //! colours (`anstyle`); callers write them through `anstream::stderr()`,
 //! which drops them when stderr is not a terminal or `NO_COLOR` is set.
 
+mod artifact_texts;
 mod sub_agent;
 
 use std::io::Write;
 
+pub(crate) use artifact_texts::ArtifactTexts;
+use artifact_texts::{TextChange, text_of};
 pub(crate) use sub_agent::{SubAgents, progress_data};
 
 use anstyle::{AnsiColor, Style};
-use looopy_core::{AgentEvent, EventPayload, Part, TaskState, ToolFailure};
+use looopy_core::{AgentEvent, EventPayload, TaskState, ToolFailure};
 use serde_json::Value;
 
 /// A tool call's name.
@@ -129,20 +132,28 @@ pub fn usage_line(usage: &Value) -> Option<String> {
 }
 
 /// Prints one event; returns the final state when the event ends the turn.
-pub fn print_event(
+/// `shown`: the turn's artifacts as printed so far (an artifact sent again
+/// whole prints only what was not shown of it).
+pub(crate) fn print_event(
     event: &AgentEvent,
+    shown: &mut ArtifactTexts,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Option<TaskState> {
     match &*event.payload {
         EventPayload::ArtifactUpdate {
             artifact,
+            append,
             last_chunk,
-            ..
         } => {
-            for part in &artifact.parts {
-                if let Part::Text { text } = part {
+            match shown.apply(&artifact.artifact_id, &text_of(&artifact.parts), *append) {
+                TextChange::Grew(text) => {
                     let _ = write!(out, "{text}");
+                }
+                // A terminal cannot take back what it printed: the new
+                // text goes on a line of its own.
+                TextChange::Replaced(text) => {
+                    let _ = write!(out, "\n{text}");
                 }
             }
             if *last_chunk {
@@ -215,7 +226,7 @@ mod tests {
             },
         );
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        print_event(&event, &mut out, &mut err);
+        print_event(&event, &mut ArtifactTexts::default(), &mut out, &mut err);
         plain(err)
     }
 

@@ -4,7 +4,7 @@ use futures::StreamExt;
 use looopy_core::{EventPayload, Message, TaskState};
 
 use crate::app::App;
-use crate::render::print_event;
+use crate::render::{ArtifactTexts, print_event};
 
 /// Why `looopy run` did not complete its turn.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +42,7 @@ pub async fn run(app: &App, prompt: &str) -> Result<TaskState, RunError> {
         .execute_turn(Some(Message::user(prompt)), None)
         .await?;
     let (mut out, mut err) = (std::io::stdout(), anstream::stderr());
+    let mut shown = ArtifactTexts::default();
     while let Some(event) = turn.next().await {
         if let EventPayload::StatusUpdate {
             status,
@@ -70,7 +71,7 @@ pub async fn run(app: &App, prompt: &str) -> Result<TaskState, RunError> {
                 }),
             };
         }
-        print_event(&event, &mut out, &mut err);
+        print_event(&event, &mut shown, &mut out, &mut err);
     }
     Err(RunError::NoFinalStatus)
 }

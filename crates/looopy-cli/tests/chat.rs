@@ -171,11 +171,28 @@ fn cutting_proxy(listener: tokio::net::TcpListener, upstream: String) -> Arc<Ato
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_cut_in_the_middle_is_resumed_without_loss_or_repeats() {
+    // The turn still runs when the chat resubscribes: the rest comes in chunks.
+    cut_and_resumed(Duration::from_millis(1500)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_cut_before_the_turn_ends_prints_the_rest_once() {
+    // The turn ends before the chat resubscribes (200 ms after the cut):
+    // the resumed stream starts with the finished task, and the chat prints
+    // what it had not shown of the answer. (Without a pause the whole
+    // stream may pass the proxy in one read, before its cut.)
+    cut_and_resumed(Duration::from_millis(50)).await;
+}
+
+/// A chat whose first turn's stream is cut after its first chunk, the
+/// model's answer pausing `pause` before its last piece: every part of the
+/// answer is printed once, and the session goes on.
+async fn cut_and_resumed(pause: Duration) {
     let llm = OpenAiFixture::start().await.unwrap();
     llm.push(FixtureReply::Sse(SseReply::from_events(vec![
         SseEvent::Json(openai::text_chunk("Part one. ")),
         SseEvent::Json(openai::text_chunk("Part two")),
-        SseEvent::Pause(Duration::from_millis(1500)),
+        SseEvent::Pause(pause),
         SseEvent::Json(openai::text_chunk(".")),
         SseEvent::Json(openai::finish_chunk("stop")),
     ])));

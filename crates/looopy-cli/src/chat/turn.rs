@@ -15,7 +15,9 @@ use looopy_core::approval::ApprovalRequest;
 use looopy_core::{EventPayload, TaskState, TaskStatus};
 use serde_json::Value;
 
-use crate::render::{SubAgents, print_event, print_progress, progress_data, usage_line};
+use crate::render::{
+    ArtifactTexts, SubAgents, print_event, print_progress, progress_data, usage_line,
+};
 
 /// How many times a broken stream is resumed before the turn is given up.
 const MAX_RESUMES: u32 = 3;
@@ -51,8 +53,8 @@ struct Turn {
     trace_id: Option<String>,
     /// Ctrl-C came before the task's id: cancel once it is known.
     cancel_pending: bool,
-    /// Some of the answer was printed.
-    printed: bool,
+    /// What was printed of the turn's artifacts.
+    shown: ArtifactTexts,
     /// What was shown of the agents its tools called.
     sub_agents: SubAgents,
 }
@@ -71,8 +73,15 @@ impl Turn {
                     let text = t.answer_text();
                     if t.status.state != TaskState::Completed {
                         let _ = writeln!(err, "[{}] {text}", t.status.state.as_str());
-                    } else if !self.printed && !text.is_empty() {
-                        println!("{text}");
+                    } else if self.shown.is_empty() {
+                        if !text.is_empty() {
+                            println!("{text}");
+                        }
+                    } else if let Some(rest) = text.strip_prefix(&self.shown.text())
+                        && !rest.is_empty()
+                    {
+                        // The stream broke in the middle of the answer.
+                        println!("{rest}");
                     }
                     self.state = Some(t.status.state);
                     return true;
@@ -116,10 +125,7 @@ impl Turn {
                 {
                     self.usage = serde_json::to_value(report.usage).ok();
                 }
-                if matches!(&*event.payload, EventPayload::ArtifactUpdate { .. }) {
-                    self.printed = true;
-                }
-                if let Some(state) = print_event(&event, &mut out, &mut err) {
+                if let Some(state) = print_event(&event, &mut self.shown, &mut out, &mut err) {
                     self.state = Some(state);
                     if state == TaskState::InputRequired {
                         // The next line answers this task.

@@ -11,6 +11,7 @@ use looopy_a2a::TOOL_PROGRESS_EXTENSION;
 use looopy_core::{AgentEvent, EventPayload, Part, TaskState};
 use serde_json::Value;
 
+use super::artifact_texts::{ArtifactTexts, text_of};
 use super::{BAD, DIM, NOTE, OK, clip, print_progress_at};
 
 /// The indent of a called agent's lines (under `  → tool`).
@@ -26,37 +27,13 @@ struct CalledAgent {
     /// The last status text shown.
     status: String,
     /// Its answer so far, by artifact id, in arrival order.
-    answer: Vec<(String, String)>,
-}
-
-impl CalledAgent {
-    /// Adds an artifact chunk to the answer.
-    fn add(&mut self, id: &str, text: &str, append: bool) {
-        match self.answer.iter_mut().find(|(a, _)| a == id) {
-            Some((_, so_far)) if append => so_far.push_str(text),
-            Some((_, so_far)) => *so_far = text.to_owned(),
-            None => self.answer.push((id.to_owned(), text.to_owned())),
-        }
-    }
-
-    fn answer_text(&self) -> String {
-        self.answer.iter().map(|(_, t)| t.as_str()).collect()
-    }
+    answer: ArtifactTexts,
 }
 
 /// The agents called in one turn, by tool call id.
 #[derive(Debug, Default)]
 pub(crate) struct SubAgents {
     calls: HashMap<String, CalledAgent>,
-}
-
-/// The text parts of a message, joined.
-fn text_of(parts: &[Part]) -> String {
-    parts
-        .iter()
-        .filter_map(Part::as_text)
-        .collect::<Vec<_>>()
-        .join("")
 }
 
 /// The data part of a tool-progress status update, if `event` is one.
@@ -112,7 +89,7 @@ impl SubAgents {
                 let changed = called.state != Some(status.state)
                     || (!text.is_empty() && text != called.status);
                 if *is_final {
-                    let answer = called.answer_text();
+                    let answer = called.answer.text();
                     if !answer.trim().is_empty() {
                         let _ = writeln!(err, "{INDENT}{DIM}│ {}{DIM:#}", clip(&answer));
                     }
@@ -126,7 +103,7 @@ impl SubAgents {
                     };
                     let mut line = format!("{INDENT}{style}[{}]{style:#}", status.state.as_str());
                     // A final message repeats the answer shown above.
-                    let repeats_answer = *is_final && text == called.answer_text();
+                    let repeats_answer = *is_final && text == called.answer.text();
                     if !text.is_empty() && !repeats_answer {
                         line.push_str(&format!(" {}", clip(&text)));
                     }
@@ -138,7 +115,9 @@ impl SubAgents {
             EventPayload::ArtifactUpdate {
                 artifact, append, ..
             } => {
-                called.add(&artifact.artifact_id, &text_of(&artifact.parts), *append);
+                called
+                    .answer
+                    .apply(&artifact.artifact_id, &text_of(&artifact.parts), *append);
             }
             _ => {}
         }
