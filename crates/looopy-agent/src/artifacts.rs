@@ -6,7 +6,10 @@
 //!   chunk of an artifact (`append: false`) is written with `put`, later
 //!   chunks with `append_parts`, in the order they came. Consecutive chunks
 //!   of one artifact are batched (flushed at its last chunk, when another
-//!   artifact starts, every [`FLUSH_EVERY`] parts and at the end of the turn);
+//!   artifact starts, every [`FLUSH_EVERY`] chunks and at the end of the
+//!   turn), their text joined into one part: a stored answer holds a part
+//!   per batch (and one in all when the writes go with the turn's end),
+//!   not one per chunk;
 //! - artifacts made by tools ([`ToolResult::artifacts`]): the Agent stores
 //!   each one and emits an `artifact-update` event for it; the saved tool
 //!   message keeps only their ids
@@ -30,15 +33,46 @@ use std::sync::Arc;
 use looopy_core::store::{ArtifactStore, ArtifactWrite};
 use looopy_core::{AgentEvent, Artifact, EventPayload, Part, ToolResult};
 
-/// Parts buffered for one artifact before they are written anyway.
+/// Chunks buffered for one artifact before they are written anyway.
 pub const FLUSH_EVERY: usize = 32;
+
+/// Chunks of one artifact not written yet.
+struct Pending {
+    artifact_id: String,
+    /// Their parts, adjacent text joined.
+    parts: Vec<Part>,
+    /// How many chunks they came in.
+    chunks: usize,
+}
+
+/// Holds back an append: joined to the held write of the same artifact
+/// just before it, if any (the turn's end then writes the artifact in one
+/// piece).
+fn hold_append(held: &mut Vec<ArtifactWrite>, artifact_id: String, parts: Vec<Part>) {
+    let into = match held.last_mut() {
+        Some(ArtifactWrite::Put(artifact)) if artifact.artifact_id == artifact_id => {
+            &mut artifact.parts
+        }
+        Some(ArtifactWrite::Append {
+            artifact_id: id,
+            parts,
+        }) if *id == artifact_id => parts,
+        _ => {
+            held.push(ArtifactWrite::Append { artifact_id, parts });
+            return;
+        }
+    };
+    for part in parts {
+        Part::push_joined(into, part);
+    }
+}
 
 /// Writes a turn's artifacts as its events go by.
 pub(crate) struct ArtifactRecorder {
     store: Arc<dyn ArtifactStore>,
     context_id: Arc<str>,
     task_id: Arc<str>,
-    pending: Option<(String, Vec<Part>)>,
+    pending: Option<Pending>,
     /// Writes held back for the turn's end; `None`: written as they come.
     held: Option<Vec<ArtifactWrite>>,
     pub(crate) failures: usize,
@@ -76,11 +110,13 @@ impl ArtifactRecorder {
 
     /// Writes buffered chunks (or holds them back with the other writes).
     pub(crate) async fn flush(&mut self) {
-        if let Some((artifact_id, parts)) = self.pending.take()
+        if let Some(Pending {
+            artifact_id, parts, ..
+        }) = self.pending.take()
             && !parts.is_empty()
         {
             if let Some(held) = &mut self.held {
-                held.push(ArtifactWrite::Append { artifact_id, parts });
+                hold_append(held, artifact_id, parts);
                 return;
             }
             let result = self
@@ -149,7 +185,7 @@ impl ArtifactRecorder {
         let same = self
             .pending
             .as_ref()
-            .is_some_and(|(id, _)| *id == artifact.artifact_id);
+            .is_some_and(|p| p.artifact_id == artifact.artifact_id);
         if !same {
             self.flush().await;
         }
@@ -157,11 +193,16 @@ impl ArtifactRecorder {
             self.put(artifact).await;
         } else {
             self.note(&artifact.artifact_id);
-            let (_, parts) = self
-                .pending
-                .get_or_insert_with(|| (artifact.artifact_id.clone(), Vec::new()));
-            parts.extend(artifact.parts.iter().cloned());
-            if parts.len() >= FLUSH_EVERY {
+            let pending = self.pending.get_or_insert_with(|| Pending {
+                artifact_id: artifact.artifact_id.clone(),
+                parts: Vec::new(),
+                chunks: 0,
+            });
+            for part in &artifact.parts {
+                Part::push_joined(&mut pending.parts, part.clone());
+            }
+            pending.chunks += 1;
+            if pending.chunks >= FLUSH_EVERY {
                 self.flush().await;
             }
         }
@@ -194,5 +235,69 @@ impl ArtifactRecorder {
             ));
         }
         events
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use looopy_stores_memory::MemoryArtifactStore;
+
+    use super::*;
+
+    fn chunk(i: usize, last: bool) -> AgentEvent {
+        AgentEvent::new(
+            "t".into(),
+            "c".into(),
+            EventPayload::ArtifactUpdate {
+                artifact: Artifact::new("answer", vec![Part::text(format!("w{i} "))]),
+                append: i > 0,
+                last_chunk: last,
+            },
+        )
+    }
+
+    fn text(parts: &[Part]) -> Vec<&str> {
+        parts.iter().filter_map(Part::as_text).collect()
+    }
+
+    const CHUNKS: usize = 2 * FLUSH_EVERY + 6;
+
+    fn whole() -> String {
+        (0..CHUNKS).map(|i| format!("w{i} ")).collect()
+    }
+
+    #[tokio::test]
+    async fn written_as_they_come_each_batch_is_one_part() {
+        let store = Arc::new(MemoryArtifactStore::new());
+        let mut recorder = ArtifactRecorder::new(store.clone(), "c".into(), "t".into(), false);
+        for i in 0..CHUNKS {
+            recorder.observe(&chunk(i, i + 1 == CHUNKS)).await;
+        }
+        let stored = store.get("c", "answer").await.unwrap().unwrap();
+        // The first chunk is put; then two full batches and the rest.
+        assert_eq!(stored.artifact.parts.len(), 4);
+        assert_eq!(text(&stored.artifact.parts).concat(), whole());
+        assert_eq!(recorder.failures, 0);
+    }
+
+    #[tokio::test]
+    async fn held_for_the_turns_end_the_answer_is_one_put_of_one_part() {
+        let store = Arc::new(MemoryArtifactStore::new());
+        let mut recorder = ArtifactRecorder::new(store.clone(), "c".into(), "t".into(), true);
+        for i in 0..CHUNKS {
+            recorder.observe(&chunk(i, i + 1 == CHUNKS)).await;
+        }
+        let held = recorder.take_held().await;
+        assert_eq!(held.len(), 1, "{held:?}");
+        let ArtifactWrite::Put(artifact) = &held[0] else {
+            panic!("{held:?}")
+        };
+        assert_eq!(text(&artifact.parts), [whole()]);
+        assert!(
+            store.get("c", "answer").await.unwrap().is_none(),
+            "held back"
+        );
     }
 }

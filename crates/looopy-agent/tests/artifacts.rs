@@ -3,8 +3,8 @@
 
 mod support;
 
-use looopy_agent::TOOL_ARTIFACT_IDS_KEY;
 use looopy_agent::TurnOptions;
+use looopy_agent::{FLUSH_EVERY, TOOL_ARTIFACT_IDS_KEY};
 use looopy_core::{EventPayload, FinishReason, LlmChunk, LlmResponse, Part, Role};
 use looopy_loop::{InternalEvents, TurnSettings};
 use looopy_testkit::ScriptedLlm;
@@ -18,7 +18,7 @@ fn texts(parts: &[Part]) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn streamed_text_is_saved_chunk_by_chunk_in_order() {
+async fn streamed_text_is_saved_in_order_a_part_per_batch() {
     let stores = looopy_stores_memory::stores();
     let deltas: Vec<String> = (0..100).map(|i| format!("w{i} ")).collect();
     let mut chunks: Vec<LlmChunk> = deltas.iter().cloned().map(LlmChunk::TextDelta).collect();
@@ -44,7 +44,13 @@ async fn streamed_text_is_saved_chunk_by_chunk_in_order() {
     let stored = agent.artifacts().await.unwrap();
     assert_eq!(stored.len(), 2);
     let first = &stored[0];
-    assert_eq!(texts(&first.artifact.parts), deltas);
+    // Written as it comes: the first chunk, then a part per batch of
+    // chunks (their text joined), not one per chunk.
+    assert_eq!(texts(&first.artifact.parts).concat(), deltas.concat());
+    assert_eq!(
+        first.artifact.parts.len(),
+        1 + (deltas.len() - 1).div_ceil(FLUSH_EVERY)
+    );
     assert_eq!(first.task_id, s1.task_id);
     assert_eq!(first.artifact.name.as_deref(), Some("response"));
     assert_eq!(s1.artifact_ids, vec![first.artifact.artifact_id.clone()]);
@@ -54,7 +60,7 @@ async fn streamed_text_is_saved_chunk_by_chunk_in_order() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(texts(&second.artifact.parts), vec!["Hel", "lo"]);
+    assert_eq!(texts(&second.artifact.parts), ["Hel", "lo"]);
     assert_eq!(second.task_id, s2.task_id);
 }
 

@@ -8,7 +8,7 @@
 
 mod support;
 
-use looopy_agent::Agent;
+use looopy_agent::{Agent, FLUSH_EVERY};
 use looopy_core::store::Stores;
 use looopy_core::store::{ArtifactWrite, TurnArtifacts, TurnCommit};
 use looopy_core::{
@@ -26,6 +26,13 @@ fn agent(ctx: &str, llm: &ScriptedLlm, stores: &Stores, combined: bool) -> Agent
         .unwrap()
 }
 
+/// The text of an artifact's parts (a stored artifact holds its streamed
+/// text in fewer, joined parts than the chunks it came in).
+fn text(parts: &[Part]) -> String {
+    parts.iter().map(|p| p.as_text().unwrap()).collect()
+}
+
+/// The text of each of an artifact's parts.
 fn texts(parts: &[Part]) -> Vec<String> {
     parts
         .iter()
@@ -34,19 +41,19 @@ fn texts(parts: &[Part]) -> Vec<String> {
 }
 
 /// Per artifact id announced by the events, in order of first
-/// announcement, the text chunks the events carried.
-fn announced(events: &[AgentEvent]) -> Vec<(String, Vec<String>)> {
-    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+/// announcement, the text the events built.
+fn announced(events: &[AgentEvent]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
     for event in events {
         if let EventPayload::ArtifactUpdate {
             artifact, append, ..
         } = &*event.payload
         {
-            let chunks = texts(&artifact.parts);
+            let chunk = text(&artifact.parts);
             match out.iter_mut().find(|(id, _)| *id == artifact.artifact_id) {
-                Some((_, seen)) if *append => seen.extend(chunks),
-                Some((_, seen)) => *seen = chunks,
-                None => out.push((artifact.artifact_id.clone(), chunks)),
+                Some((_, seen)) if *append => seen.push_str(&chunk),
+                Some((_, seen)) => *seen = chunk,
+                None => out.push((artifact.artifact_id.clone(), chunk)),
             }
         }
     }
@@ -63,8 +70,8 @@ fn streamed(deltas: &[String]) -> Vec<LlmChunk> {
 async fn every_announced_artifact_is_stored_when_the_turn_has_ended() {
     let ids = UniqueIds::new();
     let stores = support::redis_stores(ids.prefix()).await;
-    // More chunks than are buffered before a write, so that the end carries
-    // a put and several appends of one artifact.
+    // More chunks than are buffered before a write: written as they come,
+    // a put and several appends of one artifact; with the end, one put.
     let deltas: Vec<String> = (0..100).map(|i| format!("w{i} ")).collect();
     let mut stored_by_path = Vec::new();
     for combined in [true, false] {
@@ -75,20 +82,20 @@ async fn every_announced_artifact_is_stored_when_the_turn_has_ended() {
             .respond(LlmResponse::text("Here is your chart."));
         let agent = agent(&ctx, &llm, &stores, combined);
         let mut announced_all = Vec::new();
-        for text in ["long answer please", "draw"] {
-            let (events, end) = turn(&agent, text).await;
+        for prompt in ["long answer please", "draw"] {
+            let (events, end) = turn(&agent, prompt).await;
             assert!(end.saved, "{end:?}");
             let seen = announced(&events);
             assert!(!seen.is_empty(), "the turn announced artifacts");
             // Read right after the turn ended, from the store, not the agent.
-            for (id, chunks) in &seen {
+            for (id, built) in &seen {
                 let found = stores
                     .artifacts
                     .get(&ctx, id)
                     .await
                     .unwrap()
                     .unwrap_or_else(|| panic!("announced artifact {id} is stored"));
-                assert_eq!(&texts(&found.artifact.parts), chunks, "artifact {id}");
+                assert_eq!(&text(&found.artifact.parts), built, "artifact {id}");
                 assert_eq!(found.task_id, end.task_id);
             }
             let mut ids: Vec<_> = seen.iter().map(|(id, _)| id.clone()).collect();
@@ -102,7 +109,7 @@ async fn every_announced_artifact_is_stored_when_the_turn_has_ended() {
         assert_eq!(
             listed
                 .iter()
-                .map(|a| texts(&a.artifact.parts))
+                .map(|a| text(&a.artifact.parts))
                 .collect::<Vec<_>>(),
             announced_all
                 .iter()
@@ -110,11 +117,13 @@ async fn every_announced_artifact_is_stored_when_the_turn_has_ended() {
                 .collect::<Vec<_>>(),
             "listed in the order they were announced"
         );
-        assert_eq!(texts(&listed[0].artifact.parts), deltas);
+        assert_eq!(text(&listed[0].artifact.parts), deltas.concat());
+        // One part per batch of chunks at most, not one per chunk.
+        assert!(listed[0].artifact.parts.len() <= 1 + deltas.len().div_ceil(FLUSH_EVERY));
         stored_by_path.push(
             listed
                 .iter()
-                .map(|a| (a.artifact.name.clone(), texts(&a.artifact.parts)))
+                .map(|a| (a.artifact.name.clone(), text(&a.artifact.parts)))
                 .collect::<Vec<_>>(),
         );
     }

@@ -44,10 +44,7 @@ pub(crate) fn task_history(messages: &[Message], turn_message_ids: &[String]) ->
 pub(crate) fn joined(artifact: Artifact) -> Artifact {
     let mut parts: Vec<Part> = Vec::with_capacity(artifact.parts.len());
     for part in artifact.parts {
-        match (parts.last_mut(), part) {
-            (Some(Part::Text { text }), Part::Text { text: more }) => text.push_str(&more),
-            (_, part) => parts.push(part),
-        }
+        Part::push_joined(&mut parts, part);
     }
     Artifact { parts, ..artifact }
 }
@@ -62,10 +59,7 @@ pub(crate) fn fold_artifact(artifacts: &mut Vec<Artifact>, update: &Artifact, ap
     {
         Some(existing) if append => {
             for part in &update.parts {
-                match (existing.parts.last_mut(), part) {
-                    (Some(Part::Text { text }), Part::Text { text: more }) => text.push_str(more),
-                    _ => existing.parts.push(part.clone()),
-                }
+                Part::push_joined(&mut existing.parts, part.clone());
             }
             if existing.name.is_none() {
                 existing.name.clone_from(&update.name);
