@@ -280,7 +280,8 @@ fn main() {
         .unwrap();
     let mut events = 0;
     // For profiling one server: BENCH_ONLY=<role> (looopy, looopy-few-kept, library,
-    // a2a-loop, floor, peer), BENCH_CONCURRENCY=100.
+    // a2a-loop, floor, peer), BENCH_CONCURRENCY=100. Longer answers:
+    // BENCH_ANSWER_CHUNKS=<n> (5 by default; the mock reads it).
     let only = std::env::var("BENCH_ONLY").ok();
     let levels: Vec<usize> = match std::env::var("BENCH_CONCURRENCY") {
         Ok(c) => vec![c.parse().expect("BENCH_CONCURRENCY is a number")],

@@ -1,6 +1,6 @@
 //! The peer workload of `turn_throughput`, streamed: per turn three model
 //! calls (two asking for two tool calls each, then an answer streamed in
-//! `TEXT_CHUNKS` chunks) and four local tools that answer at once. The
+//! [`text_chunks`] chunks) and four local tools that answer at once. The
 //! mock model, the tools for the served Agent, and the bare reqwest loop
 //! that the floor and the peer run.
 #![allow(dead_code, reason = "each bench uses part of it")]
@@ -17,8 +17,17 @@ use serde_json::{Value, json};
 
 /// Tool results in the history after which the model answers.
 const TOOL_RESULTS_PER_TURN: usize = 4;
-/// Text chunks of the answer (each one `artifact-update` on the wire).
-pub(crate) const TEXT_CHUNKS: usize = 5;
+/// Text chunks of the answer (each one `artifact-update` on the wire):
+/// five, or `BENCH_ANSWER_CHUNKS` (a real model's answer is hundreds).
+pub(crate) fn text_chunks() -> usize {
+    static CHUNKS: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| {
+        std::env::var("BENCH_ANSWER_CHUNKS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(5)
+    });
+    *CHUNKS
+}
 
 /// What the mock answers: two tool calls until the history holds four
 /// results, then the answer; streamed when the request asks for it.
@@ -45,7 +54,7 @@ fn mock_reply(body: &Value) -> FixtureReply {
             openai::usage_chunk(10, 10),
         ])
     } else if stream {
-        let mut chunks: Vec<Value> = (0..TEXT_CHUNKS)
+        let mut chunks: Vec<Value> = (0..text_chunks())
             .map(|i| openai::text_chunk(&format!("part {i} ")))
             .collect();
         chunks.push(openai::finish_chunk("stop"));
