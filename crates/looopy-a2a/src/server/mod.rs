@@ -155,7 +155,7 @@ impl A2aServer {
                     &turn.task_id,
                     turn.turn.clone(),
                     turn.last_event.clone(),
-                    None,
+                    self.state.tasks.reader(&turn.task_id),
                 );
             }
         }

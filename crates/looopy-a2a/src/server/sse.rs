@@ -50,8 +50,9 @@ pub(crate) struct StreamSpec {
     /// The task waits for input and `after` is its last event: the stream
     /// shows its next turn, once the client's answer starts it.
     pub(crate) next_turn: bool,
-    /// The stream reads the turn its own request started: held until the
-    /// turn's end is read, so that the chunks come as they came.
+    /// The stream follows a turn running in this process (its own
+    /// request's, or one it subscribed to): held until the turn's end is
+    /// read, so that its chunks come as they came.
     pub(crate) reader: Option<TurnReader>,
 }
 

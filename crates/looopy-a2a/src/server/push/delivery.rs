@@ -134,7 +134,7 @@ impl Push {
     /// events come after (which turn it is); `from`: where to start reading
     /// (the turn's start, or the last event when a config is created while
     /// the turn runs); `reader`: held until the turn's end is read, when
-    /// the follower starts with the turn.
+    /// the turn runs in this process.
     pub(crate) fn watch(
         self: &Arc<Self>,
         tasks: Arc<Tasks>,

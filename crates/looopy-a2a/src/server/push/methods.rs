@@ -68,7 +68,7 @@ pub(crate) async fn rpc(
                     &task_id,
                     record.turn_start_event_id.clone(),
                     record.last_event_id.clone(),
-                    None,
+                    state.tasks.reader(&task_id),
                 );
             }
             push.touch(&task_id);

@@ -8,10 +8,11 @@
 //! artifact, in the place (and with the id) of its last chunk:
 //! [`EventLog::replace_entries`](looopy_core::store::EventLog::replace_entries).
 //!
-//! The readers that start with the turn in this process (the stream of the
-//! request that started it, the follower that feeds the task's webhooks)
-//! read the chunks as they came: the compaction waits until each has read
-//! the final event (or gone), at most [`READER_WAIT`]. Any other reader is never left short:
+//! The readers that follow the turn while it runs in this process (the
+//! stream of the request that started it, a subscription, the follower
+//! that feeds the task's webhooks) read the chunks as they came: the
+//! compaction waits until each has read the final event (or gone), at
+//! most [`READER_WAIT`]. Any other reader is never left short:
 //! one that had read up to a chunk reads the whole artifact next, with
 //! `append: false`, which replaces its partial copy (the A2A rule for an
 //! update without `append`); one that had read past the last chunk reads
@@ -29,13 +30,13 @@ use tokio::sync::oneshot;
 use super::{Tasks, TurnState};
 use crate::server::record::fold_artifact;
 
-/// How long a finished turn's chunks wait for the readers that started
-/// with it: a reader slower than this reads the artifact whole.
+/// How long a finished turn's chunks wait for the readers that follow it
+/// here: a reader slower than this reads the artifact whole.
 const READER_WAIT: Duration = Duration::from_secs(10);
 
-/// Held by each reader that starts with a turn in this process until it
-/// has read the turn's final event (or was dropped): until every copy is
-/// gone, the turn's chunks stay as they came.
+/// Held by each reader that follows a turn running in this process until
+/// it has read the turn's final event (or was dropped): until every copy
+/// is gone, the turn's chunks stay as they came.
 #[derive(Debug, Clone)]
 pub(crate) struct TurnReader {
     _reading: Arc<oneshot::Sender<()>>,

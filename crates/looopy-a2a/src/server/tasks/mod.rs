@@ -34,9 +34,9 @@ use crate::wire::SendParams;
 mod cancel;
 mod compact;
 mod query;
+mod recovery;
 
 pub(crate) use compact::TurnReader;
-mod recovery;
 
 /// Where a started turn is.
 #[derive(Debug)]
@@ -121,8 +121,8 @@ struct TurnState {
     chunks: Vec<StoredEvent>,
     /// The log id of the turn's final event, once logged.
     final_event_id: Option<String>,
-    /// Gone once the stream of the request that started the turn has read
-    /// its end (`None`: no such stream in this process).
+    /// Resolves once every reader that started with the turn here has
+    /// read its end or gone (taken by the compaction at the turn's end).
     readers: Option<compact::ReadersGone>,
 }
 
