@@ -1,7 +1,5 @@
 //! [`MemoryArtifactStore`].
 
-use std::collections::BTreeMap;
-
 use hashbrown::HashMap;
 use std::sync::Mutex;
 
@@ -13,33 +11,72 @@ use looopy_core::{Artifact, Part, StoreError};
 use crate::lock;
 use crate::retention::{MemoryRetention, Retained};
 
+/// Artifacts a context holds before it indexes them by id (a short list
+/// is searched).
+const INDEX_FROM: usize = 16;
+
 /// The artifacts of one context, in creation order.
+///
+/// Most conversations have one or two artifacts, so they are a plain list
+/// (one allocation for the first), indexed by id only once there are more
+/// than [`INDEX_FROM`]: a tree and an index around a single artifact took
+/// about 530 bytes more.
 #[derive(Debug, Default)]
 struct ContextArtifacts {
-    /// Creation sequence number -> artifact. Boxed: a tree node holds
-    /// eleven values, and most conversations have one or two artifacts.
-    by_seq: BTreeMap<u64, Box<StoredArtifact>>,
-    /// Artifact id -> creation sequence number.
-    seq_of: HashMap<String, u64>,
-    next_seq: u64,
+    /// In creation order.
+    artifacts: Vec<StoredArtifact>,
+    /// Artifact id -> position in `artifacts`, for a long list.
+    index: Option<HashMap<String, usize>>,
 }
 
 impl ContextArtifacts {
+    fn position(&self, artifact_id: &str) -> Option<usize> {
+        match &self.index {
+            Some(index) => index.get(artifact_id).copied(),
+            None => self
+                .artifacts
+                .iter()
+                .position(|a| a.artifact.artifact_id == artifact_id),
+        }
+    }
+
     fn get(&self, artifact_id: &str) -> Option<&StoredArtifact> {
-        let seq = self.seq_of.get(artifact_id)?;
-        self.by_seq.get(seq).map(|a| &**a)
+        self.position(artifact_id).map(|at| &self.artifacts[at])
     }
 
     fn get_mut(&mut self, artifact_id: &str) -> Option<&mut StoredArtifact> {
-        let seq = self.seq_of.get(artifact_id)?;
-        self.by_seq.get_mut(seq).map(|a| &mut **a)
+        self.position(artifact_id).map(|at| &mut self.artifacts[at])
     }
 
     fn insert_new(&mut self, stored: StoredArtifact) {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.seq_of.insert(stored.artifact.artifact_id.clone(), seq);
-        self.by_seq.insert(seq, Box::new(stored));
+        let at = self.artifacts.len();
+        if let Some(index) = &mut self.index {
+            index.insert(stored.artifact.artifact_id.clone(), at);
+        }
+        self.artifacts.push(stored);
+        if self.index.is_none() && self.artifacts.len() > INDEX_FROM {
+            self.reindex();
+        }
+    }
+
+    /// Removes an artifact; the later ones move up (their order is kept).
+    fn remove(&mut self, artifact_id: &str) -> Option<StoredArtifact> {
+        let at = self.position(artifact_id)?;
+        let removed = self.artifacts.remove(at);
+        if self.index.is_some() {
+            self.reindex();
+        }
+        Some(removed)
+    }
+
+    fn reindex(&mut self) {
+        self.index = Some(
+            self.artifacts
+                .iter()
+                .enumerate()
+                .map(|(at, a)| (a.artifact.artifact_id.clone(), at))
+                .collect(),
+        );
     }
 }
 
@@ -123,12 +160,7 @@ impl ArtifactStore for MemoryArtifactStore {
     async fn list(&self, context_id: &str) -> Result<Vec<StoredArtifact>, StoreError> {
         Ok(lock(&self.contexts)
             .get(context_id)
-            .map(|c| {
-                c.by_seq
-                    .values()
-                    .map(|a| StoredArtifact::clone(a))
-                    .collect()
-            })
+            .map(|c| c.artifacts.clone())
             .unwrap_or_default())
     }
 
@@ -137,12 +169,13 @@ impl ArtifactStore for MemoryArtifactStore {
         let Some(context) = contexts.get_mut(context_id) else {
             return Ok(());
         };
-        if let Some(seq) = context.seq_of.remove(artifact_id) {
-            context.by_seq.remove(&seq);
-        }
-        if context.by_seq.is_empty() {
-            contexts.remove(context_id);
-        }
+        let removed = context.remove(artifact_id);
+        let emptied = context
+            .artifacts
+            .is_empty()
+            .then(|| contexts.remove(context_id));
+        drop(contexts);
+        drop((removed, emptied)); // freed outside the lock
         Ok(())
     }
 
@@ -150,5 +183,62 @@ impl ArtifactStore for MemoryArtifactStore {
         let removed = lock(&self.contexts).remove(context_id);
         drop(removed); // freed outside the lock
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn ids(listed: &[StoredArtifact]) -> Vec<String> {
+        listed
+            .iter()
+            .map(|a| a.artifact.artifact_id.clone())
+            .collect()
+    }
+
+    /// Past [`INDEX_FROM`] artifacts a context indexes them: lookups,
+    /// replacements, appends and deletions still find the right one, and
+    /// the list keeps the creation order.
+    #[tokio::test]
+    async fn a_context_with_many_artifacts_keeps_them_in_order_by_id() {
+        let store = MemoryArtifactStore::new();
+        let count = INDEX_FROM + 4;
+        for i in 0..count {
+            let artifact = Artifact::new(format!("a{i}"), vec![Part::text(format!("v{i}"))]);
+            store.put("c", "t", &artifact).await.unwrap();
+        }
+        store.delete("c", "a3").await.unwrap();
+        store.delete("c", &format!("a{}", count - 2)).await.unwrap();
+        let replaced = Artifact::new("a5", vec![Part::text("new")]);
+        store.put("c", "t2", &replaced).await.unwrap();
+        store
+            .append_parts("c", "t", "a7", &[Part::text("more")])
+            .await
+            .unwrap();
+        let listed = store.list("c").await.unwrap();
+        let expected: Vec<String> = (0..count)
+            .filter(|i| *i != 3 && *i != count - 2)
+            .map(|i| format!("a{i}"))
+            .collect();
+        assert_eq!(ids(&listed), expected, "creation order, a5 in its place");
+        for id in &expected {
+            let got = store.get("c", id).await.unwrap().unwrap();
+            assert_eq!(&got.artifact.artifact_id, id);
+        }
+        let a5 = store.get("c", "a5").await.unwrap().unwrap();
+        assert_eq!(a5.artifact.parts, [Part::text("new")]);
+        assert_eq!(a5.task_id, "t2");
+        let a7 = store.get("c", "a7").await.unwrap().unwrap();
+        assert_eq!(a7.artifact.parts, [Part::text("v7"), Part::text("more")]);
+        assert!(store.get("c", "a3").await.unwrap().is_none());
+        // Back under the index's size, then empty: the context goes.
+        for id in &expected {
+            store.delete("c", id).await.unwrap();
+        }
+        assert!(store.list("c").await.unwrap().is_empty());
+        assert!(lock(&store.contexts).get("c").is_none());
     }
 }
