@@ -194,10 +194,11 @@ pub struct TurnReport {
     pub iterations: u32,
     /// Tokens used by the whole turn.
     pub usage: Usage,
-    /// What went wrong, when the turn failed.
-    pub error: Option<TurnError>,
+    /// What went wrong, when the turn failed. Boxed, like the failed call:
+    /// most turns have neither, and a kept task holds its final report.
+    pub error: Option<Box<TurnError>>,
     /// The call whose failure ended the turn ([`TurnEnd::ToolFailed`]).
-    pub failed_tool_call: Option<FailedToolCall>,
+    pub failed_tool_call: Option<Box<FailedToolCall>>,
     /// What the Agent adds, for a turn an Agent ran.
     pub agent: Option<AgentTurnReport>,
 }
@@ -217,7 +218,7 @@ impl TurnReport {
 
     /// With what went wrong.
     pub fn with_error(mut self, error: TurnError) -> Self {
-        self.error = Some(error);
+        self.error = Some(Box::new(error));
         self
     }
 }
@@ -426,7 +427,10 @@ mod tests {
             "failedToolCall": {"name": "t", "callId": "c", "failure": "error"}});
         let read = StatusMetadata::from_map(failed.as_object().cloned().unwrap());
         let report = read.report.unwrap();
-        assert_eq!(report.error, Some(TurnError::new("tool_failed", "boom")));
+        assert_eq!(
+            report.error,
+            Some(Box::new(TurnError::new("tool_failed", "boom")))
+        );
         assert_eq!(report.failed_tool_call.unwrap().call_id, "c");
         assert!(read.extra.is_empty());
         assert!(serde_json::from_value::<StatusMetadata>(json!([1])).is_err());

@@ -159,8 +159,8 @@ impl Turn {
             finish_reason: ending.end,
             iterations: self.iteration,
             usage: self.usage,
-            error: ending.error,
-            failed_tool_call: ending.failed_tool_call,
+            error: ending.error.map(Box::new),
+            failed_tool_call: ending.failed_tool_call.map(Box::new),
             agent: None,
         };
         self.emit

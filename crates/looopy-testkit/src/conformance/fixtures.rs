@@ -57,12 +57,15 @@ fn report() -> TurnReport {
             reasoning_tokens: 2,
             cached_input_tokens: 5,
         },
-        error: Some(TurnError::new("tool_failed", "Tool 'x' failed: ✗")),
-        failed_tool_call: Some(FailedToolCall {
+        error: Some(Box::new(TurnError::new(
+            "tool_failed",
+            "Tool 'x' failed: ✗",
+        ))),
+        failed_tool_call: Some(Box::new(FailedToolCall {
             name: "x".into(),
             call_id: "call-1".into(),
             failure: "error".into(),
-        }),
+        })),
         agent: Some(AgentTurnReport {
             turn_number: 3,
             saved: true,
