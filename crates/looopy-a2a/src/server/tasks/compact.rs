@@ -76,13 +76,17 @@ impl Tasks {
         let Some(last) = turn.final_event_id.take() else {
             return;
         };
+        if chunks.len() < 2 {
+            return; // no artifact came in more than one chunk
+        }
+        if let Some(gone) = turn.readers.take() {
+            let _ = tokio::time::timeout(READER_WAIT, gone).await;
+        }
+        // Built after the wait: the whole artifacts are not held meanwhile.
         let Some(compaction) = compaction(&chunks) else {
             return;
         };
         drop(chunks);
-        if let Some(gone) = turn.readers.take() {
-            let _ = tokio::time::timeout(READER_WAIT, gone).await;
-        }
         let replaced = self
             .log
             .replace_entries(&turn.task_id, &last, &compaction.remove, compaction.put)
