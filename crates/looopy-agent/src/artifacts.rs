@@ -62,9 +62,7 @@ fn hold_append(held: &mut Vec<ArtifactWrite>, artifact_id: String, parts: Vec<Pa
             return;
         }
     };
-    for part in parts {
-        Part::push_joined(into, part);
-    }
+    Part::extend_joined(into, parts);
 }
 
 /// Writes a turn's artifacts as its events go by.
@@ -198,9 +196,7 @@ impl ArtifactRecorder {
                 parts: Vec::new(),
                 chunks: 0,
             });
-            for part in &artifact.parts {
-                Part::push_joined(&mut pending.parts, part.clone());
-            }
+            Part::extend_joined(&mut pending.parts, artifact.parts.iter().cloned());
             pending.chunks += 1;
             if pending.chunks >= FLUSH_EVERY {
                 self.flush().await;

@@ -93,13 +93,15 @@ impl Part {
         }
     }
 
-    /// Adds `part` after `parts`, joined to the last one when both are
-    /// text: streamed text comes as many small parts, and what they mean is
-    /// their concatenation (one part holds it in one allocation).
-    pub fn push_joined(parts: &mut Vec<Part>, part: Part) {
-        match (parts.last_mut(), part) {
-            (Some(Part::Text { text }), Part::Text { text: more }) => text.push_str(&more),
-            (_, part) => parts.push(part),
+    /// Adds `more` after `parts`, each text part joined to a text part
+    /// before it: streamed text comes as many small parts, and what they
+    /// mean is their concatenation (one part holds it in one allocation).
+    pub fn extend_joined(parts: &mut Vec<Part>, more: impl IntoIterator<Item = Part>) {
+        for part in more {
+            match (parts.last_mut(), part) {
+                (Some(Part::Text { text }), Part::Text { text: more }) => text.push_str(&more),
+                (_, part) => parts.push(part),
+            }
         }
     }
 }

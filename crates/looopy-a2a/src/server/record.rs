@@ -43,9 +43,7 @@ pub(crate) fn task_history(messages: &[Message], turn_message_ids: &[String]) ->
 /// An artifact with adjacent text chunks joined into one part.
 pub(crate) fn joined(artifact: Artifact) -> Artifact {
     let mut parts: Vec<Part> = Vec::with_capacity(artifact.parts.len());
-    for part in artifact.parts {
-        Part::push_joined(&mut parts, part);
-    }
+    Part::extend_joined(&mut parts, artifact.parts);
     Artifact { parts, ..artifact }
 }
 
@@ -58,9 +56,7 @@ pub(crate) fn fold_artifact(artifacts: &mut Vec<Artifact>, update: &Artifact, ap
         .find(|a| a.artifact_id == update.artifact_id)
     {
         Some(existing) if append => {
-            for part in &update.parts {
-                Part::push_joined(&mut existing.parts, part.clone());
-            }
+            Part::extend_joined(&mut existing.parts, update.parts.iter().cloned());
             if existing.name.is_none() {
                 existing.name.clone_from(&update.name);
             }
