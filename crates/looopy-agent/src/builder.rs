@@ -166,6 +166,18 @@ impl AgentBuilder {
         self
     }
 
+    /// Keeps no loop checkpoints, also when [`stores`](Self::stores) gave
+    /// a checkpoint store (a later [`task_store`](Self::task_store) sets
+    /// one again). A turn then cannot be carried on after its process dies:
+    /// [`Agent::resume_turn`] ends it with an error saying so. For stores
+    /// that die with the process anyway, such as the memory bundle behind a
+    /// server, where a checkpoint could only be read by the process that
+    /// wrote it and each one costs the turn a copy of its progress.
+    pub fn without_checkpoints(mut self) -> Self {
+        self.task_store = None;
+        self
+    }
+
     /// A prebuilt loop instead of a model, tools and loop settings. The
     /// sliding window is then applied to the history at the start of each
     /// turn only; wrap the loop's model in a [`WindowedLlm`] to apply it to

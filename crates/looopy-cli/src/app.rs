@@ -209,6 +209,11 @@ impl App {
             .stores(&self.stores)
             .lock_ttl(self.config.durability.lease_ttl())
             .artifact_tools(self.config.agent.artifact_tools);
+        if !self.config.store.outlives_process() {
+            // A checkpoint in this process's memory dies with the turn it
+            // would carry on (docs/durability.md).
+            builder = builder.without_checkpoints();
+        }
         if !self.config.agent.approve_tools.is_empty() {
             builder = builder.require_approval(self.config.agent.approve_tools.iter().cloned());
         }
@@ -258,6 +263,26 @@ mod tests {
         assert!(!defaults.config.agent.artifact_tools, "off by default");
         let on = Config::parse("[agent]\nartifact_tools = true").unwrap();
         assert!(on.agent.artifact_tools);
+    }
+
+    #[tokio::test]
+    async fn checkpoints_are_written_only_where_they_outlive_the_process() {
+        let memory = App::build(Config::parse("").unwrap(), &|_| None)
+            .await
+            .unwrap();
+        let agent = memory.agent_template().unwrap().agent("c").unwrap();
+        assert!(agent.agent_loop().checkpoint_store().is_none());
+
+        let redis = looopy_testkit::test_redis().unwrap();
+        let prefix = format!("app-ckpt-{}", uuid::Uuid::new_v4().simple());
+        let config = Config::parse(&format!(
+            "[store]\nbackend = \"redis\"\nurl = \"{}\"\nkey_prefix = \"{prefix}\"\n",
+            redis.url()
+        ))
+        .unwrap();
+        let redis_app = App::build(config, &|_| None).await.unwrap();
+        let agent = redis_app.agent_template().unwrap().agent("c").unwrap();
+        assert!(agent.agent_loop().checkpoint_store().is_some());
     }
 
     #[test]

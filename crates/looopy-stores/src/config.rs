@@ -41,6 +41,20 @@ impl StoreConfig {
             StoreConfig::Redis(config) => looopy_stores_redis::connect(config.clone()).await,
         }
     }
+
+    /// Whether what the stores hold outlives this process: false for the
+    /// memory stores, true for Redis. Where it does not, nothing another
+    /// process could read is worth writing for it, such as the loop's
+    /// checkpoints, which only serve to carry a turn on after its process
+    /// died.
+    pub fn outlives_process(&self) -> bool {
+        match self {
+            #[cfg(feature = "memory")]
+            StoreConfig::Memory(_) => false,
+            #[cfg(feature = "redis")]
+            StoreConfig::Redis(_) => true,
+        }
+    }
 }
 
 #[cfg(test)]
