@@ -43,15 +43,12 @@ pub struct Agent {
 
 pub(crate) struct Inner {
     pub(crate) context_id: Arc<str>,
-    pub(crate) agent_loop: AgentLoop,
-    pub(crate) summarizer: Arc<dyn LlmProvider>,
-    /// A turn's start and end (over the stores below).
-    pub(crate) turns: Arc<dyn TurnStore>,
-    pub(crate) messages: Arc<dyn MessageStore>,
-    pub(crate) artifacts: Arc<dyn ArtifactStore>,
-    pub(crate) states: Option<Arc<dyn AgentStateStore>>,
-    pub(crate) turn_lock: Option<Arc<dyn TurnLock>>,
-    pub(crate) settings: Settings,
+    /// The loop, the stores and the settings: one allocation shared by
+    /// every Agent of a template, so that making an Agent for a new
+    /// conversation copies none of them.
+    pub(crate) shared: Arc<Parts>,
+    /// Who owns the conversation (recorded in its state).
+    pub(crate) owner: Option<String>,
     /// History size limits already warned about (compaction off).
     pub(crate) size_warnings: SizeWarnings,
     exclusive: Arc<tokio::sync::Mutex<()>>,
@@ -87,12 +84,12 @@ impl Status {
     }
 }
 
-/// What the builder hands over.
-#[derive(Clone)]
+/// What the builder hands over: everything of an Agent but its
+/// conversation and its owner.
 pub(crate) struct Parts {
-    pub(crate) context_id: Arc<str>,
     pub(crate) agent_loop: AgentLoop,
     pub(crate) summarizer: Arc<dyn LlmProvider>,
+    /// A turn's start and end (over the stores below).
     pub(crate) turns: Arc<dyn TurnStore>,
     pub(crate) messages: Arc<dyn MessageStore>,
     pub(crate) artifacts: Arc<dyn ArtifactStore>,
@@ -122,23 +119,24 @@ impl Agent {
         AgentBuilder::new(context_id.into())
     }
 
-    pub(crate) fn from_parts(p: Parts) -> Self {
+    /// The Agent of `context_id`, owned by `owner` (when given) or by the
+    /// settings' owner.
+    pub(crate) fn from_parts(
+        context_id: Arc<str>,
+        shared: Arc<Parts>,
+        owner: Option<String>,
+    ) -> Self {
+        let owner = owner.or_else(|| shared.settings.owner.clone());
         let state = fresh_state(
-            &p.context_id,
-            &p.agent_loop.config().agent_id,
-            p.settings.owner.clone(),
+            &context_id,
+            &shared.agent_loop.config().agent_id,
+            owner.clone(),
         );
         Agent {
             inner: Arc::new(Inner {
-                context_id: p.context_id,
-                agent_loop: p.agent_loop,
-                summarizer: p.summarizer,
-                turns: p.turns,
-                messages: p.messages,
-                artifacts: p.artifacts,
-                states: p.states,
-                turn_lock: p.turn_lock,
-                settings: p.settings,
+                context_id,
+                shared,
+                owner,
                 size_warnings: SizeWarnings::default(),
                 exclusive: Arc::new(tokio::sync::Mutex::new(())),
                 status: Mutex::new(Status {
@@ -158,7 +156,7 @@ impl Agent {
 
     /// The loop that runs the turns.
     pub fn agent_loop(&self) -> &AgentLoop {
-        &self.inner.agent_loop
+        &self.inner.shared.agent_loop
     }
 
     /// Where the agent is in its lifecycle.
@@ -214,7 +212,7 @@ impl Agent {
     /// `task_id` when given (a turn's lease is recovered by another process
     /// if this one dies; one without a task just runs out).
     pub(crate) async fn lease(&self, task_id: Option<&str>) -> Result<Option<Lease>, AgentError> {
-        let Some(lock) = &self.inner.turn_lock else {
+        let Some(lock) = &self.inner.shared.turn_lock else {
             return Ok(None);
         };
         let context_id = &self.inner.context_id;
@@ -222,7 +220,7 @@ impl Agent {
             lock.clone(),
             context_id.clone(),
             task_id,
-            self.inner.settings.lock_ttl,
+            self.inner.shared.settings.lock_ttl,
         )
         .await?;
         match found {
@@ -241,11 +239,15 @@ impl Agent {
     async fn load(&self) -> Result<(), AgentError> {
         self.set_lifecycle(LifecycleState::Starting);
         let loaded = async {
-            let state = match &self.inner.states {
+            let state = match &self.inner.shared.states {
                 Some(states) => states.load(&self.inner.context_id).await?,
                 None => None,
             };
-            self.inner.messages.count(&self.inner.context_id).await?;
+            self.inner
+                .shared
+                .messages
+                .count(&self.inner.context_id)
+                .await?;
             Ok::<_, StoreError>(state)
         }
         .await;
@@ -255,7 +257,7 @@ impl Agent {
                     let mut status = self.status();
                     if let Some(mut stored) = stored {
                         if stored.owner.is_none() {
-                            stored.owner = self.inner.settings.owner.clone();
+                            stored.owner = self.inner.owner.clone();
                         }
                         status.state = Arc::new(stored);
                     }
@@ -264,7 +266,7 @@ impl Agent {
                     state.last_activity = Utc::now();
                     status.last_error = None;
                 }
-                if self.inner.settings.auto_save
+                if self.inner.shared.settings.auto_save
                     && let Err(e) = self.persist_state().await
                 {
                     tracing::warn!(context_id = %self.inner.context_id, error = %e, "could not save the agent state on start");
@@ -295,7 +297,7 @@ impl Agent {
     /// Refreshes the turn count and metadata from the state store, for
     /// when other processes take turns in this conversation too.
     pub(crate) async fn refresh_shared_state(&self) -> Result<(), StoreError> {
-        let Some(states) = &self.inner.states else {
+        let Some(states) = &self.inner.shared.states else {
             return Ok(());
         };
         if let Some(stored) = states.load(&self.inner.context_id).await? {
@@ -320,8 +322,8 @@ impl Agent {
     pub(crate) fn checkpoints_beside_history(&self) -> bool {
         let inner = &self.inner;
         match (
-            inner.turns.checkpoints(),
-            inner.agent_loop.checkpoint_store(),
+            inner.shared.turns.checkpoints(),
+            inner.shared.agent_loop.checkpoint_store(),
         ) {
             (Some(of_turns), Some(of_loop)) => {
                 std::ptr::addr_eq(of_turns as *const dyn CheckpointStore, Arc::as_ptr(of_loop))
@@ -335,18 +337,18 @@ impl Agent {
     /// writes (same allocation), and turns are saved at all.
     pub(crate) fn turn_store_saves_artifacts(&self) -> bool {
         let inner = &self.inner;
-        inner.settings.auto_save
-            && inner.turns.artifacts().is_some_and(|store| {
+        inner.shared.settings.auto_save
+            && inner.shared.turns.artifacts().is_some_and(|store| {
                 std::ptr::addr_eq(
                     store as *const dyn ArtifactStore,
-                    Arc::as_ptr(&inner.artifacts),
+                    Arc::as_ptr(&inner.shared.artifacts),
                 )
             })
     }
 
     /// Writes the state, when a state store is configured.
     pub(crate) async fn persist_state(&self) -> Result<(), StoreError> {
-        let Some(states) = &self.inner.states else {
+        let Some(states) = &self.inner.shared.states else {
             return Ok(());
         };
         let snapshot = Arc::clone(&self.status().state);
@@ -361,6 +363,7 @@ impl Agent {
         }
         match self
             .inner
+            .shared
             .messages
             .append(&self.inner.context_id, &batch)
             .await
@@ -419,6 +422,7 @@ impl Agent {
     pub async fn shutdown(&self) -> Result<(), AgentError> {
         self.stop(LifecycleState::Shutdown).await?;
         self.inner
+            .shared
             .agent_loop
             .shutdown_tools()
             .await
@@ -470,8 +474,16 @@ impl Agent {
         self.ensure_ready(false).await?;
         let lease = self.lease(None).await?;
         let result = renewed(lease.as_ref(), async {
-            self.inner.messages.clear(&self.inner.context_id).await?;
-            self.inner.artifacts.clear(&self.inner.context_id).await?;
+            self.inner
+                .shared
+                .messages
+                .clear(&self.inner.context_id)
+                .await?;
+            self.inner
+                .shared
+                .artifacts
+                .clear(&self.inner.context_id)
+                .await?;
             {
                 let mut status = self.status();
                 status.unsaved.clear();
@@ -503,19 +515,24 @@ impl Agent {
         let cancel = lease.as_ref().map(Lease::lost).unwrap_or_default();
         let result = renewed(lease.as_ref(), async {
             self.flush_unsaved().await?;
-            let history = self.inner.messages.load(&self.inner.context_id).await?;
+            let history = self
+                .inner
+                .shared
+                .messages
+                .load(&self.inner.context_id)
+                .await?;
             let cx = TurnContext::new(
                 format!("compaction-{}", uuid::Uuid::new_v4()),
                 self.inner.context_id.clone(),
             )
             .with_cancel(cancel);
             let done = compaction::compact(
-                self.inner.summarizer.as_ref(),
-                self.inner.messages.as_ref(),
+                self.inner.shared.summarizer.as_ref(),
+                self.inner.shared.messages.as_ref(),
                 &self.inner.context_id,
                 &history,
                 history.len(),
-                &self.inner.settings.compaction,
+                &self.inner.shared.settings.compaction,
                 &cx,
             )
             .await?;
@@ -540,12 +557,18 @@ impl Agent {
     /// Messages `range` of the conversation (clamped), oldest first.
     pub async fn messages_in(&self, range: Range<usize>) -> Result<Vec<Message>, AgentError> {
         let unsaved = self.status().unsaved.clone();
-        let stored = self.inner.messages.count(&self.inner.context_id).await?;
+        let stored = self
+            .inner
+            .shared
+            .messages
+            .count(&self.inner.context_id)
+            .await?;
         let total = stored + unsaved.len();
         let end = range.end.min(total);
         let start = range.start.min(end);
         let mut out = if start < stored {
             self.inner
+                .shared
                 .messages
                 .load_range(&self.inner.context_id, start..end.min(stored))
                 .await?
@@ -560,7 +583,12 @@ impl Agent {
 
     /// The `limit` most recent messages, oldest first.
     pub async fn last_messages(&self, limit: usize) -> Result<Vec<Message>, AgentError> {
-        let stored = self.inner.messages.count(&self.inner.context_id).await?;
+        let stored = self
+            .inner
+            .shared
+            .messages
+            .count(&self.inner.context_id)
+            .await?;
         let total = stored + self.status().unsaved.len();
         self.messages_in(total.saturating_sub(limit)..total).await
     }
@@ -571,7 +599,12 @@ impl Agent {
     pub async fn pending_approvals(
         &self,
     ) -> Result<Vec<looopy_core::approval::ApprovalRequest>, AgentError> {
-        let stored = self.inner.messages.load(&self.inner.context_id).await?;
+        let stored = self
+            .inner
+            .shared
+            .messages
+            .load(&self.inner.context_id)
+            .await?;
         let unsaved = self.status().unsaved.clone();
         let history: History = stored.into_iter().chain(unsaved).collect();
         Ok(crate::client::pending_approvals(&history))
@@ -579,13 +612,19 @@ impl Agent {
 
     /// The conversation's artifacts, oldest first.
     pub async fn artifacts(&self) -> Result<Vec<StoredArtifact>, AgentError> {
-        Ok(self.inner.artifacts.list(&self.inner.context_id).await?)
+        Ok(self
+            .inner
+            .shared
+            .artifacts
+            .list(&self.inner.context_id)
+            .await?)
     }
 
     /// One artifact.
     pub async fn artifact(&self, artifact_id: &str) -> Result<Option<StoredArtifact>, AgentError> {
         Ok(self
             .inner
+            .shared
             .artifacts
             .get(&self.inner.context_id, artifact_id)
             .await?)

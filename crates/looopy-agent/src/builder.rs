@@ -301,7 +301,8 @@ impl AgentBuilder {
         if self.context_id.is_empty() {
             return Err(AgentError::Config("the context id is empty".into()));
         }
-        Ok(Agent::from_parts(self.parts()?))
+        let context_id = self.context_id.clone();
+        Ok(Agent::from_parts(context_id, Arc::new(self.parts()?), None))
     }
 
     /// What the Agent of every conversation can share, built once: the
@@ -394,7 +395,6 @@ impl AgentBuilder {
             })
         });
         Ok(Parts {
-            context_id: self.context_id,
             agent_loop,
             summarizer,
             turns,

@@ -47,7 +47,7 @@ pub(crate) fn finish<'a>(
     // every running turn's.
     async move {
         let inner = &agent.inner;
-        let auto = inner.settings.auto_save;
+        let auto = inner.shared.settings.auto_save;
         let HeldArtifacts { writes, recorder } = artifacts;
         if !auto || !agent.status().unsaved.is_empty() {
             recorder.write_now(&writes).await;
@@ -68,16 +68,22 @@ pub(crate) fn finish<'a>(
         let snapshot = {
             let mut status = agent.status();
             mark_ended(status.state_mut(), record);
-            inner.states.is_some().then(|| Arc::clone(&status.state))
+            inner
+                .shared
+                .states
+                .is_some()
+                .then(|| Arc::clone(&status.state))
         };
         let result = inner
+            .shared
             .turns
             .commit_turn(TurnCommit {
                 context_id: &inner.context_id,
                 lease_owner: lease.as_ref().map(Lease::owner),
                 messages: produced,
                 state: snapshot.as_ref(),
-                forget_checkpoint: ended.filter(|_| inner.agent_loop.checkpoint_store().is_some()),
+                forget_checkpoint: ended
+                    .filter(|_| inner.shared.agent_loop.checkpoint_store().is_some()),
                 artifacts: (!writes.is_empty()).then_some(TurnArtifacts {
                     task_id: &record_task,
                     writes: &writes,
@@ -149,7 +155,7 @@ pub(crate) fn owned(messages: &[Arc<Message>]) -> Vec<Message> {
 /// recovery to report the saved end from (a checkpoint left behind expires
 /// with the store's time-to-live). An input-required turn keeps it.
 pub(crate) async fn forget_checkpoint(agent: &Agent, task_id: &str) {
-    if let Some(store) = agent.inner.agent_loop.checkpoint_store()
+    if let Some(store) = agent.inner.shared.agent_loop.checkpoint_store()
         && let Err(error) = store.delete(task_id).await
     {
         tracing::warn!(task_id, %error, "could not delete an ended turn's checkpoint");
@@ -164,7 +170,7 @@ async fn finish_separately(
     record: LastTurn,
 ) -> Option<String> {
     let produced = &owned(produced)[..];
-    let auto = agent.inner.settings.auto_save;
+    let auto = agent.inner.shared.settings.auto_save;
     let older = std::mem::take(&mut agent.status().unsaved);
     let mut error = None;
     if auto {
@@ -176,6 +182,7 @@ async fn finish_separately(
         if !batch.is_empty()
             && let Err(e) = agent
                 .inner
+                .shared
                 .messages
                 .append(&agent.inner.context_id, &batch)
                 .await

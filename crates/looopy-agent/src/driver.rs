@@ -105,7 +105,8 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
             Start::New(prepared) => {
                 // Boxed, and only when configured: in place its wait would
                 // take room in every running turn's future.
-                let (compaction, compaction_error) = if agent.inner.settings.compaction.auto {
+                let (compaction, compaction_error) = if agent.inner.shared.settings.compaction.auto
+                {
                     Box::pin(maybe_compact(
                         agent,
                         &mut prepared.history,
@@ -116,7 +117,7 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
                 } else {
                     (None, None)
                 };
-                let settings = &agent.inner.settings;
+                let settings = &agent.inner.shared.settings;
                 warnings = agent
                     .inner
                     .size_warnings
@@ -142,7 +143,7 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
                     // checkpoints refer to it instead of copying it.
                     loop_input.stored_history = prepared.mark.clone();
                 }
-                let agent_loop = &agent.inner.agent_loop;
+                let agent_loop = &agent.inner.shared.agent_loop;
                 let stream = match prepared.approved.take() {
                     Some(approved) => {
                         agent_loop.start_turn_approved(sent, cx.clone(), loop_input, *approved)
@@ -152,14 +153,18 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
                 (stream, base, compaction, compaction_error, false)
             }
             Start::Resume { saved } => {
-                let stream = agent.inner.agent_loop.resume_with(cx.clone(), loop_input);
+                let stream = agent
+                    .inner
+                    .shared
+                    .agent_loop
+                    .resume_with(cx.clone(), loop_input);
                 (stream, 0, None, None, *saved)
             }
         };
         let handle = stream.handle();
         turn.pause.attach(handle.clone());
         let mut recorder = ArtifactRecorder::new(
-            agent.inner.artifacts.clone(),
+            agent.inner.shared.artifacts.clone(),
             agent.inner.context_id.clone(),
             cx.task_id.clone(),
             !saved_before && agent.turn_store_saves_artifacts(),
@@ -221,7 +226,7 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
             if let Some(lease) = turn.lease.take() {
                 lease.release().await;
             }
-            if agent.inner.settings.auto_save && state.is_terminal() {
+            if agent.inner.shared.settings.auto_save && state.is_terminal() {
                 commit::forget_checkpoint(agent, &cx.task_id).await;
             }
             None
@@ -242,7 +247,7 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
         };
         drop(turn.guard);
 
-        let saved = agent.inner.settings.auto_save && save_error.is_none();
+        let saved = agent.inner.shared.settings.auto_save && save_error.is_none();
         let mut event = pumped
             .final_event
             .unwrap_or_else(|| synthetic_final(cx, "the turn ended without a final event"));
@@ -427,14 +432,14 @@ async fn maybe_compact(
     stored_len: usize,
     cx: &TurnContext,
 ) -> (Option<CompactionReport>, Option<String>) {
-    let config = &agent.inner.settings.compaction;
+    let config = &agent.inner.shared.settings.compaction;
     let messages = history.to_vec();
     if !config.is_exceeded_by(&messages) {
         return (None, None);
     }
     let result = compaction::compact(
-        agent.inner.summarizer.as_ref(),
-        agent.inner.messages.as_ref(),
+        agent.inner.shared.summarizer.as_ref(),
+        agent.inner.shared.messages.as_ref(),
         &agent.inner.context_id,
         &messages,
         stored_len,

@@ -31,8 +31,8 @@ impl Agent {
     ) -> Result<(Option<Lease>, Prepared), AgentError> {
         let inner = &self.inner;
         let context_id = &inner.context_id;
-        let shared = inner.turn_lock.is_some();
-        let auto = inner.settings.auto_save;
+        let shared = inner.shared.turn_lock.is_some();
+        let auto = inner.shared.settings.auto_save;
         let owner = uuid::Uuid::new_v4().to_string();
         // The input built from the held history, when everything is saved.
         let held = {
@@ -47,15 +47,16 @@ impl Agent {
             .as_ref()
             .and_then(|h| client::prepare_input(&h.history, user.clone()).ok());
         let begun = inner
+            .shared
             .turns
             .begin_turn(TurnBegin {
                 context_id,
                 lease: shared.then_some(LeaseRequest {
                     owner: &owner,
                     task_id: Some(task_id),
-                    ttl: inner.settings.lock_ttl,
+                    ttl: inner.shared.settings.lock_ttl,
                 }),
-                load_state: shared && inner.states.is_some(),
+                load_state: shared && inner.shared.states.is_some(),
                 known: held.as_ref().map(|h| &h.mark),
                 input: early.as_ref().map_or(&[][..], |e| e.messages.as_slice()),
             })
@@ -73,12 +74,12 @@ impl Agent {
                 return Err(AgentError::busy(context_id, BusyHolder::OtherOwner));
             }
         };
-        let lease = inner.turn_lock.as_ref().map(|lock| {
+        let lease = inner.shared.turn_lock.as_ref().map(|lock| {
             Lease::held(
                 Arc::clone(lock),
                 context_id.clone(),
                 owner,
-                inner.settings.lock_ttl,
+                inner.shared.settings.lock_ttl,
             )
         });
         if let Some(state) = begun.state {
@@ -134,10 +135,10 @@ impl Agent {
         user: Option<Message>,
     ) -> Result<Prepared, AgentError> {
         let context_id = &self.inner.context_id;
-        let auto = self.inner.settings.auto_save;
+        let auto = self.inner.shared.settings.auto_save;
         let mut history = stored;
         // The mark is kept only while every write of this turn is known.
-        let mut mark = mark.filter(|_| self.inner.turn_lock.is_some());
+        let mut mark = mark.filter(|_| self.inner.shared.turn_lock.is_some());
         let earlier = self.status().unsaved.clone();
         if !earlier.is_empty() {
             mark = None;
@@ -157,7 +158,11 @@ impl Agent {
         if input.is_empty() {
             // A plain continuation: nothing to save.
         } else if auto && self.status().unsaved.is_empty() {
-            self.inner.messages.append(context_id, &input).await?;
+            self.inner
+                .shared
+                .messages
+                .append(context_id, &input)
+                .await?;
             stored_len += input.len();
             if let Some(m) = &mut mark {
                 m.len += input.len();

@@ -63,12 +63,11 @@ impl AgentTemplate {
         if context_id.is_empty() {
             return Err(AgentError::Config("the context id is empty".into()));
         }
-        let mut parts = Parts::clone(&self.parts);
-        parts.context_id = Arc::from(context_id);
-        if let Some(owner) = owner {
-            parts.settings.owner = Some(owner.to_owned());
-        }
-        Ok(Agent::from_parts(parts))
+        Ok(Agent::from_parts(
+            Arc::from(context_id),
+            Arc::clone(&self.parts),
+            owner.map(str::to_owned),
+        ))
     }
 }
 

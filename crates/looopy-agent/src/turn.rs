@@ -394,7 +394,11 @@ impl Agent {
                 Some(id) => Arc::from(id.as_str()),
                 None => Arc::from(uuid::Uuid::new_v4().to_string()),
             };
-            let (lease, prepared) = self.begin(user_message, &task_id).await?;
+            // Boxed: in place, the start's future (about 1.7 KB: the
+            // store's answer, the lease, the input) would take room in the
+            // caller's future, which a caller that goes on to read the turn
+            // holds until the turn's end.
+            let (lease, prepared) = Box::pin(self.begin(user_message, &task_id)).await?;
             Ok(self.launch(guard, lease, Start::New(prepared), task_id, options))
         }
     }
@@ -418,14 +422,14 @@ impl Agent {
     ) -> Result<AgentTurn, AgentError> {
         let guard = self.claim()?;
         self.ensure_ready(false).await?;
-        let lease = match &self.inner.turn_lock {
+        let lease = match &self.inner.shared.turn_lock {
             None => None,
             Some(lock) => {
                 let lease = Lease::take_over(
                     lock.clone(),
                     self.inner.context_id.clone(),
                     task_id,
-                    self.inner.settings.lock_ttl,
+                    self.inner.shared.settings.lock_ttl,
                 )
                 .await?;
                 match lease {
@@ -481,7 +485,7 @@ impl Agent {
             cx = cx.with_auth(auth);
         }
         cx = cx.with_artifacts(ConversationArtifacts::new(
-            self.inner.artifacts.clone(),
+            self.inner.shared.artifacts.clone(),
             self.inner.context_id.clone(),
         ));
         let events = Arc::new(EventQueue::default());
