@@ -8,6 +8,7 @@ use looopy_core::store::CheckpointStore;
 use looopy_core::{LlmProvider, ToolProvider};
 
 use crate::AgentLoop;
+use crate::LoopParts;
 use crate::config::AgentLoopConfig;
 use crate::hooks::{Hook, HookFailureMode, Hooks};
 use crate::layers::{LlmLayer, LlmStack, RetryPolicy, TimeoutLayer, ToolLayer, ToolStack};
@@ -231,7 +232,7 @@ impl AgentLoopBuilder {
             .into_iter()
             .map(|p| tool_stack.apply(p))
             .collect();
-        AgentLoop {
+        AgentLoop::from_parts(LoopParts {
             llm: llm_stack.apply(self.llm),
             fixed_registry: tools.iter().all(|p| p.tools_are_fixed()).then(Arc::default),
             reader_on_demand,
@@ -244,6 +245,6 @@ impl AgentLoopBuilder {
             },
             metrics,
             llm_stack,
-        }
+        })
     }
 }

@@ -45,10 +45,17 @@ use crate::stream::TurnShared;
 use crate::telemetry::LoopMetrics;
 use crate::turn::Turn;
 
-/// The single-turn engine. Cheap to clone; one loop serves any number of
-/// concurrent turns.
+/// The single-turn engine. Cheap to clone (its parts are one shared
+/// allocation, so a clone, and each turn's hold on its loop, is one
+/// reference count); one loop serves any number of concurrent turns.
 #[derive(Clone)]
 pub struct AgentLoop {
+    parts: Arc<LoopParts>,
+}
+
+/// What an [`AgentLoop`] is made of: shared by its clones and by every
+/// turn it runs.
+pub(crate) struct LoopParts {
     llm: Arc<dyn LlmProvider>,
     tools: Arc<[Arc<dyn ToolProvider>]>,
     /// The registry of `tools`, listed once, when every provider says its
@@ -66,6 +73,12 @@ pub struct AgentLoop {
 }
 
 impl AgentLoop {
+    pub(crate) fn from_parts(parts: LoopParts) -> Self {
+        AgentLoop {
+            parts: Arc::new(parts),
+        }
+    }
+
     /// Starts building a loop around a model.
     pub fn builder(llm: impl LlmProvider + 'static) -> AgentLoopBuilder {
         AgentLoopBuilder::new(Arc::new(llm))
@@ -73,17 +86,17 @@ impl AgentLoop {
 
     /// The settings.
     pub fn config(&self) -> &AgentLoopConfig {
-        &self.config
+        &self.parts.config
     }
 
     /// The model, wrapped in the loop's model layers (see [`layers`]).
     pub fn llm(&self) -> &Arc<dyn LlmProvider> {
-        &self.llm
+        &self.parts.llm
     }
 
     /// Where the loop keeps its checkpoints, if anywhere.
     pub fn checkpoint_store(&self) -> Option<&Arc<dyn CheckpointStore>> {
-        self.task_store.as_ref()
+        self.parts.task_store.as_ref()
     }
 
     /// `model` wrapped in the same model layers as the loop's own (the
@@ -91,7 +104,7 @@ impl AgentLoop {
     /// for other calls that should behave alike, such as compaction
     /// summaries made with another model.
     pub fn layer_llm(&self, model: Arc<dyn LlmProvider>) -> Arc<dyn LlmProvider> {
-        self.llm_stack.apply(model)
+        self.parts.llm_stack.apply(model)
     }
 
     /// Shuts every tool provider of the loop down
@@ -100,7 +113,8 @@ impl AgentLoop {
     /// logged and the first is returned. Providers start again on their
     /// next use.
     pub async fn shutdown_tools(&self) -> Result<(), looopy_core::ToolError> {
-        let results = futures::future::join_all(self.tools.iter().map(|p| p.shutdown())).await;
+        let results =
+            futures::future::join_all(self.parts.tools.iter().map(|p| p.shutdown())).await;
         let mut first = None;
         for error in results.into_iter().filter_map(Result::err) {
             tracing::warn!(%error, "a tool provider did not shut down cleanly");
@@ -172,7 +186,7 @@ impl AgentLoop {
         mut input: TurnInput,
         approved: Option<ApprovedCalls>,
     ) -> TurnStream {
-        let cx = cx.with_agent_id(self.config.agent_id.clone());
+        let cx = cx.with_agent_id(self.parts.config.agent_id.clone());
         let (emit, rx) = self.channel(&cx, &mut input.settings);
         let shared = Arc::new(TurnShared::default());
         let mut turn = Turn::start(

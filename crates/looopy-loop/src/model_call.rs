@@ -59,6 +59,7 @@ enum Answer<'a> {
 )]
 pub(crate) fn call_model<'a>(
     agent: &'a AgentLoop,
+    config: &'a AgentLoopConfig,
     request: LlmRequest,
     cx: &'a TurnContext,
     emit: &'a Emitter,
@@ -66,7 +67,7 @@ pub(crate) fn call_model<'a>(
     artifact_id: &'a str,
 ) -> impl Future<Output = Result<LlmResponse, LlmError>> + Send + 'a {
     async move {
-        let (llm, config, metrics) = (agent.llm.as_ref(), &*agent.config, &agent.metrics);
+        let (llm, metrics) = (agent.parts.llm.as_ref(), &agent.parts.metrics);
         emit.llm_call(iteration, request.messages.len(), request.tools.len());
         let started = Instant::now();
         let model = request

@@ -30,13 +30,13 @@ impl AgentLoop {
     /// resume.
     pub fn resume_with(&self, cx: TurnContext, input: impl Into<TurnInput>) -> TurnStream {
         let mut input = input.into();
-        let cx = cx.with_agent_id(self.config.agent_id.clone());
+        let cx = cx.with_agent_id(self.parts.config.agent_id.clone());
         let (emit, rx) = self.channel(&cx, &mut input.settings);
         let shared = Arc::new(TurnShared::default());
         let this = self.clone();
         let shared2 = shared.clone();
         let driver = async move {
-            let checkpoint = match &this.task_store {
+            let checkpoint = match &this.parts.task_store {
                 None => Err(LoopError::NoTaskStore),
                 Some(store) => match store.load(&cx.task_id).await {
                     Ok(Some(c)) => Ok(c),

@@ -29,8 +29,8 @@ impl Turn {
         mut calls: Vec<(usize, ToolCall)>,
         approved: bool,
     ) -> Step {
-        let limit = self.agent.config.max_parallel_tools.max(1);
-        if let Some(max) = self.agent.config.max_tool_calls {
+        let limit = self.config.max_parallel_tools.max(1);
+        if let Some(max) = self.config.max_tool_calls {
             // Calls past the turn's limit are not run; each gets a denied
             // result, and the next iteration wraps the turn up.
             let left = max.saturating_sub(self.tool_calls) as usize;
@@ -50,11 +50,11 @@ impl Turn {
         self.tool_calls = self
             .tool_calls
             .saturating_add(u32::try_from(calls.len()).unwrap_or(u32::MAX));
-        let fail_fast = self.agent.config.tool_failure_mode == ToolFailureMode::Fail;
+        let fail_fast = self.config.tool_failure_mode == ToolFailureMode::Fail;
         let mut tool_failed: Option<Ending> = None;
         let cx = self.cx.clone();
         let emit = self.emit.clone();
-        let hooks = self.agent.hooks.clone();
+        let hooks = self.agent.parts.hooks.clone();
         let shared = self.shared.clone();
         let running_calls = tools::Running::default();
         let env = CallEnv {
@@ -65,7 +65,7 @@ impl Turn {
             hooks: &hooks,
             pause: &shared.pause,
             iteration: self.iteration,
-            metrics: &self.agent.metrics,
+            metrics: &self.agent.parts.metrics,
             approved,
         };
         let span = tracing::info_span!(

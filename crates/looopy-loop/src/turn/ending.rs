@@ -61,12 +61,13 @@ impl Turn {
     /// `end` is the limit that was reached (`MaxIterations` or
     /// `MaxToolCalls`).
     pub(super) async fn wrap_up(&mut self, end: TurnEnd) -> Ending {
-        let config = self.agent.config.clone();
+        let config = self.config.clone();
         let messages = wrap_up::plain_history(&self.history, &config.final_summary_prompt);
         let request = model_call::request(&config, messages, Arc::from(Vec::new()), None);
         let artifact_id = format!("{}-response-final", self.cx.task_id);
         let result = model_call::call_model(
             &self.agent,
+            &self.config,
             request,
             &self.cx,
             &self.emit,
@@ -124,10 +125,11 @@ impl Turn {
     }
 
     pub(super) async fn finish(&mut self, mut ending: Ending, started: Instant) {
-        if self.agent.hooks.any_at(HookPoints::AFTER_TURN) {
+        if self.agent.parts.hooks.any_at(HookPoints::AFTER_TURN) {
             let mut summary = self.summary(ending.end, ending.message.as_deref());
             match self
                 .agent
+                .parts
                 .hooks
                 .after_turn(&self.hook_cx(), &self.emit, &mut summary)
                 .await

@@ -24,7 +24,7 @@ use crate::limits::TurnSettings;
 use crate::model_call;
 use crate::stream::TurnShared;
 use crate::tools::ToolRegistry;
-use crate::{AgentLoop, ApprovedCalls, LoopError};
+use crate::{AgentLoop, AgentLoopConfig, ApprovedCalls, LoopError};
 
 mod batch;
 mod ending;
@@ -34,6 +34,9 @@ use ending::Ending;
 /// The state of a turn in progress.
 pub(crate) struct Turn {
     pub(crate) agent: AgentLoop,
+    /// The loop's settings, merged with the turn's once it starts (the
+    /// loop's own are shared by all its turns).
+    pub(crate) config: Arc<AgentLoopConfig>,
     pub(crate) cx: TurnContext,
     pub(crate) emit: Emitter,
     pub(crate) shared: Arc<TurnShared>,
@@ -91,9 +94,10 @@ impl Turn {
             stored_history,
         } = input;
         let stored_history = stored_history.filter(|m| m.len <= history.len());
-        let writer = CheckpointWriter::new(agent.task_store.clone(), emit.clone());
+        let writer = CheckpointWriter::new(agent.parts.task_store.clone(), emit.clone());
         Turn {
             writer,
+            config: agent.parts.config.clone(),
             agent,
             cx,
             emit,
@@ -200,16 +204,16 @@ impl Turn {
     /// The turn's tools: the loop's, listed once when they are fixed, and
     /// the turn's own.
     async fn registry(&self) -> Result<ToolRegistry, ToolError> {
-        let tools = &self.agent.tools;
+        let tools = &self.agent.parts.tools;
         let build = |providers| async move {
             let registry = ToolRegistry::build(providers, &self.cx).await?;
-            Ok::<_, ToolError>(if self.agent.reader_on_demand {
+            Ok::<_, ToolError>(if self.agent.parts.reader_on_demand {
                 registry.reader_on_demand()
             } else {
                 registry
             })
         };
-        let Some(fixed) = &self.agent.fixed_registry else {
+        let Some(fixed) = &self.agent.parts.fixed_registry else {
             let providers = match &self.turn_tools {
                 None => tools.clone(),
                 Some(extra) => tools.iter().cloned().chain([extra.clone()]).collect(),
@@ -233,6 +237,7 @@ impl Turn {
         let mut settings = std::mem::take(&mut self.settings);
         match self
             .agent
+            .parts
             .hooks
             .before_turn(&self.hook_cx(), &self.emit, &self.history, &mut settings)
             .await
@@ -250,9 +255,9 @@ impl Turn {
         }
         if !settings.is_empty() {
             // From here on the turn reads the merged values only.
-            self.agent.config = Arc::new(settings.apply(&self.agent.config));
+            self.config = Arc::new(settings.apply(&self.config));
         }
-        let Some(limit) = self.agent.config.max_duration else {
+        let Some(limit) = self.config.max_duration else {
             return within(self.iterations(&registry, resumed), None).await;
         };
         // The limit counts from the turn's start. At the deadline the turn is
@@ -313,10 +318,10 @@ impl Turn {
             if self.cx.cancel.is_cancelled() {
                 return Ending::new(TurnEnd::Cancelled, None);
             }
-            if self.iteration >= self.agent.config.max_iterations {
+            if self.iteration >= self.config.max_iterations {
                 return self.wrap_up(TurnEnd::MaxIterations).await;
             }
-            if let Some(max) = self.agent.config.max_tool_calls
+            if let Some(max) = self.config.max_tool_calls
                 && self.tool_calls >= max
             {
                 return self.wrap_up(TurnEnd::MaxToolCalls).await;
@@ -405,7 +410,7 @@ impl Turn {
         };
         self.checkpoint(TaskState::Working);
         if calls.is_empty() {
-            if self.agent.config.require_done_tool {
+            if self.config.require_done_tool {
                 if !text.is_empty() {
                     self.emit.text(text);
                 }
@@ -429,7 +434,7 @@ impl Turn {
         &mut self,
         registry: &ToolRegistry,
     ) -> Result<(LlmResponse, Option<String>), Step> {
-        let hooks = self.agent.hooks.clone();
+        let hooks = self.agent.parts.hooks.clone();
         match hooks.pause_check(&self.hook_cx(), &self.emit).await {
             Ok(Some(reason)) => self.shared.pause.pause(reason),
             Ok(None) => {}
@@ -441,7 +446,7 @@ impl Turn {
         // In a block: the request the hooks saw is gone before the call
         // (which takes its own), rather than kept beside it.
         let asked = {
-            let config = &self.agent.config;
+            let config = &self.config;
             let mut request = model_call::request(
                 config,
                 self.history.clone(),
@@ -465,6 +470,7 @@ impl Turn {
         let artifact_id = format!("{}-response-{iteration}", self.cx.task_id);
         let called = model_call::call_model(
             &self.agent,
+            &self.config,
             request,
             &self.cx,
             &self.emit,
@@ -506,12 +512,13 @@ impl Turn {
     /// incomplete-work hook sends one more prompt (bounded).
     async fn model_finished(&mut self) -> Step {
         let last = self.history.last_shared().cloned();
-        if self.incomplete_prompts < self.agent.config.max_incomplete_prompts
-            && self.agent.hooks.any_at(HookPoints::INCOMPLETE_WORK)
+        if self.incomplete_prompts < self.config.max_incomplete_prompts
+            && self.agent.parts.hooks.any_at(HookPoints::INCOMPLETE_WORK)
         {
             let summary = self.summary(TurnEnd::Finished, last.as_deref());
             match self
                 .agent
+                .parts
                 .hooks
                 .incomplete_work(&self.hook_cx(), &self.emit, &summary)
                 .await
