@@ -15,10 +15,14 @@ use crate::retention::{MemoryRetention, Retained};
 /// is searched).
 const INDEX_FROM: usize = 16;
 
+/// Artifacts a context's list holds before it grows by more than one at a
+/// time.
+const SHORT_LIST: usize = 4;
+
 /// The artifacts of one context, in creation order.
 ///
 /// Most conversations have one or two artifacts, so they are a plain list
-/// (one allocation for the first), indexed by id only once there are more
+/// (one allocation of one artifact for the first), indexed by id only once there are more
 /// than [`INDEX_FROM`]: a tree and an index around a single artifact took
 /// about 530 bytes more.
 #[derive(Debug, Default)]
@@ -52,6 +56,11 @@ impl ContextArtifacts {
         let at = self.artifacts.len();
         if let Some(index) = &mut self.index {
             index.insert(stored.artifact.artifact_id.clone(), at);
+        }
+        if at < SHORT_LIST {
+            // Exactly the room it takes: a list's first push makes room for
+            // four artifacts (760 bytes), and most conversations keep one.
+            self.artifacts.reserve_exact(1);
         }
         self.artifacts.push(stored);
         if self.index.is_none() && self.artifacts.len() > INDEX_FROM {
@@ -197,6 +206,28 @@ mod tests {
             .iter()
             .map(|a| a.artifact.artifact_id.clone())
             .collect()
+    }
+
+    /// A short list takes the room its artifacts need, no more (the store
+    /// keeps one list for every conversation it holds).
+    #[test]
+    fn a_short_list_of_artifacts_takes_no_spare_room() {
+        let mut context = ContextArtifacts::default();
+        let now = chrono::Utc::now();
+        let add = |context: &mut ContextArtifacts, i: usize| {
+            let artifact = Artifact::new(format!("a{i}"), vec![Part::text("x")]);
+            context.insert_new(StoredArtifact::created("c", "t", artifact, now));
+        };
+        for i in 0..SHORT_LIST {
+            add(&mut context, i);
+            assert_eq!(context.artifacts.capacity(), i + 1);
+        }
+        add(&mut context, SHORT_LIST);
+        assert!(
+            context.artifacts.capacity() > SHORT_LIST + 1,
+            "then it doubles"
+        );
+        assert_eq!(context.get("a2").unwrap().artifact.artifact_id, "a2");
     }
 
     /// Past [`INDEX_FROM`] artifacts a context indexes them: lookups,
