@@ -198,6 +198,9 @@ fn report(label: &str, concurrency: usize, rounds: usize, runs: &[Measured], bas
         per_round(&|m, r| peer.map_or(f64::NAN, |p| m.turns_per_s / p[r].turns_per_s));
     let peer_ratio = median(&peer_ratios);
     let ahead = peer_ratios.iter().filter(|x| **x > 1.0).count();
+    let versus_peer = peer
+        .map(|_| format!("; {peer_ratio:.2}x the peer, ahead in {ahead} of {rounds} rounds"))
+        .unwrap_or_default();
     let turns_per_s = median(&per_round(&|m, _| m.turns_per_s));
     let cpu = median(&per_round(&|m, _| m.cpu_ms_per_turn));
     let rss = median(&per_round(&|m, _| m.peak_rss_mb));
@@ -222,7 +225,7 @@ fn report(label: &str, concurrency: usize, rounds: usize, runs: &[Measured], bas
         .num("rounds_ahead_of_peer", ahead as f64)
         .num("events_per_turn", events)
         .notes(format!(
-            "{turns_per_s:.0} turns/s ({ratio:.2}x the floor, {low:.2}-{high:.2} over {rounds} rounds; {peer_ratio:.2}x the peer, ahead in {ahead} of {rounds} rounds), server CPU {cpu:.3} ms/turn ({cpu_ratio:.2}x the library path's), peak RSS {rss:.0} MB ({rss_ratio:.2}x the floor), {events:.0} events/turn"
+            "{turns_per_s:.0} turns/s ({ratio:.2}x the floor, {low:.2}-{high:.2} over {rounds} rounds{versus_peer}), server CPU {cpu:.3} ms/turn ({cpu_ratio:.2}x the library path's), peak RSS {rss:.0} MB ({rss_ratio:.2}x the floor), {events:.0} events/turn"
         ))
         .print();
 }
@@ -335,6 +338,11 @@ fn main() {
                         format!("{} ({})", server.label(), few_kept(concurrency))
                     }
                     _ => server.label().to_owned(),
+                };
+                // The peer is not compared with itself.
+                let base = match server {
+                    Server::Peer => Baselines { peer: None, ..base },
+                    _ => base,
                 };
                 report(&label, concurrency, rounds, &runs[i], base);
             }
