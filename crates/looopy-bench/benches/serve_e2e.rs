@@ -180,22 +180,22 @@ fn report(label: &str, concurrency: usize, rounds: usize, runs: &[Measured], bas
     let per_round = |f: &dyn Fn(&Measured, usize) -> f64| -> Vec<f64> {
         runs.iter().enumerate().map(|(r, m)| f(m, r)).collect()
     };
-    let ratios = per_round(&|m, r| floor.map_or(1.0, |f| m.turns_per_s / f[r].turns_per_s));
+    // A figure of each round against the same figure of `base` in that
+    // round (`missing` where `base` did not run).
+    let against = |base: Option<&[Measured]>, missing: f64, figure: fn(&Measured) -> f64| {
+        per_round(&|m, r| base.map_or(missing, |b| figure(m) / figure(&b[r])))
+    };
+    let ratios = against(floor, 1.0, |m| m.turns_per_s);
     let ratio = median(&ratios);
     let (low, high) = ratios
         .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), x| {
             (l.min(*x), h.max(*x))
         });
-    let cpu_ratio = median(&per_round(&|m, r| {
-        library.map_or(f64::NAN, |l| m.cpu_ms_per_turn / l[r].cpu_ms_per_turn)
-    }));
-    let rss_ratio = median(&per_round(&|m, r| {
-        floor.map_or(1.0, |f| m.peak_rss_mb / f[r].peak_rss_mb)
-    }));
+    let cpu_ratio = median(&against(library, f64::NAN, |m| m.cpu_ms_per_turn));
+    let rss_ratio = median(&against(floor, 1.0, |m| m.peak_rss_mb));
     // The budget says "ahead of the peer": how often, not only the median.
-    let peer_ratios =
-        per_round(&|m, r| peer.map_or(f64::NAN, |p| m.turns_per_s / p[r].turns_per_s));
+    let peer_ratios = against(peer, f64::NAN, |m| m.turns_per_s);
     let peer_ratio = median(&peer_ratios);
     let ahead = peer_ratios.iter().filter(|x| **x > 1.0).count();
     let versus_peer = peer
