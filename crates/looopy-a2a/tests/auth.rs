@@ -2,7 +2,7 @@
 //! never sees another's tasks or contexts.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use looopy_a2a::AuthConfig;
 use serde_json::json;

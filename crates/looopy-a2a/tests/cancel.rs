@@ -2,7 +2,7 @@
 //! waiting for input -> canceled, and through a second server.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! that only speaks 0.3.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

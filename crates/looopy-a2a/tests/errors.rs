@@ -1,7 +1,7 @@
 //! Bad input gets the JSON-RPC error the spec names, never a 500.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::*;

@@ -4,7 +4,7 @@
 //! one holding its lease, still ends `failed`.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

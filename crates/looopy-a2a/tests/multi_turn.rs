@@ -2,7 +2,7 @@
 //! input-required task continues that task.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

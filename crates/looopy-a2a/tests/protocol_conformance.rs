@@ -5,7 +5,7 @@
 //! and waiting tasks, direct message replies, history lengths.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 #![cfg(feature = "grpc")]
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use a2a_pb::a2a_service_client::A2aServiceClient;
 use a2a_pb::stream_response::Payload;

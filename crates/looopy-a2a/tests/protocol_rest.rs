@@ -3,7 +3,7 @@
 //! AIP-193 errors with the spec's HTTP status codes, auth, versions.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use looopy_a2a::{AuthConfig, REST_PATH};
 use serde_json::{Value, json};

@@ -2,7 +2,7 @@
 //! tasks/cancel, tasks/resubscribe, with and without the version header.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use looopy_core::TaskState;
 use serde_json::json;

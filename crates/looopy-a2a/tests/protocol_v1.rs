@@ -2,7 +2,7 @@
 //! SendStreamingMessage, SubscribeToTask, the unsupported operations.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::*;

@@ -4,7 +4,7 @@
 //! guard, and a turn that ends while its webhook hangs.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

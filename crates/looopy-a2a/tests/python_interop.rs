@@ -4,7 +4,7 @@
 //! error codes, against a Looopy server with an Agent on a scripted model.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use looopy_a2a::AuthConfig;
 use looopy_core::LlmResponse;

@@ -3,7 +3,7 @@
 //! one is cancelled through the other.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

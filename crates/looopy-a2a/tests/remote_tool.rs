@@ -1,7 +1,7 @@
 //! `RemoteAgentTools`: an AgentLoop calls a second A2A server as a tool.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! server sharing the stores.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

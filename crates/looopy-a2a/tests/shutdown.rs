@@ -2,7 +2,7 @@
 //! and are then cancelled (and record it).
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! process of an MCP server used as a tool ends.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

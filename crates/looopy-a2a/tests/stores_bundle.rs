@@ -2,7 +2,7 @@
 //! records and events in the bundle's stores.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use looopy_a2a::A2aServer;
 use looopy_core::TaskState;

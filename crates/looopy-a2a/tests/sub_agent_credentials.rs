@@ -3,7 +3,7 @@
 //! credential, or with the caller's, forwarded.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

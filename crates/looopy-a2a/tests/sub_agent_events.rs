@@ -2,7 +2,7 @@
 //! namespaced `<caller task>/<remote task>`.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use looopy_a2a::{A2aClient, RemoteAgentTools};
 use looopy_core::store::TaskRecordStore;

@@ -2,7 +2,7 @@
 //! begin and its argument pieces, before it runs.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! opted-in subscribers only; clients that do not opt in see plain A2A.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

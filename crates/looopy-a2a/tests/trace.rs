@@ -3,7 +3,7 @@
 #![cfg(feature = "otel")]
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use looopy_a2a::{A2aClient, RemoteAgentTools, SendRequest};
 use looopy_core::{ToolCall, ToolProvider, TurnContext};

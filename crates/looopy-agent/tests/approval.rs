@@ -3,7 +3,7 @@
 //! Agent over the same stores, as after a restart).
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 

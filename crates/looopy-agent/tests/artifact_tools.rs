@@ -2,7 +2,7 @@
 //! artifacts of the conversation; each change is stored and announced.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use looopy_agent::artifact_tools::{APPEND_TO_ARTIFACT, CREATE_ARTIFACT, REPLACE_ARTIFACT};
 use looopy_core::{AgentEvent, EventPayload, LlmResponse, Part, ToolCall};

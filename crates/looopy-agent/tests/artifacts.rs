@@ -1,7 +1,7 @@
 //! Artifacts a turn produces are saved through the ArtifactStore, in order.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use looopy_agent::TurnOptions;
 use looopy_agent::{FLUSH_EVERY, TOOL_ARTIFACT_IDS_KEY};

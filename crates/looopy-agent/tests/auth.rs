@@ -1,7 +1,7 @@
 //! A fresh AuthContext per turn reaches every tool call of that turn.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use looopy_agent::TurnOptions;
 use looopy_core::{AuthContext, LlmResponse, Message, TaskState};

@@ -4,7 +4,7 @@
 //! none, answers its client tools all the same, and refuses to resume.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

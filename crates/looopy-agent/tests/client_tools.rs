@@ -1,7 +1,7 @@
 //! A turn that ended input-required continues with the client's results.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use looopy_agent::{AgentError, CLIENT_TOOL_MARK, LifecycleState, TurnEnd, open_tool_calls};
 use looopy_core::{History, LlmResponse, Role, TaskState, ToolCall};

@@ -2,7 +2,7 @@
 //! store; tool pairs stay intact; the model sees the summary.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use looopy_agent::compaction::{COMPACTION_KEY, SUMMARY_PREFIX};
 use looopy_agent::{CompactionConfig, keys};

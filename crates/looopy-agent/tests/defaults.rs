@@ -3,7 +3,7 @@
 //! and stores long tool results as artifacts that the model pages through.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use looopy_agent::{
     Agent, DEFAULT_TOOL_OUTPUT_MAX_CHARS, DEFAULT_TOOL_OUTPUT_PREVIEW_CHARS,

@@ -1,7 +1,7 @@
 //! Turns that fail, are cancelled or lose their reader keep what they made.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use looopy_agent::{LifecycleState, TurnEnd, TurnOptions};
 use looopy_core::{

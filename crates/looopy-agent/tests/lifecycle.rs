@@ -1,7 +1,7 @@
 //! Lifecycle, multi-turn history, pause/resume across Agents, auto-save.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! Per-turn settings given through `TurnOptions`.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

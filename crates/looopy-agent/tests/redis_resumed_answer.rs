@@ -11,7 +11,7 @@
 //! hangs in the turn store (as a SIGKILL would leave it); Redis outlives it.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -6,7 +6,7 @@
 //! still stores what the turn announced.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use looopy_agent::{Agent, FLUSH_EVERY};
 use looopy_core::store::Stores;

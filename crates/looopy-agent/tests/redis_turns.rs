@@ -5,7 +5,7 @@
 //! history from its last turn still sees what another replica added since.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use looopy_agent::Agent;
 use looopy_core::store::Stores;

@@ -3,7 +3,7 @@
 //! early loses nothing: the rest moves to a task of its own.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use looopy_agent::TurnOptions;
 use looopy_core::{AgentEvent, Message, TaskState};

@@ -2,7 +2,7 @@
 //! process ends, and starts again when the agent is used again.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

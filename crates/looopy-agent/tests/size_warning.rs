@@ -2,7 +2,7 @@
 //! once per passing.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use looopy_agent::CompactionConfig;
 use looopy_core::{AgentEvent, EventPayload, HistoryLimit, LlmResponse};

@@ -2,7 +2,7 @@
 //! conversation, state and owner.
 
 #![allow(clippy::unwrap_used)]
-mod support;
+use crate::support;
 
 use looopy_agent::{AgentError, AgentTemplate};
 use looopy_core::LlmResponse;

@@ -3,7 +3,7 @@
 //! what is sent, and a calibrated counter learns from reported usage.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

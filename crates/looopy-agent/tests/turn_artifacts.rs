@@ -1,7 +1,7 @@
 //! Tools see the conversation's artifacts through their context.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use async_trait::async_trait;
 use looopy_core::{

@@ -2,7 +2,7 @@
 //! call from its results, while the store keeps everything.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use looopy_agent::{Agent, AgentLoop, WindowConfig, WindowedLlm};
 use looopy_core::{LlmResponse, Message};

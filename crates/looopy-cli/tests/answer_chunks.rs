@@ -4,7 +4,7 @@
 //! and a client that reconnects after the end gets it whole.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use futures::StreamExt;
 use looopy_a2a::{A2aClient, SendRequest, StreamEvent, StreamItem};

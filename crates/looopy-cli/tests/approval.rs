@@ -8,7 +8,7 @@
 //! and answer too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::process::Command;

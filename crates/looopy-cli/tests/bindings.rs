@@ -4,7 +4,7 @@
 #![cfg(feature = "grpc")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use a2a_pb::a2a_service_client::A2aServiceClient;
 use a2a_pb::{Message, Part, Role, SendMessageRequest, part, send_message_response};

@@ -4,7 +4,7 @@
 //! repeating anything.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::process::{ChildStdin, Command, Stdio};

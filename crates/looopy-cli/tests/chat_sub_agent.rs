@@ -4,7 +4,7 @@
 //! calling tool's line.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 

@@ -3,7 +3,7 @@
 //! (↑), and Ctrl-C at the prompt leaves.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::time::{Duration, Instant};

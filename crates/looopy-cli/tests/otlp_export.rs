@@ -1,7 +1,7 @@
 //! Spans of a real turn reach an OTLP/HTTP receiver, all in one trace.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use futures::StreamExt;
 use looopy_cli::telemetry::{LogFormat, OtlpConfig, Telemetry, TelemetryConfig};

@@ -5,7 +5,7 @@
 //! variables say otherwise. Each test runs `looopy run` against a receiver.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Output};
 

@@ -3,7 +3,7 @@
 //! The clients are the scripts of looopy-a2a's interop tests.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::process::Command;

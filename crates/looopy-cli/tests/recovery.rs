@@ -7,7 +7,7 @@
 //! replica. On one Redis and on a 3-master Redis Cluster.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! followed ones), and the server stays up and answers after them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;

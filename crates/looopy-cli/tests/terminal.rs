@@ -2,7 +2,7 @@
 //! noise from `run` unless asked, and `serve`'s start-up banner.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

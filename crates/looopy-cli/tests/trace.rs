@@ -4,7 +4,7 @@
 //! and the `traceparent` the model receives belongs to that trace.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::collections::{HashMap, HashSet};
 

@@ -7,7 +7,7 @@
 //! without them this test fails, unless `LOOOPY_SKIP_EXTERNAL=1`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::ffi::OsStr;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! `crates/looopy-a2a/tests/web_ui.rs`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

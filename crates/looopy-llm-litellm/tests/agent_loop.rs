@@ -1,7 +1,7 @@
 //! A real `AgentLoop` turn over this provider: the model (the fixture
 //! server) streams a tool call, the loop runs the tool, the model answers.
 
-mod support;
+use crate::support;
 
 use async_trait::async_trait;
 use looopy_core::{

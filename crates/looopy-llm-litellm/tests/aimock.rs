@@ -9,7 +9,7 @@
 //! `LOOOPY_AIMOCK_BIN` overrides where the command is looked for. When it is
 //! not installed the test fails, unless `LOOOPY_SKIP_EXTERNAL=1`.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

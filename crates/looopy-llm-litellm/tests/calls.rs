@@ -1,6 +1,6 @@
 //! Non-streaming calls against the in-process fixture server.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

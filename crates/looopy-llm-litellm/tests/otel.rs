@@ -4,7 +4,7 @@
 //! tracing subscriber with an OpenTelemetry layer (exporting to memory).
 #![cfg(feature = "otel")]
 
-mod support;
+use crate::support;
 
 use looopy_core::LlmProvider;
 use looopy_testkit::openai_fixture::openai;

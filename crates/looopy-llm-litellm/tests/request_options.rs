@@ -1,7 +1,7 @@
 //! Request options that shape the answer: `max_completion_tokens`,
 //! `parallel_tool_calls` and `response_format`, as the endpoint receives them.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! `RetryingLlm` around the HTTP provider (against the fixture server) and
 //! around another provider (the scripted one).
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! Streamed calls (server-sent events) against the in-process fixture server.
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! before is answered from the cache store, until its time-to-live passes.
 
 #![allow(clippy::unwrap_used)]
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

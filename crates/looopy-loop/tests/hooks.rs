@@ -1,7 +1,7 @@
 //! Hooks, the event catalogue, and pause / resume inside a turn.
 
 #![allow(clippy::unwrap_used)]
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! the public events are always there, the internal ones only when asked.
 
 #![allow(clippy::unwrap_used)]
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 

@@ -3,7 +3,7 @@
 //! layers.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 

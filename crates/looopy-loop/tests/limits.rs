@@ -2,7 +2,7 @@
 //! that change a turn (`before_turn`, `after_turn`).
 
 #![allow(clippy::unwrap_used)]
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,7 +1,7 @@
 //! Checkpointing and resume.
 
 #![allow(clippy::unwrap_used)]
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

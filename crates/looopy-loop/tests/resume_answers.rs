@@ -4,7 +4,7 @@
 //! artifact it streamed on, before the resumed turn carries on.
 
 #![allow(clippy::unwrap_used)]
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! The span tree of a turn, asserted on an in-memory OpenTelemetry exporter.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! events before the call runs.
 
 #![allow(clippy::unwrap_used)]
-mod support;
+use crate::support;
 
 use looopy_core::{
     EventPayload, FinishReason, History, LlmChunk, LlmResponse, Message, TurnContext,

@@ -2,7 +2,7 @@
 //! every turn; any other provider, and a turn's own tools, at every turn.
 
 #![allow(clippy::unwrap_used)]
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

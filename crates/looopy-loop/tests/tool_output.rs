@@ -1,7 +1,7 @@
 //! Large tool outputs are stored as artifacts and read back on demand.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! AgentLoop behaviour: event order, tools, termination.
 
 #![allow(clippy::unwrap_used)]
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,7 +1,7 @@
 //! The summary call at the iteration limit is accepted by strict providers.
 
 #![allow(clippy::unwrap_used)]
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! The Redis cache store passes the cache conformance suite.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 //! with a typed error once that history was rewritten.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use chrono::Utc;
 use looopy_core::store::{HistoryMark, TaskCheckpoint};

@@ -2,7 +2,7 @@
 //! full rewrite whenever what is stored is not what this store last saw.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use chrono::Utc;
 use looopy_core::store::TaskCheckpoint;

@@ -3,7 +3,7 @@
 //! are spread over the masters (so the cluster, not one node, answered).
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

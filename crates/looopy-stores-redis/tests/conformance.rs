@@ -1,7 +1,7 @@
 //! The Redis stores pass the store conformance suite of looopy-testkit,
 //! task records included.
 
-mod support;
+use crate::support;
 
 use looopy_testkit::conformance::{self, UniqueIds};
 

@@ -12,7 +12,7 @@
 //! the turn in its own process with fresh connections.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -144,7 +144,7 @@ async fn killed_mid_batch_then_resumed(config: RedisConfig) {
         Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "child_process_role",
+                "crash_resume::child_process_role",
                 "--nocapture",
                 "--test-threads=1",
             ])

@@ -2,7 +2,7 @@
 //! starve the pool that appends and reads use.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Listing task records while other writers add and delete records: a
 //! record that nobody touches is always listed.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

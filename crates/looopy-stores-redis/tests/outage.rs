@@ -3,7 +3,7 @@
 //! one), which it kills, pauses and restarts.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::future::Future;
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! everything else after `ttl_secs` when set, and never otherwise.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 #![cfg(feature = "mcp")]
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

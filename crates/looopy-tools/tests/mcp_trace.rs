@@ -7,7 +7,7 @@
 #![cfg(all(feature = "mcp", feature = "otel"))]
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use looopy_core::{ToolCall, ToolProvider, TurnContext};
 use looopy_testkit::SpanCapture;

@@ -1,0 +1,37 @@
+//! The integration tests of `looopy-cli`, linked as one binary: each
+//! module is a file of `tests/` (one link instead of one per file).
+
+#[path = "../answer_chunks.rs"]
+mod answer_chunks;
+#[path = "../approval.rs"]
+mod approval;
+#[path = "../binary.rs"]
+mod binary;
+#[path = "../bindings.rs"]
+mod bindings;
+#[path = "../chat.rs"]
+mod chat;
+#[path = "../chat_sub_agent.rs"]
+mod chat_sub_agent;
+#[path = "../chat_tty.rs"]
+mod chat_tty;
+#[path = "../otlp_export.rs"]
+mod otlp_export;
+#[path = "../otlp_protocols.rs"]
+mod otlp_protocols;
+#[path = "../python_sdk.rs"]
+mod python_sdk;
+#[path = "../recovery.rs"]
+mod recovery;
+#[path = "../retention.rs"]
+mod retention;
+#[path = "../support/mod.rs"]
+mod support;
+#[path = "../terminal.rs"]
+mod terminal;
+#[path = "../trace.rs"]
+mod trace;
+#[path = "../web_markdown.rs"]
+mod web_markdown;
+#[path = "../web_page.rs"]
+mod web_page;

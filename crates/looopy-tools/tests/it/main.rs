@@ -1,0 +1,17 @@
+//! The integration tests of `looopy-tools`, linked as one binary: each
+//! module is a file of `tests/` (one link instead of one per file).
+
+#[path = "../done_and_client.rs"]
+mod done_and_client;
+#[path = "../local.rs"]
+mod local;
+#[path = "../mcp_everything.rs"]
+mod mcp_everything;
+#[path = "../mcp_python.rs"]
+mod mcp_python;
+#[path = "../mcp_trace.rs"]
+mod mcp_trace;
+#[path = "../support/mod.rs"]
+mod support;
+#[path = "../wrappers.rs"]
+mod wrappers;
