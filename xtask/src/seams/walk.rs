@@ -45,63 +45,106 @@ pub(super) fn count(steps: &[Step]) -> Counted {
 /// The walk as the code runs it today: the request from the socket to the
 /// model call, then one text token from the model's response back to the
 /// client's socket. A file is listed each time the walk enters it from
-/// another file; trait calls are listed in the crate that declares the
-/// trait (`looopy-core`), since that is where a reader goes to follow them.
+/// another file and runs code there (a type only named is not a step); a
+/// call through a trait object is listed in the file that declares the
+/// trait (in `looopy-core`), since that is where a reader goes to follow
+/// it, then in the implementation it reaches. The set-up that runs once
+/// per server (building the Agent template, the stores) is not part of it.
 pub(super) const STEPS: &[Step] = &[
     Step {
         krate: "looopy-a2a",
         file: "server/mod.rs",
-        what: "`A2aServer::serve` accepts the connection; axum hands the request to the router",
+        what: "`A2aServer::serve` accepts the connection; axum routes the request",
     },
     Step {
         krate: "looopy-a2a",
         file: "server/router.rs",
-        what: "`rpc`: content type, body limit, authentication, `A2A-Version`, JSON-RPC envelope",
+        what: "`rpc`: content type, body limit",
     },
     Step {
         krate: "looopy-a2a",
-        file: "version.rs",
-        what: "the protocol version negotiated from the header",
+        file: "server/auth.rs",
+        what: "the request authenticated",
+    },
+    Step {
+        krate: "looopy-a2a",
+        file: "jsonrpc.rs",
+        what: "the JSON-RPC envelope parsed",
     },
     Step {
         krate: "looopy-a2a",
         file: "server/dispatch.rs",
-        what: "`dispatch` → `call` → `stream`: the method looked up by name, params checked",
+        what: "`resolve`: the method looked up by its name",
+    },
+    Step {
+        krate: "looopy-a2a",
+        file: "version.rs",
+        what: "in the version the `A2A-Version` header names",
     },
     Step {
         krate: "looopy-a2a",
         file: "wire/mod.rs",
-        what: "`decode_send_params`: the version's decoder is chosen",
+        what: "`normalize_params`",
+    },
+    Step {
+        krate: "looopy-a2a",
+        file: "trace.rs",
+        what: "the request span",
+    },
+    Step {
+        krate: "looopy-a2a",
+        file: "server/dispatch.rs",
+        what: "`dispatch` → `call` → `stream`",
+    },
+    Step {
+        krate: "looopy-a2a",
+        file: "wire/mod.rs",
+        what: "`decode_send_params` → `format(v)` → the `WireFormat` method",
     },
     Step {
         krate: "looopy-a2a",
         file: "wire/v1.rs",
-        what: "the 1.0 `SendMessageRequest` decoded into the neutral model",
+        what: "the 1.0 request decoded",
     },
     Step {
         krate: "looopy-a2a",
         file: "model.rs",
-        what: "`SendParams`, the neutral request",
+        what: "into the neutral `SendParams`",
+    },
+    Step {
+        krate: "looopy-a2a",
+        file: "server/dispatch.rs",
+        what: "`check_message`, `direct_reply`",
+    },
+    Step {
+        krate: "looopy-a2a",
+        file: "server/push/mod.rs",
+        what: "`push::inline` (no push config on this request)",
     },
     Step {
         krate: "looopy-a2a",
         file: "server/tasks/mod.rs",
-        what: "`Tasks::start`: the task record, the `task` event logged, the turn spawned (`drive`)",
+        what: "`Tasks::start`: the turn registered, the submission logged",
     },
     Step {
         krate: "looopy-core",
         file: "store.rs",
-        what: "`TaskRecordStore` / `EventLog` traits the server calls",
+        what: "the `TaskRecordStore` and `EventLog` calls",
     },
     Step {
         krate: "looopy-stores-memory",
         file: "task_records.rs",
-        what: "the task record is put",
+        what: "the task record put",
     },
     Step {
         krate: "looopy-stores-memory",
         file: "events.rs",
-        what: "the `task` event is appended",
+        what: "the `task` event appended",
+    },
+    Step {
+        krate: "looopy-a2a",
+        file: "server/tasks/mod.rs",
+        what: "the turn spawned: `drive`",
     },
     Step {
         krate: "looopy-a2a",
@@ -111,32 +154,57 @@ pub(super) const STEPS: &[Step] = &[
     Step {
         krate: "looopy-a2a",
         file: "agent_runner.rs",
-        what: "`AgentRunner::run_turn`: the context's Agent, `TurnOptions`, `execute_turn_with`",
+        what: "the context's Agent, `TurnOptions`, `execute_turn_with`",
     },
     Step {
         krate: "looopy-agent",
         file: "turn.rs",
-        what: "`execute_turn_with`: busy check, `begin`, `launch`",
+        what: "`execute_turn_with`: the busy check",
     },
     Step {
         krate: "looopy-agent",
         file: "start.rs",
-        what: "`begin`: the lease, the stored history, the user message",
+        what: "`begin`: the lease and the stored state",
+    },
+    Step {
+        krate: "looopy-agent",
+        file: "client.rs",
+        what: "`prepare_input`: the user message checked against open tool calls",
+    },
+    Step {
+        krate: "looopy-core",
+        file: "store/turn.rs",
+        what: "`TurnStore::begin_turn` → `begin_separately`",
+    },
+    Step {
+        krate: "looopy-stores-memory",
+        file: "locks.rs",
+        what: "the turn lease taken",
+    },
+    Step {
+        krate: "looopy-agent",
+        file: "lease.rs",
+        what: "the lease kept, its renewal set up",
+    },
+    Step {
+        krate: "looopy-agent",
+        file: "turn.rs",
+        what: "`launch`: the Agent's event queue and the driver",
     },
     Step {
         krate: "looopy-agent",
         file: "driver.rs",
-        what: "the turn's run: `TurnInput` built, `AgentLoop::start_turn_with`",
+        what: "`TurnInput` built, `AgentLoop::start_turn_with`",
     },
     Step {
         krate: "looopy-loop",
         file: "lib.rs",
-        what: "`start_turn_with`: the event queue and `TurnStream` made",
+        what: "`start_turn_with`: the loop's event queue, the `TurnStream`",
     },
     Step {
         krate: "looopy-loop",
         file: "turn/mod.rs",
-        what: "the turn's iterations: the model is called",
+        what: "the turn and its first iteration",
     },
     Step {
         krate: "looopy-loop",
@@ -146,17 +214,17 @@ pub(super) const STEPS: &[Step] = &[
     Step {
         krate: "looopy-loop",
         file: "layers/retry.rs",
-        what: "`RetryingLlm` around the model",
+        what: "`RetryingLlm`",
     },
     Step {
         krate: "looopy-agent",
         file: "window.rs",
-        what: "`WindowedLlm`: the sliding window applied to the request",
+        what: "`WindowedLlm`: the sliding window (its stream passes through untouched unless it counts tokens)",
     },
     Step {
         krate: "looopy-core",
         file: "llm.rs",
-        what: "the `LlmProvider::stream` trait call",
+        what: "the `LlmProvider::stream` call",
     },
     Step {
         krate: "looopy-llm-litellm",
@@ -166,57 +234,72 @@ pub(super) const STEPS: &[Step] = &[
     Step {
         krate: "looopy-llm-litellm",
         file: "stream.rs",
-        what: "the HTTP request sent, the body read as it comes",
+        what: "the HTTP request",
+    },
+    Step {
+        krate: "looopy-llm-litellm",
+        file: "tools_json.rs",
+        what: "the tools' JSON",
     },
     Step {
         krate: "looopy-llm-litellm",
         file: "wire.rs",
-        what: "`ChatRequest` serialised; each `ChatChunk` deserialised",
+        what: "`ChatRequest` serialised; the body read as it comes",
+    },
+    Step {
+        krate: "looopy-llm-litellm",
+        file: "stream.rs",
+        what: "the response's bytes",
     },
     Step {
         krate: "looopy-llm-litellm",
         file: "sse.rs",
-        what: "the model's server-sent events parsed from the bytes",
+        what: "the model's server-sent events parsed",
+    },
+    Step {
+        krate: "looopy-llm-litellm",
+        file: "wire.rs",
+        what: "a `ChatChunk` deserialised",
     },
     Step {
         krate: "looopy-llm-litellm",
         file: "decode.rs",
-        what: "`ChunkDecoder`: the chunk becomes an `LlmChunk` (the token)",
-    },
-    Step {
-        krate: "looopy-core",
-        file: "llm.rs",
-        what: "`LlmChunk`, folded by `ResponseAssembler`",
+        what: "`ChunkDecoder`: the token as an `LlmChunk`",
     },
     Step {
         krate: "looopy-loop",
         file: "layers/retry.rs",
-        what: "the chunk passes the retry layer's stream",
-    },
-    Step {
-        krate: "looopy-agent",
-        file: "window.rs",
-        what: "and the window's",
+        what: "and the retry layer's",
     },
     Step {
         krate: "looopy-loop",
         file: "model_call.rs",
-        what: "the text chunk becomes an `artifact-update` (held one chunk back)",
+        what: "the chunk folded (`ResponseAssembler`) and held one chunk back",
+    },
+    Step {
+        krate: "looopy-core",
+        file: "llm.rs",
+        what: "`ResponseAssembler`",
+    },
+    Step {
+        krate: "looopy-loop",
+        file: "model_call.rs",
+        what: "`emit.text_chunk`",
     },
     Step {
         krate: "looopy-loop",
         file: "events.rs",
-        what: "the event's constructor and `Emitter`",
+        what: "the `artifact-update` built (`Emitter`)",
     },
     Step {
         krate: "looopy-core",
         file: "event.rs",
-        what: "`AgentEvent` / `EventPayload::ArtifactUpdate`",
+        what: "`AgentEvent::new` around `EventPayload::ArtifactUpdate`",
     },
     Step {
         krate: "looopy-loop",
         file: "queue.rs",
-        what: "`EventQueue`: the event waits for the stream's poll",
+        what: "the loop's `EventQueue`",
     },
     Step {
         krate: "looopy-loop",
@@ -226,32 +309,32 @@ pub(super) const STEPS: &[Step] = &[
     Step {
         krate: "looopy-agent",
         file: "driver.rs",
-        what: "the Agent's turn stream records the artifact and forwards the event",
+        what: "the Agent's driver reads it and forwards it",
+    },
+    Step {
+        krate: "looopy-loop",
+        file: "queue.rs",
+        what: "`EventSender`: into the Agent's own `EventQueue`",
     },
     Step {
         krate: "looopy-agent",
         file: "turn.rs",
-        what: "the Agent's `TurnRun` stream hands it to its reader",
-    },
-    Step {
-        krate: "looopy-a2a",
-        file: "agent_runner.rs",
-        what: "`TurnEvents`, the boxed stream the server drains",
+        what: "`AgentTurn` yields it",
     },
     Step {
         krate: "looopy-a2a",
         file: "server/tasks/mod.rs",
-        what: "`drain` (the `ready` list) → `on_event`: ids restamped, logged",
+        what: "`drain` (its `ready` list) → `on_event`: ids set again, logged",
     },
     Step {
         krate: "looopy-core",
         file: "store.rs",
-        what: "the `EventLog::append` call",
+        what: "`EventLog::append`",
     },
     Step {
         krate: "looopy-stores-memory",
         file: "events.rs",
-        what: "the event appended; followers woken",
+        what: "appended; the followers woken",
     },
     Step {
         krate: "looopy-core",
@@ -261,22 +344,27 @@ pub(super) const STEPS: &[Step] = &[
     Step {
         krate: "looopy-a2a",
         file: "server/sse.rs",
-        what: "`forward` → the stream's `Queue` → `items`",
+        what: "`forward`: the stream's queue",
     },
     Step {
         krate: "looopy-a2a",
         file: "wire/mod.rs",
-        what: "`stream_result`: the version's encoder is chosen",
+        what: "`update_result` → `format(v)` → the `WireFormat` method",
     },
     Step {
         krate: "looopy-a2a",
         file: "wire/v1_stream.rs",
-        what: "the 1.0 `TaskArtifactUpdateEvent` written as JSON",
+        what: "the 1.0 `TaskArtifactUpdateEvent` as JSON",
+    },
+    Step {
+        krate: "looopy-a2a",
+        file: "wire/mod.rs",
+        what: "`StreamResult::write_frame`",
     },
     Step {
         krate: "looopy-a2a",
         file: "server/sse.rs",
-        what: "`frame`: the `data:` line, written to the socket by axum",
+        what: "the `data:` frame; axum writes it to the socket",
     },
 ];
 
