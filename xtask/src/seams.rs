@@ -34,22 +34,25 @@ use model::Crate;
 pub(crate) fn run(args: &[&str]) -> Result<()> {
     let crates = load(&root().join("crates"))?;
     println!(
-        "{:<22} {:>6} {:>15} {:>13} {:>14}",
-        "crate", "files", "import circles", "public items", "over 2 paths"
+        "{:<22} {:>6} {:>15} {:>13} {:>22} {:>13}",
+        "crate", "files", "import circles", "public items", "fn/struct/enum/trait", "over 2 paths"
     );
     let mut all_circles = Vec::new();
-    let (mut total_files, mut total_circles, mut total_items, mut total_many) = (0, 0, 0, 0);
+    let (mut total_files, mut total_circles, mut total_items, mut total_core, mut total_many) =
+        (0, 0, 0, 0, 0);
     for c in &crates {
         let found = imports::circles(&imports::edges(c));
         let public = items::count(c);
         println!(
-            "{:<22} {:>6} {:>15} {:>13} {:>14}",
+            "{:<22} {:>6} {:>15} {:>13} {:>22} {:>13}",
             c.name,
             c.files.len(),
             found.len(),
             public.reachable,
+            public.fn_struct_enum_trait,
             public.many_paths.len()
         );
+        total_core += public.fn_struct_enum_trait;
         total_files += c.files.len();
         total_circles += found.len();
         total_items += public.reachable;
@@ -63,8 +66,8 @@ pub(crate) fn run(args: &[&str]) -> Result<()> {
         }
     }
     println!(
-        "{:<22} {:>6} {:>15} {:>13} {:>14}",
-        "total", total_files, total_circles, total_items, total_many
+        "{:<22} {:>6} {:>15} {:>13} {:>22} {:>13}",
+        "total", total_files, total_circles, total_items, total_core, total_many
     );
 
     println!("\nimport circles between files ({total_circles}):");

@@ -18,6 +18,8 @@ use super::model::Crate;
 pub(super) struct PublicItems {
     /// Items reachable from the crate root.
     pub(super) reachable: usize,
+    /// Of those, the `fn`, `struct`, `enum` and `trait` items.
+    pub(super) fn_struct_enum_trait: usize,
     /// Those reachable by more than two paths: (file, item, paths).
     pub(super) many_paths: Vec<(String, String, usize)>,
 }
@@ -30,10 +32,12 @@ pub(super) fn count(krate: &Crate) -> PublicItems {
         .map(|f| module_is_public(krate, &f.module))
         .collect();
     let mut paths: BTreeMap<(usize, String), usize> = BTreeMap::new();
+    let mut kinds: BTreeMap<(usize, String), &'static str> = BTreeMap::new();
     for (file, f) in krate.files.iter().enumerate() {
         for item in &f.facts.items {
             *paths.entry((file, item.name.clone())).or_default() +=
                 usize::from(public_module[file]);
+            kinds.insert((file, item.name.clone()), item.kind);
         }
     }
     for (file, f) in krate.files.iter().enumerate() {
@@ -69,6 +73,15 @@ pub(super) fn count(krate: &Crate) -> PublicItems {
     }
     PublicItems {
         reachable: paths.values().filter(|n| **n > 0).count(),
+        fn_struct_enum_trait: paths
+            .iter()
+            .filter(|(key, n)| {
+                **n > 0
+                    && kinds
+                        .get(*key)
+                        .is_some_and(|k| ["fn", "struct", "enum", "trait"].contains(k))
+            })
+            .count(),
         many_paths: paths
             .iter()
             .filter(|(_, n)| **n > 2)
@@ -107,7 +120,7 @@ mod tests {
             ),
             (
                 "api.rs",
-                "pub struct Widget; pub enum Mode { A } pub(crate) fn internal() {}",
+                "pub struct Widget; pub enum Mode { A } pub(crate) fn internal() {} pub type Alias = u8; pub const LIMIT: u8 = 1;",
             ),
             // `hidden` is private: `Found` is reachable through lib.rs, `Lost` not at all.
             ("hidden.rs", "pub struct Found; pub struct Lost;"),
@@ -117,8 +130,9 @@ mod tests {
             .map(|(p, s)| (p.to_string(), s.to_string()))
             .collect();
         let counted = count(&Crate::new("demo", &sources));
-        // root, Widget, Mode, Found.
-        assert_eq!(counted.reachable, 4);
+        // root, Widget, Mode, Alias, LIMIT, Found; the first four kinds: all but Alias and LIMIT.
+        assert_eq!(counted.reachable, 6);
+        assert_eq!(counted.fn_struct_enum_trait, 4);
         assert_eq!(
             counted.many_paths,
             [("api.rs".to_string(), "Widget".to_string(), 3)]
