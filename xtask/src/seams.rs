@@ -23,6 +23,8 @@ mod model;
 mod scan;
 mod walk;
 
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
@@ -33,9 +35,22 @@ use model::Crate;
 /// Runs the counters over `crates/*/src` and prints their tables.
 pub(crate) fn run(args: &[&str]) -> Result<()> {
     let crates = load(&root().join("crates"))?;
-    println!(
+    // Written out at once at the end: a reader that stops early (`| head`)
+    // is not an error.
+    let mut out = String::new();
+    macro_rules! say {
+        ($($t:tt)*) => {
+            writeln!(out, $($t)*)?
+        };
+    }
+    say!(
         "{:<22} {:>6} {:>15} {:>13} {:>22} {:>13}",
-        "crate", "files", "import circles", "public items", "fn/struct/enum/trait", "over 2 paths"
+        "crate",
+        "files",
+        "import circles",
+        "public items",
+        "fn/struct/enum/trait",
+        "over 2 paths"
     );
     let mut all_circles = Vec::new();
     let (mut total_files, mut total_circles, mut total_items, mut total_core, mut total_many) =
@@ -43,7 +58,7 @@ pub(crate) fn run(args: &[&str]) -> Result<()> {
     for c in &crates {
         let found = imports::circles(&imports::edges(c));
         let public = items::count(c);
-        println!(
+        say!(
             "{:<22} {:>6} {:>15} {:>13} {:>22} {:>13}",
             c.name,
             c.files.len(),
@@ -62,34 +77,45 @@ pub(crate) fn run(args: &[&str]) -> Result<()> {
             all_circles.push(format!("{}: {}", c.name, files.join(", ")));
         }
         for (file, item, n) in &public.many_paths {
-            println!("    {item} ({file}) is reachable by {n} paths");
+            say!("    {item} ({file}) is reachable by {n} paths");
         }
     }
-    println!(
+    say!(
         "{:<22} {:>6} {:>15} {:>13} {:>22} {:>13}",
-        "total", total_files, total_circles, total_items, total_core, total_many
+        "total",
+        total_files,
+        total_circles,
+        total_items,
+        total_core,
+        total_many
     );
 
-    println!("\nimport circles between files ({total_circles}):");
+    say!("\nimport circles between files ({total_circles}):");
     for line in &all_circles {
-        println!("  {line}");
+        say!("  {line}");
     }
 
     let shared = metadata::shared_keys(&crates);
-    println!(
-        "\nmetadata keys that carry meaning between crates ({}):",
-        shared.len()
-    );
     let keys = if args.contains(&"--all-keys") {
-        metadata::all_keys(&crates)
+        let all = metadata::all_keys(&crates);
+        say!(
+            "\nmetadata keys seen ({}; {} carry meaning between crates):",
+            all.len(),
+            shared.len()
+        );
+        all
     } else {
+        say!(
+            "\nmetadata keys that carry meaning between crates ({}):",
+            shared.len()
+        );
         shared
     };
     for (key, used) in &keys {
         let join = |s: &std::collections::BTreeSet<String>| {
             s.iter().cloned().collect::<Vec<_>>().join(", ")
         };
-        println!(
+        say!(
             "  {key:<24} written in: {:<40} read in: {}",
             join(&used.writers),
             join(&used.readers)
@@ -97,7 +123,7 @@ pub(crate) fn run(args: &[&str]) -> Result<()> {
     }
 
     let counted = walk::count(walk::STEPS);
-    println!(
+    say!(
         "\nwalk of one streamed token (SendStreamingMessage, socket to model and back): {} steps, {} files in {} crates, {} crate-border crossings",
         walk::STEPS.len(),
         counted.files,
@@ -106,7 +132,7 @@ pub(crate) fn run(args: &[&str]) -> Result<()> {
     );
     if args.contains(&"--walk") {
         for (n, step) in walk::STEPS.iter().enumerate() {
-            println!(
+            say!(
                 "  {:>2}. {:<20} {:<34} {}",
                 n + 1,
                 step.krate,
@@ -115,11 +141,13 @@ pub(crate) fn run(args: &[&str]) -> Result<()> {
             );
         }
     }
-    let missing: Vec<String> = walk::STEPS
-        .iter()
-        .map(|s| format!("crates/{}/src/{}", s.krate, s.file))
-        .filter(|p| !root().join(p).is_file())
-        .collect();
+    match std::io::stdout().write_all(out.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            return Err(e).context("could not write the tables");
+        }
+        _ => {}
+    }
+    let missing = walk::missing(&root(), walk::STEPS);
     if !missing.is_empty() {
         bail!(
             "the walk in xtask/src/seams/walk.rs names files that no longer exist ({}): follow the token through the code again and update the table",

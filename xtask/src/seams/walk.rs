@@ -4,6 +4,7 @@
 //! through, in order, read from the code.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 /// One step of the walk: a file the request or the token passes through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +41,16 @@ pub(super) fn count(steps: &[Step]) -> Counted {
         crates: crates.len(),
         crossings,
     }
+}
+
+/// The files of `steps` that do not exist under the workspace `root`, as
+/// paths from it.
+pub(super) fn missing(root: &Path, steps: &[Step]) -> Vec<String> {
+    steps
+        .iter()
+        .map(|s| format!("crates/{}/src/{}", s.krate, s.file))
+        .filter(|p| !root.join(p).is_file())
+        .collect()
 }
 
 /// The walk as the code runs it today: the request from the socket to the
@@ -404,6 +415,19 @@ mod tests {
                 crates: 0,
                 crossings: 0
             }
+        );
+    }
+
+    #[test]
+    fn a_step_whose_file_is_gone_is_named() {
+        let root = crate::util::root();
+        let walk = [
+            step("looopy-core", "lib.rs"),
+            step("looopy-core", "no_such_file.rs"),
+        ];
+        assert_eq!(
+            missing(&root, &walk),
+            ["crates/looopy-core/src/no_such_file.rs"]
         );
     }
 }
