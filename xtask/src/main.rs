@@ -12,6 +12,9 @@
 //! - `provision`: only the provisioning step of `ci`.
 //! - `graph [--check]`: writes (or checks) the crate graph block of
 //!   `docs/architecture.md` from `cargo metadata`; `ci` runs the check.
+//! - `seams [--walk]`: counts import circles between files, public items per
+//!   crate, metadata keys read across crates and the files one streamed
+//!   token passes through (`docs/architecture.md`, "Seams, counted").
 
 mod bench;
 mod ci;
@@ -19,6 +22,7 @@ mod features;
 mod graph;
 mod redis;
 mod release;
+mod seams;
 mod util;
 
 use anyhow::{Result, bail};
@@ -33,9 +37,10 @@ fn main() -> Result<()> {
         Some("deny-advisories") => ci::deny(&["advisories"]),
         Some("provision") => ci::provision(),
         Some("graph") => graph::run(&rest),
+        Some("seams") => seams::run(&rest),
         Some("help") | Some("--help") | None => {
             println!(
-                "usage: cargo xtask <ci | bench | release --dry-run | deny-advisories | provision | graph [--check]>"
+                "usage: cargo xtask <ci | bench | release --dry-run | deny-advisories | provision | graph [--check] | seams [--walk]>"
             );
             Ok(())
         }

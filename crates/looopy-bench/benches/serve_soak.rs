@@ -110,7 +110,7 @@ fn main() {
     });
     process::stop(mock);
     comment(&format!(
-        "median: the server's resident memory after {} turns (warm-up), p99 column: after the last. Each turn is a new conversation from one of {CONCURRENCY} concurrent A2A 1.0 streaming clients against `looopy serve` (memory store, the serve_e2e workload and mock). Capped: `[store] max_entries = {CAP}` (each memory store keeps the {CAP} most recently used conversations or tasks). Without a cap every conversation, checkpoint, event log and task record stays, so memory grows with the turns served. Budget: RSS flat after warm-up.",
+        "median: the server's resident memory after {} turns (warm-up), p99 column: after the last. Each turn is a new conversation from one of {CONCURRENCY} concurrent A2A 1.0 streaming clients against `looopy serve` (memory store, the serve_e2e workload and mock). Capped: `[store] max_entries = {CAP}` (each memory store keeps the {CAP} most recently used conversations or tasks). Without a cap every conversation, checkpoint, event log and task record stays, so memory grows with the turns served. Budget (docs/performance.md): RSS flat after warm-up.",
         2 * (total / STEPS)
     ));
 }

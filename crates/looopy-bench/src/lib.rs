@@ -29,7 +29,7 @@ use std::time::Duration;
 /// figures are those of the server as shipped. With thousands of turns in
 /// flight on a multi-threaded runtime, memory is freed on another thread
 /// than the one that took it, where glibc's malloc contends on its arena
-/// locks (measured in `docs/performance.md`).
+/// locks (`docs/performance.md`, design decisions).
 pub use mimalloc::MiMalloc as Allocator;
 
 use serde_json::{Map, Value};

@@ -27,7 +27,7 @@
 //! [[tools.mcp]]
 //! name = "files"
 //! command = "npx"
-//! args = ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]
+//! args = ["-y", "@modelcontextprotocol/server-filesystem", "./files"]
 //!
 //! [[tools.a2a]]
 //! name = "researcher"

@@ -12,12 +12,11 @@ use looopy_cli::telemetry::{Telemetry, TelemetryConfig};
 /// mimalloc rather than the system allocator: a server runs thousands of
 /// turns at once on a multi-threaded runtime, so memory taken on one
 /// thread is often freed on another, where glibc's malloc contends on its
-/// arena locks. Measured in `docs/performance.md` (10,000 sessions: 2.75x
-/// the ideal wall time with glibc, 1.7x with mimalloc). Its 2.x line (the
-/// workspace enables the crate's `v2` feature): less CPU and memory per
-/// served turn than 3.x. Without transparent huge pages (`no_thp`): a
-/// fifth less RSS, and no slow runs of a burst of turns faulting 2 MB at
-/// a time (`docs/architecture.md`, decisions).
+/// arena locks. Its 2.x line (the workspace enables the crate's `v2`
+/// feature) spends less CPU and memory per served turn than 3.x. Without
+/// transparent huge pages (`no_thp`), so that a burst of turns does not
+/// fault a growing heap in huge pages at a time. The measurements are in
+/// `docs/performance.md` (design decisions).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -5,9 +5,8 @@
 //! the data of the events they complete in one buffer that it reuses, so
 //! an event costs no allocation and no pass beyond finding its line ends.
 //! It replaced `eventsource-stream` on this path (the A2A client still
-//! uses that crate): its parser combinators and a `String` per field were
-//! about 7% of the instructions of a served turn, which reads about 30
-//! events. `sse-stream`, the other crate in the tree, refuses lines the
+//! uses that crate), whose parser combinators allocate a `String` per
+//! field, on every event of every model call. `sse-stream`, the other crate in the tree, refuses lines the
 //! standard says to ignore (an unknown field, a repeated `id`), and a model
 //! stream must not fail on those.
 //!

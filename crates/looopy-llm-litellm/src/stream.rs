@@ -229,7 +229,7 @@ async fn read(state: &mut State<'_>, body: &mut Body) -> Result<bool, LlmError> 
                 return Ok(false);
             }
             // Checked once here: parsing bytes would check every string
-            // of the chunk on its own, a call each (3% of a served turn).
+            // of the chunk on its own, a call each.
             let text = std::str::from_utf8(data).map_err(|e| LlmError::MalformedResponse {
                 message: format!("invalid chunk (not UTF-8: {e}): {}", snippet(data)),
             })?;

@@ -1,9 +1,9 @@
 //! The `tools` of a request, written as JSON once per tool list.
 //!
 //! A loop sends the same tool list (one `Arc<[ToolDefinition]>`, kept by
-//! its registry) with every model call of every turn, and writing the
-//! tools' schemas was about 4% of a served turn's instructions (more than
-//! the conversation's messages). The provider keeps the JSON of the last
+//! its registry) with every model call of every turn, and the tools'
+//! schemas are often a larger part of a request than the conversation's
+//! messages. The provider keeps the JSON of the last
 //! list it wrote, and the list itself (so that its address cannot be
 //! reused by another): a request with that same list copies the JSON in.
 //! It keeps the last two: a loop with a tool-output cache offers two

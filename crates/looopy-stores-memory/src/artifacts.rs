@@ -23,8 +23,8 @@ const SHORT_LIST: usize = 4;
 ///
 /// Most conversations have one or two artifacts, so they are a plain list
 /// (one allocation of one artifact for the first), indexed by id only once there are more
-/// than [`INDEX_FROM`]: a tree and an index around a single artifact took
-/// about 530 bytes more.
+/// than [`INDEX_FROM`]: a tree and an index around a single artifact would
+/// cost more than the artifact's own entry.
 #[derive(Debug, Default)]
 struct ContextArtifacts {
     /// In creation order.
@@ -59,7 +59,7 @@ impl ContextArtifacts {
         }
         if at < SHORT_LIST {
             // Exactly the room it takes: a list's first push makes room for
-            // four artifacts (760 bytes), and most conversations keep one.
+            // four artifacts, and most conversations keep one.
             self.artifacts.reserve_exact(1);
         }
         self.artifacts.push(stored);

@@ -24,9 +24,9 @@ use crate::retention::{MemoryRetention, Retained};
 /// working), which the cap never drops.
 #[derive(Debug, Default)]
 pub struct MemoryTaskRecordStore {
-    /// Boxed: the table keeps about an eighth of its slots empty and
-    /// doubles as it grows, and a record is some 300 bytes, so held inline
-    /// the empty slots would cost about as much as the records.
+    /// Boxed: the table keeps some of its slots empty and doubles as it
+    /// grows, and a record is large, so held inline the empty slots would
+    /// cost about as much as the records.
     records: Mutex<Retained<Box<TaskRecord>>>,
     cancels: Mutex<HashSet<String>>,
 }
