@@ -17,6 +17,7 @@ mod bench;
 mod ci;
 mod features;
 mod graph;
+mod postgres;
 mod redis;
 mod release;
 mod util;
