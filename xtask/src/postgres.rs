@@ -63,7 +63,7 @@ impl PostgresServer {
         }
         let options = format!(
             "-p {port} -c listen_addresses=127.0.0.1 -k {} -c fsync=off \
-             -c synchronous_commit=off -c full_page_writes=off -c max_connections=400",
+             -c full_page_writes=off -c max_connections=400",
             server.dir.display()
         );
         let started = server

@@ -159,6 +159,11 @@ impl PostgresConfig {
         if !starts_well || !rest_well || s.len() > 40 || s.starts_with("pg_") {
             return Err(PostgresError::Schema { schema: s.clone() });
         }
+        if !(self.url.starts_with("postgres://") || self.url.starts_with("postgresql://")) {
+            return Err(PostgresError::NotPostgres {
+                url: crate::backend::redacted(&self.url),
+            });
+        }
         if self.pool_size == 0 {
             return Err(PostgresError::PoolSize);
         }

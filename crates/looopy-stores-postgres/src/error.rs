@@ -20,6 +20,12 @@ pub enum PostgresError {
     /// A prune batch must delete something.
     #[error("prune_batch must be at least 1")]
     PruneBatch,
+    /// The URL names another database.
+    #[error("`{url}` is not a PostgreSQL URL: it must start with `postgres://` or `postgresql://`")]
+    NotPostgres {
+        /// The URL, password hidden.
+        url: String,
+    },
     /// The URL could not be parsed.
     #[error("invalid PostgreSQL URL `{url}`: {source}")]
     Url {

@@ -7,9 +7,10 @@
 //! stops it when the guard drops (`-m immediate`: nothing in it is worth
 //! keeping). PostgreSQL refuses to run as root, so when the tests run as
 //! root every command runs as the `postgres` user the package creates
-//! (`runuser -u postgres --`), in a directory that user owns. Durability
-//! settings are off (`fsync`, `synchronous_commit`): a test server need not
-//! survive a power cut.
+//! (`runuser -u postgres --`), in a directory that user owns. `fsync` is
+//! off: a test server need not survive a power cut, only the crash of its
+//! own process (what [`PostgresServer::stop`] does), and every commit is
+//! written to the operating system before it returns.
 //!
 //! Tests share one server through [`TEST_POSTGRES_URL_ENV`] (`cargo xtask
 //! ci` starts one for the whole run) and keep apart by writing in a schema
@@ -113,7 +114,7 @@ impl PostgresServer {
 
     fn spawn(&mut self) -> io::Result<()> {
         let options = format!(
-            "-p {} -c listen_addresses=127.0.0.1 -k {} -c fsync=off -c synchronous_commit=off \
+            "-p {} -c listen_addresses=127.0.0.1 -k {} -c fsync=off \
              -c full_page_writes=off -c max_connections=400",
             self.port,
             self.dir.display()
@@ -268,10 +269,15 @@ impl TestPostgres {
         &self.url
     }
 
-    /// The server this test started, when it did not use a shared one
-    /// (for tests that stop and restart it).
-    pub fn own_server(&mut self) -> Option<&mut PostgresServer> {
-        self.server.as_mut()
+    /// The server this test started, when it did not use a shared one.
+    pub fn own_server(&self) -> Option<&PostgresServer> {
+        self.server.as_ref()
+    }
+
+    /// The server this test started, to stop and restart it (it stops
+    /// when dropped).
+    pub fn into_server(self) -> Option<PostgresServer> {
+        self.server
     }
 }
 
