@@ -7,9 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use looopy_core::store::{
-    AgentState, CheckpointStore, LifecycleState, PushConfig, TaskCheckpoint, TaskRecord,
-};
+use looopy_core::store::{AgentState, LifecycleState, PushConfig, TaskCheckpoint, TaskRecord};
 use looopy_core::{AgentEvent, Artifact, EventPayload, Message, Part, TaskState, TaskStatus};
 
 fn checkpoint(task: &str, ctx: &str) -> TaskCheckpoint {
