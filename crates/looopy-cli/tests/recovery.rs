@@ -94,7 +94,7 @@ impl Backend {
                 c.urls()
             ),
             Backend::Postgres(p) => format!(
-                "backend = \"postgres\"\nurl = \"{}\"\nschema = \"recovery_{unique}\"\npool_size = 4",
+                "backend = \"postgres\"\nurl = \"{}\"\nschema = \"r_{unique}\"\npool_size = 4",
                 p.url()
             ),
         }

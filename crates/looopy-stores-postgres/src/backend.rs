@@ -172,10 +172,18 @@ impl PostgresBackend {
         let wakeups = self.inner.wakeups.clone();
         let channel = self.inner.channel.clone();
         let task = tokio::spawn(async move {
-            if let Err(e) = listener.listen(&channel).await {
-                tracing::warn!(error = %e, "postgres LISTEN failed; event followers poll instead");
-            }
+            let mut listening = false;
             loop {
+                if !listening {
+                    match listener.listen(&channel).await {
+                        Ok(()) => listening = true,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "postgres LISTEN failed; event followers poll until it works");
+                            tokio::time::sleep(Duration::from_millis(500)).await;
+                            continue;
+                        }
+                    }
+                }
                 match listener.try_recv().await {
                     Ok(Some(note)) => {
                         let _ = wakeups.send(Arc::from(note.payload()));
