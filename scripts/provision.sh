@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh machine. Idempotent: a second
 # run finds everything in place and does nothing. Usage:
-#   scripts/provision.sh [redis] [python] [node] [chromium]   (default: all)
+#   scripts/provision.sh [redis] [postgres] [python] [node] [chromium]   (default: all)
 # Everything but apt packages lands under .tools/ in the repository (ignored by git).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +37,18 @@ provision_redis() {
     (service redis-server stop >/dev/null 2>&1 || true)
   fi
   command -v redis-cli >/dev/null 2>&1 || apt_install redis-tools
+}
+
+# PostgreSQL's server programs (initdb, pg_ctl, postgres under
+# /usr/lib/postgresql/<version>/bin) and the `postgres` user the package
+# creates: the tests make and start throw-away clusters of their own as that
+# user (crates/looopy-testkit/src/postgres_server.rs).
+provision_postgres() {
+  if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    apt_install postgresql
+    # The package may start a system cluster; the tests start their own.
+    (service postgresql stop >/dev/null 2>&1 || true)
+  fi
 }
 
 venv_with() {
@@ -77,10 +89,11 @@ provision_chromium() {
 }
 
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(redis python node chromium)
+[ ${#targets[@]} -eq 0 ] && targets=(redis postgres python node chromium)
 for t in "${targets[@]}"; do
   case "$t" in
     redis) provision_redis ;;
+    postgres) provision_postgres ;;
     python) provision_python ;;
     node) provision_node ;;
     chromium) provision_chromium ;;

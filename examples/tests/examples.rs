@@ -259,3 +259,42 @@ async fn redis_memory_remembers_across_processes() {
         ]
     );
 }
+
+#[tokio::test]
+async fn postgres_remembers_across_processes() {
+    let Some(pg) = looopy_testkit::test_postgres_or_skip("postgres_remembers_across_processes")
+    else {
+        return;
+    };
+    let schema = format!("example_{}", std::process::id());
+    let model = OpenAiFixture::start().await.unwrap();
+    model.push(FixtureReply::Text("Hello Ada.".into()));
+    model.push(FixtureReply::Text("Your name is Ada.".into()));
+    for (text, answer, stored) in [
+        ("My name is Ada.", "Hello Ada.", 2),
+        ("What is my name?", "Your name is Ada.", 4),
+    ] {
+        let mut c = command("postgres", &model);
+        c.env("LOOOPY_POSTGRES_URL", pg.url())
+            .env("LOOOPY_POSTGRES_SCHEMA", &schema)
+            .args(["conversation-1", text]);
+        let out = run(c).await;
+        assert_eq!(
+            out,
+            format!("answer: {answer}\nmessages stored: {stored}\n")
+        );
+    }
+    // The second process's model saw the first process's exchange.
+    let contents: Vec<Value> = messages(&model, 1)
+        .iter()
+        .map(|m| m["content"].clone())
+        .collect();
+    assert_eq!(
+        contents[contents.len() - 3..],
+        [
+            Value::from("My name is Ada."),
+            Value::from("Hello Ada."),
+            Value::from("What is my name?")
+        ]
+    );
+}

@@ -2,6 +2,7 @@
 
 use anyhow::Result;
 
+use crate::postgres::PostgresServer;
 use crate::redis::{RedisCluster, RedisServer};
 use crate::util::run as sh;
 use crate::util::{cmd, have};
@@ -9,7 +10,7 @@ use crate::util::{cmd, have};
 /// The node URLs (comma-separated) of the test Redis Cluster.
 const CLUSTER_URLS_ENV: &str = "LOOOPY_TEST_REDIS_CLUSTER_URLS";
 
-/// Installs what the tests need (idempotent): Redis, the Python and npm test servers.
+/// Installs what the tests need (idempotent): Redis, PostgreSQL, the Python and npm test servers.
 pub(crate) fn provision() -> Result<()> {
     if std::env::var_os("LOOOPY_SKIP_PROVISION").is_some() {
         eprintln!("[xtask] LOOOPY_SKIP_PROVISION set: not provisioning");
@@ -58,12 +59,20 @@ pub(crate) fn run(args: &[&str]) -> Result<()> {
         Ok(urls) if !urls.is_empty() => None,
         _ => Some(RedisCluster::start()?),
     };
+    // One PostgreSQL for the whole run; tests write in schemas of their own.
+    let _postgres = match std::env::var("LOOOPY_TEST_POSTGRES_URL") {
+        Ok(url) if !url.is_empty() => None,
+        _ => Some(PostgresServer::start()?),
+    };
     let mut test = cmd(
         "cargo",
         &["test", "--workspace", "--locked", "--no-fail-fast"],
     );
     if let Some(server) = &_redis {
         test.env("LOOOPY_TEST_REDIS_URL", &server.url);
+    }
+    if let Some(server) = &_postgres {
+        test.env("LOOOPY_TEST_POSTGRES_URL", &server.url);
     }
     if let Some(cluster) = &_cluster {
         test.env(CLUSTER_URLS_ENV, &cluster.urls);

@@ -13,6 +13,7 @@ const ALONE: &[(&str, &str)] = &[
     ("looopy", ""),
     ("looopy", "openai"),
     ("looopy", "redis"),
+    ("looopy", "postgres"),
     ("looopy", "mcp"),
     ("looopy", "a2a-server"),
     ("looopy", "a2a-client"),
@@ -21,6 +22,7 @@ const ALONE: &[(&str, &str)] = &[
     ("looopy-a2a", "client"),
     ("looopy-stores", "memory"),
     ("looopy-stores", "redis"),
+    ("looopy-stores", "postgres"),
     ("looopy-tools", ""),
     ("looopy-llm-litellm", ""),
 ];

@@ -20,6 +20,7 @@ mod bench;
 mod ci;
 mod features;
 mod graph;
+mod postgres;
 mod redis;
 mod release;
 mod seams;

@@ -42,6 +42,11 @@ fn store(config: &Config) -> String {
             format!("redis cluster ({})", nodes.join(", "))
         }
         StoreConfig::Redis(r) => format!("redis ({})", without_credentials(&r.url)),
+        StoreConfig::Postgres(p) => format!(
+            "postgres ({}, schema {})",
+            without_credentials(&p.url),
+            p.schema
+        ),
         _ => "memory (conversations end with the process)".into(),
     }
 }

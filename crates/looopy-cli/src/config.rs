@@ -41,6 +41,8 @@
 //! # A Redis Cluster instead of one server: some of its nodes (`rediss://`
 //! # needs the `tls` feature of looopy-stores-redis).
 //! # cluster_urls = ["redis://10.0.0.5:7000", "redis://10.0.0.6:7000"]
+//! # Or PostgreSQL: backend = "postgres", url = "postgres://user@host/db",
+//! # pool_size = 8 (docs/stores.md lists its keys).
 //!
 //! [server]
 //! bind = "127.0.0.1:8080"
@@ -91,7 +93,8 @@ pub struct Config {
     /// Where state lives (`backend = "memory"` by default, or `"redis"`
     /// with the fields of [`looopy_stores::RedisConfig`]: `url` for
     /// one server, or `cluster_urls = ["redis://host:port", ...]` for a
-    /// Redis Cluster).
+    /// Redis Cluster; or `"postgres"` with the fields of
+    /// [`looopy_stores::PostgresConfig`]: `url`, `pool_size`, `schema`).
     #[serde(default = "memory_store")]
     pub store: StoreConfig,
     /// The HTTP server.

@@ -4,7 +4,7 @@
 //! find the stranded turns and finish them: no completed tool call runs
 //! again, an interrupted one is not retried, resubscribed streams reach the
 //! final event in order, and a recovered turn can be cancelled from any
-//! replica. On one Redis and on a 3-master Redis Cluster.
+//! replica. On one Redis, on a 3-master Redis Cluster and on PostgreSQL.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support;
@@ -19,7 +19,7 @@ use looopy_a2a::{A2aClient, SendRequest, SendResponse, StreamEvent};
 use looopy_core::TaskState;
 use looopy_testkit::openai_fixture::openai;
 use looopy_testkit::redis_cluster::{TestCluster, test_redis_cluster};
-use looopy_testkit::{FixtureReply, OpenAiFixture, SseReply, TestRedis};
+use looopy_testkit::{FixtureReply, OpenAiFixture, SseReply, TestPostgres, TestRedis};
 use serde_json::{Value, json};
 use support::{Journal, serve, write_config};
 
@@ -69,33 +69,45 @@ struct Fleet {
     config: PathBuf,
     journal: Journal,
     llm: OpenAiFixture,
-    _redis: Redis,
+    _store: Backend,
 }
 
 /// Where the replicas keep their state.
-enum Redis {
+enum Backend {
     Single(TestRedis),
     Cluster(TestCluster),
+    Postgres(TestPostgres),
 }
 
-impl Redis {
-    /// The `[store]` keys that reach it.
-    fn store_keys(&self) -> String {
+impl Backend {
+    /// The `[store]` section that reaches it, under a prefix (a schema on
+    /// PostgreSQL) no other test uses.
+    fn store_section(&self) -> String {
+        let unique = uuid::Uuid::new_v4().simple();
         match self {
-            Redis::Single(r) => format!("url = \"{}\"", r.url()),
-            Redis::Cluster(c) => format!("cluster_urls = {:?}", c.urls()),
+            Backend::Single(r) => format!(
+                "backend = \"redis\"\nurl = \"{}\"\nkey_prefix = \"recovery-{unique}\"",
+                r.url()
+            ),
+            Backend::Cluster(c) => format!(
+                "backend = \"redis\"\ncluster_urls = {:?}\nkey_prefix = \"recovery-{unique}\"",
+                c.urls()
+            ),
+            Backend::Postgres(p) => format!(
+                "backend = \"postgres\"\nurl = \"{}\"\nschema = \"r_{unique}\"\npool_size = 4",
+                p.url()
+            ),
         }
     }
 }
 
 impl Fleet {
-    async fn new(python: &Path, redis: Redis) -> Fleet {
+    async fn new(python: &Path, store: Backend) -> Fleet {
         let llm = support::model_answering(model).await;
         let dir = tempfile::tempdir().unwrap();
         let journal = Journal::create(dir.path());
         let slow = format!("SLOW_SECS = \"{SLOW_SECS}\"");
         let tools = support::durable_tools_section(python, &journal, &slow);
-        let prefix = format!("recovery-{}", uuid::Uuid::new_v4().simple());
         let config = write_config(
             &dir,
             &format!(
@@ -107,15 +119,13 @@ base_url = "{base}"
 model = "m"
 {tools}
 [store]
-backend = "redis"
-{redis}
-key_prefix = "{prefix}"
+{store}
 [durability]
 lease_ttl_secs = 1.5
 scan_interval_secs = 0.3
 "#,
                 base = llm.base_url(),
-                redis = redis.store_keys(),
+                store = store.store_section(),
             ),
         );
         Fleet {
@@ -123,7 +133,7 @@ scan_interval_secs = 0.3
             config,
             journal,
             llm,
-            _redis: redis,
+            _store: store,
         }
     }
 
@@ -226,7 +236,8 @@ async fn follow_after(
     (ids, state)
 }
 
-/// Event ids of a Redis stream: `ms-seq`, compared as numbers.
+/// Event ids of a Redis stream (`ms-seq`) or of a PostgreSQL log (a
+/// number), compared as numbers.
 fn key(id: &str) -> (u64, u64) {
     let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
     (ms.parse().unwrap(), seq.parse().unwrap())
@@ -241,16 +252,16 @@ fn assert_in_order(ids: &[String]) {
     );
 }
 
-fn single_redis() -> Redis {
-    Redis::Single(looopy_testkit::test_redis().unwrap())
+fn single_redis() -> Backend {
+    Backend::Single(looopy_testkit::test_redis().unwrap())
 }
 
 /// Kills replica 0 mid-tool. With `restart`, starts it again at once.
-async fn kill_one_replica(redis: Redis, restart: bool) {
+async fn kill_one_replica(store: Backend, restart: bool) {
     let Some(python) = support::python() else {
         return;
     };
-    let fleet = Fleet::new(&python, redis).await;
+    let fleet = Fleet::new(&python, store).await;
     let mut replicas: Vec<(Child, String)> = (0..3).map(|_| fleet.start()).collect();
     let urls: Vec<String> = replicas.iter().map(|(_, u)| u.clone()).collect();
 
@@ -363,7 +374,17 @@ async fn turns_of_a_killed_replica_finish_on_a_redis_cluster() {
     let Some(cluster) = test_redis_cluster() else {
         return;
     };
-    kill_one_replica(Redis::Cluster(cluster), false).await;
+    kill_one_replica(Backend::Cluster(cluster), false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turns_of_a_killed_replica_finish_on_postgres() {
+    let Some(postgres) =
+        looopy_testkit::test_postgres_or_skip("turns_of_a_killed_replica_finish_on_postgres")
+    else {
+        return;
+    };
+    kill_one_replica(Backend::Postgres(postgres), false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

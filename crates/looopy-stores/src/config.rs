@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 ///
 /// ```toml
 /// [store]
-/// backend = "redis"            # or "memory"
+/// backend = "redis"            # or "memory", "postgres"
 /// url = "redis://127.0.0.1:6379"
 /// key_prefix = "myapp"
 /// ```
@@ -24,10 +24,16 @@ pub enum StoreConfig {
     /// Everything in Redis (feature `redis`).
     #[cfg(feature = "redis")]
     Redis(looopy_stores_redis::RedisConfig),
+    /// Everything in PostgreSQL (feature `postgres`): `url`, `pool_size`,
+    /// `schema`, the retention and the prune
+    /// ([`looopy_stores_postgres::PostgresConfig`]).
+    #[cfg(feature = "postgres")]
+    Postgres(looopy_stores_postgres::PostgresConfig),
 }
 
 impl StoreConfig {
-    /// Builds the stores. For Redis this connects and sends a `PING`, so a
+    /// Builds the stores. For Redis this connects and sends a `PING`, for
+    /// PostgreSQL it connects and migrates the schema, so a
     /// wrong URL or an unreachable server fails here
     /// ([`StoreError::Unavailable`]) rather than at the first turn; an
     /// invalid configuration is [`StoreError::Backend`].
@@ -39,11 +45,13 @@ impl StoreConfig {
             }
             #[cfg(feature = "redis")]
             StoreConfig::Redis(config) => looopy_stores_redis::connect(config.clone()).await,
+            #[cfg(feature = "postgres")]
+            StoreConfig::Postgres(config) => looopy_stores_postgres::connect(config.clone()).await,
         }
     }
 
     /// Whether what the stores hold outlives this process: false for the
-    /// memory stores, true for Redis. Where it does not, nothing another
+    /// memory stores, true for Redis and PostgreSQL. Where it does not, nothing another
     /// process could read is worth writing for it, such as the loop's
     /// checkpoints, which only serve to carry a turn on after its process
     /// died.
@@ -53,6 +61,8 @@ impl StoreConfig {
             StoreConfig::Memory(_) => false,
             #[cfg(feature = "redis")]
             StoreConfig::Redis(_) => true,
+            #[cfg(feature = "postgres")]
+            StoreConfig::Postgres(_) => true,
         }
     }
 }
@@ -113,6 +123,46 @@ mod tests {
         assert!(
             toml::from_str::<File>("[store]\nbackend = \"memory\"\nurl = \"x\"").is_err(),
             "a Redis key on the memory backend is refused"
+        );
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    #[allow(irrefutable_let_patterns)] // without the other features
+    fn a_config_file_names_postgres() {
+        let file: File = toml::from_str(
+            r#"
+            [store]
+            backend = "postgres"
+            url = "postgres://looopy@db:5432/agents"
+            pool_size = 12
+            "#,
+        )
+        .unwrap();
+        assert!(file.store.outlives_process());
+        let StoreConfig::Postgres(pg) = file.store else {
+            panic!("expected postgres");
+        };
+        assert_eq!(pg.url, "postgres://looopy@db:5432/agents");
+        assert_eq!(pg.pool_size, 12);
+        assert_eq!(pg.schema, "looopy");
+        assert_eq!(pg.task_ttl_secs, 86_400);
+        assert!(
+            toml::from_str::<File>("[store]\nbackend = \"postgres\"\nkey_prefix = \"x\"").is_err(),
+            "a Redis key on the PostgreSQL backend is refused"
+        );
+    }
+
+    #[cfg(feature = "postgres")]
+    #[tokio::test]
+    async fn an_unreachable_postgres_is_unavailable() {
+        let mut pg = looopy_stores_postgres::PostgresConfig::new("postgres://x@127.0.0.1:1/db");
+        pg.connect_timeout_ms = 300;
+        let built = StoreConfig::Postgres(pg).build().await;
+        assert!(
+            matches!(built, Err(StoreError::Unavailable { .. })),
+            "{:?}",
+            built.map(|_| ())
         );
     }
 

@@ -1,11 +1,12 @@
 //! The store backend picked by configuration: [`StoreConfig`] names one
-//! (`backend = "memory"` or `"redis"`, as the `[store]` table of a
+//! (`backend = "memory"`, `"redis"` or `"postgres"`, as the `[store]` table of a
 //! `looopy.toml` does) and [`StoreConfig::build`] returns the one
 //! [`Stores`] bundle an Agent and an A2A server take.
 //!
 //! Each backend sits behind a feature, so that a binary compiles only the
 //! ones it can pick: `memory` (on by default, `looopy-stores-memory`) and
-//! `redis` (`looopy-stores-redis`, with its Redis client and pool). The
+//! `redis` (`looopy-stores-redis`, with its Redis client and pool) and
+//! `postgres` (`looopy-stores-postgres`, with sqlx and its pool). The
 //! backend crates themselves depend on `looopy-core` and their own client
 //! library only.
 //!
@@ -47,6 +48,9 @@ pub use looopy_core::store::Stores;
 /// The retention of the memory backend (`StoreConfig::Memory`).
 #[cfg(feature = "memory")]
 pub use looopy_stores_memory::MemoryRetention;
+/// The settings of the PostgreSQL backend (`StoreConfig::Postgres`).
+#[cfg(feature = "postgres")]
+pub use looopy_stores_postgres::PostgresConfig;
 /// The settings of the Redis backend (`StoreConfig::Redis`).
 #[cfg(feature = "redis")]
 pub use looopy_stores_redis::RedisConfig;

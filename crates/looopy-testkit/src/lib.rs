@@ -12,6 +12,9 @@
 //! - [`RedisServer`] / [`test_redis`]: a throw-away `redis-server` on a free
 //!   port (killed on drop), or the shared one named by
 //!   `LOOOPY_TEST_REDIS_URL`.
+//! - [`PostgresServer`] / [`test_postgres`]: a throw-away PostgreSQL cluster
+//!   on a free port (stopped and removed on drop), or the shared one named
+//!   by `LOOOPY_TEST_POSTGRES_URL`.
 //! - `SpanCapture` (feature `otel`): the spans a test produced, exported to
 //!   memory through tracing-opentelemetry.
 //! - [`events`]: reading a turn's events (the one final event, its
@@ -24,6 +27,7 @@ pub mod conformance;
 pub mod events;
 pub mod external;
 pub mod openai_fixture;
+pub mod postgres_server;
 pub mod redis_cluster;
 pub mod redis_server;
 mod scripted;
@@ -32,6 +36,10 @@ mod spans;
 
 pub use openai_fixture::{
     FixtureReply, OpenAiFixture, RecordedRequest, SseEnd, SseEvent, SseReply,
+};
+pub use postgres_server::{
+    PostgresServer, TestPostgres, own_postgres, own_postgres_or_skip, test_postgres,
+    test_postgres_or_skip,
 };
 pub use redis_server::{RedisServer, TestRedis, test_redis};
 pub use scripted::{ScriptStep, ScriptedLlm};

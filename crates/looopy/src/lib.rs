@@ -23,8 +23,9 @@ pub use looopy_tools as tools;
 
 /// Store implementations, and the backend picked by configuration.
 pub mod stores {
-    /// The backend named by configuration (`backend = "memory"`, or
-    /// `"redis"` with the `redis` feature), built into one [`Stores`] bundle
+    /// The backend named by configuration (`backend = "memory"`,
+    /// `"redis"` with the `redis` feature, or `"postgres"` with the
+    /// `postgres` feature), built into one [`Stores`] bundle
     /// (the `looopy-stores` crate).
     pub use looopy_stores::{StoreConfig, Stores};
 
@@ -35,6 +36,11 @@ pub mod stores {
     #[cfg(feature = "redis")]
     #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
     pub use looopy_stores_redis as redis;
+
+    /// On PostgreSQL (the `looopy-stores-postgres` crate).
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+    pub use looopy_stores_postgres as postgres;
 }
 
 /// The OpenAI-compatible chat completions provider: LiteLLM, OpenAI, vLLM,

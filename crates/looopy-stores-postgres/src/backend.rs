@@ -1,0 +1,293 @@
+//! [`PostgresBackend`]: the connection pool the stores share, the retry
+//! rule, the `LISTEN` connection of the event followers and the
+//! background prune.
+//!
+//! Operations that are safe to repeat (reads, whole replacements,
+//! compare-and-set, leases) are tried again while the server cannot be
+//! reached, with a growing pause, until the retry budget is spent; then
+//! they fail with [`StoreError::Unavailable`]. Appends are tried again only
+//! when nothing reached the server (no connection could be had): a batch
+//! whose reply was lost may have landed, and must not land twice.
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use looopy_core::StoreError;
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
+use tokio::sync::broadcast;
+use tokio::task::JoinHandle;
+
+use crate::config::PostgresConfig;
+use crate::error::{PostgresError, from_sqlx, is_unavailable, sent_nothing};
+use crate::migrate;
+use crate::prune::{self, PruneReport};
+
+/// Whether an operation may be sent again after a connection failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Retry {
+    /// Repeating it changes nothing (reads, replacements, compare-and-set).
+    Safe,
+    /// Repeating it could apply it twice (appends): only when nothing was sent.
+    Never,
+}
+
+/// Aborts a background task when the backend is dropped.
+struct Background(JoinHandle<()>);
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+struct Inner {
+    pool: PgPool,
+    config: PostgresConfig,
+    channel: String,
+    wakeups: broadcast::Sender<Arc<str>>,
+    background: std::sync::Mutex<Vec<Background>>,
+}
+
+/// A PostgreSQL pool with the stores' settings, on a migrated schema.
+/// Cheap to clone; every store made from one backend shares its
+/// connections.
+#[derive(Clone)]
+pub struct PostgresBackend {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for PostgresBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresBackend")
+            .field("schema", &self.inner.config.schema)
+            .field("pool_size", &self.inner.config.pool_size)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The URL with its password hidden, for messages.
+pub(crate) fn redacted(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+impl PostgresBackend {
+    /// Connects, applies the schema's migrations (under an advisory lock,
+    /// so that replicas starting together do not race) and starts the
+    /// event followers' `LISTEN` and the background prune.
+    ///
+    /// Fails with [`PostgresError::Unreachable`] when the server does not
+    /// answer within the connect timeout, and with
+    /// [`PostgresError::SchemaTooNew`] on a database written by a newer
+    /// Looopy.
+    pub async fn connect(config: PostgresConfig) -> Result<Self, PostgresError> {
+        config.validate()?;
+        let url = redacted(&config.url);
+        let options = PgConnectOptions::from_str(&config.url)
+            .map_err(|source| PostgresError::Url {
+                url: url.clone(),
+                source,
+            })?
+            .application_name("looopy")
+            .options([("search_path", config.schema.as_str())]);
+        let pool = PgPoolOptions::new()
+            .max_connections(config.pool_size)
+            .acquire_timeout(config.connect_timeout())
+            .connect_with(options.clone())
+            .await
+            .map_err(|source| PostgresError::Unreachable {
+                url: url.clone(),
+                source,
+            })?;
+        migrate::apply(&pool, &config.schema).await?;
+        // The `LISTEN` connection lives in a pool of its own, so that it
+        // never takes one of the stores' connections.
+        let listen_pool = PgPoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(config.connect_timeout())
+            .connect_lazy_with(options);
+        let listener = PgListener::connect_with(&listen_pool)
+            .await
+            .map_err(|source| PostgresError::Unreachable { url, source })?;
+        let (wakeups, _) = broadcast::channel(1024);
+        let channel = format!("{}_events", config.schema);
+        let backend = PostgresBackend {
+            inner: Arc::new(Inner {
+                pool,
+                channel,
+                wakeups,
+                config,
+                background: std::sync::Mutex::new(Vec::new()),
+            }),
+        };
+        backend.start_listener(listener);
+        backend.start_pruning();
+        Ok(backend)
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &PostgresConfig {
+        &self.inner.config
+    }
+
+    /// The pool (for what the stores do not cover: reporting, backups).
+    pub fn pool(&self) -> &PgPool {
+        &self.inner.pool
+    }
+
+    /// The notification channel of the event logs.
+    pub(crate) fn channel(&self) -> &str {
+        &self.inner.channel
+    }
+
+    /// Wake-ups of event followers: the id of each task an event was
+    /// appended to (or `""` after the `LISTEN` connection came back, when
+    /// notifications may have been missed).
+    pub(crate) fn wakeups(&self) -> broadcast::Receiver<Arc<str>> {
+        self.inner.wakeups.subscribe()
+    }
+
+    /// Deletes what outlived its retention, in bounded batches (what the
+    /// background prune does every `prune_interval_secs`).
+    pub async fn prune(&self) -> Result<PruneReport, StoreError> {
+        prune::run(self).await
+    }
+
+    fn keep(&self, task: JoinHandle<()>) {
+        if let Ok(mut tasks) = self.inner.background.lock() {
+            tasks.push(Background(task));
+        }
+    }
+
+    fn start_listener(&self, mut listener: PgListener) {
+        let wakeups = self.inner.wakeups.clone();
+        let channel = self.inner.channel.clone();
+        let task = tokio::spawn(async move {
+            let mut listening = false;
+            loop {
+                if !listening {
+                    match listener.listen(&channel).await {
+                        Ok(()) => listening = true,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "postgres LISTEN failed; event followers poll until it works");
+                            tokio::time::sleep(Duration::from_millis(500)).await;
+                            continue;
+                        }
+                    }
+                }
+                match listener.try_recv().await {
+                    Ok(Some(note)) => {
+                        let _ = wakeups.send(Arc::from(note.payload()));
+                    }
+                    Ok(None) => {
+                        // Reconnected: what was sent meanwhile is lost.
+                        let _ = wakeups.send(Arc::from(""));
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, "postgres LISTEN connection failed; retrying");
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                    }
+                }
+            }
+        });
+        self.keep(task);
+    }
+
+    fn start_pruning(&self) {
+        let Some(every) = self.inner.config.prune_interval() else {
+            return;
+        };
+        // The task holds no backend: a dropped backend stops it.
+        let weak = Arc::downgrade(&self.inner);
+        let task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(inner) = weak.upgrade() else { return };
+                let backend = PostgresBackend { inner };
+                if let Err(e) = backend.prune().await {
+                    tracing::warn!(error = %e, "postgres prune failed; trying again later");
+                }
+            }
+        });
+        self.keep(task);
+    }
+
+    /// Runs `op`, trying again after a connection failure as `retry` allows
+    /// within the retry budget.
+    pub(crate) async fn run<T, F, Fut>(&self, retry: Retry, mut op: F) -> Result<T, StoreError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, sqlx::Error>>,
+    {
+        let started = Instant::now();
+        let budget = self.inner.config.retry_budget();
+        let mut pause = Duration::from_millis(50);
+        loop {
+            match op().await {
+                Ok(value) => return Ok(value),
+                Err(e) => {
+                    let again = match retry {
+                        Retry::Safe => is_unavailable(&e),
+                        Retry::Never => sent_nothing(&e),
+                    };
+                    if !again || started.elapsed() + pause > budget {
+                        return Err(from_sqlx(e));
+                    }
+                    tracing::debug!(error = %e, "postgres operation failed; trying again");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+
+    /// A checkpoint lifetime for queries, in milliseconds (0: none).
+    pub(crate) fn task_ttl_ms(&self) -> i64 {
+        ms(self.inner.config.task_ttl())
+    }
+
+    /// The lifetime of everything else, in milliseconds (0: none).
+    pub(crate) fn ttl_ms(&self) -> i64 {
+        ms(self.inner.config.ttl())
+    }
+}
+
+fn ms(d: Option<Duration>) -> i64 {
+    d.map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// A `Duration` in milliseconds for SQL.
+pub(crate) fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A count or position for SQL.
+pub(crate) fn int(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// A position read from SQL.
+pub(crate) fn uint(n: i64) -> usize {
+    usize::try_from(n).unwrap_or(0)
+}
+
+/// A timestamp as the nanoseconds the listing columns hold.
+pub(crate) fn nanos(t: chrono::DateTime<chrono::Utc>) -> i64 {
+    t.timestamp_nanos_opt().unwrap_or(i64::MAX)
+}
+
+/// A fresh history epoch.
+pub(crate) fn new_epoch() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
