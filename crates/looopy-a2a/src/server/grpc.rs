@@ -255,15 +255,12 @@ impl A2aService for Grpc {
         mut request: Request<proto::TaskPushNotificationConfig>,
     ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
         let call = call_of(&mut request, "CreateTaskPushNotificationConfig")?;
+        let configs = self.state.service().push_configs()?;
         let p = params(
             &pbconv::from_proto_create_task_push_notification_config_request(request.get_ref()),
         )?;
         let (task_id, input) = push::decode_create(V1, p)?;
-        let config = self
-            .state
-            .service()
-            .create_push_config(&call, task_id, input)
-            .await?;
+        let config = configs.create(&call, task_id, input).await?;
         Ok(Response::new(Self::config(&config)?))
     }
 
@@ -272,11 +269,12 @@ impl A2aService for Grpc {
         mut request: Request<proto::GetTaskPushNotificationConfigRequest>,
     ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
         let call = call_of(&mut request, "GetTaskPushNotificationConfig")?;
+        let configs = self.state.service().push_configs()?;
         let p = params(
             &pbconv::from_proto_get_task_push_notification_config_request(request.get_ref()),
         )?;
         let q = push::decode_query(V1, p)?;
-        let config = self.state.service().get_push_config(&call, &q).await?;
+        let config = configs.get(&call, &q).await?;
         Ok(Response::new(Self::config(&config)?))
     }
 
@@ -285,13 +283,14 @@ impl A2aService for Grpc {
         mut request: Request<proto::ListTaskPushNotificationConfigsRequest>,
     ) -> Result<Response<proto::ListTaskPushNotificationConfigsResponse>, Status> {
         let call = call_of(&mut request, "ListTaskPushNotificationConfigs")?;
+        let configs = self.state.service().push_configs()?;
         let p = params(
             &pbconv::from_proto_list_task_push_notification_configs_request(request.get_ref()),
         )?;
         let q = push::decode_query(V1, p)?;
-        let configs = self.state.service().list_push_configs(&call, &q).await?;
+        let list = configs.list(&call, &q).await?;
         let r: a2a::ListTaskPushNotificationConfigsResponse =
-            read(push::encode_list(V1, &configs, &q))?;
+            read(push::encode_list(V1, &list, &q))?;
         Ok(Response::new(
             pbconv::to_proto_list_task_push_notification_configs_response(&r),
         ))
@@ -311,11 +310,12 @@ impl A2aService for Grpc {
         mut request: Request<proto::DeleteTaskPushNotificationConfigRequest>,
     ) -> Result<Response<()>, Status> {
         let call = call_of(&mut request, "DeleteTaskPushNotificationConfig")?;
+        let configs = self.state.service().push_configs()?;
         let p = params(
             &pbconv::from_proto_delete_task_push_notification_config_request(request.get_ref()),
         )?;
         let q = push::decode_query(V1, p)?;
-        self.state.service().delete_push_config(&call, q).await?;
+        configs.delete(&call, q).await?;
         Ok(Response::new(()))
     }
 }

@@ -293,13 +293,11 @@ async fn create_push_config(
     body: JsonBody,
 ) -> Result<Response, RpcError> {
     trace::record_operation("CreateTaskPushNotificationConfig", V1);
+    let configs = state.service().push_configs()?;
     let mut fields = object(body)?;
     fields.insert("taskId".into(), json!(task));
     let (task_id, input) = push::decode_create(V1, params(fields, Map::new()))?;
-    let config = state
-        .service()
-        .create_push_config(&call, task_id, input)
-        .await?;
+    let config = configs.create(&call, task_id, input).await?;
     Ok(Json(push::encode(V1, &config)).into_response())
 }
 
@@ -310,9 +308,10 @@ async fn list_push_configs(
     QueryParams(query): QueryParams,
 ) -> Result<Response, RpcError> {
     trace::record_operation("ListTaskPushNotificationConfigs", V1);
+    let configs = state.service().push_configs()?;
     let q = push::decode_query(V1, params(with_task(&task), query))?;
-    let configs = state.service().list_push_configs(&call, &q).await?;
-    Ok(Json(push::encode_list(V1, &configs, &q)).into_response())
+    let list = configs.list(&call, &q).await?;
+    Ok(Json(push::encode_list(V1, &list, &q)).into_response())
 }
 
 async fn get_push_config(
@@ -322,10 +321,11 @@ async fn get_push_config(
     QueryParams(query): QueryParams,
 ) -> Result<Response, RpcError> {
     trace::record_operation("GetTaskPushNotificationConfig", V1);
+    let configs = state.service().push_configs()?;
     let mut fields = with_task(&task);
     fields.insert("id".into(), json!(config));
     let q = push::decode_query(V1, params(fields, query))?;
-    let config = state.service().get_push_config(&call, &q).await?;
+    let config = configs.get(&call, &q).await?;
     Ok(Json(push::encode(V1, &config)).into_response())
 }
 
@@ -336,10 +336,11 @@ async fn delete_push_config(
     QueryParams(query): QueryParams,
 ) -> Result<Response, RpcError> {
     trace::record_operation("DeleteTaskPushNotificationConfig", V1);
+    let configs = state.service().push_configs()?;
     let mut fields = with_task(&task);
     fields.insert("id".into(), json!(config));
     let q = push::decode_query(V1, params(fields, query))?;
-    state.service().delete_push_config(&call, q).await?;
+    configs.delete(&call, q).await?;
     Ok(Json(Value::Null).into_response())
 }
 

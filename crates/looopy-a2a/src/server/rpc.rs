@@ -225,23 +225,24 @@ async fn run(
             return Ok(Answer::Stream(opened));
         }
         Operation::CreatePushConfig => {
+            let configs = service.push_configs()?;
             let (task_id, input) = push::decode_create(v, params)?;
-            let config = service.create_push_config(call, task_id, input).await?;
+            let config = configs.create(call, task_id, input).await?;
             push::encode(v, &config)
         }
         Operation::GetPushConfig => {
+            let configs = service.push_configs()?;
             let q = push::decode_query(v, params)?;
-            push::encode(v, &service.get_push_config(call, &q).await?)
+            push::encode(v, &configs.get(call, &q).await?)
         }
         Operation::ListPushConfigs => {
+            let configs = service.push_configs()?;
             let q = push::decode_query(v, params)?;
-            let configs = service.list_push_configs(call, &q).await?;
-            push::encode_list(v, &configs, &q)
+            push::encode_list(v, &configs.list(call, &q).await?, &q)
         }
         Operation::DeletePushConfig => {
-            service
-                .delete_push_config(call, push::decode_query(v, params)?)
-                .await?;
+            let configs = service.push_configs()?;
+            configs.delete(call, push::decode_query(v, params)?).await?;
             Value::Null
         }
         Operation::GetExtendedAgentCard => service.extended_agent_card(call)?,

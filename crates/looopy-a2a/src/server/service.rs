@@ -58,7 +58,7 @@ impl ServerState {
     }
 }
 
-impl Service<'_> {
+impl<'a> Service<'a> {
     /// `SendMessage`: a direct reply, or the task the message started or
     /// continued (after its turn, when the request blocks).
     pub(crate) async fn send_message(
@@ -205,8 +205,33 @@ impl Service<'_> {
         })))
     }
 
+    /// The push config operations, when this server sends push
+    /// notifications (-32003 otherwise, before any params are read).
+    pub(crate) fn push_configs(self) -> Result<PushConfigs<'a>, RpcError> {
+        match self.state.push {
+            Some(_) => Ok(PushConfigs { state: self.state }),
+            None => Err(RpcError::push_not_supported()),
+        }
+    }
+
+    /// `GetExtendedAgentCard`: this agent has none.
+    pub(crate) fn extended_agent_card(self, _call: &Call) -> Result<Value, RpcError> {
+        Err(RpcError::unsupported(
+            "this agent has no extended agent card (capabilities.extendedAgentCard is false)",
+        ))
+    }
+}
+
+/// The push config operations of a server that sends push notifications
+/// ([`Service::push_configs`]).
+#[derive(Clone, Copy)]
+pub(crate) struct PushConfigs<'a> {
+    state: &'a ServerState,
+}
+
+impl PushConfigs<'_> {
     /// `CreateTaskPushNotificationConfig` (0.3 `.../set`).
-    pub(crate) async fn create_push_config(
+    pub(crate) async fn create(
         self,
         call: &Call,
         task_id: String,
@@ -216,17 +241,13 @@ impl Service<'_> {
     }
 
     /// `GetTaskPushNotificationConfig` (0.3 `.../get`).
-    pub(crate) async fn get_push_config(
-        self,
-        call: &Call,
-        q: &ConfigQuery,
-    ) -> Result<PushConfig, RpcError> {
+    pub(crate) async fn get(self, call: &Call, q: &ConfigQuery) -> Result<PushConfig, RpcError> {
         push::get(self.state, &call.auth, call.version, q).await
     }
 
     /// `ListTaskPushNotificationConfigs` (0.3 `.../list`): every config of
     /// the task (the binding pages them).
-    pub(crate) async fn list_push_configs(
+    pub(crate) async fn list(
         self,
         call: &Call,
         q: &ConfigQuery,
@@ -236,19 +257,8 @@ impl Service<'_> {
 
     /// `DeleteTaskPushNotificationConfig` (0.3 `.../delete`); deleting a
     /// config that is not there succeeds.
-    pub(crate) async fn delete_push_config(
-        self,
-        call: &Call,
-        q: ConfigQuery,
-    ) -> Result<(), RpcError> {
+    pub(crate) async fn delete(self, call: &Call, q: ConfigQuery) -> Result<(), RpcError> {
         push::delete(self.state, &call.auth, call.version, q).await
-    }
-
-    /// `GetExtendedAgentCard`: this agent has none.
-    pub(crate) fn extended_agent_card(self, _call: &Call) -> Result<Value, RpcError> {
-        Err(RpcError::unsupported(
-            "this agent has no extended agent card (capabilities.extendedAgentCard is false)",
-        ))
     }
 }
 
