@@ -37,9 +37,25 @@ pub(crate) fn record_operation(method: &str, version: ProtocolVersion) {
     if span.is_disabled() {
         return;
     }
-    span.record("otel.name", format!("A2A {method}"));
     span.record("a2a.method.name", method);
     span.record("a2a.protocol.version", version.as_str());
+    rename(&span, format!("A2A {method}"));
+}
+
+/// Names the span's OpenTelemetry span. The span was entered before the
+/// operation was known, which starts its OpenTelemetry span: a later
+/// `otel.name` would not reach it, so the name is set on the started span.
+#[cfg(feature = "otel")]
+fn rename(span: &Span, name: String) {
+    use opentelemetry::trace::TraceContextExt;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+    span.context().span().update_name(name);
+}
+
+#[cfg(not(feature = "otel"))]
+fn rename(span: &Span, name: String) {
+    span.record("otel.name", name);
 }
 
 /// Records the task id and state on the current span.
