@@ -16,6 +16,10 @@ const ERROR_DOMAIN: &str = "a2a-protocol.org";
 /// request without valid credentials; the HTTP status is 401.
 pub const UNAUTHENTICATED: i32 = -32000;
 
+/// `ErrorInfo.reason` of a request whose body is over the server's limit
+/// (code -32600, HTTP 413).
+pub(crate) const PAYLOAD_TOO_LARGE: &str = "PAYLOAD_TOO_LARGE";
+
 /// A JSON-RPC error object: what a failed call answers.
 ///
 /// Codes follow spec §5.4 / §9.5: -32700 parse error, -32600 invalid request,
@@ -89,6 +93,20 @@ impl RpcError {
             error_code::INVALID_REQUEST,
             format!("Invalid JSON-RPC request: {detail}"),
         )
+    }
+
+    /// -32600 for a body over the server's limit: its `ErrorInfo` reason is
+    /// `PAYLOAD_TOO_LARGE`, which the HTTP bindings answer with 413.
+    pub fn payload_too_large(limit: usize) -> Self {
+        let mut e = Self::invalid_request(format!(
+            "payload too large (the limit is {limit} bytes; send a smaller body)"
+        ));
+        if let Some(Value::Array(details)) = &mut e.data
+            && let Some(Value::Object(info)) = details.first_mut()
+        {
+            info.insert("reason".into(), Value::from(PAYLOAD_TOO_LARGE));
+        }
+        e
     }
 
     /// -32601: no such method (in the request's protocol version).

@@ -5,8 +5,6 @@
 use looopy_core::{AgentEvent, Artifact, Message, TaskStatus};
 use serde_json::{Map, Value};
 
-use crate::wire::WireMessage;
-
 /// A task as A2A shows it (`Task` in both versions).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskSnapshot {
@@ -78,6 +76,31 @@ impl StreamEvent {
             StreamEvent::Task(t) => t.status.state.is_terminal(),
             StreamEvent::Message(_) => true,
             StreamEvent::Update(e) => e.is_final(),
+        }
+    }
+}
+
+/// A message with the A2A ids that travel beside it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WireMessage {
+    /// The message. Role `User` is the client, `Assistant` the agent.
+    pub message: Message,
+    /// The task it belongs to or continues.
+    pub task_id: Option<String>,
+    /// The conversation.
+    pub context_id: Option<String>,
+    /// Other tasks it refers to.
+    pub reference_task_ids: Vec<String>,
+}
+
+impl WireMessage {
+    /// A message outside any task or context (the start of a conversation).
+    pub fn new(message: Message) -> Self {
+        WireMessage {
+            message,
+            task_id: None,
+            context_id: None,
+            reference_task_ids: Vec::new(),
         }
     }
 }

@@ -11,21 +11,51 @@ use tracing::Span;
 
 use crate::version::ProtocolVersion;
 
-/// The span of one JSON-RPC request: `a2a.method.name`, the protocol
-/// version, and `a2a.task.id` / `a2a.task.state` once known.
-pub(crate) fn request_span(method: &str, version: ProtocolVersion, headers: &HeaderMap) -> Span {
+/// The span of one request to a binding (`system`: `jsonrpc`, `http`,
+/// `grpc`), a child of the caller's trace context. The operation is
+/// recorded on it once known ([`record_operation`]), and so are
+/// `a2a.task.id` / `a2a.task.state` ([`record_task`]).
+pub(crate) fn request_span(system: &'static str, headers: &HeaderMap) -> Span {
     let span = tracing::info_span!(
         "a2a.request",
-        otel.name = %format!("A2A {method}"),
+        otel.name = "A2A request",
         otel.kind = "server",
-        "rpc.system" = "jsonrpc",
-        "a2a.method.name" = %method,
-        "a2a.protocol.version" = version.as_str(),
+        "rpc.system" = system,
+        "a2a.method.name" = tracing::field::Empty,
+        "a2a.protocol.version" = tracing::field::Empty,
         "a2a.task.id" = tracing::field::Empty,
         "a2a.task.state" = tracing::field::Empty,
     );
     set_remote_parent(&span, headers);
     span
+}
+
+/// Records the operation (its name as the request spelled it) and the
+/// protocol version on the current request span.
+pub(crate) fn record_operation(method: &str, version: ProtocolVersion) {
+    let span = Span::current();
+    if span.is_disabled() {
+        return;
+    }
+    span.record("a2a.method.name", method);
+    span.record("a2a.protocol.version", version.as_str());
+    rename(&span, format!("A2A {method}"));
+}
+
+/// Names the span's OpenTelemetry span. The span was entered before the
+/// operation was known, which starts its OpenTelemetry span: a later
+/// `otel.name` would not reach it, so the name is set on the started span.
+#[cfg(feature = "otel")]
+fn rename(span: &Span, name: String) {
+    use opentelemetry::trace::TraceContextExt;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+    span.context().span().update_name(name);
+}
+
+#[cfg(not(feature = "otel"))]
+fn rename(span: &Span, name: String) {
+    span.record("otel.name", name);
 }
 
 /// Records the task id and state on the current span.

@@ -195,6 +195,45 @@ async fn errors_are_aip_193_with_the_spec_status_codes() {
     // No such route: 404; no extended card: 400.
     assert_eq!(rest.get("/nothing/here").await.0, 404);
     assert_eq!(rest.get("/extendedAgentCard").await.0, 400);
+    // Another HTTP method on a route, or an action the binding lacks, is an
+    // unknown route too (404, not 405), named with the binding's path.
+    for (method, path) in [
+        (reqwest::Method::GET, "/message:send"),
+        (reqwest::Method::DELETE, "/tasks/t1"),
+        (reqwest::Method::POST, "/tasks/t1:pause"),
+        (reqwest::Method::GET, "/tasks/t1:pause"),
+    ] {
+        let (status, e) = rest.call(method.clone(), path, None).await;
+        assert_eq!(status, 404, "{method} {path}: {e}");
+        assert_eq!(e["error"]["status"], "NOT_FOUND", "{method} {path}");
+        assert_eq!(
+            e["error"]["details"][0]["metadata"]["method"],
+            format!("/rest{path}"),
+            "{method} {path}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_oversized_body_gets_413() {
+    let stores = SharedStores::default();
+    let server = serve(
+        builder(ScriptedRunner::hello(), &stores)
+            .max_body_bytes(512)
+            .build(),
+        &stores,
+    )
+    .await;
+    let rest = Rest::new(&server);
+    let (status, e) = rest
+        .post("/message:send", v1_message(&"x".repeat(2048)))
+        .await;
+    assert_eq!(status, 413, "{e}");
+    assert_eq!(e["error"]["status"], "RESOURCE_EXHAUSTED");
+    assert_eq!(e["error"]["details"][0]["reason"], "PAYLOAD_TOO_LARGE");
+    // The server goes on.
+    let (status, r) = rest.post("/message:send", v1_message("small")).await;
+    assert_eq!(status, 200, "{r}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

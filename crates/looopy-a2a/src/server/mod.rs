@@ -4,15 +4,20 @@
 
 mod auth;
 mod card;
-mod dispatch;
+mod error;
+mod extract;
 #[cfg(feature = "grpc")]
 mod grpc;
+mod layers;
 mod progress;
 mod push;
 pub(crate) mod record;
 mod rest;
 mod router;
+mod rpc;
+mod service;
 mod sse;
+mod state;
 mod tasks;
 mod web;
 
@@ -32,6 +37,7 @@ pub use rest::REST_PATH;
 
 use crate::runner::TurnRunner;
 use crate::version::ProtocolVersion;
+use state::ServerState;
 use tasks::Tasks;
 
 /// The longest a stopping server waits for webhooks to take the last
@@ -40,26 +46,6 @@ const PUSH_DRAIN: Duration = Duration::from_secs(10);
 
 /// Default limit of a request body: 1 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1 << 20;
-
-/// What every request handler shares.
-pub(crate) struct ServerState {
-    tasks: Arc<Tasks>,
-    /// Push notifications, when they are on.
-    push: Option<Arc<push::Push>>,
-    /// The runner the tasks run turns with (asked for direct replies too).
-    runner: Arc<dyn TurnRunner>,
-    card: AgentCardConfig,
-    auth: AuthConfig,
-    rpc_path: String,
-    max_body_bytes: usize,
-    shutdown: CancellationToken,
-    shutdown_grace: Duration,
-    tool_progress: bool,
-    web_ui: bool,
-    recovery_scan: Duration,
-    /// The card a request without `A2A-Version` gets.
-    card_default: ProtocolVersion,
-}
 
 /// Default time between two scans for stranded turns: 10 s. With the
 /// Agent's default lease of 30 s, a turn whose process died is resumed

@@ -1,57 +1,45 @@
-//! The HTTP surface: the agent card routes and the JSON-RPC endpoint (body
-//! limit, authentication, envelope, version, then [`dispatch`]).
+//! The routes of a server: the agent card, the three bindings (JSON-RPC
+//! at the configured paths, HTTP+JSON under [`REST_PATH`], gRPC with the
+//! `grpc` feature), each in its request span, and the chat page.
 
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, OnceLock};
 
 use axum::Router;
-use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post_service};
 use serde_json::Value;
-use tracing::Instrument;
 
-use crate::RpcError;
-use crate::jsonrpc;
-use crate::server::ServerState;
 use crate::server::card::{self, CardInputs};
-use crate::server::dispatch::{self, StreamOptions};
-use crate::server::progress::{
-    self, EXTENSIONS_HEADER, LEGACY_EXTENSIONS_HEADER, TOOL_PROGRESS_EXTENSION,
-};
-use crate::server::{rest, web};
-use crate::trace;
+use crate::server::extract::{header_str, version_query};
+use crate::server::layers::traced;
+use crate::server::rest::{self, REST_PATH};
+use crate::server::state::ServerState;
+use crate::server::{rpc, web};
 use crate::version::{ProtocolVersion, VERSION_HEADER};
-use crate::wire;
 
 /// The routes of a server.
 pub(crate) fn router(state: Arc<ServerState>) -> Router {
+    let rpc = || post_service(traced("jsonrpc", &state, rpc::endpoint));
     let mut router = Router::new()
         .route("/.well-known/agent-card.json", get(card_negotiated))
         .route("/.well-known/agent.json", get(card_legacy))
-        .route(&state.rpc_path, post(rpc));
+        .route(&state.rpc_path, rpc());
     if state.rpc_path != "/a2a" {
-        router = router.route("/a2a", post(rpc));
+        router = router.route("/a2a", rpc());
     }
     if state.rpc_path != "/" {
-        router = router.route("/", post(rpc));
+        router = router.route("/", rpc());
     }
-    router = rest::routes(router);
+    router = router.nest(REST_PATH, rest::routes(&state));
     if state.web_ui {
         router = web::routes(router);
     }
     #[cfg(feature = "grpc")]
-    let grpc = super::grpc::routes(state.clone());
-    let router = router.with_state(state);
-    #[cfg(feature = "grpc")]
-    let router = router.merge(grpc);
-    router
-}
-
-pub(crate) fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
+    let router = router.merge(super::grpc::routes(state.clone()));
+    router.with_state(state)
 }
 
 /// The server's base URL: the configured public one, else from `Host`.
@@ -143,12 +131,7 @@ fn card_response(card: &Value, request: &HeaderMap) -> Response {
 /// server's default. An unknown version gets the default too: a card is
 /// never refused.
 fn card_version(state: &ServerState, headers: &HeaderMap, query: Option<&str>) -> ProtocolVersion {
-    let from_query = query.and_then(|q| {
-        q.split('&').find_map(|pair| {
-            let (k, v) = pair.split_once('=')?;
-            k.eq_ignore_ascii_case(VERSION_HEADER).then_some(v)
-        })
-    });
+    let from_query = version_query(query);
     header_str(headers, VERSION_HEADER)
         .or(from_query)
         .map(str::trim)
@@ -162,7 +145,7 @@ fn card_inputs<'a>(state: &'a ServerState, headers: &HeaderMap) -> CardInputs<'a
         config: &state.card,
         auth: &state.auth,
         rpc_url: rpc_url(state, headers),
-        rest_url: format!("{}{}", base_url(state, headers), rest::REST_PATH),
+        rest_url: format!("{}{REST_PATH}", base_url(state, headers)),
         grpc_url: cfg!(feature = "grpc").then(|| authority(&base_url(state, headers))),
         tool_progress: state.tool_progress,
     }
@@ -186,81 +169,4 @@ async fn card_negotiated(
 /// 0.3 card.
 async fn card_legacy(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> Response {
     card_response(&card::card_v03(&card_inputs(&state, &headers)), &headers)
-}
-
-fn error_response(status: StatusCode, id: &Value, e: &RpcError) -> Response {
-    (status, axum::Json(jsonrpc::failure(id, e))).into_response()
-}
-
-fn too_large(limit: usize) -> Response {
-    let e = RpcError::invalid_request(format!("payload too large (the limit is {limit} bytes)"));
-    error_response(StatusCode::PAYLOAD_TOO_LARGE, &Value::Null, &e)
-}
-
-/// -32005 for a body declared as something else than JSON (`Content-Type`
-/// other than `application/json` or a `+json` type); a request without the
-/// header is read as JSON.
-pub(crate) fn content_type_error(headers: &HeaderMap) -> Option<RpcError> {
-    let declared = header_str(headers, "content-type")?;
-    let essence = declared.split(';').next().unwrap_or("").trim();
-    let json = essence.eq_ignore_ascii_case("application/json")
-        || essence
-            .rsplit_once('+')
-            .is_some_and(|(_, suffix)| suffix.eq_ignore_ascii_case("json"));
-    (!json).then(|| RpcError::content_type_not_supported(essence))
-}
-
-/// The JSON-RPC endpoint.
-async fn rpc(State(state): State<Arc<ServerState>>, headers: HeaderMap, body: Body) -> Response {
-    let limit = state.max_body_bytes;
-    if header_str(&headers, "content-length")
-        .and_then(|l| l.parse::<usize>().ok())
-        .is_some_and(|l| l > limit)
-    {
-        return too_large(limit);
-    }
-    let Some(auth) = state.auth.authenticate(&headers) else {
-        let mut response = error_response(
-            StatusCode::UNAUTHORIZED,
-            &Value::Null,
-            &RpcError::unauthenticated(),
-        );
-        response.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Bearer realm=\"a2a\""),
-        );
-        return response;
-    };
-    if let Some(e) = content_type_error(&headers) {
-        return error_response(StatusCode::OK, &Value::Null, &e);
-    }
-    let bytes = match axum::body::to_bytes(body, limit).await {
-        Ok(b) => b,
-        Err(_) => return too_large(limit),
-    };
-    let mut request = match jsonrpc::parse_request(&bytes) {
-        Ok(r) => r,
-        Err((id, e)) => return error_response(StatusCode::OK, &id, &e),
-    };
-    let version_header = header_str(&headers, VERSION_HEADER);
-    let (version, method) = match dispatch::resolve(version_header, &request.method) {
-        Ok(found) => found,
-        Err(e) => return error_response(StatusCode::OK, &request.id, &e),
-    };
-    wire::normalize_params(version, &mut request.params);
-    let span = trace::request_span(&request.method, version, &headers);
-    let options = StreamOptions::of(&state, method, &headers);
-    let progress = options.progress;
-    let mut response = dispatch::dispatch(state, auth, version, method, request, options)
-        .instrument(span)
-        .await;
-    if progress {
-        let h = response.headers_mut();
-        let value = HeaderValue::from_static(TOOL_PROGRESS_EXTENSION);
-        if progress::uses_legacy_header(&headers) {
-            h.insert(LEGACY_EXTENSIONS_HEADER, value.clone());
-        }
-        h.insert(EXTENSIONS_HEADER, value);
-    }
-    response
 }

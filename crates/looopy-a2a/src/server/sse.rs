@@ -27,14 +27,22 @@ use serde_json::Value;
 use crate::RpcError;
 use crate::jsonrpc;
 use crate::model::{StreamEvent, TaskSnapshot};
-use crate::server::dispatch::Opened;
+use crate::server::progress;
+use crate::server::state::ServerState;
 use crate::server::tasks::{Tasks, TurnReader};
-use crate::server::{ServerState, progress, rest};
 use crate::version::ProtocolVersion;
 use crate::wire::{self, StreamResult};
 
 /// Events buffered between the log and a slow client.
 const BUFFER: usize = 64;
+
+/// A stream an operation opened, which each binding sends its own way.
+pub(crate) enum Opened {
+    /// A task's events from the log.
+    Follow(Box<StreamSpec>),
+    /// One item (a direct message reply), in the request's version.
+    Single(StreamResult),
+}
 
 /// What to stream.
 pub(crate) struct StreamSpec {
@@ -114,7 +122,7 @@ fn data(value: &Value) -> Bytes {
 fn error_item(envelope: Option<&Value>, e: &RpcError) -> Bytes {
     match envelope {
         Some(id) => data(&jsonrpc::failure(id, e)),
-        None => data(&rest::error_body(e)),
+        None => data(&e.rest_body()),
     }
 }
 
@@ -213,8 +221,9 @@ type Follower = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// The follower and the stream are polled by the same task, one after the
 /// other, so the lock is never contended (it is there to make the queue
 /// `Send`), and nothing needs waking: the stream polls the follower again
-/// whenever the queue runs empty. A channel would do the same with a
-/// 3 KB block and atomic counts for each followed turn.
+/// whenever the queue runs empty. A channel would add a block allocation
+/// and atomic counts for each followed turn, for a hand-over that never
+/// crosses tasks.
 #[derive(Default)]
 struct Queue(std::sync::Mutex<VecDeque<Item>>);
 

@@ -1,10 +1,9 @@
 //! The two wire forms (`v1` = A2A 1.0, `v03` = A2A 0.3) behind one set of
-//! functions, each a `WireFormat` chosen by [`ProtocolVersion`]. Everything else in the crate
+//! functions, each choosing its version's encoder by [`ProtocolVersion`]. Everything else in the crate
 //! speaks the neutral [`model`](crate::model) and looopy-core types; the
 //! mapping table is in `docs/events.md`.
 
 mod json;
-mod message;
 mod timestamp;
 mod v03;
 mod v1;
@@ -21,7 +20,7 @@ use crate::RpcError;
 use crate::model::{SendResponse, StreamEvent, TaskSnapshot};
 use crate::version::ProtocolVersion;
 
-pub use message::WireMessage;
+pub use crate::model::WireMessage;
 
 /// A message to send to a remote agent (the client's side of
 /// `SendMessage` / `message/send`).
@@ -121,111 +120,6 @@ pub(crate) fn history_length(n: Option<i64>) -> Result<Option<usize>, RpcError> 
     }
 }
 
-/// One wire form of A2A: how a version reads and writes each object. The
-/// functions below pick the form of a request's version once
-/// ([`format`]) instead of each matching on it.
-trait WireFormat: Sync {
-    /// Makes params readable whichever field-name spelling they use.
-    fn normalize_params(&self, params: &mut Value);
-    fn decode_send_params(&self, params: Value) -> Result<SendParams, RpcError>;
-    fn decode_task_query(&self, params: Value) -> Result<TaskQuery, RpcError>;
-    fn encode_task(&self, t: &TaskSnapshot) -> Value;
-    fn encode_send_response(&self, r: &SendResponse) -> Value;
-    /// A stream item in its typed form; `None` for internal events.
-    fn stream_result(&self, e: &StreamEvent) -> Option<StreamResult>;
-    /// A logged event as a stream item; `None` for internal events.
-    fn update_result(&self, e: &Arc<AgentEvent>) -> Option<StreamResult>;
-    fn encode_send_params(&self, r: &SendRequest) -> Value;
-    fn decode_send_response(&self, value: Value) -> Result<SendResponse, String>;
-    fn decode_task(&self, value: Value) -> Result<TaskSnapshot, String>;
-    fn decode_stream_event(&self, value: Value) -> Result<StreamEvent, String>;
-}
-
-/// A2A 0.3 (`kind`-tagged objects, lower-case states).
-struct V03;
-/// A2A 1.0 (ProtoJSON: wrapped results, `TASK_STATE_*` states).
-struct V1;
-
-impl WireFormat for V03 {
-    fn normalize_params(&self, _params: &mut Value) {}
-    fn decode_send_params(&self, params: Value) -> Result<SendParams, RpcError> {
-        v03::decode_send_params(params)
-    }
-    fn decode_task_query(&self, params: Value) -> Result<TaskQuery, RpcError> {
-        v03::decode_task_query(params)
-    }
-    fn encode_task(&self, t: &TaskSnapshot) -> Value {
-        v03::encode_task(t)
-    }
-    fn encode_send_response(&self, r: &SendResponse) -> Value {
-        v03::encode_send_response(r)
-    }
-    fn stream_result(&self, e: &StreamEvent) -> Option<StreamResult> {
-        v03::stream_result(e).map(|r| StreamResult::V03(Box::new(r)))
-    }
-    fn update_result(&self, e: &Arc<AgentEvent>) -> Option<StreamResult> {
-        v03::update_result(e).map(|r| StreamResult::V03(Box::new(r)))
-    }
-    fn encode_send_params(&self, r: &SendRequest) -> Value {
-        v03::encode_send_params(r)
-    }
-    fn decode_send_response(&self, value: Value) -> Result<SendResponse, String> {
-        v03::decode_send_response(value)
-    }
-    fn decode_task(&self, value: Value) -> Result<TaskSnapshot, String> {
-        v03::decode_task(value)
-    }
-    fn decode_stream_event(&self, value: Value) -> Result<StreamEvent, String> {
-        v03::decode_stream_event(value)
-    }
-}
-
-impl WireFormat for V1 {
-    fn normalize_params(&self, params: &mut Value) {
-        v1::camel_case_names(params);
-    }
-    fn decode_send_params(&self, params: Value) -> Result<SendParams, RpcError> {
-        v1::decode_send_params(params)
-    }
-    fn decode_task_query(&self, params: Value) -> Result<TaskQuery, RpcError> {
-        v1::decode_task_query(params)
-    }
-    fn encode_task(&self, t: &TaskSnapshot) -> Value {
-        v1::encode_task(t)
-    }
-    fn encode_send_response(&self, r: &SendResponse) -> Value {
-        v1::encode_send_response(r)
-    }
-    fn stream_result(&self, e: &StreamEvent) -> Option<StreamResult> {
-        v1::stream_result(e).map(|r| StreamResult::V1(Box::new(r)))
-    }
-    fn update_result(&self, e: &Arc<AgentEvent>) -> Option<StreamResult> {
-        // Written from the shared event itself, not from a copy in the
-        // `a2a-lf` types.
-        v1_stream::StreamUpdate::of(e).map(StreamResult::V1Update)
-    }
-    fn encode_send_params(&self, r: &SendRequest) -> Value {
-        v1::encode_send_params(r)
-    }
-    fn decode_send_response(&self, value: Value) -> Result<SendResponse, String> {
-        v1::decode_send_response(value)
-    }
-    fn decode_task(&self, value: Value) -> Result<TaskSnapshot, String> {
-        v1::decode_task(value)
-    }
-    fn decode_stream_event(&self, value: Value) -> Result<StreamEvent, String> {
-        v1::decode_stream_event(value)
-    }
-}
-
-/// The wire form of a version.
-fn format(v: ProtocolVersion) -> &'static dyn WireFormat {
-    match v {
-        ProtocolVersion::V0_3 => &V03,
-        ProtocolVersion::V1_0 => &V1,
-    }
-}
-
 /// A stream item (the `result` of a stream's JSON-RPC response, or the bare
 /// HTTP+JSON item) in its version's typed form. It is serialised once,
 /// straight into the bytes sent ([`StreamResult::frame`]), never through a
@@ -307,24 +201,35 @@ impl StreamResult {
 /// Makes 1.0 params readable whichever ProtoJSON field names they use
 /// (`history_length` or `historyLength`); 0.3 params are left as they are.
 pub(crate) fn normalize_params(v: ProtocolVersion, params: &mut Value) {
-    format(v).normalize_params(params);
+    match v {
+        ProtocolVersion::V1_0 => v1::camel_case_names(params),
+        ProtocolVersion::V0_3 => {}
+    }
 }
 
 pub(crate) fn decode_send_params(
     v: ProtocolVersion,
     params: Value,
 ) -> Result<SendParams, RpcError> {
-    format(v).decode_send_params(params)
+    match v {
+        ProtocolVersion::V1_0 => v1::decode_send_params(params),
+        ProtocolVersion::V0_3 => v03::decode_send_params(params),
+    }
 }
 
 pub(crate) fn decode_task_query(v: ProtocolVersion, params: Value) -> Result<TaskQuery, RpcError> {
-    format(v).decode_task_query(params)
+    match v {
+        ProtocolVersion::V1_0 => v1::decode_task_query(params),
+        ProtocolVersion::V0_3 => v03::decode_task_query(params),
+    }
 }
 
+/// `ListTasks` params (the operation is 1.0 only).
 pub(crate) fn decode_list_query(params: Value) -> Result<ListQuery, RpcError> {
     v1::decode_list_query(params)
 }
 
+/// A page of `ListTasks` (1.0 only).
 pub(crate) fn encode_list(
     tasks: &[TaskSnapshot],
     next: Option<usize>,
@@ -335,38 +240,60 @@ pub(crate) fn encode_list(
 }
 
 pub(crate) fn encode_task(v: ProtocolVersion, t: &TaskSnapshot) -> Value {
-    format(v).encode_task(t)
+    match v {
+        ProtocolVersion::V1_0 => v1::encode_task(t),
+        ProtocolVersion::V0_3 => v03::encode_task(t),
+    }
 }
 
 pub(crate) fn encode_send_response(v: ProtocolVersion, r: &SendResponse) -> Value {
-    format(v).encode_send_response(r)
+    match v {
+        ProtocolVersion::V1_0 => v1::encode_send_response(r),
+        ProtocolVersion::V0_3 => v03::encode_send_response(r),
+    }
 }
 
 /// The stream result for an item in its typed form; `None` for events
 /// that never leave the process (`internal:*`).
 pub(crate) fn stream_result(v: ProtocolVersion, e: &StreamEvent) -> Option<StreamResult> {
-    format(v).stream_result(e)
+    match v {
+        ProtocolVersion::V1_0 => v1::stream_result(e).map(|r| StreamResult::V1(Box::new(r))),
+        ProtocolVersion::V0_3 => v03::stream_result(e).map(|r| StreamResult::V03(Box::new(r))),
+    }
 }
 
-/// The stream result for a logged event, read from the shared event
-/// itself; `None` for events that never leave the process.
+/// The stream result for a logged event, written from the shared event
+/// itself (not from a copy in the `a2a-lf` types); `None` for events that
+/// never leave the process.
 pub(crate) fn update_result(v: ProtocolVersion, e: &Arc<AgentEvent>) -> Option<StreamResult> {
-    format(v).update_result(e)
+    match v {
+        ProtocolVersion::V1_0 => v1_stream::StreamUpdate::of(e).map(StreamResult::V1Update),
+        ProtocolVersion::V0_3 => v03::update_result(e).map(|r| StreamResult::V03(Box::new(r))),
+    }
 }
 
 pub(crate) fn encode_send_params(v: ProtocolVersion, r: &SendRequest) -> Value {
-    format(v).encode_send_params(r)
+    match v {
+        ProtocolVersion::V1_0 => v1::encode_send_params(r),
+        ProtocolVersion::V0_3 => v03::encode_send_params(r),
+    }
 }
 
 pub(crate) fn decode_send_response(
     v: ProtocolVersion,
     value: Value,
 ) -> Result<SendResponse, String> {
-    format(v).decode_send_response(value)
+    match v {
+        ProtocolVersion::V1_0 => v1::decode_send_response(value),
+        ProtocolVersion::V0_3 => v03::decode_send_response(value),
+    }
 }
 
 pub(crate) fn decode_task(v: ProtocolVersion, value: Value) -> Result<TaskSnapshot, String> {
-    format(v).decode_task(value)
+    match v {
+        ProtocolVersion::V1_0 => v1::decode_task(value),
+        ProtocolVersion::V0_3 => v03::decode_task(value),
+    }
 }
 
 pub(crate) fn decode_list(value: Value) -> Result<(Vec<TaskSnapshot>, String), String> {
@@ -374,7 +301,10 @@ pub(crate) fn decode_list(value: Value) -> Result<(Vec<TaskSnapshot>, String), S
 }
 
 pub(crate) fn decode_stream_event(v: ProtocolVersion, value: Value) -> Result<StreamEvent, String> {
-    format(v).decode_stream_event(value)
+    match v {
+        ProtocolVersion::V1_0 => v1::decode_stream_event(value),
+        ProtocolVersion::V0_3 => v03::decode_stream_event(value),
+    }
 }
 
 #[cfg(test)]

@@ -6,10 +6,10 @@ use looopy_core::store::{PushConfig, StoreError};
 use looopy_core::{AuthContext, TaskState};
 use serde_json::Value;
 
-use super::config::{self, ConfigInput};
-use super::ssrf;
+use super::config::{self, ConfigInput, ConfigQuery};
+use super::{Push, ssrf};
 use crate::RpcError;
-use crate::server::ServerState;
+use crate::server::state::ServerState;
 use crate::server::tasks::Started;
 use crate::version::ProtocolVersion;
 
@@ -39,91 +39,108 @@ async fn check_url(state: &ServerState, url: &str) -> Result<(), RpcError> {
         .map_err(|e| RpcError::invalid_params(format!("url: {e}")).with_meta("field", "url"))
 }
 
-/// One of the four methods (`method` as the request named it).
-pub(crate) async fn rpc(
+/// The push settings, or -32003 when this server sends no push
+/// notifications.
+fn on(state: &ServerState) -> Result<&Arc<Push>, RpcError> {
+    state.push.as_ref().ok_or_else(RpcError::push_not_supported)
+}
+
+/// Stores a config for a task the caller may see, and follows the task's
+/// running turn for it.
+pub(crate) async fn create(
     state: &ServerState,
     auth: &AuthContext,
     v: ProtocolVersion,
-    method: &str,
-    params: Value,
-) -> Result<Value, RpcError> {
-    let Some(push) = &state.push else {
-        return Err(RpcError::push_not_supported());
-    };
-    match method {
-        "CreateTaskPushNotificationConfig" | "tasks/pushNotificationConfig/set" => {
-            let (task_id, input) = config::decode_create(v, params)?;
-            let record = state.tasks.owned(&task_id, &auth.principal).await?;
-            check_url(state, &input.url).await?;
-            let config = input.into_config(&task_id, v)?;
-            put_checked(state, &config).await?;
-            // A turn that runs now: its updates from here on go to the new
-            // webhook too.
-            if matches!(
-                record.status.state,
-                TaskState::Submitted | TaskState::Working
-            ) {
-                push.watch(
-                    Arc::clone(&state.tasks),
-                    &task_id,
-                    record.turn_start_event_id.clone(),
-                    record.last_event_id.clone(),
-                    state.tasks.reader(&task_id),
-                );
-            }
-            push.touch(&task_id);
-            Ok(config::encode(v, &config))
-        }
-        "GetTaskPushNotificationConfig" | "tasks/pushNotificationConfig/get" => {
-            let q = config::decode_query(v, params)?;
-            state.tasks.owned(&q.task_id, &auth.principal).await?;
-            let id = q.id.clone().unwrap_or_else(|| q.task_id.clone());
-            let found = match push.store.get(&q.task_id, &id).await.map_err(store_error)? {
-                Some(c) => Some(c),
-                // 0.3: the task's first config when the id is left out or
-                // unknown, as the 0.3 SDK answers (it ignores the id; the
-                // 0.3 TCK asks for "default" after setting a config
-                // without one).
-                None if q.id.is_none() || v == ProtocolVersion::V0_3 => push
-                    .store
-                    .list(&q.task_id)
-                    .await
-                    .map_err(store_error)?
-                    .into_iter()
-                    .next(),
-                None => None,
-            };
-            match found {
-                Some(c) => Ok(config::encode(v, &c)),
-                None => Err(config_not_found(&q.task_id, &id)),
-            }
-        }
-        "ListTaskPushNotificationConfigs" | "tasks/pushNotificationConfig/list" => {
-            let q = config::decode_query(v, params)?;
-            state.tasks.owned(&q.task_id, &auth.principal).await?;
-            let configs = push.store.list(&q.task_id).await.map_err(store_error)?;
-            Ok(config::encode_list(v, &configs, &q))
-        }
-        _ => {
-            let q = config::decode_query(v, params)?;
-            state.tasks.owned(&q.task_id, &auth.principal).await?;
-            let Some(id) = q.id else {
-                let field = match v {
-                    ProtocolVersion::V1_0 => "id",
-                    ProtocolVersion::V0_3 => "pushNotificationConfigId",
-                };
-                return Err(RpcError::invalid_params(format!("{field}: required"))
-                    .with_meta("field", field));
-            };
-            // Deleting a config that is not there succeeds (idempotent).
-            push.store
-                .delete(&q.task_id, &id)
-                .await
-                .map_err(store_error)?;
-            push.touch(&q.task_id);
-            Ok(Value::Null)
-        }
+    task_id: String,
+    input: ConfigInput,
+) -> Result<PushConfig, RpcError> {
+    let push = on(state)?;
+    let record = state.tasks.owned(&task_id, &auth.principal).await?;
+    check_url(state, &input.url).await?;
+    let config = input.into_config(&task_id, v)?;
+    put_checked(state, &config).await?;
+    // A turn that runs now: its updates from here on go to the new
+    // webhook too.
+    if matches!(
+        record.status.state,
+        TaskState::Submitted | TaskState::Working
+    ) {
+        push.watch(
+            Arc::clone(&state.tasks),
+            &task_id,
+            record.turn_start_event_id.clone(),
+            record.last_event_id.clone(),
+            state.tasks.reader(&task_id),
+        );
     }
+    push.touch(&task_id);
+    Ok(config)
+}
+
+/// One config of a task the caller may see.
+pub(crate) async fn get(
+    state: &ServerState,
+    auth: &AuthContext,
+    v: ProtocolVersion,
+    q: &ConfigQuery,
+) -> Result<PushConfig, RpcError> {
+    let push = on(state)?;
+    state.tasks.owned(&q.task_id, &auth.principal).await?;
+    let id = q.id.as_deref().unwrap_or(&q.task_id);
+    let found = match push.store.get(&q.task_id, id).await.map_err(store_error)? {
+        Some(c) => Some(c),
+        // 0.3: the task's first config when the id is left out or
+        // unknown, as the 0.3 SDK answers (it ignores the id; the
+        // 0.3 TCK asks for "default" after setting a config
+        // without one).
+        None if q.id.is_none() || v == ProtocolVersion::V0_3 => push
+            .store
+            .list(&q.task_id)
+            .await
+            .map_err(store_error)?
+            .into_iter()
+            .next(),
+        None => None,
+    };
+    found.ok_or_else(|| config_not_found(&q.task_id, id))
+}
+
+/// Every config of a task the caller may see.
+pub(crate) async fn list(
+    state: &ServerState,
+    auth: &AuthContext,
+    q: &ConfigQuery,
+) -> Result<Vec<PushConfig>, RpcError> {
+    let push = on(state)?;
+    state.tasks.owned(&q.task_id, &auth.principal).await?;
+    push.store.list(&q.task_id).await.map_err(store_error)
+}
+
+/// Deletes a config of a task the caller may see (one that is not there
+/// is deleted already).
+pub(crate) async fn delete(
+    state: &ServerState,
+    auth: &AuthContext,
+    v: ProtocolVersion,
+    q: ConfigQuery,
+) -> Result<(), RpcError> {
+    let push = on(state)?;
+    state.tasks.owned(&q.task_id, &auth.principal).await?;
+    let Some(id) = q.id else {
+        let field = match v {
+            ProtocolVersion::V1_0 => "id",
+            ProtocolVersion::V0_3 => "pushNotificationConfigId",
+        };
+        return Err(
+            RpcError::invalid_params(format!("{field}: required")).with_meta("field", field)
+        );
+    };
+    push.store
+        .delete(&q.task_id, &id)
+        .await
+        .map_err(store_error)?;
+    push.touch(&q.task_id);
+    Ok(())
 }
 
 /// Stores a config unless the task has too many already.

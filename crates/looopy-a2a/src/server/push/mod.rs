@@ -21,8 +21,11 @@ use std::time::{Duration, Instant};
 use looopy_core::CancellationToken;
 use looopy_core::store::PushConfigStore;
 
+pub(crate) use config::{
+    ConfigInput, ConfigQuery, decode_create, decode_query, encode, encode_list,
+};
 pub use delivery::TOKEN_HEADER as PUSH_TOKEN_HEADER;
-pub(crate) use methods::{inline, rpc, started};
+pub(crate) use methods::{create, delete, get, inline, list, started};
 
 /// How webhooks are called. The defaults suit public webhooks; a server
 /// whose clients' webhooks live on its own network (or a test on

@@ -1,0 +1,33 @@
+//! [`ServerState`]: what every binding and the service share.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use looopy_core::CancellationToken;
+
+use crate::runner::TurnRunner;
+use crate::server::auth::AuthConfig;
+use crate::server::card::AgentCardConfig;
+use crate::server::push::Push;
+use crate::server::tasks::Tasks;
+use crate::version::ProtocolVersion;
+
+/// What every request handler shares.
+pub(crate) struct ServerState {
+    pub(crate) tasks: Arc<Tasks>,
+    /// Push notifications, when they are on.
+    pub(crate) push: Option<Arc<Push>>,
+    /// The runner the tasks run turns with (asked for direct replies too).
+    pub(crate) runner: Arc<dyn TurnRunner>,
+    pub(crate) card: AgentCardConfig,
+    pub(crate) auth: AuthConfig,
+    pub(crate) rpc_path: String,
+    pub(crate) max_body_bytes: usize,
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) shutdown_grace: Duration,
+    pub(crate) tool_progress: bool,
+    pub(crate) web_ui: bool,
+    pub(crate) recovery_scan: Duration,
+    /// The card a request without `A2A-Version` gets.
+    pub(crate) card_default: ProtocolVersion,
+}
