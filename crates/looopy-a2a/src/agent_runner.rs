@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 use looopy_agent::{Agent, AgentError, LifecycleState, TurnOptions};
-use looopy_core::approval::REQUESTS_PART_KEY;
+use looopy_core::approval::input_required_part;
 use looopy_core::client_tool::ClientTools;
 use looopy_core::{
     AgentEvent, Artifact, EventPayload, Message, Part, Role, StatusMetadata, TaskState, TaskStatus,
@@ -112,21 +112,19 @@ async fn reask(
         .pending_approvals()
         .await
         .map_err(|e| RunnerError::new(e.to_string()))?;
-    let requests = serde_json::to_value(&waiting).unwrap_or_default();
     let questions: Vec<&str> = waiting.iter().map(|r| r.question.as_str()).collect();
     let text = format!("{error}. {}", questions.join("\n"));
     let message = Message::with_parts(
         Role::Assistant,
         vec![
             Part::text(text.trim_end()),
-            Part::data(serde_json::json!({ REQUESTS_PART_KEY: requests.clone() })),
+            input_required_part(&[], &waiting),
         ],
     );
-    let mut metadata = StatusMetadata::report(
-        TurnReport::new(TurnEnd::InputRequired)
-            .with_error(TurnError::new("invalid_approval", error.to_string())),
-    );
-    metadata.extra.insert(REQUESTS_PART_KEY.into(), requests);
+    let mut report = TurnReport::new(TurnEnd::InputRequired)
+        .with_error(TurnError::new("invalid_approval", error.to_string()));
+    report.approval_requests = waiting;
+    let metadata = StatusMetadata::report(report);
     let event = AgentEvent::new(
         request.task_id.clone(),
         request.context_id.clone(),

@@ -15,6 +15,7 @@ mod model;
 mod remote_tool;
 mod runner;
 mod server;
+mod tool_progress;
 mod trace;
 mod version;
 mod wire;
@@ -36,6 +37,7 @@ pub use server::{
     AuthConfig, DEFAULT_MAX_BODY_BYTES, DEFAULT_RECOVERY_SCAN, EXTENSIONS_HEADER,
     PUSH_TOKEN_HEADER, PushSettings, REST_PATH, TOOL_PROGRESS_EXTENSION,
 };
+pub use tool_progress::ToolProgress;
 pub use version::{ProtocolVersion, VERSION_HEADER};
 pub use wire::SendRequest;
 pub use wire::WireMessage;

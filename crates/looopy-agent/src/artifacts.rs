@@ -13,7 +13,7 @@
 //! - artifacts made by tools ([`ToolResult::artifacts`]): the Agent stores
 //!   each one and emits an `artifact-update` event for it; the saved tool
 //!   message keeps only their ids
-//!   ([`TOOL_ARTIFACT_IDS_KEY`](looopy_core::TOOL_ARTIFACT_IDS_KEY)).
+//!   ([`Message::artifact_ids`](looopy_core::Message::artifact_ids)).
 //!
 //! When the turn store saves artifacts with the turn's end
 //! ([`TurnStore::artifacts`](looopy_core::store::TurnStore::artifacts) is

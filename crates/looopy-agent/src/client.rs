@@ -21,18 +21,16 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use looopy_core::approval::{ApprovalDecision, ApprovalRequest, Decision};
-use looopy_core::{History, Message, Part, Role, ToolCall, ToolFailure, ToolResult, ToolSignal};
+use looopy_core::{
+    History, Message, Part, ResultSource, Role, ToolCall, ToolFailure, ToolResult, ToolSignal,
+};
 use looopy_loop::ApprovedCalls;
 use serde_json::Value;
 
 use crate::error::AgentError;
 
 use looopy_core::client_tool;
-pub use looopy_core::client_tool::{CLIENT_TOOL_MARK, ClientToolResult};
-
-/// Metadata key marking results the Agent made up for calls that never got
-/// one (cancelled turn, client that did not answer).
-pub const SYNTHETIC_RESULT_KEY: &str = "syntheticResult";
+pub use looopy_core::client_tool::ClientToolResult;
 
 /// The calls of the history's last assistant message that have no result
 /// yet, when only tool messages follow that message (the state an
@@ -61,12 +59,12 @@ fn open_calls_in<'a>(messages: impl DoubleEndedIterator<Item = &'a Message>) -> 
     Vec::new()
 }
 
+/// The error result the Agent writes for a call nobody answered
+/// ([`ResultSource::Synthetic`]).
 fn synthetic(call: &ToolCall, why: &str) -> Message {
-    let mut result = ToolResult::error(&call.id, why);
-    result
-        .metadata
-        .insert(SYNTHETIC_RESULT_KEY.into(), Value::Bool(true));
-    result.into_message()
+    ToolResult::error(&call.id, why)
+        .with_source(ResultSource::Synthetic)
+        .into_message()
 }
 
 /// What a turn starts with, beside the stored history.
@@ -344,7 +342,7 @@ mod tests {
         assert_eq!(out.len(), 3);
         assert_eq!(out[0].tool_call_id.as_deref(), Some("b"));
         assert_eq!(out[0].text(), r#"{"ok":true}"#);
-        assert_eq!(out[0].metadata[CLIENT_TOOL_MARK], true);
+        assert_eq!(out[0].source, Some(ResultSource::Client));
         assert_eq!(out[1].tool_call_id.as_deref(), Some("c"));
         assert!(out[1].is_error());
         assert_eq!(out[2].role, Role::User);
@@ -373,7 +371,7 @@ mod tests {
             .messages;
         assert_eq!(out.len(), 3);
         assert!(out[0].is_error() && out[1].is_error());
-        assert_eq!(out[0].metadata[SYNTHETIC_RESULT_KEY], true);
+        assert_eq!(out[0].source, Some(ResultSource::Synthetic));
         let bad = Message::with_parts(
             Role::User,
             vec![Part::data(json!({"toolCallId": "zz", "result": 1}))],

@@ -47,23 +47,39 @@ pub(crate) fn finish<'a>(
     // every running turn's.
     async move {
         let inner = &agent.inner;
-        let auto = inner.shared.settings.auto_save;
         let HeldArtifacts { writes, recorder } = artifacts;
-        if !auto || !agent.status().unsaved.is_empty() {
+        if !inner.shared.settings.auto_save {
+            // Nothing is saved: the messages wait in memory for `save()`.
             recorder.write_now(&writes).await;
-            agent.status().held = None;
-            let error = finish_separately(agent, produced, record).await;
+            {
+                let mut status = agent.status();
+                status.held = None;
+                status
+                    .unsaved
+                    .extend(produced.iter().map(|m| Message::clone(m)));
+                mark_ended(status.state_mut(), record);
+            }
             if let Some(lease) = lease {
                 lease.release().await;
             }
-            if auto
-                && error.is_none()
-                && let Some(task_id) = ended
-            {
-                forget_checkpoint(agent, task_id).await;
-            }
-            return error;
+            return None;
         }
+        // Messages a failed save kept in memory go first, in the same one
+        // commit; the history held for the next turn then no longer
+        // matches what this turn started from.
+        let older = std::mem::take(&mut agent.status().unsaved);
+        let (batch, held): (Cow<'_, [Arc<Message>]>, _) = if older.is_empty() {
+            (Cow::Borrowed(produced), held)
+        } else {
+            agent.status().held = None;
+            let batch = older
+                .into_iter()
+                .map(Arc::new)
+                .chain(produced.iter().cloned())
+                .collect();
+            (Cow::Owned(batch), None)
+        };
+        let produced = &batch[..];
         let record_task = record.task_id.clone();
         let snapshot = {
             let mut status = agent.status();
@@ -160,46 +176,4 @@ pub(crate) async fn forget_checkpoint(agent: &Agent, task_id: &str) {
     {
         tracing::warn!(task_id, %error, "could not delete an ended turn's checkpoint");
     }
-}
-
-/// Saves the turn's messages after older unsaved ones (or keeps them all
-/// in memory with auto-save off), then the state, one store call each.
-async fn finish_separately(
-    agent: &Agent,
-    produced: &[Arc<Message>],
-    record: LastTurn,
-) -> Option<String> {
-    let produced = &owned(produced)[..];
-    let auto = agent.inner.shared.settings.auto_save;
-    let older = std::mem::take(&mut agent.status().unsaved);
-    let mut error = None;
-    if auto {
-        let batch: Cow<'_, [Message]> = if older.is_empty() {
-            Cow::Borrowed(produced)
-        } else {
-            Cow::Owned(older.into_iter().chain(produced.iter().cloned()).collect())
-        };
-        if !batch.is_empty()
-            && let Err(e) = agent
-                .inner
-                .shared
-                .messages
-                .append(&agent.inner.context_id, &batch)
-                .await
-        {
-            tracing::warn!(context_id = %agent.inner.context_id, error = %e, "could not save the turn's messages; keeping them in memory");
-            error = Some(e.to_string());
-            agent.status().unsaved = batch.into_owned();
-        }
-    } else {
-        let mut status = agent.status();
-        status.unsaved = older;
-        status.unsaved.extend(produced.iter().cloned());
-    }
-    mark_ended(agent.status().state_mut(), record);
-    if auto && let Err(e) = agent.persist_state().await {
-        tracing::warn!(context_id = %agent.inner.context_id, error = %e, "could not save the agent state");
-        error.get_or_insert(e.to_string());
-    }
-    error
 }

@@ -37,16 +37,13 @@ pub mod window;
 pub use agent::Agent;
 pub use artifacts::FLUSH_EVERY;
 pub use builder::AgentBuilder;
-pub use client::{
-    CLIENT_TOOL_MARK, ClientToolResult, SYNTHETIC_RESULT_KEY, open_tool_calls, pending_approvals,
-};
+pub use client::{ClientToolResult, open_tool_calls, pending_approvals};
 pub use compaction::{CompactionConfig, CompactionReport};
 pub use config::{
     DEFAULT_LOCK_TTL, DEFAULT_TOOL_OUTPUT_MAX_CHARS, DEFAULT_TOOL_OUTPUT_PREVIEW_CHARS,
     DEFAULT_WINDOW_MESSAGES, MAX_COMPACTION_RECORDS, keys,
 };
 pub use error::{AgentBusy, AgentError, BusyHolder};
-pub use looopy_core::TOOL_ARTIFACT_IDS_KEY;
 pub use template::AgentTemplate;
 pub use tokens::{CalibratedCounter, HeuristicCounter, SharedCounter, TokenCounter};
 pub use turn::{AgentTurn, FinishedTurn, TurnOptions};

@@ -3,8 +3,8 @@
 
 use crate::support;
 
+use looopy_agent::FLUSH_EVERY;
 use looopy_agent::TurnOptions;
-use looopy_agent::{FLUSH_EVERY, TOOL_ARTIFACT_IDS_KEY};
 use looopy_core::{EventPayload, FinishReason, LlmChunk, LlmResponse, Part, Role};
 use looopy_loop::{InternalEvents, TurnSettings};
 use looopy_testkit::ScriptedLlm;
@@ -97,10 +97,7 @@ async fn artifacts_made_by_tools_are_stored_announced_and_referenced() {
     let tool = stored.iter().find(|m| m.role == Role::Tool).unwrap();
     // The history keeps the ids, not the artifacts.
     assert!(!tool.metadata.contains_key("artifacts"));
-    assert_eq!(
-        tool.metadata[TOOL_ARTIFACT_IDS_KEY],
-        serde_json::json!(["chart-k1"])
-    );
+    assert_eq!(tool.artifact_ids, ["chart-k1"]);
 }
 
 #[tokio::test]
@@ -132,8 +129,5 @@ async fn a_caller_that_asks_for_no_internal_events_gets_none_yet_tool_artifacts_
     assert!(s.artifact_ids.contains(&"chart-k1".to_owned()));
     let stored = stores.messages.load("c-quiet").await.unwrap();
     let tool = stored.iter().find(|m| m.role == Role::Tool).unwrap();
-    assert_eq!(
-        tool.metadata[TOOL_ARTIFACT_IDS_KEY],
-        serde_json::json!(["chart-k1"])
-    );
+    assert_eq!(tool.artifact_ids, ["chart-k1"]);
 }

@@ -3,8 +3,8 @@
 
 use crate::support;
 
-use looopy_agent::{AgentError, CLIENT_TOOL_MARK, LifecycleState, TurnEnd, open_tool_calls};
-use looopy_core::{History, LlmResponse, Role, TaskState, ToolCall};
+use looopy_agent::{AgentError, LifecycleState, TurnEnd, open_tool_calls};
+use looopy_core::{History, LlmResponse, ResultSource, Role, TaskState, ToolCall};
 use looopy_testkit::ScriptedLlm;
 use serde_json::json;
 use support::*;
@@ -54,7 +54,7 @@ async fn client_results_in_the_next_message_continue_where_the_model_stopped() {
     assert_tool_pairs_intact(&sent);
     let stored = stores.messages.load("c-client").await.unwrap();
     assert_eq!(stored.len(), 5);
-    assert_eq!(stored[3].metadata[CLIENT_TOOL_MARK], true);
+    assert_eq!(stored[3].source, Some(ResultSource::Client));
     assert_eq!(stored[4].text(), "You are in Oslo.");
     assert_tool_pairs_intact(&stored);
 }

@@ -136,10 +136,7 @@ async fn the_next_turn_offers_the_reader_of_an_output_cut_in_an_earlier_one() {
     let offered: Vec<_> = requests[2].tools.iter().map(|t| t.name.as_str()).collect();
     assert!(offered.contains(&READ_TOOL_OUTPUT), "{offered:?}");
     // Its history, loaded from the message store, holds the cut output.
-    assert!(requests[2].messages.iter().any(|m| {
-        m.metadata
-            .contains_key(looopy_loop::tool_output::OUTPUT_ARTIFACT_ID)
-    }));
+    assert!(requests[2].messages.iter().any(|m| m.cut_output.is_some()));
 }
 
 #[tokio::test]

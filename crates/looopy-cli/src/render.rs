@@ -13,8 +13,8 @@ use artifact_texts::{TextChange, text_of};
 pub(crate) use sub_agent::{SubAgents, progress_data};
 
 use anstyle::{AnsiColor, Style};
-use looopy_core::{AgentEvent, EventPayload, TaskState, ToolFailure};
-use serde_json::Value;
+use looopy_a2a::ToolProgress;
+use looopy_core::{AgentEvent, EventPayload, TaskState, ToolFailure, Usage};
 
 /// A tool call's name.
 const TOOL: Style = AnsiColor::Cyan.on_default();
@@ -66,19 +66,6 @@ fn failure_label(kind: ToolFailure) -> &'static str {
     }
 }
 
-/// How a failed tool call is shown, from the tool-progress extension's
-/// `failure` field (`timeout`, `denied`, ...).
-fn failure_label_of(kind: &str) -> &str {
-    match kind {
-        "timeout" => "timed out",
-        "unknown_tool" => "unknown tool",
-        "bad_arguments" => "bad arguments",
-        "panicked" => "crashed",
-        "denied" | "cancelled" | "interrupted" => kind,
-        _ => "error",
-    }
-}
-
 /// Clips `text` to 200 characters, on one line.
 fn clip(text: &str) -> String {
     let one_line = text.replace('\n', " ");
@@ -89,45 +76,41 @@ fn clip(text: &str) -> String {
     }
 }
 
-/// Prints one update of the tool-progress extension (its data part): tool
-/// calls as they start and end. Usage and trace ids are not printed here
-/// (see [`usage_line`]).
-pub fn print_progress(data: &Value, err: &mut dyn Write) {
-    print_progress_at(data, TOOL_LINE_INDENT, err);
+/// Prints one update of the tool-progress extension: tool calls as they
+/// start and end. Usage and trace ids are not printed here (see
+/// [`usage_line`]).
+pub fn print_progress(progress: &ToolProgress, err: &mut dyn Write) {
+    print_progress_at(progress, TOOL_LINE_INDENT, err);
 }
 
 /// [`print_progress`] with the lines after `indent`.
-fn print_progress_at(data: &Value, indent: &str, err: &mut dyn Write) {
-    let text = |key: &str| data.get(key).and_then(Value::as_str).unwrap_or_default();
-    match text("event") {
-        "tool-start" => {
-            let arguments = data
-                .get("arguments")
-                .map(Value::to_string)
-                .unwrap_or_default();
-            tool_start(err, indent, text("name"), &clip(&arguments));
-        }
-        "tool-complete" => {
-            let how = match data.get("failure").and_then(Value::as_str) {
-                Some(kind) => failure_label_of(kind),
-                None if data.get("isError").and_then(Value::as_bool) == Some(true) => "error",
+fn print_progress_at(progress: &ToolProgress, indent: &str, err: &mut dyn Write) {
+    match progress {
+        ToolProgress::ToolStart {
+            name, arguments, ..
+        } => tool_start(err, indent, name, &clip(&arguments.to_string())),
+        ToolProgress::ToolComplete {
+            name,
+            result,
+            is_error,
+            failure,
+            duration_ms,
+            ..
+        } => {
+            let how = match failure {
+                Some(kind) => failure_label(*kind),
+                None if *is_error => "error",
                 None => "ok",
             };
-            let ms = data
-                .get("durationMs")
-                .and_then(Value::as_u64)
-                .unwrap_or_default();
-            tool_end(err, indent, text("name"), how, ms, &clip(text("result")));
+            tool_end(err, indent, name, how, *duration_ms, &clip(result));
         }
         _ => {}
     }
 }
 
-/// `tokens: 12 in, 5 out, 17 total` from a usage object (`inputTokens`, ...);
-/// `None` when it counts nothing.
-pub fn usage_line(usage: &Value) -> Option<String> {
-    let n = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or_default();
-    let (input, output, total) = (n("inputTokens"), n("outputTokens"), n("totalTokens"));
+/// `tokens: 12 in, 5 out, 17 total`; `None` when it counts nothing.
+pub fn usage_line(usage: &Usage) -> Option<String> {
+    let (input, output, total) = (usage.input_tokens, usage.output_tokens, usage.total_tokens);
     (input + output + total > 0).then(|| format!("tokens: {input} in, {output} out, {total} total"))
 }
 
@@ -239,12 +222,24 @@ mod tests {
     fn tool_progress_updates_and_usage_are_shown_in_words() {
         let mut err = Vec::new();
         print_progress(
-            &serde_json::json!({"event": "tool-start", "name": "sleep", "arguments": {"ms": 5}}),
+            &ToolProgress::ToolStart {
+                call_id: "c1".into(),
+                name: "sleep".into(),
+                arguments: serde_json::json!({"ms": 5}),
+            },
             &mut err,
         );
         print_progress(
-            &serde_json::json!({"event": "tool-complete", "name": "sleep", "result": "slow",
-                "isError": true, "failure": "timeout", "durationMs": 30}),
+            &ToolProgress::ToolComplete {
+                call_id: "c1".into(),
+                name: "sleep".into(),
+                result: "slow".into(),
+                truncated: false,
+                is_error: true,
+                outcome: ToolOutcome::Timeout,
+                failure: Some(ToolFailure::Timeout),
+                duration_ms: 30,
+            },
             &mut err,
         );
         let styled = String::from_utf8(err.clone()).unwrap();
@@ -256,12 +251,17 @@ mod tests {
             plain(err),
             "  → sleep {\"ms\":5}\n  ← sleep (timed out, 30 ms): slow\n"
         );
-        let usage = serde_json::json!({"inputTokens": 12, "outputTokens": 5, "totalTokens": 17});
+        let usage = Usage {
+            input_tokens: 12,
+            output_tokens: 5,
+            total_tokens: 17,
+            ..Usage::default()
+        };
         assert_eq!(
             usage_line(&usage).unwrap(),
             "tokens: 12 in, 5 out, 17 total"
         );
-        assert_eq!(usage_line(&serde_json::json!({})), None);
+        assert_eq!(usage_line(&Usage::default()), None);
     }
 
     #[test]

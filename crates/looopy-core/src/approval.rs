@@ -91,6 +91,31 @@ impl ApprovalRequest {
 /// The key of the requests in the data part of an `input-required` message.
 pub const REQUESTS_PART_KEY: &str = "approvalRequests";
 
+/// The key of the waiting calls in the data part of an `input-required`
+/// message.
+pub const PENDING_CALLS_PART_KEY: &str = "pendingToolCalls";
+
+/// The data part of an `input-required` status message: the calls waiting
+/// (`pendingToolCalls`) and the questions about those that wait for
+/// approval (`approvalRequests`), each written when it is not empty. The
+/// one place that shape is built; [`ApprovalRequest::in_message`] reads it.
+pub fn input_required_part(pending: &[ToolCall], requests: &[ApprovalRequest]) -> Part {
+    let mut data = Map::new();
+    if !pending.is_empty() {
+        data.insert(
+            PENDING_CALLS_PART_KEY.into(),
+            serde_json::to_value(pending).unwrap_or(Value::Null),
+        );
+    }
+    if !requests.is_empty() {
+        data.insert(
+            REQUESTS_PART_KEY.into(),
+            serde_json::to_value(requests).unwrap_or(Value::Null),
+        );
+    }
+    Part::data(Value::Object(data))
+}
+
 impl ApprovalRequest {
     /// The requests an `input-required` status message carries (in its data
     /// part's `approvalRequests`); none when it has none. What a client

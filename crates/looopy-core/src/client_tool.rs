@@ -23,6 +23,3 @@ pub use declared::{
     split_client_results,
 };
 pub use result::{ClientToolResult, split_results};
-
-/// Metadata key marking the results of client tools.
-pub const CLIENT_TOOL_MARK: &str = "clientTool";

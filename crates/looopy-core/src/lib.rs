@@ -35,8 +35,7 @@ pub use message::{FileContent, Message, Part, Role};
 pub use store::StoreError;
 pub use task::{Artifact, TaskState, TaskStatus};
 pub use tool::{
-    TOOL_ARTIFACT_IDS_KEY, TOOL_FAILURE_KEY, ToolCall, ToolDefinition, ToolFailure, ToolResult,
-    ToolSignal,
+    CutOutput, ResultSource, ToolCall, ToolDefinition, ToolFailure, ToolResult, ToolSignal,
 };
 pub use tool_provider::{ToolError, ToolProvider};
 pub use turn_report::{

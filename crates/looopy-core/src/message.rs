@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::approval::ApprovalRequest;
-use crate::tool::{ToolCall, ToolFailure};
+use crate::tool::{CutOutput, ResultSource, ToolCall, ToolFailure, legacy};
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -107,8 +107,18 @@ impl Part {
 }
 
 /// One message of a conversation.
+///
+/// What Looopy itself records about a message is in typed fields (a tool
+/// message's [`failure`](Self::failure), [`artifact_ids`](Self::artifact_ids),
+/// [`source`](Self::source), [`cut_output`](Self::cut_output); an assistant
+/// message's [`approval_requests`](Self::approval_requests)); `metadata`
+/// holds the user's and the tools' own entries only. Tool messages stored
+/// before those fields existed kept them in `metadata` (`isError`,
+/// `failure`, `interrupted`, `artifactIds`, `clientTool`, `syntheticResult`,
+/// `outputArtifactId`, `originalChars`): reading such a message moves them
+/// into the fields, so that a stored conversation resumes the same.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", from = "MessageWire")]
 pub struct Message {
     /// Unique id (A2A `messageId`). Generated when not given.
     #[serde(default = "new_message_id")]
@@ -130,9 +140,89 @@ pub struct Message {
     /// `approvalRequests`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approval_requests: Vec<ApprovalRequest>,
-    /// Free-form metadata (for instance `"isError": true` on a failed tool result).
+    /// How the call this message answers failed; `None` for a success
+    /// (tool messages only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<ToolFailure>,
+    /// Who answered the call, when it was not a tool run by the loop (tool
+    /// messages only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<ResultSource>,
+    /// The ids of the artifacts the call's result made: the history keeps
+    /// the ids, the artifact store the artifacts (tool messages only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifact_ids: Vec<String>,
+    /// Where the whole output of a result cut to a preview is stored (tool
+    /// messages only). Boxed: few messages have one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_output: Option<Box<CutOutput>>,
+    /// The user's and the tools' own entries; Looopy gives them no meaning.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
+}
+
+/// The serde form of [`Message`] as read: the same fields, and the
+/// migration of the metadata entries that held the typed ones before.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MessageWire {
+    #[serde(default = "new_message_id")]
+    message_id: String,
+    role: Role,
+    #[serde(default)]
+    parts: Vec<Part>,
+    #[serde(default)]
+    tool_calls: Vec<ToolCall>,
+    #[serde(default)]
+    tool_call_id: Option<String>,
+    #[serde(default)]
+    approval_requests: Vec<ApprovalRequest>,
+    #[serde(default)]
+    failure: Option<ToolFailure>,
+    #[serde(default)]
+    source: Option<ResultSource>,
+    #[serde(default)]
+    artifact_ids: Vec<String>,
+    #[serde(default)]
+    cut_output: Option<Box<CutOutput>>,
+    #[serde(default)]
+    metadata: Map<String, Value>,
+}
+
+impl From<MessageWire> for Message {
+    fn from(w: MessageWire) -> Self {
+        let mut m = Message {
+            message_id: w.message_id,
+            role: w.role,
+            parts: w.parts,
+            tool_calls: w.tool_calls,
+            tool_call_id: w.tool_call_id,
+            approval_requests: w.approval_requests,
+            failure: w.failure,
+            source: w.source,
+            artifact_ids: w.artifact_ids,
+            cut_output: w.cut_output,
+            metadata: w.metadata,
+        };
+        // Only tool messages ever carried these entries; any other
+        // message's metadata is the user's, whatever its keys.
+        if m.role == Role::Tool && !m.metadata.is_empty() {
+            let metadata = &mut m.metadata;
+            if let Some(failure) = legacy::failure(metadata) {
+                m.failure = m.failure.or(Some(failure));
+            }
+            if m.artifact_ids.is_empty() {
+                m.artifact_ids = legacy::artifact_ids(metadata);
+            }
+            if let Some(source) = legacy::source(metadata) {
+                m.source = m.source.or(Some(source));
+            }
+            if let Some(cut) = legacy::cut_output(metadata) {
+                m.cut_output = m.cut_output.take().or(Some(Box::new(cut)));
+            }
+        }
+        m
+    }
 }
 
 fn new_message_id() -> String {
@@ -149,6 +239,10 @@ impl Message {
             tool_calls: Vec::new(),
             tool_call_id: None,
             approval_requests: Vec::new(),
+            failure: None,
+            source: None,
+            artifact_ids: Vec::new(),
+            cut_output: None,
             metadata: Map::new(),
         }
     }
@@ -162,6 +256,10 @@ impl Message {
             tool_calls: Vec::new(),
             tool_call_id: None,
             approval_requests: Vec::new(),
+            failure: None,
+            source: None,
+            artifact_ids: Vec::new(),
+            cut_output: None,
             metadata: Map::new(),
         }
     }
@@ -192,32 +290,13 @@ impl Message {
 
     /// Whether this message is the result of a tool call that failed.
     pub fn is_error(&self) -> bool {
-        self.metadata
-            .get("isError")
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
+        self.failure.is_some()
     }
 
-    /// How the tool call this message answers failed: the kind stored
-    /// under `"failure"`, else [`ToolFailure::Interrupted`] for a message
-    /// stored with `"interrupted": true` before kinds existed, else
-    /// [`ToolFailure::Failed`] for any other error. `None` when
-    /// [`is_error`](Self::is_error) is false.
+    /// How the tool call this message answers failed ([`failure`](Self::failure));
+    /// `None` when it did not.
     pub fn tool_failure(&self) -> Option<ToolFailure> {
-        if !self.is_error() {
-            return None;
-        }
-        let stored = self
-            .metadata
-            .get(crate::tool::TOOL_FAILURE_KEY)
-            .and_then(Value::as_str)
-            .and_then(ToolFailure::parse);
-        let interrupted = self.metadata.get("interrupted").and_then(Value::as_bool) == Some(true);
-        Some(stored.unwrap_or(if interrupted {
-            ToolFailure::Interrupted
-        } else {
-            ToolFailure::Failed
-        }))
+        self.failure
     }
 }
 

@@ -174,14 +174,116 @@ impl std::fmt::Display for ToolFailure {
     }
 }
 
-/// Metadata key of a tool message that holds its [`ToolFailure`] (as
-/// [`ToolFailure::as_str`]), beside `"isError": true`.
-pub const TOOL_FAILURE_KEY: &str = "failure";
+/// Who answered a tool call, when it was not a tool run by the loop.
+///
+/// Stored on the result ([`ToolResult::source`]) and on its tool message
+/// ([`Message::source`]) as `"source"`: `"client"` or `"synthetic"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ResultSource {
+    /// A client tool: the client ran the call and sent the result back (or,
+    /// on the result that ends the turn, the call waits for the client).
+    Client,
+    /// Nobody answered the call (a cancelled turn, a client that did not
+    /// answer): the Agent wrote this error result, because a provider
+    /// refuses a call without a result.
+    Synthetic,
+}
 
-/// Metadata key of a tool message that lists the ids of the artifacts its
-/// result made ([`ToolResult::artifacts`]): the history keeps the ids, the
-/// artifact store keeps the artifacts.
-pub const TOOL_ARTIFACT_IDS_KEY: &str = "artifactIds";
+/// A tool output too long for the history: the history keeps a preview,
+/// and the whole output is stored as an artifact the model can read with
+/// `read_tool_output` (`looopy_loop::tool_output`).
+///
+/// Stored as `"cutOutput": {"artifactId", "originalChars"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CutOutput {
+    /// The artifact holding the whole output.
+    pub artifact_id: String,
+    /// The whole output's length, in characters.
+    pub original_chars: u64,
+}
+
+/// The metadata keys under which results and tool messages stored before
+/// the typed fields existed kept them: read once, when such a value is
+/// deserialized, and never written.
+pub(crate) mod legacy {
+    use serde_json::{Map, Value};
+
+    use super::{CutOutput, ResultSource, ToolFailure};
+
+    const IS_ERROR: &str = "isError";
+    const FAILURE: &str = "failure";
+    const INTERRUPTED: &str = "interrupted";
+    const ARTIFACT_IDS: &str = "artifactIds";
+    const CLIENT_TOOL: &str = "clientTool";
+    const SYNTHETIC_RESULT: &str = "syntheticResult";
+    const OUTPUT_ARTIFACT_ID: &str = "outputArtifactId";
+    const ORIGINAL_CHARS: &str = "originalChars";
+
+    /// The failure an old tool message recorded (`"isError": true`, with
+    /// its kind under `"failure"`, or `"interrupted": true` before kinds
+    /// existed), taken out of `metadata`.
+    pub(crate) fn failure(metadata: &mut Map<String, Value>) -> Option<ToolFailure> {
+        let is_error = metadata.remove(IS_ERROR).and_then(|v| v.as_bool()) == Some(true);
+        let kind = metadata
+            .remove(FAILURE)
+            .and_then(|v| v.as_str().and_then(ToolFailure::parse));
+        let interrupted = metadata.remove(INTERRUPTED).and_then(|v| v.as_bool()) == Some(true);
+        is_error.then(|| {
+            kind.unwrap_or(if interrupted {
+                ToolFailure::Interrupted
+            } else {
+                ToolFailure::Failed
+            })
+        })
+    }
+
+    /// The artifact ids an old tool message listed, taken out of `metadata`.
+    pub(crate) fn artifact_ids(metadata: &mut Map<String, Value>) -> Vec<String> {
+        match metadata.remove(ARTIFACT_IDS) {
+            Some(Value::Array(ids)) => ids
+                .into_iter()
+                .filter_map(|id| match id {
+                    Value::String(id) => Some(id),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Who answered, as an old result or message marked it.
+    pub(crate) fn source(metadata: &mut Map<String, Value>) -> Option<ResultSource> {
+        let client = metadata.remove(CLIENT_TOOL).and_then(|v| v.as_bool()) == Some(true);
+        let synthetic = metadata.remove(SYNTHETIC_RESULT).and_then(|v| v.as_bool()) == Some(true);
+        if synthetic {
+            Some(ResultSource::Synthetic)
+        } else {
+            client.then_some(ResultSource::Client)
+        }
+    }
+
+    /// The cut output an old result or message recorded.
+    pub(crate) fn cut_output(metadata: &mut Map<String, Value>) -> Option<CutOutput> {
+        let id = match metadata.get(OUTPUT_ARTIFACT_ID) {
+            Some(Value::String(_)) => metadata.remove(OUTPUT_ARTIFACT_ID),
+            _ => None,
+        };
+        let Some(Value::String(artifact_id)) = id else {
+            return None;
+        };
+        let original_chars = metadata
+            .remove(ORIGINAL_CHARS)
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0);
+        Some(CutOutput {
+            artifact_id,
+            original_chars,
+        })
+    }
+}
 
 /// The result of one tool call.
 ///
@@ -210,9 +312,15 @@ pub struct ToolResult {
     pub failure: Option<ToolFailure>,
     /// Artifacts the tool made (a chart, a file): an Agent stores each one
     /// in its artifact store and announces it to the client; the history
-    /// keeps only their ids ([`TOOL_ARTIFACT_IDS_KEY`]).
+    /// keeps only their ids ([`Message::artifact_ids`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub artifacts: Vec<Artifact>,
+    /// Who answered the call, when it was not a tool run by the loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<ResultSource>,
+    /// The output was cut to a preview and stored whole as an artifact.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_output: Option<CutOutput>,
 }
 
 /// The JSON form, read leniently: results saved before `failure` existed
@@ -234,6 +342,10 @@ struct ToolResultWire {
     interrupted: bool,
     #[serde(default)]
     artifacts: Vec<Artifact>,
+    #[serde(default)]
+    source: Option<ResultSource>,
+    #[serde(default)]
+    cut_output: Option<CutOutput>,
 }
 
 impl From<ToolResultWire> for ToolResult {
@@ -246,6 +358,12 @@ impl From<ToolResultWire> for ToolResult {
         if artifacts.is_empty() {
             artifacts = legacy_artifacts(&mut metadata);
         }
+        let mut source = w.source;
+        let mut cut_output = w.cut_output;
+        if !metadata.is_empty() {
+            source = source.or_else(|| legacy::source(&mut metadata));
+            cut_output = cut_output.or_else(|| legacy::cut_output(&mut metadata));
+        }
         ToolResult {
             tool_call_id: w.tool_call_id,
             content: w.content,
@@ -254,6 +372,8 @@ impl From<ToolResultWire> for ToolResult {
             metadata,
             failure,
             artifacts,
+            source,
+            cut_output,
         }
         .settled()
     }
@@ -286,6 +406,8 @@ impl ToolResult {
             metadata: Map::new(),
             failure: None,
             artifacts: Vec::new(),
+            source: None,
+            cut_output: None,
         }
     }
 
@@ -360,6 +482,12 @@ impl ToolResult {
         self
     }
 
+    /// Marks who answered the call (see [`source`](Self::source)).
+    pub fn with_source(mut self, source: ResultSource) -> Self {
+        self.source = Some(source);
+        self
+    }
+
     /// Adds an artifact the tool made (see [`artifacts`](Self::artifacts)).
     pub fn with_artifact(mut self, artifact: Artifact) -> Self {
         self.artifacts.push(artifact);
@@ -385,30 +513,22 @@ impl ToolResult {
     }
 
     /// The tool message that carries this result in the history: its
-    /// content, its metadata, its failure (`isError` and
-    /// [`TOOL_FAILURE_KEY`]) and the ids of its artifacts
-    /// ([`TOOL_ARTIFACT_IDS_KEY`]).
+    /// content and metadata, and in typed fields its failure
+    /// ([`Message::failure`]), the ids of its artifacts
+    /// ([`Message::artifact_ids`]), who answered ([`Message::source`]) and
+    /// where a cut output is stored ([`Message::cut_output`]).
     pub fn into_message(self) -> Message {
         let mut message = Message::with_parts(Role::Tool, self.content);
         message.tool_call_id = Some(self.tool_call_id);
         message.metadata = self.metadata;
-        if !self.artifacts.is_empty() {
-            let ids = self
-                .artifacts
-                .into_iter()
-                .map(|a| Value::String(a.artifact_id))
-                .collect();
-            message
-                .metadata
-                .insert(TOOL_ARTIFACT_IDS_KEY.into(), Value::Array(ids));
-        }
-        if self.is_error || self.failure.is_some() {
-            message.metadata.insert("isError".into(), Value::Bool(true));
-            let kind = self.failure.unwrap_or(ToolFailure::Failed);
-            message
-                .metadata
-                .insert(TOOL_FAILURE_KEY.into(), Value::from(kind.as_str()));
-        }
+        message.artifact_ids = self.artifacts.into_iter().map(|a| a.artifact_id).collect();
+        message.failure = if self.is_error {
+            Some(self.failure.unwrap_or(ToolFailure::Failed))
+        } else {
+            self.failure
+        };
+        message.source = self.source;
+        message.cut_output = self.cut_output.map(Box::new);
         message
     }
 }
@@ -487,7 +607,10 @@ mod tests {
         );
         let m = r.into_message();
         assert!(m.is_error());
-        assert_eq!(m.metadata["failure"], "interrupted");
+        assert_eq!(m.failure, Some(ToolFailure::Interrupted));
+        let stored = serde_json::to_value(&m).unwrap();
+        assert_eq!(stored["failure"], "interrupted");
+        assert!(stored.get("metadata").is_none(), "{stored}");
         assert_eq!(m.tool_failure(), Some(ToolFailure::Interrupted));
     }
 
@@ -535,13 +658,30 @@ mod tests {
         let ok: ToolResult =
             serde_json::from_value(serde_json::json!({"toolCallId": "c", "content": []})).unwrap();
         assert!(!ok.is_error && ok.failure.is_none());
-        // A stored tool message of before.
-        let mut m = Message::with_parts(Role::Tool, vec![]);
-        m.metadata.insert("isError".into(), Value::Bool(true));
-        m.metadata.insert("interrupted".into(), Value::Bool(true));
+        // Stored tool messages of before: the failure in the metadata.
+        let old = |metadata: Value| -> Message {
+            serde_json::from_value(serde_json::json!({
+                "role": "tool", "toolCallId": "c", "metadata": metadata
+            }))
+            .unwrap()
+        };
+        let m = old(serde_json::json!({"isError": true, "interrupted": true}));
         assert_eq!(m.tool_failure(), Some(ToolFailure::Interrupted));
-        m.metadata.remove("interrupted");
+        assert!(m.metadata.is_empty(), "{:?}", m.metadata);
+        let m = old(serde_json::json!({"isError": true, "mine": 1}));
         assert_eq!(m.tool_failure(), Some(ToolFailure::Failed));
+        assert_eq!(m.metadata["mine"], 1, "the user's own entries stay");
+        let m = old(serde_json::json!({"isError": true, "failure": "timeout"}));
+        assert_eq!(m.tool_failure(), Some(ToolFailure::Timeout));
+        let m = old(serde_json::json!({"isError": false}));
+        assert_eq!(m.tool_failure(), None);
+        // A user message keeps such keys: they were never reserved there.
+        let user: Message = serde_json::from_value(serde_json::json!({
+            "role": "user", "metadata": {"isError": true}
+        }))
+        .unwrap();
+        assert!(!user.is_error());
+        assert_eq!(user.metadata["isError"], true);
     }
 
     #[test]
@@ -554,13 +694,60 @@ mod tests {
         assert_eq!(serde_json::from_value::<ToolResult>(v).unwrap(), r);
         let m = r.into_message();
         assert_eq!(m.role, Role::Tool);
+        assert_eq!(m.artifact_ids, ["chart-1", "chart-2"]);
+        assert!(m.metadata.is_empty());
+        let stored = serde_json::to_value(&m).unwrap();
         assert_eq!(
-            m.metadata[TOOL_ARTIFACT_IDS_KEY],
+            stored["artifactIds"],
             serde_json::json!(["chart-1", "chart-2"])
         );
-        assert!(!m.metadata.contains_key("artifacts"));
+        assert_eq!(serde_json::from_value::<Message>(stored).unwrap(), m);
         let plain = ToolResult::text("c", "x").into_message();
-        assert!(!plain.metadata.contains_key(TOOL_ARTIFACT_IDS_KEY));
+        assert!(plain.artifact_ids.is_empty());
+        // A tool message stored with the ids in its metadata.
+        let old: Message = serde_json::from_value(serde_json::json!({
+            "role": "tool", "toolCallId": "c", "metadata": {"artifactIds": ["a1"]}
+        }))
+        .unwrap();
+        assert_eq!(old.artifact_ids, ["a1"]);
+        assert!(old.metadata.is_empty());
+    }
+
+    #[test]
+    fn who_answered_and_a_cut_output_are_typed_and_old_marks_read_back() {
+        let cut = CutOutput {
+            artifact_id: "out-1".into(),
+            original_chars: 9000,
+        };
+        let mut r = ToolResult::text("c", "preview").with_source(ResultSource::Client);
+        r.cut_output = Some(cut.clone());
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["source"], "client");
+        assert_eq!(v["cutOutput"]["artifactId"], "out-1");
+        assert_eq!(serde_json::from_value::<ToolResult>(v).unwrap(), r);
+        let m = r.into_message();
+        assert_eq!(m.source, Some(ResultSource::Client));
+        assert_eq!(m.cut_output.as_deref(), Some(&cut));
+        let stored = serde_json::to_value(&m).unwrap();
+        assert_eq!(stored["cutOutput"]["originalChars"], 9000);
+        assert_eq!(serde_json::from_value::<Message>(stored).unwrap(), m);
+        // The metadata marks of before.
+        let old: Message = serde_json::from_value(serde_json::json!({
+            "role": "tool", "toolCallId": "c", "metadata": {
+                "isError": true, "syntheticResult": true,
+                "outputArtifactId": "out-2", "originalChars": 12
+            }
+        }))
+        .unwrap();
+        assert_eq!(old.source, Some(ResultSource::Synthetic));
+        assert_eq!(old.cut_output.map(|c| c.original_chars), Some(12));
+        assert!(old.metadata.is_empty());
+        let old: ToolResult = serde_json::from_value(serde_json::json!({
+            "toolCallId": "c", "content": [], "metadata": {"clientTool": true}
+        }))
+        .unwrap();
+        assert_eq!(old.source, Some(ResultSource::Client));
+        assert!(old.metadata.is_empty());
     }
 
     #[test]

@@ -4,9 +4,10 @@
 //!
 //! On the wire (A2A events, the event logs of the stores) the report stays
 //! what clients read: entries of the status event's `metadata` object,
-//! `finishReason`, `iterations`, `usage`, `error`, `failedToolCall`, and
-//! `maxIterationsReached` or `maxToolCallsReached` when a limit ended the
-//! turn; for a turn an Agent ran, `turnNumber`, `saved`, and `saveError`,
+//! `finishReason`, `iterations`, `usage`, `error`, `failedToolCall`,
+//! `maxIterationsReached`, `maxToolCallsReached` or `maxDurationReached`
+//! when a limit ended the turn, `pendingToolCalls` and `approvalRequests`
+//! when it waits for input; for a turn an Agent ran, `turnNumber`, `saved`, and `saveError`,
 //! `compaction`, `compactionError` where they apply. In Rust it is a typed
 //! field, built once by the turn and read without parsing.
 
@@ -15,7 +16,8 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::{TaskState, Usage};
+use crate::approval::ApprovalRequest;
+use crate::{TaskState, ToolCall, Usage};
 
 /// Why a turn ended (`finishReason` on the wire; each ending, when it
 /// happens and the state it reports: `docs/behaviour.md#termination`).
@@ -111,6 +113,7 @@ impl TurnEnd {
         match self {
             TurnEnd::MaxIterations => Some(MAX_ITERATIONS_REACHED),
             TurnEnd::MaxToolCalls => Some(MAX_TOOL_CALLS_REACHED),
+            TurnEnd::MaxDuration => Some(MAX_DURATION_REACHED),
             _ => None,
         }
     }
@@ -199,6 +202,13 @@ pub struct TurnReport {
     pub error: Option<Box<TurnError>>,
     /// The call whose failure ended the turn ([`TurnEnd::ToolFailed`]).
     pub failed_tool_call: Option<Box<FailedToolCall>>,
+    /// The calls an `input-required` turn waits on: client tool calls for
+    /// the client to run and calls waiting for a person's approval
+    /// (`pendingToolCalls`).
+    pub pending_tool_calls: Vec<ToolCall>,
+    /// The questions about the calls that wait for approval
+    /// (`approvalRequests`).
+    pub approval_requests: Vec<ApprovalRequest>,
     /// What the Agent adds, for a turn an Agent ran.
     pub agent: Option<AgentTurnReport>,
 }
@@ -212,6 +222,8 @@ impl TurnReport {
             usage: Usage::default(),
             error: None,
             failed_tool_call: None,
+            pending_tool_calls: Vec::new(),
+            approval_requests: Vec::new(),
             agent: None,
         }
     }
@@ -230,6 +242,9 @@ const ERROR: &str = "error";
 const FAILED_TOOL_CALL: &str = "failedToolCall";
 const MAX_ITERATIONS_REACHED: &str = "maxIterationsReached";
 const MAX_TOOL_CALLS_REACHED: &str = "maxToolCallsReached";
+const MAX_DURATION_REACHED: &str = "maxDurationReached";
+const PENDING_TOOL_CALLS: &str = "pendingToolCalls";
+const APPROVAL_REQUESTS: &str = crate::approval::REQUESTS_PART_KEY;
 const TURN_NUMBER: &str = "turnNumber";
 const SAVED: &str = "saved";
 const SAVE_ERROR: &str = "saveError";
@@ -237,8 +252,8 @@ const COMPACTION: &str = "compaction";
 const COMPACTION_ERROR: &str = "compactionError";
 
 /// The metadata of a status event: the turn's [`TurnReport`] on the final
-/// event of a turn, and free-form entries (an input-required turn's
-/// `pendingToolCalls` and `approvalRequests`, what a runner adds).
+/// event of a turn, and free-form entries (what a runner adds, the
+/// tool-progress extension's mark).
 ///
 /// It is one JSON object on the wire: the report's entries (see the module
 /// docs), then the free-form ones. Reading one back takes the report out
@@ -302,6 +317,8 @@ impl StatusMetadata {
                 .unwrap_or_default(),
             error: take(ERROR).and_then(|v| serde_json::from_value(v).ok()),
             failed_tool_call: take(FAILED_TOOL_CALL).and_then(|v| serde_json::from_value(v).ok()),
+            pending_tool_calls: take_list(&mut map, PENDING_TOOL_CALLS),
+            approval_requests: take_list(&mut map, APPROVAL_REQUESTS),
             agent: agent_report(&mut map),
         };
         map.remove(FINISH_REASON);
@@ -313,6 +330,16 @@ impl StatusMetadata {
             extra: map,
         }
     }
+}
+
+/// The list under `key`, taken out of `map` when it reads as one (an entry
+/// that does not stays, free-form).
+fn take_list<T: serde::de::DeserializeOwned>(map: &mut Map<String, Value>, key: &str) -> Vec<T> {
+    let Some(list) = map.get(key).and_then(|v| Vec::<T>::deserialize(v).ok()) else {
+        return Vec::new();
+    };
+    map.remove(key);
+    list
 }
 
 /// The Agent's entries, taken out of `map` when it names a turn number.
@@ -344,6 +371,12 @@ impl Serialize for StatusMetadata {
             }
             if let Some(flag) = report.finish_reason.limit_flag() {
                 map.serialize_entry(flag, &true)?;
+            }
+            if !report.pending_tool_calls.is_empty() {
+                map.serialize_entry(PENDING_TOOL_CALLS, &report.pending_tool_calls)?;
+            }
+            if !report.approval_requests.is_empty() {
+                map.serialize_entry(APPROVAL_REQUESTS, &report.approval_requests)?;
             }
             if let Some(agent) = &report.agent {
                 map.serialize_entry(TURN_NUMBER, &agent.turn_number)?;
@@ -434,6 +467,30 @@ mod tests {
         assert_eq!(report.failed_tool_call.unwrap().call_id, "c");
         assert!(read.extra.is_empty());
         assert!(serde_json::from_value::<StatusMetadata>(json!([1])).is_err());
+    }
+
+    #[test]
+    fn the_calls_an_input_required_turn_waits_on_are_typed_and_read_back() {
+        let call = ToolCall::new("c1", "rm", r#"{"path":"a"}"#);
+        let mut report = TurnReport::new(TurnEnd::InputRequired);
+        report.pending_tool_calls = vec![call.clone()];
+        report.approval_requests = vec![ApprovalRequest::new(&call, "Allow rm?")];
+        let metadata = StatusMetadata::report(report);
+        let wire = serde_json::to_value(&metadata).unwrap();
+        assert_eq!(wire["pendingToolCalls"][0]["id"], "c1");
+        assert_eq!(wire["approvalRequests"][0]["question"], "Allow rm?");
+        let back: StatusMetadata = serde_json::from_value(wire).unwrap();
+        assert_eq!(back, metadata);
+        assert!(back.extra.is_empty());
+        // A list that is not one stays a free-form entry.
+        let odd = json!({"finishReason": "input_required", "pendingToolCalls": 3});
+        let read = StatusMetadata::from_map(odd.as_object().cloned().unwrap());
+        assert!(read.report.unwrap().pending_tool_calls.is_empty());
+        assert_eq!(read.extra["pendingToolCalls"], 3);
+        let plain =
+            serde_json::to_value(StatusMetadata::report(TurnReport::new(TurnEnd::Finished)))
+                .unwrap();
+        assert!(plain.get("pendingToolCalls").is_none(), "{plain}");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use looopy_core::{
     AgentEvent, Artifact, EventPayload, FinishReason, Message, Part, StatusMetadata, TaskState,
     TaskStatus, ToolCall, ToolOutcome, ToolResult, TurnEnd, TurnReport, Usage,
 };
-use serde_json::{Map, Value};
+use serde_json::Map;
 
 use crate::interest::InternalEvents;
 use crate::queue::EventQueue;
@@ -83,21 +83,13 @@ impl Emitter {
         });
     }
 
-    pub(crate) fn final_status(
-        &self,
-        message: Option<Arc<Message>>,
-        report: TurnReport,
-        extra: Map<String, Value>,
-    ) {
+    pub(crate) fn final_status(&self, message: Option<Arc<Message>>, report: TurnReport) {
         let mut status = TaskStatus::new(report.finish_reason.state());
         status.message = message;
         self.emit(EventPayload::StatusUpdate {
             status,
             is_final: true,
-            metadata: StatusMetadata {
-                report: Some(Box::new(report)),
-                extra,
-            },
+            metadata: StatusMetadata::report(report),
         });
     }
 

@@ -62,7 +62,6 @@ impl AgentLoop {
                     emit.final_status(
                         Some(message),
                         TurnReport::new(TurnEnd::Error).with_error(TurnError::new("resume", text)),
-                        Default::default(),
                     );
                 }
                 Ok(c) if c.state.ends_turn() => {
@@ -86,7 +85,7 @@ impl AgentLoop {
                         usage: c.usage,
                         ..TurnReport::new(end)
                     };
-                    emit.final_status(message, report, Default::default());
+                    emit.final_status(message, report);
                 }
                 Ok(c) => {
                     shared2.set_history(c.messages.clone());

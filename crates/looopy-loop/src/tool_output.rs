@@ -19,8 +19,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use looopy_core::store::ArtifactStore;
 use looopy_core::{
-    Artifact, History, Part, Role, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult,
-    TurnContext,
+    Artifact, CutOutput, History, Part, Role, ToolCall, ToolDefinition, ToolError, ToolProvider,
+    ToolResult, TurnContext,
 };
 use serde_json::{Value, json};
 
@@ -29,21 +29,14 @@ use crate::hooks::{Hook, HookContext, HookError, HookPoints};
 /// The name of the retrieval tool.
 pub const READ_TOOL_OUTPUT: &str = "read_tool_output";
 
-/// The metadata entry of a cut tool result (and of its message in the
-/// history) that names the artifact holding the whole output.
-pub const OUTPUT_ARTIFACT_ID: &str = "outputArtifactId";
-
-/// The metadata entry of a cut tool result that gives the whole output's
-/// length in characters.
-pub const ORIGINAL_CHARS: &str = "originalChars";
-
 /// Whether `history` holds a tool result that was cut (one the model can
-/// read the rest of with `read_tool_output`). Checks each message's role
-/// and metadata only: far less than writing the history into a request.
+/// read the rest of with `read_tool_output`: its message's
+/// [`cut_output`](looopy_core::Message::cut_output) is set). Checks one
+/// field of each message: far less than writing the history into a request.
 pub fn holds_cut_output(history: &History) -> bool {
     history
         .iter()
-        .any(|m| m.role == Role::Tool && m.metadata.contains_key(OUTPUT_ARTIFACT_ID))
+        .any(|m| m.role == Role::Tool && m.cut_output.is_some())
 }
 
 /// Stores large tool results as artifacts and serves them back in pages.
@@ -142,12 +135,10 @@ impl Hook for ToolOutputCache {
              {}, \"limit\": {}}} to read more.]",
             self.preview_chars, self.max_chars
         ))];
-        result
-            .metadata
-            .insert(OUTPUT_ARTIFACT_ID.into(), Value::from(id));
-        result
-            .metadata
-            .insert(ORIGINAL_CHARS.into(), Value::from(total));
+        result.cut_output = Some(CutOutput {
+            artifact_id: id,
+            original_chars: total as u64,
+        });
         Ok(())
     }
 }

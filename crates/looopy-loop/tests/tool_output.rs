@@ -60,7 +60,9 @@ async fn a_large_output_becomes_a_preview_and_the_model_reads_the_rest() {
         "the history holds a preview, not 10 000 characters"
     );
     assert!(preview.contains("artifact 'tool-output-d1'"));
-    assert_eq!(tool_msgs[0].metadata["originalChars"], 10_000);
+    let cut = tool_msgs[0].cut_output.as_deref().unwrap();
+    assert_eq!(cut.original_chars, 10_000);
+    assert_eq!(cut.artifact_id, "tool-output-d1");
 
     let page = tool_msgs[1].text();
     assert!(page.starts_with(&big_text()[1000..1500]));
@@ -129,10 +131,10 @@ async fn a_cut_output_in_the_stored_history_offers_the_reader_from_the_first_cal
     let mut call = Message::assistant("");
     call.tool_calls = vec![ToolCall::new("d1", "dump", "{}")];
     let mut cut = ToolResult::text("d1", "preview").into_message();
-    cut.metadata.insert(
-        looopy_loop::tool_output::OUTPUT_ARTIFACT_ID.into(),
-        "tool-output-d1".into(),
-    );
+    cut.cut_output = Some(Box::new(looopy_core::CutOutput {
+        artifact_id: "tool-output-d1".into(),
+        original_chars: 5000,
+    }));
     let history = History::from(vec![
         Message::user("dump it"),
         call,

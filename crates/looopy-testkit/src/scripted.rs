@@ -14,6 +14,10 @@ use looopy_core::{
 
 /// One answer of the script.
 #[derive(Debug, Clone)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a script holds a few steps, built once per test; boxing the response would only cost every test a `Box::new`"
+)]
 pub enum ScriptStep {
     /// A complete response (streamed as the chunks it is made of).
     Respond(LlmResponse),

@@ -19,8 +19,8 @@ pub use local::{LocalTools, NoArgs, parse_arguments, schema_for};
 /// [`looopy_core::client_tool`] (a server reads them without this crate);
 /// re-exported here, where the other tool providers are.
 pub use looopy_core::client_tool::{
-    CLIENT_TOOL_MARK, CLIENT_TOOLS_KEY, ClientToolResult, ClientTools, InvalidClientTools,
-    PendingClientCall, client_results, split_client_results,
+    CLIENT_TOOLS_KEY, ClientToolResult, ClientTools, InvalidClientTools, PendingClientCall,
+    client_results, split_client_results,
 };
 #[cfg(feature = "mcp")]
 pub use mcp::{HttpServer, IDEMPOTENCY_KEY_META, McpToolProvider, McpTransport, StdioServer};

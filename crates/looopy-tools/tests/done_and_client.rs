@@ -121,7 +121,7 @@ async fn executing_a_client_tool_asks_for_input() {
         .await;
     assert!(!r.is_error);
     assert_eq!(r.signal, Some(ToolSignal::InputRequired));
-    assert_eq!(r.metadata["clientTool"], true);
+    assert_eq!(r.source, Some(looopy_core::ResultSource::Client));
     let pending = PendingClientCall::from_result(&r);
     assert_eq!(
         pending,
@@ -181,7 +181,10 @@ fn client_results_become_tool_messages() {
     assert!(!tool_messages[1].is_error());
     assert!(tool_messages[2].is_error());
     assert_eq!(tool_messages[2].text(), "Error: the user closed the dialog");
-    assert_eq!(tool_messages[2].metadata["clientTool"], true);
+    assert_eq!(
+        tool_messages[2].source,
+        Some(looopy_core::ResultSource::Client)
+    );
 
     let rest = rest.unwrap();
     assert_eq!(rest.message_id, "m-1");

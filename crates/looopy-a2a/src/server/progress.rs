@@ -2,8 +2,9 @@
 //! activates it (header `A2A-Extensions`) also gets, in its streams, `working`
 //! status updates whose message holds one data part describing the turn's
 //! progress: its trace id, each tool call as it starts and ends, and token
-//! usage after each model call. Clients that do not activate it never see
-//! them.
+//! usage after each model call, as a [`ToolProgress`] (its JSON Schema:
+//! `docs/tool-progress.schema.json`). Clients that do not activate it never
+//! see them.
 //!
 //! For a turn whose streaming request (`SendStreamingMessage`,
 //! `message/stream`) activated the extension, the server turns the
@@ -25,9 +26,11 @@ use std::sync::Arc;
 use axum::http::HeaderMap;
 use looopy_core::{
     AgentEvent, EventPayload, Message, Part, Role, StatusMetadata, TaskState, TaskStatus,
-    ToolFailure, ToolOutcome, ToolResult,
+    ToolOutcome, ToolResult,
 };
 use serde_json::{Map, Value, json};
+
+use crate::tool_progress::ToolProgress;
 
 /// The URI of the tool-progress extension, as listed in the agent card's
 /// `capabilities.extensions` and requested in the `A2A-Extensions` header.
@@ -83,13 +86,12 @@ pub(crate) fn is_progress(event: &AgentEvent) -> bool {
 /// The progress update an internal event becomes, if it is one the
 /// extension reports.
 pub(crate) fn from_internal(event: &AgentEvent) -> Option<AgentEvent> {
-    let data = match &*event.payload {
-        EventPayload::ToolStart { call, arguments } => json!({
-            "event": "tool-start",
-            "callId": call.id,
-            "name": call.name,
-            "arguments": clip_value(arguments),
-        }),
+    let progress = match &*event.payload {
+        EventPayload::ToolStart { call, arguments } => ToolProgress::ToolStart {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments: clip_value(arguments),
+        },
         EventPayload::ToolComplete {
             name,
             result,
@@ -97,63 +99,57 @@ pub(crate) fn from_internal(event: &AgentEvent) -> Option<AgentEvent> {
             duration_ms,
         } => {
             let (text, truncated) = clip(&result_text(result));
-            json!({
-                "event": "tool-complete",
-                "callId": result.tool_call_id,
-                "name": name,
-                "result": text,
-                "truncated": truncated,
-                "isError": result.is_error || *outcome != ToolOutcome::Success,
-                "outcome": outcome,
-                // How it failed (`timeout`, `denied`, ...), `null` for a success.
-                "failure": result.failure.map(ToolFailure::as_str),
-                "durationMs": duration_ms,
-            })
+            ToolProgress::ToolComplete {
+                call_id: result.tool_call_id.clone(),
+                name: name.clone(),
+                result: text,
+                truncated,
+                is_error: result.is_error || *outcome != ToolOutcome::Success,
+                outcome: *outcome,
+                failure: result.failure,
+                duration_ms: *duration_ms,
+            }
         }
         EventPayload::ToolCallBegin {
             index,
             call_id,
             name,
             ..
-        } => json!({
-            "event": "tool-call-begin",
-            "callId": call_id,
-            "name": name,
-            "index": index,
-        }),
+        } => ToolProgress::ToolCallBegin {
+            call_id: call_id.clone(),
+            name: name.clone(),
+            index: *index,
+        },
         EventPayload::ToolCallArgumentsDelta {
             index,
             call_id,
             name,
             delta,
             ..
-        } => json!({
-            "event": "tool-call-delta",
-            "callId": call_id,
-            "name": name,
-            "index": index,
-            "delta": delta,
-        }),
+        } => ToolProgress::ToolCallDelta {
+            call_id: call_id.clone(),
+            name: name.clone(),
+            index: *index,
+            delta: delta.clone(),
+        },
         EventPayload::SubAgent {
             path,
             tool,
             call_id,
             event,
-        } => json!({
-            "event": "sub-agent",
-            "path": path,
-            "name": tool,
-            "callId": call_id,
-            "update": event,
-        }),
-        EventPayload::Usage { call, total } => json!({
-            "event": "usage",
-            "call": call,
-            "total": total,
-        }),
+        } => ToolProgress::SubAgent {
+            path: path.clone(),
+            name: tool.clone(),
+            call_id: call_id.clone(),
+            update: event.clone(),
+        },
+        EventPayload::Usage { call, total } => ToolProgress::Usage {
+            call: *call,
+            total: *total,
+        },
         _ => return None,
     };
-    let mut out = update(event.task_id.clone(), event.context_id.clone(), data);
+    let mut out = update(event.task_id.clone(), event.context_id.clone(), &progress);
     out.timestamp = event.timestamp;
     Some(out)
 }
@@ -169,14 +165,19 @@ pub(crate) fn turn_start(
     update(
         task_id,
         context_id,
-        json!({"event": "turn-start", "traceId": trace_id, "traceIdGenerated": generated}),
+        &ToolProgress::TurnStart {
+            trace_id: trace_id.to_owned(),
+            trace_id_generated: generated,
+        },
     )
 }
 
-/// A `working` status update carrying `data` as its message's only part.
-fn update(task_id: Arc<str>, context_id: Arc<str>, data: Value) -> AgentEvent {
+/// A `working` status update carrying `progress` as its message's only
+/// part, marked by the extension's URI in its metadata.
+fn update(task_id: Arc<str>, context_id: Arc<str>, progress: &ToolProgress) -> AgentEvent {
+    let data = serde_json::to_value(progress).unwrap_or(Value::Null);
     let mut marker = Map::new();
-    marker.insert("event".into(), data["event"].clone());
+    marker.insert("event".into(), Value::from(progress.name()));
     let mut metadata = Map::new();
     metadata.insert(TOOL_PROGRESS_EXTENSION.into(), Value::Object(marker));
     let message = Message::with_parts(Role::Assistant, vec![Part::Data { data }]);

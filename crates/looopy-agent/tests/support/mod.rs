@@ -254,17 +254,14 @@ impl ToolProvider for TestTools {
                     _ = tokio::time::sleep(Duration::from_secs(3600)) => ToolResult::text(&call.id, "slow done"),
                 }
             }
-            "client" => {
-                let mut r = ToolResult {
-                    content: vec![Part::data(json!({
-                        "toolCallId": call.id, "name": call.name, "arguments": call.parsed_arguments()
-                    }))],
-                    ..ToolResult::text(&call.id, "")
-                }
-                .with_signal(ToolSignal::InputRequired);
-                r.metadata.insert("clientTool".into(), json!(true));
-                r
+            "client" => ToolResult {
+                content: vec![Part::data(json!({
+                    "toolCallId": call.id, "name": call.name, "arguments": call.parsed_arguments()
+                }))],
+                ..ToolResult::text(&call.id, "")
             }
+            .with_signal(ToolSignal::InputRequired)
+            .with_source(looopy_core::ResultSource::Client),
             "chart" => ToolResult::text(&call.id, "chart made").with_artifact(
                 looopy_core::Artifact::new(
                     format!("chart-{}", call.id),

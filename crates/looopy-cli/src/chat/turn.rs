@@ -10,10 +10,9 @@ use std::io::Write;
 use std::time::Duration;
 
 use futures::StreamExt;
-use looopy_a2a::{A2aClient, A2aClientError, A2aStream, StreamEvent};
+use looopy_a2a::{A2aClient, A2aClientError, A2aStream, StreamEvent, ToolProgress};
 use looopy_core::approval::ApprovalRequest;
-use looopy_core::{EventPayload, TaskState, TaskStatus};
-use serde_json::Value;
+use looopy_core::{EventPayload, TaskState, TaskStatus, Usage};
 
 use crate::render::{
     ArtifactTexts, SubAgents, print_event, print_progress, progress_data, usage_line,
@@ -48,7 +47,7 @@ struct Turn {
     task_id: Option<String>,
     last_event_id: Option<String>,
     state: Option<TaskState>,
-    usage: Option<Value>,
+    usage: Option<Usage>,
     /// The turn's OpenTelemetry trace id, when the server records one.
     trace_id: Option<String>,
     /// Ctrl-C came before the task's id: cancel once it is known.
@@ -98,32 +97,29 @@ impl Turn {
             StreamEvent::Update(event) => {
                 conversation.context_id = Some(event.context_id.to_string());
                 self.task_id = Some(event.task_id.to_string());
-                if let Some(data) = progress_data(&event) {
-                    match data.get("event").and_then(Value::as_str) {
-                        Some("usage") => self.usage = data.get("total").cloned(),
+                if let Some(progress) = progress_data(&event) {
+                    match &progress {
+                        ToolProgress::Usage { total, .. } => self.usage = Some(*total),
                         // A made-up id (tracing off on the server) finds nothing.
-                        Some("turn-start")
-                            if data.get("traceIdGenerated").and_then(Value::as_bool)
-                                == Some(false) =>
-                        {
-                            self.trace_id = data
-                                .get("traceId")
-                                .and_then(Value::as_str)
-                                .map(str::to_owned);
-                        }
-                        Some("sub-agent") => {
-                            self.sub_agents.show(data, &mut err);
+                        ToolProgress::TurnStart {
+                            trace_id,
+                            trace_id_generated: false,
+                        } => self.trace_id = Some(trace_id.clone()),
+                        ToolProgress::SubAgent {
+                            call_id, update, ..
+                        } => {
+                            self.sub_agents.show(call_id, update, &mut err);
                             return false;
                         }
                         _ => {}
                     }
-                    print_progress(data, &mut err);
+                    print_progress(&progress, &mut err);
                     return false;
                 }
                 if let EventPayload::StatusUpdate { metadata, .. } = &*event.payload
                     && let Some(report) = &metadata.report
                 {
-                    self.usage = serde_json::to_value(report.usage).ok();
+                    self.usage = Some(report.usage);
                 }
                 if let Some(state) = print_event(&event, &mut self.shown, &mut out, &mut err) {
                     self.state = Some(state);

@@ -7,9 +7,8 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use looopy_a2a::TOOL_PROGRESS_EXTENSION;
+use looopy_a2a::{TOOL_PROGRESS_EXTENSION, ToolProgress};
 use looopy_core::{AgentEvent, EventPayload, Part, TaskState};
-use serde_json::Value;
 
 use super::artifact_texts::{ArtifactTexts, text_of};
 use super::{BAD, DIM, NOTE, OK, clip, print_progress_at};
@@ -36,8 +35,9 @@ pub(crate) struct SubAgents {
     calls: HashMap<String, CalledAgent>,
 }
 
-/// The data part of a tool-progress status update, if `event` is one.
-pub(crate) fn progress_data(event: &AgentEvent) -> Option<&Value> {
+/// The update a tool-progress status update carries in its data part, if
+/// `event` is one.
+pub(crate) fn progress_data(event: &AgentEvent) -> Option<ToolProgress> {
     let EventPayload::StatusUpdate {
         status,
         is_final: false,
@@ -50,31 +50,20 @@ pub(crate) fn progress_data(event: &AgentEvent) -> Option<&Value> {
         return None;
     }
     status.message.as_ref()?.parts.iter().find_map(|p| match p {
-        Part::Data { data } => Some(data),
+        Part::Data { data } => ToolProgress::from_data(data),
         _ => None,
     })
 }
 
 impl SubAgents {
-    /// Shows one `sub-agent` update (`data`: its data part, with `callId`
-    /// and the called agent's event under `update`). An event that does
-    /// not read as one is skipped.
-    pub(crate) fn show(&mut self, data: &Value, err: &mut dyn Write) {
-        let Some(update) = data
-            .get("update")
-            .and_then(|u| serde_json::from_value::<AgentEvent>(u.clone()).ok())
-        else {
-            return;
-        };
-        let call_id = data
-            .get("callId")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+    /// Shows one `sub-agent` update: `update`, the event of the agent
+    /// that tool call `call_id` called.
+    pub(crate) fn show(&mut self, call_id: &str, update: &AgentEvent, err: &mut dyn Write) {
         let called = self.calls.entry(call_id.to_owned()).or_default();
-        if let Some(progress) = progress_data(&update) {
+        if let Some(progress) = progress_data(update) {
             // The called agent's own tool calls; its usage and trace ids
             // are its own business.
-            print_progress_at(progress, TOOL_INDENT, err);
+            print_progress_at(&progress, TOOL_INDENT, err);
             return;
         }
         match &*update.payload {
@@ -127,14 +116,11 @@ impl SubAgents {
 #[cfg(test)]
 mod tests {
     use looopy_core::{Artifact, Message, Role, TaskStatus};
-    use serde_json::json;
 
     use super::*;
 
-    fn sub_agent(call_id: &str, payload: EventPayload) -> Value {
-        let event = AgentEvent::new("remote".into(), "rc".into(), payload);
-        json!({"event": "sub-agent", "name": "forecaster", "callId": call_id,
-               "path": "t/remote", "update": event})
+    fn sub_agent(payload: EventPayload) -> AgentEvent {
+        AgentEvent::new("remote".into(), "rc".into(), payload)
     }
 
     fn status(state: TaskState, text: Option<&str>, is_final: bool) -> EventPayload {
@@ -169,10 +155,8 @@ mod tests {
             chunk("all day.", true),
             status(TaskState::Completed, Some("Sunny all day."), true),
         ] {
-            shown.show(&sub_agent("c1", payload), &mut err);
+            shown.show("c1", &sub_agent(payload), &mut err);
         }
-        // Garbage is skipped, not shown.
-        shown.show(&json!({"event": "sub-agent", "update": 3}), &mut err);
         let text = anstream::adapter::strip_str(&String::from_utf8(err).unwrap()).to_string();
         assert_eq!(
             text,

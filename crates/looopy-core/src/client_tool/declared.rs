@@ -4,13 +4,13 @@ use std::collections::HashSet;
 
 use crate::context::TurnContext;
 use crate::message::{Message, Part};
-use crate::tool::{ToolCall, ToolDefinition, ToolResult, ToolSignal};
+use crate::tool::{ResultSource, ToolCall, ToolDefinition, ToolResult, ToolSignal};
 use crate::tool_provider::{ToolError, ToolProvider};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{CLIENT_TOOL_MARK, ClientToolResult};
+use super::ClientToolResult;
 
 /// The message-metadata key under which a client declares its tools.
 pub const CLIENT_TOOLS_KEY: &str = "clientTools";
@@ -148,15 +148,12 @@ impl ToolProvider for ClientTools {
             name: call.name.clone(),
             arguments: call.parsed_arguments(),
         };
-        let mut result = ToolResult {
+        ToolResult {
             content: vec![pending.to_part()],
             ..ToolResult::text(call.id.clone(), "")
         }
-        .with_signal(ToolSignal::InputRequired);
-        result
-            .metadata
-            .insert(CLIENT_TOOL_MARK.into(), Value::Bool(true));
-        result
+        .with_signal(ToolSignal::InputRequired)
+        .with_source(ResultSource::Client)
     }
 }
 

@@ -4,9 +4,7 @@ use serde_json::Value;
 
 use crate::message::{Message, Part};
 
-use crate::tool::ToolResult;
-
-use super::CLIENT_TOOL_MARK;
+use crate::tool::{ResultSource, ToolResult};
 
 /// A client's result for a client tool call.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,21 +43,18 @@ impl ClientToolResult {
         })
     }
 
-    /// The tool result this stands for, marked with [`CLIENT_TOOL_MARK`].
+    /// The tool result this stands for, from [`ResultSource::Client`].
     pub fn into_tool_result(self) -> ToolResult {
         let text = match self.result {
             Value::String(text) => text,
             other => other.to_string(),
         };
-        let mut result = if self.is_error {
+        let result = if self.is_error {
             ToolResult::error(self.tool_call_id, text)
         } else {
             ToolResult::text(self.tool_call_id, text)
         };
-        result
-            .metadata
-            .insert(CLIENT_TOOL_MARK.into(), Value::Bool(true));
-        result
+        result.with_source(ResultSource::Client)
     }
 
     /// The tool message that carries this result in the history.
@@ -79,6 +74,10 @@ pub fn split_results(message: Message) -> (Vec<ClientToolResult>, Option<Message
         tool_calls,
         tool_call_id,
         approval_requests,
+        failure,
+        source,
+        artifact_ids,
+        cut_output,
         metadata,
     } = message;
     let mut results = Vec::new();
@@ -95,6 +94,10 @@ pub fn split_results(message: Message) -> (Vec<ClientToolResult>, Option<Message
         m.tool_calls = tool_calls;
         m.tool_call_id = tool_call_id;
         m.approval_requests = approval_requests;
+        m.failure = failure;
+        m.source = source;
+        m.artifact_ids = artifact_ids;
+        m.cut_output = cut_output;
         m.metadata = metadata;
         m
     });
@@ -115,7 +118,7 @@ mod tests {
         assert!(!ok.is_error);
         let m = ok.into_message();
         assert_eq!(m.text(), r#"{"t":1}"#);
-        assert_eq!(m.metadata[CLIENT_TOOL_MARK], true);
+        assert_eq!(m.source, Some(ResultSource::Client));
         let err = ClientToolResult::from_part(&Part::data(
             json!({"toolCallId": "b", "error": "declined"}),
         ))

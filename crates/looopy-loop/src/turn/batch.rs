@@ -6,12 +6,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use looopy_core::approval::ApprovalRequest;
+use looopy_core::approval::{ApprovalRequest, input_required_part};
 use looopy_core::{
     FailedToolCall, History, Message, Part, Role, TaskState, ToolCall, ToolFailure, ToolOutcome,
     ToolResult, ToolSignal, TurnEnd, WhenCancelled,
 };
-use serde_json::{Value, json};
 use tracing::Instrument;
 
 use super::{Ending, Step, Turn};
@@ -195,25 +194,20 @@ impl Turn {
                 client.join(", ")
             ));
         }
-        let calls = serde_json::to_value(&waiting).unwrap_or(Value::Null);
-        let mut data = json!({ "pendingToolCalls": calls });
-        let mut ending_requests = None;
         if !requests.is_empty() {
-            let value = serde_json::to_value(&requests).unwrap_or(Value::Null);
-            data[looopy_core::approval::REQUESTS_PART_KEY] = value.clone();
-            ending_requests = Some(value);
             self.record_requests(&requests);
         }
         let mut message = Message::with_parts(
             Role::Assistant,
-            vec![Part::text(lines.join("\n")), Part::data(data)],
+            vec![
+                Part::text(lines.join("\n")),
+                input_required_part(&waiting, &requests),
+            ],
         );
-        message.tool_calls = waiting;
+        message.tool_calls = waiting.clone();
         let mut ending = Ending::new(TurnEnd::InputRequired, Some(Arc::new(message)));
-        ending.metadata.insert("pendingToolCalls".into(), calls);
-        if let Some(requests) = ending_requests {
-            ending.metadata.insert("approvalRequests".into(), requests);
-        }
+        ending.pending_tool_calls = waiting;
+        ending.approval_requests = requests;
         ending
     }
 

@@ -4,10 +4,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use looopy_core::approval::ApprovalRequest;
 use looopy_core::{
-    FailedToolCall, History, LlmError, LlmResponse, Message, TurnEnd, TurnError, TurnReport,
+    FailedToolCall, History, LlmError, LlmResponse, Message, ToolCall, TurnEnd, TurnError,
+    TurnReport,
 };
-use serde_json::{Map, Value};
 
 use super::Turn;
 use crate::hooks::{FatalHook, HookPoints};
@@ -23,8 +24,10 @@ pub(super) struct Ending {
     /// What went wrong, for the report and the `execution-end` event.
     pub(super) error: Option<TurnError>,
     pub(super) failed_tool_call: Option<FailedToolCall>,
-    /// The final event's free-form metadata (an input-required turn's calls).
-    pub(super) metadata: Map<String, Value>,
+    /// The calls an input-required turn waits on, and the questions about
+    /// those that wait for approval (the report's).
+    pub(super) pending_tool_calls: Vec<ToolCall>,
+    pub(super) approval_requests: Vec<ApprovalRequest>,
 }
 
 impl Ending {
@@ -34,7 +37,8 @@ impl Ending {
             message,
             error: None,
             failed_tool_call: None,
-            metadata: Map::new(),
+            pending_tool_calls: Vec::new(),
+            approval_requests: Vec::new(),
         }
     }
 
@@ -163,10 +167,11 @@ impl Turn {
             usage: self.usage,
             error: ending.error.map(Box::new),
             failed_tool_call: ending.failed_tool_call.map(Box::new),
+            pending_tool_calls: ending.pending_tool_calls,
+            approval_requests: ending.approval_requests,
             agent: None,
         };
-        self.emit
-            .final_status(ending.message, report, ending.metadata);
+        self.emit.final_status(ending.message, report);
     }
 }
 

@@ -274,15 +274,12 @@ impl Turn {
         .await;
         self.cx.cancel = outer.clone();
         if ending.end == TurnEnd::Cancelled && inner.is_cancelled() && !outer.is_cancelled() {
-            let mut ending = Ending::failed_as(
+            // The report says `maxDurationReached` (the ending's limit flag).
+            return Ending::failed_as(
                 TurnEnd::MaxDuration,
                 format!("The turn ran past its time limit of {limit:?} and was stopped."),
                 "limit_exceeded",
             );
-            ending
-                .metadata
-                .insert("maxDurationReached".into(), Value::Bool(true));
-            return ending;
         }
         ending
     }

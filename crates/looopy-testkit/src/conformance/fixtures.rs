@@ -7,9 +7,10 @@ use chrono::{DateTime, TimeZone, Utc};
 use looopy_core::approval::ApprovalRequest;
 use looopy_core::store::{AgentState, LastTurn, LifecycleState, StreamedAnswer, TaskCheckpoint};
 use looopy_core::{
-    AgentEvent, AgentTurnReport, Artifact, EventPayload, FailedToolCall, FileContent, FinishReason,
-    History, Message, Part, Role, StatusMetadata, TaskState, TaskStatus, ToolCall, ToolFailure,
-    ToolOutcome, ToolResult, ToolSignal, TurnEnd, TurnError, TurnReport, Usage,
+    AgentEvent, AgentTurnReport, Artifact, CutOutput, EventPayload, FailedToolCall, FileContent,
+    FinishReason, History, Message, Part, ResultSource, Role, StatusMetadata, TaskState,
+    TaskStatus, ToolCall, ToolFailure, ToolOutcome, ToolResult, ToolSignal, TurnEnd, TurnError,
+    TurnReport, Usage,
 };
 use serde_json::{Map, Value, json};
 
@@ -66,6 +67,11 @@ fn report() -> TurnReport {
             call_id: "call-1".into(),
             failure: "error".into(),
         })),
+        pending_tool_calls: vec![ToolCall::new("call-2", "ask", r#"{"q":"why"}"#)],
+        approval_requests: vec![ApprovalRequest::new(
+            &ToolCall::new("call-2", "ask", r#"{"q":"why"}"#),
+            "Allow ask?",
+        )],
         agent: Some(AgentTurnReport {
             turn_number: 3,
             saved: true,
@@ -113,7 +119,7 @@ pub(crate) fn full_message(tag: &str, n: usize) -> Message {
     let roles = [Role::User, Role::Assistant, Role::Tool, Role::System];
     let mut meta = metadata(tag);
     meta.insert("n".into(), json!(n));
-    meta.insert("isError".into(), json!(n.is_multiple_of(2)));
+    let tool = roles[n % roles.len()] == Role::Tool;
     Message {
         message_id: format!("{tag}-msg-{n}"),
         role: roles[n % roles.len()],
@@ -127,6 +133,15 @@ pub(crate) fn full_message(tag: &str, n: usize) -> Message {
             &ToolCall::new(format!("call-{n}-a"), "search", r#"{"q":"rust","n":3}"#),
             format!("{tag}: allow search?"),
         )],
+        failure: tool.then_some(ToolFailure::Timeout),
+        source: tool.then_some(ResultSource::Client),
+        artifact_ids: vec![format!("{tag}-artifact-{n}")],
+        cut_output: tool.then(|| {
+            Box::new(CutOutput {
+                artifact_id: format!("{tag}-output-{n}"),
+                original_chars: 4096,
+            })
+        }),
         metadata: meta,
     }
 }
@@ -190,6 +205,11 @@ pub(crate) fn full_checkpoint(
                 metadata: metadata("completed"),
                 failure: Some(ToolFailure::Interrupted),
                 artifacts: vec![full_artifact("tool-made")],
+                source: Some(ResultSource::Client),
+                cut_output: Some(CutOutput {
+                    artifact_id: format!("tool-output-{task_id}"),
+                    original_chars: 12_345,
+                }),
             },
             ToolResult::text("call-2", "plain"),
         ],
@@ -302,6 +322,8 @@ pub(crate) fn every_event(task_id: &str, context_id: &str) -> Vec<AgentEvent> {
                 metadata: metadata("result"),
                 failure: Some(ToolFailure::Timeout),
                 artifacts: vec![full_artifact("chart")],
+                source: Some(ResultSource::Synthetic),
+                cut_output: None,
             },
             outcome: ToolOutcome::Timeout,
             duration_ms: 99,

@@ -97,6 +97,8 @@ pub(crate) fn to_tool_result(tool_call_id: String, result: CallToolResult) -> To
         metadata,
         failure: is_error.then_some(ToolFailure::Failed),
         artifacts: Vec::new(),
+        source: None,
+        cut_output: None,
     }
 }
 
