@@ -43,7 +43,7 @@ pub(crate) fn finish<'a>(
     artifacts: HeldArtifacts<'a>,
 ) -> impl Future<Output = Option<String>> + Send + 'a {
     // A plain function returning an `async move` block: an `async fn`
-    // keeps its arguments (320 bytes) twice, and this future is part of
+    // keeps its arguments twice, and this future is part of
     // every running turn's.
     async move {
         let inner = &agent.inner;

@@ -165,7 +165,7 @@ pub(crate) fn renewed<F: Future>(
 /// The renewal is taken out of the lease beforehand, so that `work` may
 /// move the lease. The work is held once ([`Alongside`]): it is the whole
 /// turn, which every running turn holds. The renewal is boxed: only a turn
-/// with a lease has one (288 bytes), and in place it would take room in
+/// with a lease has one, and in place it would take room in
 /// every turn's future.
 pub(crate) fn renewing<F: Future>(
     renewal: Option<Renewal>,

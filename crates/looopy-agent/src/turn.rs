@@ -394,7 +394,7 @@ impl Agent {
                 Some(id) => Arc::from(id.as_str()),
                 None => Arc::from(uuid::Uuid::new_v4().to_string()),
             };
-            // Boxed: in place, the start's future (about 1.7 KB: the
+            // Boxed: in place, the start's future (the
             // store's answer, the lease, the input) would take room in the
             // caller's future, which a caller that goes on to read the turn
             // holds until the turn's end.

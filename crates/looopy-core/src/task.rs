@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::message::{Message, Part};
 
-/// Every state of an A2A task. The serde form is the v0.3 / seed form
+/// Every state of an A2A task. The serde form is the A2A v0.3 form
 /// (`input-required`); the A2A layer maps it to v1.0's `TASK_STATE_*` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

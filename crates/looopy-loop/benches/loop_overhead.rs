@@ -96,6 +96,6 @@ fn main() {
         }
     });
     println!(
-        "# Budget (ARCHITECTURE.md): 20 µs median per iteration or less, flat as the history grows."
+        "# Budget (docs/performance.md): 20 µs median per iteration or less, flat as the history grows."
     );
 }

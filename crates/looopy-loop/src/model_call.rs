@@ -51,7 +51,7 @@ enum Answer<'a> {
 /// `async fn`, and the request handed to the model before the wait: a
 /// future keeps room for each value it captures for as long as it lives,
 /// and an `async fn` keeps its arguments twice: written as one, it holds the
-/// request (264 bytes) three times, in a future that every iteration's
+/// request three times, in a future that every iteration's
 /// and the turn's (boxed, moved whole) contain.
 #[allow(
     clippy::manual_async_fn,

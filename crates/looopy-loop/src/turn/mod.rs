@@ -599,7 +599,7 @@ impl Turn {
 /// stop at their next await. Both ways through [`Turn::body`] await the
 /// iterations through this one [`Alongside`]: awaited in two places (or by
 /// an `async fn` taking them by value), the turn's future kept room for two
-/// of them, 2.8 KB more in every running turn.
+/// of them in every running turn.
 fn within<F: Future<Output = Ending>>(
     run: F,
     deadline: Option<(tokio::time::Instant, CancellationToken)>,

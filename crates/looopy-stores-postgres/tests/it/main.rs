@@ -1,8 +1,6 @@
 //! The integration tests of `looopy-stores-postgres`, linked as one binary: each
 //! module is a file of `tests/` (one link instead of one per file).
 
-#[path = "../support/mod.rs"]
-mod support;
 #[path = "../conformance.rs"]
 mod conformance;
 #[path = "../faults.rs"]
@@ -13,5 +11,7 @@ mod follow;
 mod migrations;
 #[path = "../retention.rs"]
 mod retention;
+#[path = "../support/mod.rs"]
+mod support;
 #[path = "../turn_atomic.rs"]
 mod turn_atomic;
