@@ -203,7 +203,7 @@ impl Serialize for WireMessage<'_> {
 /// The parts of a message as one string: text parts joined as they are,
 /// data parts as JSON text and files as `[file name]`, each of those on a
 /// line of its own.
-struct ContentText<'a>(&'a [Part]);
+pub(crate) struct ContentText<'a>(pub(crate) &'a [Part]);
 
 impl Serialize for ContentText<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -276,7 +276,7 @@ struct ImageUrl<'a> {
 }
 
 /// An image reference: its URI, or a `data:` URL built from inline bytes.
-enum ImageUrlText<'a> {
+pub(crate) enum ImageUrlText<'a> {
     Uri(&'a str),
     Data { mime: &'a str, base64: &'a str },
 }
@@ -296,7 +296,7 @@ const IMAGE_EXTENSIONS: [&str; 6] = [".png", ".jpg", ".jpeg", ".gif", ".webp", "
 
 /// The image URL of a file part that holds an image (by MIME type, or by
 /// file extension when the type is unknown).
-fn image_url(part: &Part) -> Option<ImageUrlText<'_>> {
+pub(crate) fn image_url(part: &Part) -> Option<ImageUrlText<'_>> {
     let Part::File { file } = part else {
         return None;
     };
