@@ -146,6 +146,8 @@ pub(crate) fn finish_reason(reason: &str) -> FinishReason {
     match reason {
         "STOP" => FinishReason::Stop,
         "MAX_TOKENS" => FinishReason::Length,
+        // Not one of Google's values, but mock servers send it.
+        "FUNCTION_CALL" => FinishReason::ToolCalls,
         "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" | "IMAGE_SAFETY" => {
             FinishReason::ContentFilter
         }

@@ -437,11 +437,7 @@ impl EventDecoder for ResponsesDecoder {
         self.decode(event, out)
     }
 
-    fn cut_off(&self) -> LlmError {
-        LlmError::MalformedResponse {
-            message: "the stream ended before response.completed".into(),
-        }
-    }
+    const END: &'static str = "response.completed";
 
     fn whole(bytes: &[u8]) -> Result<LlmResponse, LlmError> {
         let r: WireResponse =

@@ -34,8 +34,8 @@ pub(crate) trait EventDecoder: Default + Send {
     /// `out`. `Ok(true)` when it ends the stream.
     fn event(&mut self, data: &str, out: &mut VecDeque<LlmChunk>) -> Result<bool, LlmError>;
 
-    /// What the body ending before the end event means.
-    fn cut_off(&self) -> LlmError;
+    /// The event that ends a stream, for the messages of cut streams.
+    const END: &'static str;
 
     /// A whole JSON answer (some servers answer a stream request with one).
     fn whole(bytes: &[u8]) -> Result<LlmResponse, LlmError>;
@@ -64,11 +64,7 @@ impl EventDecoder for ChunkDecoder {
         Ok(false)
     }
 
-    fn cut_off(&self) -> LlmError {
-        LlmError::MalformedResponse {
-            message: "the stream ended before [DONE]".into(),
-        }
-    }
+    const END: &'static str = "[DONE]";
 
     fn whole(bytes: &[u8]) -> Result<LlmResponse, LlmError> {
         let completion: ChatCompletion =
@@ -320,8 +316,15 @@ async fn read<D: EventDecoder>(
             continue;
         }
         match state.limits.next_bytes(body).await? {
-            None => return Err(state.decoder.cut_off()),
-            Some(Err(e)) => return Err(from_reqwest(&e, "the stream was cut before its end")),
+            None => {
+                return Err(LlmError::MalformedResponse {
+                    message: format!("the stream ended before {}", D::END),
+                });
+            }
+            Some(Err(e)) => {
+                let what = format!("the stream was cut before {}", D::END);
+                return Err(from_reqwest(&e, &what));
+            }
             Some(Ok(bytes)) => state.sse.feed(&bytes),
         }
     }

@@ -14,12 +14,15 @@
 //!   `LOOOPY_TEST_REDIS_URL`.
 //! - `SpanCapture` (feature `otel`): the spans a test produced, exported to
 //!   memory through tracing-opentelemetry.
+//! - [`aimock::Aimock`]: `@copilotkit/aimock`'s mock LLM server on a free
+//!   port (OpenAI chat and Responses, Anthropic and Gemini wire formats).
 //! - [`events`]: reading a turn's events (the one final event, its
 //!   metadata, the kinds in order).
 //! - [`external`]: finding the provisioned external programs (or failing
 //!   with how to provision them), and running a browser script against
 //!   the provisioned Chromium.
 
+pub mod aimock;
 pub mod conformance;
 pub mod events;
 pub mod external;
