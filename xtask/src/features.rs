@@ -12,6 +12,7 @@ use crate::util::{cmd, have};
 const ALONE: &[(&str, &str)] = &[
     ("looopy", ""),
     ("looopy", "openai"),
+    ("looopy", "gemini"),
     ("looopy", "redis"),
     ("looopy", "mcp"),
     ("looopy", "a2a-server"),

@@ -13,6 +13,7 @@ mod event_sink;
 mod history;
 mod llm;
 mod message;
+pub mod models;
 pub mod store;
 mod task;
 mod tool;

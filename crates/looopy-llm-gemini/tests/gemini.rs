@@ -3,7 +3,6 @@
 //! against `@copilotkit/aimock`'s Gemini endpoints.
 #![allow(clippy::unwrap_used)]
 
-use std::path::Path;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -12,7 +11,7 @@ use looopy_core::{
     Message, ResponseAssembler, ResponseFormat, ToolDefinition, ToolResult, TurnContext,
 };
 use looopy_llm_gemini::{GeminiConfig, GeminiProvider};
-use looopy_testkit::aimock::Aimock;
+use looopy_testkit::aimock::{Aimock, weather_fixtures};
 use looopy_testkit::{FixtureReply, OpenAiFixture, SseEnd, SseReply};
 use serde_json::json;
 
@@ -246,8 +245,7 @@ async fn cancelling_the_turn_ends_the_stream() {
 
 #[tokio::test]
 async fn tool_call_round_trip_against_aimock() {
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/aimock-weather.json");
-    let Some(server) = Aimock::start(&fixtures).await else {
+    let Some(server) = Aimock::start(&weather_fixtures()).await else {
         return;
     };
     let config = GeminiConfig::new("gemini-2.5-flash")

@@ -5,14 +5,13 @@
 
 mod support;
 
-use std::path::Path;
 use std::time::Duration;
 
 use looopy_core::{
     FinishReason, History, LlmError, LlmProvider, LlmRequest, Message, ToolDefinition, ToolResult,
 };
 use looopy_llm_litellm::{LiteLlmConfig, OpenAiResponsesProvider};
-use looopy_testkit::aimock::Aimock;
+use looopy_testkit::aimock::{Aimock, weather_fixtures};
 use looopy_testkit::{FixtureReply, OpenAiFixture, SseEnd, SseEvent, SseReply};
 use serde_json::{Value, json};
 use support::{KEY, assemble, config, cx, drain};
@@ -167,8 +166,7 @@ async fn errors_are_typed_and_bad_streams_fail_cleanly() {
 
 #[tokio::test]
 async fn tool_call_round_trip_against_aimock() {
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/aimock-weather.json");
-    let Some(server) = Aimock::start(&fixtures).await else {
+    let Some(server) = Aimock::start(&weather_fixtures()).await else {
         return;
     };
     let config =

@@ -33,6 +33,14 @@ pub fn aimock_bin() -> Option<PathBuf> {
     )
 }
 
+/// A fixture file of two steps: asked about "weather in Paris" (with no
+/// tool result yet), the model calls `get_weather` (id `call_weather_1`,
+/// arguments `{"city": "Paris", "unit": "celsius"}`); given that call's
+/// result, it answers "It is 18 degrees and sunny in Paris.".
+pub fn weather_fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/aimock-weather.json")
+}
+
 impl Aimock {
     /// Starts aimock with `fixtures` (a JSON fixture file) on a free port
     /// of 127.0.0.1 and waits until it listens. `None` when it is not
