@@ -23,6 +23,11 @@ pub(crate) fn from_status(status: u16, headers: &HeaderMap, body: &str) -> LlmEr
             message,
             retry_after: retry_after(headers, SystemTime::now()),
         },
+        // Anthropic's overloaded status, which a proxy passes through.
+        529 => LlmError::Overloaded {
+            message,
+            retry_after: retry_after(headers, SystemTime::now()),
+        },
         500..=599 => LlmError::Server {
             status,
             message,
