@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use async_trait::async_trait;
 use looopy::registry::{ModelOptions, build_model};
+use looopy_core::models::ProviderKind;
 use looopy_a2a::{A2aClient, EXTENSIONS_HEADER, RemoteAgentTools, TOOL_PROGRESS_EXTENSION};
 use looopy_agent::{Agent, AgentError, AgentTemplate};
 use looopy_core::{LlmError, LlmProvider, LlmRequest, LlmResponse, ToolProvider, TurnContext};
@@ -83,7 +84,11 @@ fn llm(
         options.api_key = section.api_key_env.as_deref().and_then(env);
         options.temperature = section.temperature;
         options.max_tokens = section.max_tokens;
-        options.thinking_budget_tokens = section.gemini.thinking_budget_tokens;
+        options.thinking_budget_tokens = match model.provider {
+            ProviderKind::Anthropic => section.anthropic.thinking_budget_tokens,
+            _ => section.gemini.thinking_budget_tokens,
+        };
+        options.prompt_cache = section.anthropic.prompt_cache;
         return build_model(&model, &options, env).with_context(|| format!("building {model}"));
     }
     let (Some(base_url), Some(model)) = (&section.base_url, &section.model) else {

@@ -29,6 +29,10 @@
 //! [llm.gemini]                # options of the gemini: provider
 //! thinking_budget_tokens = 1024
 //!
+//! [llm.anthropic]             # options of the anthropic: provider
+//! thinking_budget_tokens = 2048
+//! prompt_cache = true
+//!
 //! [[tools.mcp]]
 //! name = "files"
 //! command = "npx"
@@ -282,6 +286,21 @@ pub struct LlmSection {
     /// `[llm.gemini]`: options of a `gemini:` model.
     #[serde(default)]
     pub gemini: GeminiOptions,
+    /// `[llm.anthropic]`: options of an `anthropic:` model.
+    #[serde(default)]
+    pub anthropic: AnthropicOptions,
+}
+
+/// `[llm.anthropic]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnthropicOptions {
+    /// Extended thinking's `budget_tokens` (unset: no extended thinking).
+    #[serde(default)]
+    pub thinking_budget_tokens: Option<u32>,
+    /// Prompt caching breakpoints (default on).
+    #[serde(default)]
+    pub prompt_cache: Option<bool>,
 }
 
 impl LlmSection {

@@ -32,7 +32,7 @@ pub use llm::{
     FinishReason, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream,
     ResponseAssembler, ResponseFormat, ToolChoice, Usage,
 };
-pub use message::{FileContent, Message, Part, Role};
+pub use message::{FileContent, Message, Part, Reasoning, Role};
 pub use store::StoreError;
 pub use task::{Artifact, TaskState, TaskStatus};
 pub use tool::{

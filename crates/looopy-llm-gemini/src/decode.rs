@@ -5,9 +5,10 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use looopy_core::{FinishReason, LlmChunk, LlmError, Usage};
+use looopy_core::{FinishReason, LlmChunk, LlmError, Reasoning, Usage};
 
 use crate::error::from_error;
+use crate::provider::PROVIDER_NAME;
 use crate::wire::{GenerateResponse, LOCAL_ID_PREFIX};
 
 /// Ids for calls the model sent without one, unique within the process.
@@ -25,8 +26,8 @@ pub(crate) struct GeminiDecoder {
     finish: Option<FinishReason>,
     usage: Option<Usage>,
     model: Option<String>,
-    /// The thought signatures the answer carried, in order.
-    signatures: Vec<String>,
+    /// Thought text since the last signature.
+    thoughts: String,
 }
 
 impl GeminiDecoder {
@@ -64,8 +65,18 @@ impl GeminiDecoder {
             return Ok(());
         };
         for part in candidate.content.map(|c| c.parts).unwrap_or_default() {
+            if part.thought
+                && let Some(text) = &part.text
+            {
+                self.thoughts.push_str(text);
+            }
+            // A signature is kept as a reasoning part (with the thoughts
+            // before it), to go back with the model's turn.
             if let Some(sig) = part.thought_signature.filter(|s| !s.is_empty()) {
-                self.signatures.push(sig);
+                let mut r = Reasoning::new(PROVIDER_NAME, std::mem::take(&mut self.thoughts));
+                r.summary = true;
+                r.signature = Some(sig);
+                out.push_back(LlmChunk::ReasoningBlock(Box::new(r)));
             }
             if let Some(call) = part.function_call {
                 let index = self.calls;
@@ -133,12 +144,6 @@ impl GeminiDecoder {
     pub(crate) fn model(&self) -> Option<&str> {
         self.model.as_deref()
     }
-
-    /// The thought signatures of the answer so far.
-    #[allow(dead_code)]
-    pub(crate) fn signatures(&self) -> &[String] {
-        &self.signatures
-    }
 }
 
 /// Gemini's `finishReason` as core's: the safety family is a content filter.
@@ -204,14 +209,18 @@ mod tests {
                 output_tokens: 12,
                 total_tokens: 22,
                 reasoning_tokens: 5,
-                cached_input_tokens: 4
+                cached_input_tokens: 4,
+                cache_creation_input_tokens: 0,
             })
         );
         assert_eq!(
             chunks.last(),
             Some(&LlmChunk::Finish(FinishReason::ToolCalls))
         );
-        assert_eq!(d.signatures(), ["c2lnLTE="]);
+        let signed: Vec<&Reasoning> = r.message.reasoning().collect();
+        assert_eq!(signed.len(), 1);
+        assert_eq!(signed[0].signature.as_deref(), Some("c2lnLTE="));
+        assert_eq!((signed[0].provider.as_str(), signed[0].text.as_str()), (PROVIDER_NAME, "pondering"));
         assert_eq!(d.model(), Some("gemini-2.5-flash"));
     }
 
@@ -247,6 +256,6 @@ mod tests {
                 &mut VecDeque::new(),
             )
             .unwrap_err();
-        assert!(matches!(e, LlmError::Server { status: 503, .. }), "{e:?}");
+        assert!(matches!(e, LlmError::Overloaded { .. }), "{e:?}");
     }
 }

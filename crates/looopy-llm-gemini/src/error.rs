@@ -53,11 +53,18 @@ pub(crate) fn from_error(
         .or_else(|| retry_after_header.and_then(parse_delay));
     match (status, grpc_status.as_str()) {
         (400, _) if reason == "API_KEY_INVALID" => LlmError::Authentication { message },
+        (400, _) if message.contains("exceeds the maximum number of tokens") => {
+            LlmError::ContextLengthExceeded { message }
+        }
         (401 | 403, _) | (_, "UNAUTHENTICATED" | "PERMISSION_DENIED") => {
             LlmError::Authentication { message }
         }
         (404, _) | (_, "NOT_FOUND") => LlmError::NotFound { message },
         (429, _) | (_, "RESOURCE_EXHAUSTED") => LlmError::RateLimited {
+            message,
+            retry_after,
+        },
+        (503, _) | (_, "UNAVAILABLE") => LlmError::Overloaded {
             message,
             retry_after,
         },
@@ -156,7 +163,7 @@ mod tests {
         );
         assert!(matches!(
             from_status(503, Some("2"), r#"{"error":{"message":"The model is overloaded.","status":"UNAVAILABLE"}}"#),
-            LlmError::Server { status: 503, retry_after: Some(d), .. } if d == Duration::from_secs(2)
+            LlmError::Overloaded { retry_after: Some(d), .. } if d == Duration::from_secs(2)
         ));
         assert!(
             matches!(from_status(404, None, "nope"), LlmError::NotFound { message } if message == "nope")

@@ -10,6 +10,8 @@ use looopy_core::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::provider::PROVIDER_NAME;
+
 /// A `generateContent` request.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -237,6 +239,7 @@ pub(crate) fn contents(history: &History) -> Vec<Content<'_>> {
             }
             Role::Assistant => {
                 let mut parts = user_parts(&m.parts);
+                let first_call = parts.len();
                 for call in &m.tool_calls {
                     parts.push(WirePart {
                         function_call: Some(FunctionCall {
@@ -247,6 +250,7 @@ pub(crate) fn contents(history: &History) -> Vec<Content<'_>> {
                         ..WirePart::empty()
                     });
                 }
+                attach_signatures(m, &mut parts, first_call);
                 if !parts.is_empty() {
                     out.push(Content {
                         role: Some("model"),
@@ -266,6 +270,27 @@ pub(crate) fn contents(history: &History) -> Vec<Content<'_>> {
         }
     }
     out
+}
+
+/// Gives the model's parts back the thought signatures it sent with them
+/// (kept as reasoning parts of the message): the signatures in order, one
+/// per function call from the first, as Gemini sends them; a signature
+/// of an answer without calls goes on its first part. Reasoning of other
+/// providers is left out.
+fn attach_signatures<'a>(m: &'a Message, parts: &mut [WirePart<'a>], first_call: usize) {
+    let mut signatures = m
+        .reasoning()
+        .filter(|r| r.is_from(PROVIDER_NAME))
+        .filter_map(|r| r.signature.as_deref());
+    let calls = parts.len() - first_call;
+    let targets: Box<dyn Iterator<Item = usize>> = if calls > 0 {
+        Box::new(first_call..parts.len())
+    } else {
+        Box::new(0..parts.len().min(1))
+    };
+    for (i, sig) in targets.zip(&mut signatures) {
+        parts[i].thought_signature = Some(sig);
+    }
 }
 
 fn is_responses(c: &Content<'_>) -> bool {
@@ -452,6 +477,7 @@ impl UsageMetadata {
             total_tokens: self.total_token_count.unwrap_or(input + output),
             reasoning_tokens: self.thoughts_token_count,
             cached_input_tokens: self.cached_content_token_count,
+            cache_creation_input_tokens: 0,
         }
     }
 }

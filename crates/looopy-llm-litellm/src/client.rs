@@ -240,7 +240,7 @@ impl LiteLlmProvider {
     pub(crate) async fn call_with(
         &self,
         body: Result<Vec<u8>, LlmError>,
-        decode: fn(&[u8]) -> Result<LlmResponse, LlmError>,
+        decode: impl FnOnce(&[u8]) -> Result<LlmResponse, LlmError>,
         cx: &TurnContext,
     ) -> Result<LlmResponse, LlmError> {
         let body = body?;
@@ -353,7 +353,7 @@ impl LlmProvider for LiteLlmProvider {
         let span = self.call_span(self.model_for(&request));
         let body = self.body(&request, false);
         let result = self
-            .call_with(body, <ChunkDecoder as EventDecoder>::whole, cx)
+            .call_with(body, |b| ChunkDecoder::default().whole(b), cx)
             .instrument(span.span.clone())
             .await;
         span.outcome(&result);

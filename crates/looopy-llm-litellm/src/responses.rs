@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 use async_trait::async_trait;
 use looopy_core::{
-    History, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream, Message, Part,
+    History, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream, Message, Part, Reasoning,
     ResponseFormat, Role, ToolChoice, ToolDefinition, TurnContext,
 };
 use serde::Serialize;
@@ -85,6 +85,7 @@ impl OpenAiResponsesProvider {
     pub(crate) fn body(&self, request: &LlmRequest, stream: bool) -> Result<Vec<u8>, LlmError> {
         let c = self.inner.config();
         let body = ResponsesRequest {
+            provider: &c.provider_name,
             model: self.inner.model_for(request),
             system_prompt: request.system_prompt.as_deref().map(Cow::Borrowed),
             messages: &request.messages,
@@ -122,7 +123,11 @@ impl LlmProvider for OpenAiResponsesProvider {
         let body = self.body(&request, false);
         let result = self
             .inner
-            .call_with(body, ResponsesDecoder::whole, cx)
+            .call_with(
+                body,
+                |b| ResponsesDecoder::new(self.provider_name()).whole(b),
+                cx,
+            )
             .instrument(span.span.clone())
             .await;
         span.outcome(&result);
@@ -132,7 +137,8 @@ impl LlmProvider for OpenAiResponsesProvider {
     fn stream<'a>(&'a self, request: LlmRequest, cx: &'a TurnContext) -> LlmStream<'a> {
         let span = self.inner.call_span(self.inner.model_for(&request));
         let body = self.body(&request, true);
-        event_stream::<ResponsesDecoder>(&self.inner, span, body, cx)
+        let decoder = ResponsesDecoder::new(self.provider_name());
+        event_stream(&self.inner, span, body, decoder, cx)
     }
 
     fn provider_name(&self) -> &str {
@@ -148,6 +154,8 @@ impl LlmProvider for OpenAiResponsesProvider {
 
 /// A Responses API request, borrowing everything it sends.
 pub(crate) struct ResponsesRequest<'a> {
+    /// The provider name: reasoning parts it made are sent back.
+    pub(crate) provider: &'a str,
     pub(crate) model: &'a str,
     pub(crate) system_prompt: Option<Cow<'a, str>>,
     pub(crate) messages: &'a History,
@@ -168,6 +176,7 @@ impl Serialize for ResponsesRequest<'_> {
         map.serialize_entry(
             "input",
             &Input {
+                provider: self.provider,
                 system: self.system_prompt.as_deref(),
                 history: self.messages,
             },
@@ -231,6 +240,7 @@ impl Serialize for TextConfig<'_> {
 
 /// The `input` items: the developer message, then the history.
 struct Input<'a> {
+    provider: &'a str,
     system: Option<&'a str>,
     history: &'a History,
 }
@@ -242,7 +252,7 @@ impl Serialize for Input<'_> {
             seq.serialize_element(&RoleText("developer", system))?;
         }
         for m in self.history.iter() {
-            write_message(&mut seq, m)?;
+            write_message(&mut seq, m, self.provider)?;
         }
         seq.end()
     }
@@ -262,7 +272,11 @@ impl Serialize for RoleText<'_> {
 
 /// The input items of one history message: a message item, and for an
 /// assistant its function calls; a tool result is a `function_call_output`.
-fn write_message<S: SerializeSeq>(seq: &mut S, m: &Message) -> Result<(), S::Error> {
+fn write_message<S: SerializeSeq>(
+    seq: &mut S,
+    m: &Message,
+    provider: &str,
+) -> Result<(), S::Error> {
     match m.role {
         Role::Tool => {
             let call_id = m.tool_call_id.as_deref().unwrap_or("");
@@ -273,10 +287,21 @@ fn write_message<S: SerializeSeq>(seq: &mut S, m: &Message) -> Result<(), S::Err
             })
         }
         Role::Assistant => {
-            let has_text = m
-                .parts
-                .iter()
-                .any(|p| !matches!(p, Part::Text { text } if text.is_empty()));
+            // Reasoning this provider made goes back first, unchanged;
+            // any other provider's is left out.
+            for part in &m.parts {
+                if let Part::Reasoning { reasoning } = part
+                    && reasoning.is_from(provider)
+                    && (reasoning.signature.is_some() || reasoning.id.is_some())
+                {
+                    seq.serialize_element(&ReasoningItem(reasoning))?;
+                }
+            }
+            let has_text = m.parts.iter().any(|p| match p {
+                Part::Text { text } => !text.is_empty(),
+                Part::Data { .. } | Part::File { .. } => true,
+                _ => false,
+            });
             if has_text || m.tool_calls.is_empty() {
                 seq.serialize_element(&RoleContent {
                     role: "assistant",
@@ -306,6 +331,39 @@ fn write_message<S: SerializeSeq>(seq: &mut S, m: &Message) -> Result<(), S::Err
             role: "developer",
             parts: &m.parts,
         }),
+    }
+}
+
+/// `{"type": "reasoning", id, summary, encrypted_content}`.
+struct ReasoningItem<'a>(&'a Reasoning);
+
+impl Serialize for ReasoningItem<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Summary<'a> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            text: &'a str,
+        }
+        let r = self.0;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("type", "reasoning")?;
+        if let Some(id) = &r.id {
+            map.serialize_entry("id", id)?;
+        }
+        let summary: &[Summary<'_>] = if r.text.is_empty() {
+            &[]
+        } else {
+            &[Summary {
+                kind: "summary_text",
+                text: &r.text,
+            }]
+        };
+        map.serialize_entry("summary", summary)?;
+        if let Some(encrypted) = &r.signature {
+            map.serialize_entry("encrypted_content", encrypted)?;
+        }
+        map.end()
     }
 }
 
@@ -432,6 +490,7 @@ mod tests {
 
     fn body(history: &History, tools: &[ToolDefinition], format: Option<&ResponseFormat>) -> Value {
         serde_json::to_value(ResponsesRequest {
+            provider: "openai",
             model: "gpt-4.1",
             system_prompt: Some("be brief".into()),
             messages: history,
@@ -445,6 +504,31 @@ mod tests {
             extra_body: None,
         })
         .unwrap()
+    }
+
+    #[test]
+    fn reasoning_goes_back_to_the_provider_that_made_it_only() {
+        let mut own = Reasoning::new("openai", "adding").with_signature("gAAAA-enc");
+        own.summary = true;
+        own.id = Some("rs_1".into());
+        let other = Reasoning::new("anthropic", "hmm").with_signature("sig");
+        let mut assistant = Message::with_parts(
+            Role::Assistant,
+            vec![Part::reasoning(own), Part::reasoning(other)],
+        );
+        assistant.tool_calls = vec![ToolCall::new("call_1", "add", "{}")];
+        let history = History::from(vec![Message::user("hi"), assistant]);
+        let v = body(&history, &[], None);
+        assert_eq!(
+            v["input"],
+            json!([
+                {"role":"developer","content":"be brief"},
+                {"role":"user","content":"hi"},
+                {"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"adding"}],
+                 "encrypted_content":"gAAAA-enc"},
+                {"type":"function_call","call_id":"call_1","name":"add","arguments":"{}"}
+            ])
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 
 use looopy_core::{
-    FinishReason, LlmChunk, LlmError, LlmResponse, Message, Part, Role, ToolCall, Usage,
+    FinishReason, LlmChunk, LlmError, LlmResponse, Message, Part, Reasoning, Role, ToolCall, Usage,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -142,6 +142,7 @@ impl ResponsesUsage {
                 .input_tokens_details
                 .as_ref()
                 .map_or(0, |d| d.cached_tokens),
+            cache_creation_input_tokens: 0,
         }
     }
 }
@@ -170,6 +171,16 @@ impl ReasoningItem {
             encrypted_content: item.encrypted_content.clone(),
         }
     }
+
+    /// As the core reasoning part of `provider`: the summary as its text,
+    /// the encrypted content as its signature, the item id as its id.
+    fn to_core(&self, provider: &str) -> Reasoning {
+        let mut r = Reasoning::new(provider, self.summary.clone());
+        r.summary = true;
+        r.signature.clone_from(&self.encrypted_content);
+        r.id = Some(self.id.clone()).filter(|id| !id.is_empty());
+        r
+    }
 }
 
 /// One function call being streamed.
@@ -188,6 +199,8 @@ struct CallState {
 /// `response.completed` (or `response.incomplete`), the end of the stream.
 #[derive(Debug, Default)]
 pub(crate) struct ResponsesDecoder {
+    /// The provider name reasoning parts are marked with.
+    provider: String,
     calls: Vec<CallState>,
     reasoning: Vec<ReasoningItem>,
     finish: Option<FinishReason>,
@@ -196,6 +209,14 @@ pub(crate) struct ResponsesDecoder {
 }
 
 impl ResponsesDecoder {
+    /// A decoder marking reasoning as made by `provider`.
+    pub(crate) fn new(provider: &str) -> Self {
+        ResponsesDecoder {
+            provider: provider.to_owned(),
+            ..Default::default()
+        }
+    }
+
     fn call_index(&mut self, output_index: Option<usize>, item_id: Option<&str>) -> usize {
         let found = self.calls.iter().position(|c| {
             (output_index.is_some() && c.output_index == output_index)
@@ -263,7 +284,9 @@ impl ResponsesDecoder {
             }
             "response.output_item.done" => match event.item {
                 Some(item) if item.kind == "reasoning" => {
-                    self.reasoning.push(ReasoningItem::of(&item));
+                    let r = ReasoningItem::of(&item);
+                    out.push_back(LlmChunk::ReasoningBlock(Box::new(r.to_core(&self.provider))));
+                    self.reasoning.push(r);
                 }
                 Some(item) if item.kind == "function_call" => {
                     let known = self.calls.iter().any(|c| {
@@ -366,17 +389,18 @@ pub(crate) fn from_api_error(error: &Value) -> LlmError {
             message,
             retry_after: None,
         },
-        "server_is_overloaded" | "overloaded_error" | "service_unavailable" => LlmError::Server {
-            status: 503,
-            message,
-            retry_after: None,
-        },
-        "invalid_api_key" | "authentication_error" => LlmError::Authentication { message },
-        "context_length_exceeded" | "invalid_prompt" | "invalid_request_error" => {
-            LlmError::BadRequest {
-                message: format!("{code}: {message}"),
+        "server_is_overloaded" | "overloaded_error" | "service_unavailable" => {
+            LlmError::Overloaded {
+                message,
+                retry_after: None,
             }
         }
+        "invalid_api_key" | "authentication_error" => LlmError::Authentication { message },
+        "context_length_exceeded" => LlmError::ContextLengthExceeded { message },
+        "content_filter" | "content_policy_violation" => LlmError::ContentFilter { message },
+        "invalid_prompt" | "invalid_request_error" => LlmError::BadRequest {
+            message: format!("{code}: {message}"),
+        },
         c if c.starts_with("invalid_") => LlmError::BadRequest {
             message: format!("{c}: {message}"),
         },
@@ -385,10 +409,11 @@ pub(crate) fn from_api_error(error: &Value) -> LlmError {
 }
 
 /// A whole response object as a response.
-fn response_to_llm(r: WireResponse) -> Result<LlmResponse, LlmError> {
+fn response_to_llm(r: WireResponse, provider: &str) -> Result<LlmResponse, LlmError> {
     if let Some(error) = r.error.as_ref().filter(|e| !e.is_null()) {
         return Err(from_api_error(error));
     }
+    let mut parts = Vec::new();
     let mut text = String::new();
     let mut reasoning = String::new();
     let mut calls = Vec::new();
@@ -408,16 +433,18 @@ fn response_to_llm(r: WireResponse) -> Result<LlmResponse, LlmError> {
                 item.name.clone().unwrap_or_default(),
                 item.arguments.clone().unwrap_or_default(),
             )),
-            "reasoning" => reasoning.push_str(&ReasoningItem::of(item).summary),
+            "reasoning" => {
+                let item = ReasoningItem::of(item);
+                reasoning.push_str(&item.summary);
+                parts.push(Part::reasoning(item.to_core(provider)));
+            }
             _ => {}
         }
     }
     let finish_reason = finish_of(&r, !calls.is_empty());
-    let parts = if text.is_empty() {
-        Vec::new()
-    } else {
-        vec![Part::text(text)]
-    };
+    if !text.is_empty() {
+        parts.push(Part::text(text));
+    }
     let mut message = Message::with_parts(Role::Assistant, parts);
     message.tool_calls = calls;
     Ok(LlmResponse {
@@ -439,12 +466,12 @@ impl EventDecoder for ResponsesDecoder {
 
     const END: &'static str = "response.completed";
 
-    fn whole(bytes: &[u8]) -> Result<LlmResponse, LlmError> {
+    fn whole(&self, bytes: &[u8]) -> Result<LlmResponse, LlmError> {
         let r: WireResponse =
             serde_json::from_slice(bytes).map_err(|e| LlmError::MalformedResponse {
                 message: format!("invalid response JSON ({e}): {}", snippet(bytes)),
             })?;
-        response_to_llm(r)
+        response_to_llm(r, &self.provider)
     }
 
     fn finish_reason(&self) -> FinishReason {
@@ -477,7 +504,7 @@ mod tests {
         Result<LlmResponse, LlmError>,
         ResponsesDecoder,
     ) {
-        let mut d = ResponsesDecoder::default();
+        let mut d = ResponsesDecoder::new("openai");
         let mut out = VecDeque::new();
         for (i, e) in events.iter().enumerate() {
             match d.event(&e.to_string(), &mut out) {
@@ -530,7 +557,8 @@ mod tests {
                 output_tokens: 9,
                 total_tokens: 39,
                 reasoning_tokens: 4,
-                cached_input_tokens: 12
+                cached_input_tokens: 12,
+                cache_creation_input_tokens: 0,
             })
         );
         assert_eq!(
@@ -587,7 +615,7 @@ mod tests {
             json!({"type":"error","error":{"type":"invalid_request_error","code":"context_length_exceeded","message":"too long"}}),
         ]);
         assert!(
-            matches!(&r, Err(LlmError::BadRequest { message }) if message.contains("context_length_exceeded")),
+            matches!(&r, Err(LlmError::ContextLengthExceeded { message }) if message == "too long"),
             "{r:?}"
         );
         let mut d = ResponsesDecoder::default();
@@ -606,7 +634,10 @@ mod tests {
             ],
             "usage":{"input_tokens":5,"output_tokens":2,"total_tokens":7}
         });
-        let r = ResponsesDecoder::whole(body.to_string().as_bytes()).unwrap();
+        let d = ResponsesDecoder::new("openai");
+        let r = d.whole(body.to_string().as_bytes()).unwrap();
+        assert!(matches!(&r.message.parts[0], Part::Reasoning { reasoning }
+            if reasoning.signature.as_deref() == Some("enc") && reasoning.id.as_deref() == Some("rs_1")));
         assert_eq!(r.message.text(), "{\"ok\":true}");
         assert_eq!(r.reasoning.as_deref(), Some("hmm"));
         assert_eq!(r.finish_reason, FinishReason::ToolCalls);
@@ -615,7 +646,7 @@ mod tests {
         let failed =
             json!({"status":"failed","error":{"code":"invalid_prompt","message":"no"},"output":[]});
         assert!(matches!(
-            ResponsesDecoder::whole(failed.to_string().as_bytes()),
+            d.whole(failed.to_string().as_bytes()),
             Err(LlmError::BadRequest { .. })
         ));
     }

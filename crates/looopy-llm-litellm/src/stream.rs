@@ -29,7 +29,7 @@ type Body = BoxStream<'static, Result<Bytes, reqwest::Error>>;
 
 /// How one API's event stream is read: the data of each event, the end of
 /// the stream, and a whole JSON answer sent instead of a stream.
-pub(crate) trait EventDecoder: Default + Send {
+pub(crate) trait EventDecoder: Send {
     /// One event's data (trimmed, not empty), pushing what it means onto
     /// `out`. `Ok(true)` when it ends the stream.
     fn event(&mut self, data: &str, out: &mut VecDeque<LlmChunk>) -> Result<bool, LlmError>;
@@ -38,7 +38,7 @@ pub(crate) trait EventDecoder: Default + Send {
     const END: &'static str;
 
     /// A whole JSON answer (some servers answer a stream request with one).
-    fn whole(bytes: &[u8]) -> Result<LlmResponse, LlmError>;
+    fn whole(&self, bytes: &[u8]) -> Result<LlmResponse, LlmError>;
 
     /// The finish reason so far.
     fn finish_reason(&self) -> FinishReason;
@@ -66,7 +66,7 @@ impl EventDecoder for ChunkDecoder {
 
     const END: &'static str = "[DONE]";
 
-    fn whole(bytes: &[u8]) -> Result<LlmResponse, LlmError> {
+    fn whole(&self, bytes: &[u8]) -> Result<LlmResponse, LlmError> {
         let completion: ChatCompletion =
             serde_json::from_slice(bytes).map_err(|e| LlmError::MalformedResponse {
                 message: format!("invalid completion JSON ({e}): {}", snippet(bytes)),
@@ -190,15 +190,16 @@ pub(crate) fn chat_stream<'a>(
 ) -> LlmStream<'a> {
     let span = provider.call_span(provider.model_for(&request));
     let body = provider.body(&request, true);
-    event_stream::<ChunkDecoder>(provider, span, body, cx)
+    event_stream(provider, span, body, ChunkDecoder::default(), cx)
 }
 
 /// The stream of one call posting `body` through `provider`'s client and
-/// reading the answer with `D`.
+/// reading the answer with `decoder`.
 pub(crate) fn event_stream<'a, D: EventDecoder + 'a>(
     provider: &'a LiteLlmProvider,
     span: CallSpan,
     body: Result<Vec<u8>, LlmError>,
+    decoder: D,
     cx: &'a TurnContext,
 ) -> LlmStream<'a> {
     // Boxed: `unfold` moves its state into each chunk's future and back
@@ -208,7 +209,7 @@ pub(crate) fn event_stream<'a, D: EventDecoder + 'a>(
         span,
         phase: Phase::Start(body),
         sse: SseParser::default(),
-        decoder: D::default(),
+        decoder,
         pending: VecDeque::new(),
     });
     stream::unfold(state, |mut state| async move {
@@ -280,7 +281,7 @@ async fn start<D: EventDecoder>(
         .is_some_and(|v| v.starts_with("application/json"));
     if is_json {
         let bytes = limits.body(response, "reading the response").await?;
-        let response = D::whole(&bytes)?;
+        let response = state.decoder.whole(&bytes)?;
         state.span.success(
             response.finish_reason.as_str(),
             response.usage,

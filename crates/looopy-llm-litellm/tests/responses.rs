@@ -206,3 +206,47 @@ async fn tool_call_round_trip_against_aimock() {
     );
     assert_eq!(answer.finish_reason, FinishReason::Stop);
 }
+
+#[tokio::test]
+async fn encrypted_reasoning_goes_back_on_the_next_call_of_the_turn() {
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(
+        SseReply::from_events(vec![
+            event(json!({"type":"response.output_item.added","output_index":0,"item":{"type":"reasoning","id":"rs_7","summary":[]}})),
+            event(json!({"type":"response.reasoning_summary_text.delta","item_id":"rs_7","output_index":0,"delta":"Need the weather."})),
+            event(json!({"type":"response.output_item.done","output_index":0,"item":{"type":"reasoning","id":"rs_7",
+                "summary":[{"type":"summary_text","text":"Need the weather."}],"encrypted_content":"gAAAAB-opaque+/=="}})),
+            event(json!({"type":"response.output_item.added","output_index":1,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"get_weather","arguments":""}})),
+            event(json!({"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":1,"delta":"{}"})),
+            event(json!({"type":"response.completed","response":{"status":"completed","output":[]}})),
+        ])
+        .end(SseEnd::Close)
+        .into(),
+    );
+    f.push(FixtureReply::json(json!({"status":"completed","output":[
+        {"type":"message","content":[{"type":"output_text","text":"Sunny."}]}]})));
+    let p = provider(&f);
+    let mut history = History::from(vec![Message::user("Weather?")]);
+    let request = |history: &History| LlmRequest {
+        messages: history.clone(),
+        tools: vec![weather_tool()].into(),
+        ..Default::default()
+    };
+    let (chunks, err) = drain(p.stream(request(&history), &cx())).await;
+    assert_eq!(err, None);
+    let first = assemble(&chunks);
+    assert_eq!(first.reasoning.as_deref(), Some("Need the weather."));
+    let call = first.message.tool_calls[0].clone();
+    history.push(first.message.clone());
+    history.push(ToolResult::text(&call.id, "sunny").into_message());
+    p.call(request(&history), &cx()).await.unwrap();
+    let input = &f.last_request().unwrap().body["input"];
+    assert_eq!(
+        input[1],
+        json!({"type": "reasoning", "id": "rs_7",
+               "summary": [{"type": "summary_text", "text": "Need the weather."}],
+               "encrypted_content": "gAAAAB-opaque+/=="}),
+        "{input}"
+    );
+    assert_eq!(input[2]["type"], "function_call");
+}

@@ -44,6 +44,11 @@ pub mod stores {
 #[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
 pub use looopy_llm_litellm as openai;
 
+/// The Anthropic Messages API provider (the `looopy-llm-anthropic` crate).
+#[cfg(feature = "anthropic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "anthropic")))]
+pub use looopy_llm_anthropic as anthropic;
+
 /// The Google Gemini API provider (the `looopy-llm-gemini` crate).
 #[cfg(feature = "gemini")]
 #[cfg_attr(docsrs, doc(cfg(feature = "gemini")))]

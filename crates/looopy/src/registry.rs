@@ -8,7 +8,7 @@
 //! | `openai:gpt-4.1`          | OpenAI Responses API (feature `openai`)    | `OPENAI_API_KEY`, `OPENAI_BASE_URL`      |
 //! | `openai-chat:gpt-4o-mini` | OpenAI chat completions (feature `openai`) | `OPENAI_API_KEY`, `OPENAI_BASE_URL`      |
 //! | `litellm:my-model`        | any OpenAI-compatible server (feature `openai`) | `LOOOPY_LLM_API_KEY`, a base URL (required) |
-//! | `anthropic:claude-…`      | not in this build                          | `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL` |
+//! | `anthropic:claude-sonnet-4-5` | Anthropic Messages API (feature `anthropic`) | `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL` |
 //!
 //! [`ModelOptions`] override what the variables say (the base URL and the
 //! key) and set the request defaults.
@@ -30,8 +30,11 @@ pub struct ModelOptions {
     pub temperature: Option<f32>,
     /// Default token limit per answer.
     pub max_tokens: Option<u32>,
-    /// Gemini's `thinkingConfig.thinkingBudget` (tokens).
+    /// The thinking budget in tokens: Gemini's
+    /// `thinkingConfig.thinkingBudget`, Anthropic's extended thinking.
     pub thinking_budget_tokens: Option<u32>,
+    /// Anthropic's prompt caching (`None`: the provider's default, on).
+    pub prompt_cache: Option<bool>,
 }
 
 impl ModelOptions {
@@ -100,16 +103,64 @@ pub fn build_model(
         ProviderKind::OpenAi | ProviderKind::OpenAiChat | ProviderKind::LiteLlm => {
             openai(model, options, &get)
         }
-        ProviderKind::Anthropic => Err(BuildModelError::NotBuilt {
-            provider: model.provider,
-            how: "this build has no Anthropic provider yet; reach Claude through a LiteLLM \
-                  proxy (`litellm:` with its base URL) meanwhile",
-        }),
+        ProviderKind::Anthropic => anthropic(model, options, &get),
         _ => Err(BuildModelError::NotBuilt {
             provider: model.provider,
             how: "this version of looopy does not know it",
         }),
     }
+}
+
+#[cfg(feature = "anthropic")]
+fn anthropic(
+    model: &ModelRef,
+    options: &ModelOptions,
+    get: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn LlmProvider>, BuildModelError> {
+    use looopy_llm_anthropic::{AnthropicConfig, AnthropicProvider};
+    let failed = |source| BuildModelError::Provider {
+        model: model.to_string(),
+        source,
+    };
+    let mut config = match &options.api_key {
+        Some(key) => {
+            let mut c = AnthropicConfig::new(&model.model).with_api_key(key.as_str());
+            if let Some(url) = get(looopy_llm_anthropic::ENV_BASE_URL) {
+                c = c.with_base_url(url);
+            }
+            c
+        }
+        None => AnthropicConfig::from_lookup(&model.model, get).map_err(failed)?,
+    };
+    if let Some(url) = &options.base_url {
+        config = config.with_base_url(url);
+    }
+    if let Some(t) = options.temperature {
+        config = config.with_temperature(t);
+    }
+    if let Some(m) = options.max_tokens {
+        config = config.with_max_tokens(m);
+    }
+    if let Some(b) = options.thinking_budget_tokens {
+        config = config.with_thinking(b);
+    }
+    if let Some(on) = options.prompt_cache {
+        config = config.with_prompt_cache(on);
+    }
+    Ok(Arc::new(AnthropicProvider::new(config).map_err(failed)?))
+}
+
+#[cfg(not(feature = "anthropic"))]
+fn anthropic(
+    model: &ModelRef,
+    _: &ModelOptions,
+    _: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn LlmProvider>, BuildModelError> {
+    Err(BuildModelError::NotBuilt {
+        provider: model.provider,
+        how: "build with the `anthropic` feature of the looopy crate, or reach Claude \
+              through a LiteLLM proxy (`litellm:` with its base URL)",
+    })
 }
 
 #[cfg(feature = "gemini")]
@@ -284,17 +335,35 @@ mod tests {
             .unwrap();
             assert_eq!(p.provider_name(), "litellm");
         }
-        let e = fails("anthropic:claude-sonnet-4-5", &[("ANTHROPIC_API_KEY", "a")]);
-        assert!(
-            matches!(
-                e,
-                BuildModelError::NotBuilt {
-                    provider: ProviderKind::Anthropic,
-                    ..
-                }
-            ),
-            "{e}"
-        );
-        assert!(e.to_string().contains("litellm:"), "{e}");
+        #[cfg(feature = "anthropic")]
+        {
+            let p = build(
+                "anthropic:claude-sonnet-4-5",
+                &ModelOptions::new(),
+                &[("ANTHROPIC_API_KEY", "a")],
+            )
+            .unwrap();
+            assert_eq!(
+                (p.provider_name(), p.model_name()),
+                ("anthropic", "claude-sonnet-4-5")
+            );
+            let e = fails("anthropic:claude-sonnet-4-5", &[]);
+            assert!(matches!(e, BuildModelError::Provider { .. }), "{e}");
+        }
+        #[cfg(not(feature = "anthropic"))]
+        {
+            let e = fails("anthropic:claude-sonnet-4-5", &[("ANTHROPIC_API_KEY", "a")]);
+            assert!(
+                matches!(
+                    e,
+                    BuildModelError::NotBuilt {
+                        provider: ProviderKind::Anthropic,
+                        ..
+                    }
+                ),
+                "{e}"
+            );
+            assert!(e.to_string().contains("litellm:"), "{e}");
+        }
     }
 }
