@@ -259,3 +259,38 @@ async fn redis_memory_remembers_across_processes() {
         ]
     );
 }
+
+#[tokio::test]
+async fn anthropic_sends_the_thinking_back_with_the_tool_result() {
+    use looopy_testkit::anthropic_fixture::anthropic;
+    use looopy_testkit::{SseEnd, SseReply};
+    use serde_json::json;
+
+    let model = OpenAiFixture::start().await.unwrap();
+    model.push(FixtureReply::json(anthropic::message(
+        vec![
+            anthropic::thinking_block("Multiply with the tool.", "c2lnbmF0dXJl"),
+            anthropic::tool_use_block("toolu_1", "multiply", json!({"a": 12.5, "b": 8})),
+        ],
+        "tool_use",
+    )));
+    model.push(
+        SseReply::from_events(anthropic::text_stream(&["12.5 × 8 = ", "100."]))
+            .end(SseEnd::Close)
+            .into(),
+    );
+    let mut c = Command::new(example("anthropic"));
+    c.env("ANTHROPIC_BASE_URL", model.url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-example")
+        .env("ANTHROPIC_MODEL", "claude-fixture")
+        .env_remove("RUST_LOG")
+        .kill_on_drop(true);
+    let out = run(c).await;
+    assert!(out.ends_with("answer: 12.5 × 8 = 100.\n"), "{out}");
+    assert!(out.contains("thinking: Multiply with the tool."), "{out}");
+    let second = &model.requests()[1].body["messages"][1]["content"][0];
+    assert_eq!(
+        second,
+        &json!({"type": "thinking", "thinking": "Multiply with the tool.", "signature": "c2lnbmF0dXJl"})
+    );
+}

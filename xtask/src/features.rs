@@ -13,6 +13,7 @@ const ALONE: &[(&str, &str)] = &[
     ("looopy", ""),
     ("looopy", "openai"),
     ("looopy", "gemini"),
+    ("looopy", "anthropic"),
     ("looopy", "redis"),
     ("looopy", "mcp"),
     ("looopy", "a2a-server"),

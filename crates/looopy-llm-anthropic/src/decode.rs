@@ -225,18 +225,14 @@ pub(crate) struct MessageDeltaBody {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(crate) enum Delta {
-    TextDelta {
-        text: String,
-    },
-    InputJsonDelta {
-        partial_json: String,
-    },
-    ThinkingDelta {
-        thinking: String,
-    },
-    SignatureDelta {
-        signature: String,
-    },
+    #[serde(rename = "text_delta")]
+    Text { text: String },
+    #[serde(rename = "input_json_delta")]
+    InputJson { partial_json: String },
+    #[serde(rename = "thinking_delta")]
+    Thinking { thinking: String },
+    #[serde(rename = "signature_delta")]
+    Signature { signature: String },
     #[serde(other)]
     Other,
 }
@@ -383,14 +379,12 @@ impl StreamDecoder {
                     });
                 };
                 match (open, delta) {
-                    (Open::Text, Delta::TextDelta { text }) => {
-                        out.push_back(LlmChunk::TextDelta(text))
-                    }
-                    (Open::Thinking { text, .. }, Delta::ThinkingDelta { thinking }) => {
+                    (Open::Text, Delta::Text { text }) => out.push_back(LlmChunk::TextDelta(text)),
+                    (Open::Thinking { text, .. }, Delta::Thinking { thinking }) => {
                         text.push_str(&thinking);
                         out.push_back(LlmChunk::ReasoningDelta(thinking));
                     }
-                    (Open::Thinking { signature, .. }, Delta::SignatureDelta { signature: s }) => {
+                    (Open::Thinking { signature, .. }, Delta::Signature { signature: s }) => {
                         signature.push_str(&s)
                     }
                     (
@@ -398,15 +392,13 @@ impl StreamDecoder {
                             call,
                             any_arguments,
                         },
-                        Delta::InputJsonDelta { partial_json },
-                    ) => {
-                        if !partial_json.is_empty() {
-                            *any_arguments = true;
-                            out.push_back(LlmChunk::ToolCallDelta {
-                                index: *call,
-                                arguments: partial_json,
-                            });
-                        }
+                        Delta::InputJson { partial_json },
+                    ) if !partial_json.is_empty() => {
+                        *any_arguments = true;
+                        out.push_back(LlmChunk::ToolCallDelta {
+                            index: *call,
+                            arguments: partial_json,
+                        });
                     }
                     // Deltas of kinds this code does not know.
                     _ => {}

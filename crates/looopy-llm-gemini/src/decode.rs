@@ -220,7 +220,10 @@ mod tests {
         let signed: Vec<&Reasoning> = r.message.reasoning().collect();
         assert_eq!(signed.len(), 1);
         assert_eq!(signed[0].signature.as_deref(), Some("c2lnLTE="));
-        assert_eq!((signed[0].provider.as_str(), signed[0].text.as_str()), (PROVIDER_NAME, "pondering"));
+        assert_eq!(
+            (signed[0].provider.as_str(), signed[0].text.as_str()),
+            (PROVIDER_NAME, "pondering")
+        );
         assert_eq!(d.model(), Some("gemini-2.5-flash"));
     }
 

@@ -285,7 +285,9 @@ impl ResponsesDecoder {
             "response.output_item.done" => match event.item {
                 Some(item) if item.kind == "reasoning" => {
                     let r = ReasoningItem::of(&item);
-                    out.push_back(LlmChunk::ReasoningBlock(Box::new(r.to_core(&self.provider))));
+                    out.push_back(LlmChunk::ReasoningBlock(Box::new(
+                        r.to_core(&self.provider),
+                    )));
                     self.reasoning.push(r);
                 }
                 Some(item) if item.kind == "function_call" => {

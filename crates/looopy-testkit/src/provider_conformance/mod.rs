@@ -702,17 +702,16 @@ pub async fn faults(wire: &dyn VendorWire, make: MakeProvider<'_>) {
         f.push(wire.faulty_stream(fault));
         let provider = make(&f.base_url());
         let (chunks, error) = drain(wire, provider.as_ref(), ask("x"), &cx()).await;
-        let ok = match (fault, &error) {
+        let ok = matches!(
+            (fault, &error),
             (
                 Fault::MalformedEvent | Fault::EndsEarly,
                 Some(LlmError::MalformedResponse { .. }),
-            ) => true,
-            (
+            ) | (
                 Fault::Cut,
                 Some(LlmError::MalformedResponse { .. } | LlmError::Connection { .. }),
-            ) => true,
-            _ => false,
-        };
+            )
+        );
         assert!(
             ok,
             "{name}: {fault:?} came out as {error:?} after {chunks:?}"
