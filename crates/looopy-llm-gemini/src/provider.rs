@@ -217,10 +217,7 @@ impl GeminiProvider {
                 .bytes()
                 .await
                 .map_err(|e| from_reqwest(&e, "reading the response"))?;
-            let answer: GenerateResponse =
-                serde_json::from_slice(&bytes).map_err(|e| LlmError::MalformedResponse {
-                    message: format!("invalid response JSON ({e}): {}", snippet(&bytes)),
-                })?;
+            let answer = parse_answer(&bytes)?;
             let mut decoder = GeminiDecoder::default();
             let mut chunks = VecDeque::new();
             decoder.decode(answer, &mut chunks)?;
@@ -347,6 +344,28 @@ impl StreamState<'_> {
             r = provider.send(model, body, true) => r,
             () = &mut self.deadline => Err(provider.timeout("the stream did not finish in time", limit)),
         }?;
+        let is_json = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        if is_json {
+            // A whole answer (a proxy or mock answering the stream request
+            // with JSON): read as one event, then the end.
+            let bytes = tokio::select! {
+                biased;
+                () = &mut self.cancelled => Err(LlmError::Cancelled),
+                r = response.bytes() => r.map_err(|e| from_reqwest(&e, "reading the response")),
+                () = &mut self.deadline => Err(provider.timeout("the stream did not finish in time", limit)),
+            }?;
+            let answer = parse_answer(&bytes)?;
+            self.decoder.decode(answer, &mut self.pending)?;
+            self.decoder.finish(&mut self.pending);
+            let d = &self.decoder;
+            self.span
+                .success(d.finish_reason().as_str(), d.usage(), d.model());
+            return Ok(());
+        }
         self.phase = Phase::Reading(response.bytes_stream().eventsource().boxed());
         Ok(())
     }
@@ -447,6 +466,13 @@ impl CallSpan {
         self.span.record("otel.status_code", "ERROR");
         tracing::debug!(parent: &self.span, error = %e, "model call failed");
     }
+}
+
+/// A whole `GenerateContentResponse`.
+fn parse_answer(bytes: &[u8]) -> Result<GenerateResponse, LlmError> {
+    serde_json::from_slice(bytes).map_err(|e| LlmError::MalformedResponse {
+        message: format!("invalid response JSON ({e}): {}", snippet(bytes)),
+    })
 }
 
 /// The start of a body, for error messages.

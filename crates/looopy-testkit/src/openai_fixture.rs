@@ -242,10 +242,13 @@ impl RecordedRequest {
 
     /// Whether the request asked for a stream.
     pub fn is_stream(&self) -> bool {
-        self.body
-            .get("stream")
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
+        // Gemini says it in the method of the URL rather than the body.
+        self.path.contains(":streamGenerateContent")
+            || self
+                .body
+                .get("stream")
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
     }
 }
 
