@@ -37,6 +37,7 @@
 mod anthropic;
 mod gemini;
 mod openai_chat;
+mod openai_responses;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,6 +54,7 @@ use crate::{FixtureReply, OpenAiFixture};
 pub use anthropic::AnthropicWire;
 pub use gemini::GeminiWire;
 pub use openai_chat::OpenAiChatWire;
+pub use openai_responses::OpenAiResponsesWire;
 
 /// Builds the provider under test for a fixture's base URL
 /// (`http://127.0.0.1:PORT/v1`), with retries off.
