@@ -298,3 +298,84 @@ async fn postgres_remembers_across_processes() {
         ]
     );
 }
+
+#[tokio::test]
+async fn anthropic_sends_the_thinking_back_with_the_tool_result() {
+    use looopy_testkit::anthropic_fixture::anthropic;
+    use looopy_testkit::{SseEnd, SseReply};
+    use serde_json::json;
+
+    let model = OpenAiFixture::start().await.unwrap();
+    model.push(FixtureReply::json(anthropic::message(
+        vec![
+            anthropic::thinking_block("Multiply with the tool.", "c2lnbmF0dXJl"),
+            anthropic::tool_use_block("toolu_1", "multiply", json!({"a": 12.5, "b": 8})),
+        ],
+        "tool_use",
+    )));
+    model.push(
+        SseReply::from_events(anthropic::text_stream(&["12.5 × 8 = ", "100."]))
+            .end(SseEnd::Close)
+            .into(),
+    );
+    let mut c = Command::new(example("anthropic"));
+    c.env("ANTHROPIC_BASE_URL", model.url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-example")
+        .env("ANTHROPIC_MODEL", "claude-fixture")
+        .env_remove("RUST_LOG")
+        .kill_on_drop(true);
+    let out = run(c).await;
+    assert!(out.ends_with("answer: 12.5 × 8 = 100.\n"), "{out}");
+    assert!(out.contains("thinking: Multiply with the tool."), "{out}");
+    let second = &model.requests()[1].body["messages"][1]["content"][0];
+    assert_eq!(
+        second,
+        &json!({"type": "thinking", "thinking": "Multiply with the tool.", "signature": "c2lnbmF0dXJl"})
+    );
+}
+
+#[tokio::test]
+async fn gemini_sends_the_thought_signature_back_with_the_tool_result() {
+    use looopy_testkit::{SseEnd, SseReply};
+    use serde_json::json;
+
+    let model = OpenAiFixture::start().await.unwrap();
+    model.push(FixtureReply::json(json!({
+        "candidates": [{"content": {"role": "model", "parts": [
+            {"text": "Multiply with the tool.", "thought": true},
+            {"functionCall": {"name": "multiply", "args": {"a": 12.5, "b": 8}},
+             "thoughtSignature": "c2lnbmF0dXJl"}]},
+            "finishReason": "STOP"}]
+    })));
+    model.push(
+        SseReply::new(vec![
+            json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "12.5 × 8 = "}]}}]}),
+            json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "100."}]},
+                   "finishReason": "STOP"}]}),
+        ])
+        .end(SseEnd::Close)
+        .into(),
+    );
+    let mut c = Command::new(example("gemini"));
+    c.env("GEMINI_BASE_URL", format!("{}/v1beta", model.url()))
+        .env("GEMINI_API_KEY", "g-example")
+        .env("GEMINI_MODEL", "gemini-fixture")
+        .env_remove("GOOGLE_API_KEY")
+        .env_remove("RUST_LOG")
+        .kill_on_drop(true);
+    let out = run(c).await;
+    assert!(out.ends_with("answer: 12.5 × 8 = 100.\n"), "{out}");
+    assert!(out.contains("thinking: Multiply with the tool."), "{out}");
+    let requests = model.requests();
+    assert_eq!(
+        requests[1].path,
+        "/v1beta/models/gemini-fixture:streamGenerateContent?alt=sse"
+    );
+    let call = &requests[1].body["contents"][1]["parts"][0];
+    assert_eq!(
+        call["thoughtSignature"], "c2lnbmF0dXJl",
+        "{}",
+        requests[1].body_text
+    );
+    assert_eq!(call["functionCall"]["name"], "multiply");
+}

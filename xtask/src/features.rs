@@ -12,6 +12,8 @@ use crate::util::{cmd, have};
 const ALONE: &[(&str, &str)] = &[
     ("looopy", ""),
     ("looopy", "openai"),
+    ("looopy", "gemini"),
+    ("looopy", "anthropic"),
     ("looopy", "redis"),
     ("looopy", "postgres"),
     ("looopy", "mcp"),

@@ -92,6 +92,8 @@ pub trait TokenCounter: Send + Sync {
                 Part::Text { text } => self.text(text),
                 Part::Data { data } => self.text(&data.to_string()),
                 Part::File { file } => self.file(file),
+                // Its text (a signature is an opaque proof, not prompt).
+                Part::Reasoning { reasoning } => self.text(&reasoning.text),
                 // A part kind newer than this code: counted as a file.
                 _ => FILE_TOKENS,
             };

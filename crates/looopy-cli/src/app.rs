@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use async_trait::async_trait;
+use looopy::registry::{ModelOptions, build_model};
 use looopy_a2a::{A2aClient, EXTENSIONS_HEADER, RemoteAgentTools, TOOL_PROGRESS_EXTENSION};
 use looopy_agent::{Agent, AgentError, AgentTemplate};
+use looopy_core::models::ProviderKind;
 use looopy_core::{LlmError, LlmProvider, LlmRequest, LlmResponse, ToolProvider, TurnContext};
 use looopy_llm_litellm::{LiteLlmConfig, LiteLlmProvider};
 use looopy_loop::layers::RetryPolicy;
@@ -39,9 +41,11 @@ pub struct App {
 pub struct UnconfiguredLlm;
 
 /// What [`UnconfiguredLlm`] says.
-pub const NO_MODEL: &str = "no model is configured: set `base_url` and `model` in the [llm] section of \
-looopy.toml, or the LOOOPY_LLM_BASE_URL and LOOOPY_LLM_MODEL environment variables (and the API key \
-in the variable named by `api_key_env`, or LOOOPY_LLM_API_KEY)";
+pub const NO_MODEL: &str = "no model is configured: set `model` in the [llm] section of looopy.toml \
+to a provider's model (`gemini:gemini-2.5-flash`, `openai:gpt-4.1`, with the vendor's key variable) \
+or pass --model; or set `base_url` and `model` of an OpenAI-compatible endpoint, or the \
+LOOOPY_LLM_BASE_URL and LOOOPY_LLM_MODEL environment variables (and the API key in the variable \
+named by `api_key_env`, or LOOOPY_LLM_API_KEY)";
 
 #[async_trait]
 impl LlmProvider for UnconfiguredLlm {
@@ -74,6 +78,19 @@ fn llm(
     let Some(section) = section else {
         return Ok(Arc::new(UnconfiguredLlm));
     };
+    if let Some(model) = section.model_ref()? {
+        let mut options = ModelOptions::new();
+        options.base_url.clone_from(&section.base_url);
+        options.api_key = section.api_key_env.as_deref().and_then(env);
+        options.temperature = section.temperature;
+        options.max_tokens = section.max_tokens;
+        options.thinking_budget_tokens = match model.provider {
+            ProviderKind::Anthropic => section.anthropic.thinking_budget_tokens,
+            _ => section.gemini.thinking_budget_tokens,
+        };
+        options.prompt_cache = section.anthropic.prompt_cache;
+        return build_model(&model, &options, env).with_context(|| format!("building {model}"));
+    }
     let (Some(base_url), Some(model)) = (&section.base_url, &section.model) else {
         return Ok(Arc::new(UnconfiguredLlm));
     };

@@ -18,14 +18,20 @@ fn without_credentials(url: &str) -> String {
 
 /// Whether the configuration names a model (after the environment).
 pub fn has_model(config: &Config) -> bool {
-    config
-        .llm
-        .as_ref()
-        .is_some_and(|l| l.base_url.is_some() && l.model.is_some())
+    config.llm.as_ref().is_some_and(|l| {
+        l.model.is_some() && (l.base_url.is_some() || l.model_ref().is_ok_and(|m| m.is_some()))
+    })
 }
 
 fn model(config: &Config) -> String {
-    match config.llm.as_ref().map(|l| (&l.model, &l.base_url)) {
+    let section = config.llm.as_ref();
+    if let Some(m) = section.and_then(|l| l.model_ref().ok().flatten()) {
+        return match section.and_then(|l| l.base_url.as_deref()) {
+            Some(url) => format!("{m} at {}", without_credentials(url)),
+            None => m.to_string(),
+        };
+    }
+    match section.map(|l| (&l.model, &l.base_url)) {
         Some((Some(model), Some(url))) => format!("{model} at {}", without_credentials(url)),
         _ => "none".into(),
     }
@@ -92,8 +98,9 @@ pub fn banner(config: &Config, url: &str) -> String {
     );
     if !has_model(config) {
         text.push_str(
-            "warning: no model is configured, so every turn will fail: set `base_url` and `model` \
-             in [llm] (looopy.toml, --config) or LOOOPY_LLM_BASE_URL and LOOOPY_LLM_MODEL\n",
+            "warning: no model is configured, so every turn will fail: set `model` in [llm] \
+             (looopy.toml, --config) to a provider's model such as gemini:gemini-2.5-flash \
+             (or --model), or `base_url` and `model`, or LOOOPY_LLM_BASE_URL and LOOOPY_LLM_MODEL\n",
         );
     }
     text

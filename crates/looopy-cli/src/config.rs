@@ -23,6 +23,15 @@
 //! base_url = "http://localhost:4000/v1"
 //! model = "gpt-4o-mini"
 //! api_key_env = "LITELLM_API_KEY"
+//! # or a provider's model, with its vendor's variables (GEMINI_API_KEY...):
+//! # model = "gemini:gemini-2.5-flash"   # openai:gpt-4.1, openai-chat:gpt-4o-mini, litellm:...
+//!
+//! [llm.gemini]                # options of the gemini: provider
+//! thinking_budget_tokens = 1024
+//!
+//! [llm.anthropic]             # options of the anthropic: provider
+//! thinking_budget_tokens = 2048
+//! prompt_cache = true
 //!
 //! [[tools.mcp]]
 //! name = "files"
@@ -74,6 +83,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use looopy_a2a::ProtocolVersion;
+use looopy_core::models::ModelRef;
 use looopy_stores::StoreConfig;
 use serde::Deserialize;
 
@@ -251,14 +261,17 @@ impl Default for AgentSection {
     }
 }
 
-/// `[llm]`: an OpenAI-compatible endpoint (a LiteLLM proxy, OpenAI, vLLM...).
+/// `[llm]`: a provider's model (`model = "gemini:gemini-2.5-flash"`, see
+/// `looopy::registry`), or a model of an OpenAI-compatible endpoint (a
+/// LiteLLM proxy, OpenAI, vLLM...) at `base_url`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LlmSection {
-    /// Base URL, such as `http://localhost:4000/v1`.
+    /// Base URL, such as `http://localhost:4000/v1`: required for a bare
+    /// model name; for a `provider:model` one, a URL other than the vendor's.
     #[serde(default)]
     pub base_url: Option<String>,
-    /// Model name.
+    /// `provider:model`, or a bare model name of the endpoint at `base_url`.
     #[serde(default)]
     pub model: Option<String>,
     /// The environment variable holding the API key (never the key itself).
@@ -273,6 +286,44 @@ pub struct LlmSection {
     /// Retries of 429/5xx/connection errors (default 5; 0 disables).
     #[serde(default)]
     pub max_retries: Option<u32>,
+    /// `[llm.gemini]`: options of a `gemini:` model.
+    #[serde(default)]
+    pub gemini: GeminiOptions,
+    /// `[llm.anthropic]`: options of an `anthropic:` model.
+    #[serde(default)]
+    pub anthropic: AnthropicOptions,
+}
+
+/// `[llm.anthropic]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnthropicOptions {
+    /// Extended thinking's `budget_tokens` (unset: no extended thinking).
+    #[serde(default)]
+    pub thinking_budget_tokens: Option<u32>,
+    /// Prompt caching breakpoints (default on).
+    #[serde(default)]
+    pub prompt_cache: Option<bool>,
+}
+
+impl LlmSection {
+    /// The `provider:model` the section names, if it names one.
+    pub fn model_ref(&self) -> Result<Option<ModelRef>> {
+        match &self.model {
+            Some(m) => Ok(ModelRef::parse(m)?),
+            None => Ok(None),
+        }
+    }
+}
+
+/// `[llm.gemini]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeminiOptions {
+    /// `thinkingConfig.thinkingBudget`, in tokens (0 turns thinking off on
+    /// the models that allow it).
+    #[serde(default)]
+    pub thinking_budget_tokens: Option<u32>,
 }
 
 /// `[tools]`.
@@ -484,6 +535,11 @@ impl Config {
         Ok(())
     }
 
+    /// Sets the model (`--model`), over the file and the environment.
+    pub fn set_model(&mut self, model: &str) {
+        self.llm.get_or_insert_with(LlmSection::default).model = Some(model.to_owned());
+    }
+
     /// Applies `LOOOPY_LLM_BASE_URL`, `LOOOPY_LLM_MODEL` (and notes
     /// `LOOOPY_LLM_API_KEY`) over the `[llm]` section.
     pub fn apply_env(&mut self, env: &dyn Fn(&str) -> Option<String>) {
@@ -508,6 +564,10 @@ impl Config {
         let Some(llm) = &self.llm else {
             return Ok(());
         };
+        // A provider's model needs no base URL (its vendor's is the default).
+        if llm.model_ref()?.is_some() {
+            return Ok(());
+        }
         let missing: Vec<&str> = [
             ("base_url", llm.base_url.is_none()),
             ("model", llm.model.is_none()),

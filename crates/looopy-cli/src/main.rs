@@ -44,6 +44,10 @@ enum Command {
         /// Address to listen on (overrides `bind` in the configuration's server table).
         #[arg(long)]
         bind: Option<String>,
+        /// The model, as `provider:model` (gemini:gemini-2.5-flash, openai:gpt-4.1,
+        /// openai-chat:gpt-4o-mini, litellm:NAME), over `[llm] model`.
+        #[arg(long)]
+        model: Option<String>,
     },
     /// Talk to an A2A agent interactively.
     Chat {
@@ -58,19 +62,27 @@ enum Command {
         /// Configuration file.
         #[arg(long, short)]
         config: Option<PathBuf>,
+        /// The model, as `provider:model` (gemini:gemini-2.5-flash, openai:gpt-4.1,
+        /// openai-chat:gpt-4o-mini, litellm:NAME), over `[llm] model`.
+        #[arg(long)]
+        model: Option<String>,
         /// What to ask.
         prompt: String,
     },
 }
 
-/// The file (or nothing), the `LOOOPY_LLM_*` variables over it, checked.
-fn load(path: Option<&PathBuf>) -> Result<Config> {
+/// The file (or nothing), the `LOOOPY_LLM_*` variables over it, `--model`
+/// over both, checked.
+fn load(path: Option<&PathBuf>, model: Option<&str>) -> Result<Config> {
     let env = |k: &str| std::env::var(k).ok();
     let mut config = match path {
         Some(p) => Config::load(p)?,
         None => Config::parse("")?,
     };
     config.apply_env(&env);
+    if let Some(model) = model {
+        config.set_model(model);
+    }
     config.check_llm()?;
     Ok(config)
 }
@@ -89,15 +101,23 @@ fn console_filter(command: &Command, verbose: u8) -> &'static str {
 async fn execute(command: Command) -> Result<()> {
     let env = |k: &str| std::env::var(k).ok();
     match command {
-        Command::Serve { config, bind } => {
-            let config = load(config.as_ref())?;
+        Command::Serve {
+            config,
+            bind,
+            model,
+        } => {
+            let config = load(config.as_ref(), model.as_deref())?;
             let bind = bind.unwrap_or_else(|| config.server.bind.clone());
             let app = App::build(config, &env).await?;
             looopy_cli::serve::serve(app, &bind, &env, looopy_cli::serve::shutdown_signal()).await
         }
         Command::Chat { url, token } => looopy_cli::chat::chat(&url, token).await,
-        Command::Run { config, prompt } => {
-            let app = App::build(load(config.as_ref())?, &env).await?;
+        Command::Run {
+            config,
+            model,
+            prompt,
+        } => {
+            let app = App::build(load(config.as_ref(), model.as_deref())?, &env).await?;
             looopy_cli::run::run(&app, &prompt).await?;
             Ok(())
         }

@@ -51,9 +51,10 @@ fn run_without_a_model_says_so_in_one_line_without_logs_or_backtrace() {
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 1, "one line: {err}");
     assert!(
-        lines[0].starts_with("looopy: no model is configured: set `base_url` and `model`"),
+        lines[0].starts_with("looopy: no model is configured: set `model`"),
         "{err}"
     );
+    assert!(lines[0].contains("gemini:gemini-2.5-flash"), "{err}");
     assert!(lines[0].contains("LOOOPY_LLM_BASE_URL"), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).is_empty());
 }

@@ -13,6 +13,7 @@ mod event_sink;
 mod history;
 mod llm;
 mod message;
+pub mod models;
 pub mod store;
 mod task;
 mod tool;
@@ -31,7 +32,7 @@ pub use llm::{
     FinishReason, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream,
     ResponseAssembler, ResponseFormat, ToolChoice, Usage,
 };
-pub use message::{FileContent, Message, Part, Role};
+pub use message::{FileContent, Message, Part, Reasoning, Role};
 pub use store::StoreError;
 pub use task::{Artifact, TaskState, TaskStatus};
 pub use tool::{

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::context::TurnContext;
 use crate::history::History;
-use crate::message::{Message, Part, Role};
+use crate::message::{Message, Part, Reasoning, Role};
 use crate::tool::{ToolCall, ToolDefinition};
 
 /// Which tools the model may call.
@@ -116,9 +116,15 @@ pub struct Usage {
     /// Reasoning tokens, when reported (included in `output_tokens`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reasoning_tokens: u64,
-    /// Prompt tokens served from a cache, when reported.
+    /// Prompt tokens served from a cache, when reported (included in
+    /// `input_tokens`; Anthropic's `cache_read_input_tokens`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cached_input_tokens: u64,
+    /// Prompt tokens written to a cache by this call, when reported
+    /// (included in `input_tokens`; Anthropic's
+    /// `cache_creation_input_tokens`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_creation_input_tokens: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -132,6 +138,7 @@ impl std::ops::AddAssign for Usage {
         self.total_tokens += rhs.total_tokens;
         self.reasoning_tokens += rhs.reasoning_tokens;
         self.cached_input_tokens += rhs.cached_input_tokens;
+        self.cache_creation_input_tokens += rhs.cache_creation_input_tokens;
     }
 }
 
@@ -202,7 +209,9 @@ pub struct LlmResponse {
     /// Token counts, when the provider reported them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
-    /// Reasoning text, when the provider exposes it.
+    /// Reasoning text to report as the turn's `internal:reasoning` event,
+    /// when the provider exposes it. What is kept of the reasoning (with
+    /// its signature, to send back) is a [`Part::Reasoning`] of the message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<String>,
     /// The model that answered, as the provider named it.
@@ -253,6 +262,11 @@ impl LlmResponse {
         if let Some(r) = self.reasoning {
             chunks.push(LlmChunk::ReasoningDelta(r));
         }
+        for part in &self.message.parts {
+            if let Part::Reasoning { reasoning } = part {
+                chunks.push(LlmChunk::ReasoningBlock(reasoning.clone()));
+            }
+        }
         let text = self.message.text();
         if !text.is_empty() {
             chunks.push(LlmChunk::TextDelta(text));
@@ -283,8 +297,12 @@ impl LlmResponse {
 pub enum LlmChunk {
     /// More answer text.
     TextDelta(String),
-    /// More reasoning text.
+    /// More reasoning text (reported as the `internal:reasoning` event).
     ReasoningDelta(String),
+    /// A whole reasoning block, with its signature, once the provider has
+    /// sent all of it: kept as a [`Part::Reasoning`] of the answer, before
+    /// its text. Its text came already as [`ReasoningDelta`](Self::ReasoningDelta)s.
+    ReasoningBlock(Box<Reasoning>),
     /// A tool call begins at `index`.
     ToolCallStart {
         /// Position of the call in the response.
@@ -315,6 +333,7 @@ pub enum LlmChunk {
 pub struct ResponseAssembler {
     text: String,
     reasoning: String,
+    blocks: Vec<Part>,
     calls: Vec<Option<ToolCall>>,
     usage: Option<Usage>,
     finish: Option<FinishReason>,
@@ -338,6 +357,9 @@ impl ResponseAssembler {
         match chunk {
             LlmChunk::TextDelta(t) => self.text.push_str(t),
             LlmChunk::ReasoningDelta(t) => self.reasoning.push_str(t),
+            LlmChunk::ReasoningBlock(r) => self.blocks.push(Part::Reasoning {
+                reasoning: r.clone(),
+            }),
             LlmChunk::ToolCallStart { index, id, name } => {
                 let call = self.slot(*index);
                 if !id.is_empty() {
@@ -377,11 +399,10 @@ impl ResponseAssembler {
         } else {
             FinishReason::ToolCalls
         });
-        let parts = if self.text.is_empty() {
-            Vec::new()
-        } else {
-            vec![Part::text(self.text)]
-        };
+        let mut parts = self.blocks;
+        if !self.text.is_empty() {
+            parts.push(Part::text(self.text));
+        }
         let mut message = Message::with_parts(Role::Assistant, parts);
         message.tool_calls = calls;
         LlmResponse {
@@ -422,6 +443,29 @@ pub enum LlmError {
         /// The server's message.
         message: String,
         /// How long the server asked us to wait.
+        retry_after: Option<Duration>,
+    },
+    /// The prompt does not fit the model's context window (a 400 that says
+    /// so): shorten the history or pick a model with a larger window.
+    #[error("context length exceeded: {message}")]
+    ContextLengthExceeded {
+        /// The server's message.
+        message: String,
+    },
+    /// The provider refused the request or the answer for its content
+    /// policy (a 400 that says so).
+    #[error("content filtered: {message}")]
+    ContentFilter {
+        /// The server's message.
+        message: String,
+    },
+    /// The provider has no capacity for now (Anthropic's 529
+    /// `overloaded_error`): worth another try later.
+    #[error("overloaded: {message}")]
+    Overloaded {
+        /// The server's message.
+        message: String,
+        /// How long the server asked us to wait, when it said.
         retry_after: Option<Duration>,
     },
     /// 5xx.
@@ -475,19 +519,23 @@ impl LlmError {
     /// said (`Retry-After` on a 429 or a 5xx).
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            LlmError::RateLimited { retry_after, .. } | LlmError::Server { retry_after, .. } => {
-                *retry_after
-            }
+            LlmError::RateLimited { retry_after, .. }
+            | LlmError::Server { retry_after, .. }
+            | LlmError::Overloaded { retry_after, .. } => *retry_after,
             _ => None,
         }
     }
 
-    /// The HTTP status this error stands for, when it has one.
+    /// The HTTP status this error stands for, when it has one (529 for
+    /// [`Overloaded`](Self::Overloaded), whatever the vendor sent).
     pub fn status(&self) -> Option<u16> {
         match self {
             LlmError::Authentication { .. } => Some(401),
             LlmError::NotFound { .. } => Some(404),
-            LlmError::BadRequest { .. } => Some(400),
+            LlmError::BadRequest { .. }
+            | LlmError::ContextLengthExceeded { .. }
+            | LlmError::ContentFilter { .. } => Some(400),
+            LlmError::Overloaded { .. } => Some(529),
             LlmError::RateLimited { .. } => Some(429),
             LlmError::Server { status, .. } => Some(*status),
             _ => None,
@@ -500,6 +548,9 @@ impl LlmError {
             LlmError::Authentication { .. } => "authentication",
             LlmError::NotFound { .. } => "not_found",
             LlmError::BadRequest { .. } => "bad_request",
+            LlmError::ContextLengthExceeded { .. } => "context_length_exceeded",
+            LlmError::ContentFilter { .. } => "content_filter",
+            LlmError::Overloaded { .. } => "overloaded",
             LlmError::RateLimited { .. } => "rate_limited",
             LlmError::Server { .. } => "server_error",
             LlmError::Timeout { .. } => "timeout",
@@ -631,6 +682,34 @@ mod tests {
         assert_eq!(back.message.tool_calls, original.message.tool_calls);
         assert_eq!(back.message.text(), "hi");
         assert_eq!(back.usage, original.usage);
+    }
+
+    #[test]
+    fn reasoning_blocks_are_kept_before_the_text() {
+        let block = Reasoning::new("anthropic", "Let me think.").with_signature("c2ln");
+        let mut a = ResponseAssembler::new();
+        for c in [
+            LlmChunk::ReasoningDelta("Let me ".into()),
+            LlmChunk::ReasoningDelta("think.".into()),
+            LlmChunk::ReasoningBlock(Box::new(block.clone())),
+            LlmChunk::TextDelta("42".into()),
+        ] {
+            a.push(&c);
+        }
+        let r = a.finish();
+        assert_eq!(r.reasoning.as_deref(), Some("Let me think."));
+        assert_eq!(
+            r.message.parts,
+            vec![Part::reasoning(block.clone()), Part::text("42")]
+        );
+        // And back through the chunks of a whole response.
+        let mut again = ResponseAssembler::new();
+        for c in r.clone().into_chunks() {
+            again.push(&c);
+        }
+        let back = again.finish();
+        assert_eq!(back.message.parts, r.message.parts);
+        assert_eq!(back.reasoning, r.reasoning);
     }
 
     #[test]

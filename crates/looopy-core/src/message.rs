@@ -43,6 +43,72 @@ pub struct FileContent {
     pub bytes: Option<String>,
 }
 
+/// What a model thought before answering, as its provider returned it
+/// (a [`Part::Reasoning`] of an assistant message).
+///
+/// Kept in the history so that the next call of the turn can send it back:
+/// some providers need it (Anthropic's thinking blocks with their signature
+/// before a tool result, Gemini's thought signatures, the OpenAI Responses
+/// API's encrypted reasoning). Only the provider named in
+/// [`provider`](Self::provider) may be sent it, byte for byte; every other
+/// provider leaves it out of its requests. It is never shown to A2A clients.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reasoning {
+    /// The provider that made it, as its
+    /// [`provider_name`](crate::LlmProvider::provider_name) says (`anthropic`).
+    pub provider: String,
+    /// The reasoning text, or a summary of it (see [`summary`](Self::summary));
+    /// empty when the provider did not show it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub text: String,
+    /// Whether [`text`](Self::text) is a summary of the reasoning rather
+    /// than the reasoning itself.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub summary: bool,
+    /// The provider's opaque proof or encrypted payload (Anthropic's
+    /// `signature`, Gemini's `thoughtSignature`, OpenAI's
+    /// `encrypted_content`), to be sent back unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// Reasoning the provider withheld, as the encrypted data it gave in its
+    /// place (Anthropic's `redacted_thinking`); `None` when not redacted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted: Option<String>,
+    /// The provider's id of this reasoning, when it names one (an OpenAI
+    /// Responses reasoning item).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+impl Reasoning {
+    /// Reasoning `text` made by `provider`, with nothing else.
+    pub fn new(provider: impl Into<String>, text: impl Into<String>) -> Self {
+        Reasoning {
+            provider: provider.into(),
+            text: text.into(),
+            ..Default::default()
+        }
+    }
+
+    /// Sets the signature (or encrypted payload).
+    pub fn with_signature(mut self, signature: impl Into<String>) -> Self {
+        self.signature = Some(signature.into());
+        self
+    }
+
+    /// Whether the provider withheld the reasoning (its data is in
+    /// [`redacted`](Self::redacted)).
+    pub fn is_redacted(&self) -> bool {
+        self.redacted.is_some()
+    }
+
+    /// Whether `provider` made this reasoning, and so may be sent it back.
+    pub fn is_from(&self, provider: &str) -> bool {
+        self.provider == provider
+    }
+}
+
 /// One piece of a message's content.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -65,6 +131,13 @@ pub enum Part {
         /// are the rare part.
         file: Box<FileContent>,
     },
+    /// The model's reasoning (assistant messages only): sent back only to
+    /// the provider that made it, never shown to A2A clients. Boxed like
+    /// files.
+    Reasoning {
+        /// The reasoning.
+        reasoning: Box<Reasoning>,
+    },
 }
 
 impl Part {
@@ -83,6 +156,26 @@ impl Part {
         Part::File {
             file: Box::new(file),
         }
+    }
+
+    /// A reasoning part.
+    pub fn reasoning(reasoning: Reasoning) -> Self {
+        Part::Reasoning {
+            reasoning: Box::new(reasoning),
+        }
+    }
+
+    /// The reasoning of a reasoning part, `None` for other parts.
+    pub fn as_reasoning(&self) -> Option<&Reasoning> {
+        match self {
+            Part::Reasoning { reasoning } => Some(reasoning),
+            _ => None,
+        }
+    }
+
+    /// Whether this is a reasoning part.
+    pub fn is_reasoning(&self) -> bool {
+        matches!(self, Part::Reasoning { .. })
     }
 
     /// The text of a text part, `None` for other parts.
@@ -288,6 +381,19 @@ impl Message {
         out
     }
 
+    /// The reasoning parts of this message, in order.
+    pub fn reasoning(&self) -> impl Iterator<Item = &Reasoning> {
+        self.parts.iter().filter_map(Part::as_reasoning)
+    }
+
+    /// This message without its reasoning parts (what may be shown outside
+    /// the agent).
+    pub fn without_reasoning(&self) -> Message {
+        let mut shown = self.clone();
+        shown.parts.retain(|p| !p.is_reasoning());
+        shown
+    }
+
     /// Whether this message is the result of a tool call that failed.
     pub fn is_error(&self) -> bool {
         self.failure.is_some()
@@ -315,6 +421,39 @@ mod tests {
         );
         let back: Message = serde_json::from_value(json).unwrap();
         assert_eq!(back, m);
+    }
+
+    #[test]
+    fn reasoning_part_serde_form_is_stable() {
+        let part = Part::reasoning(Reasoning::new("anthropic", "hm").with_signature("sig=="));
+        let json = serde_json::to_value(&part).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"kind":"reasoning","reasoning":{"provider":"anthropic","text":"hm","signature":"sig=="}})
+        );
+        let back: Part = serde_json::from_value(json).unwrap();
+        assert_eq!(back, part);
+        let redacted = Reasoning {
+            provider: "anthropic".into(),
+            redacted: Some("opaque".into()),
+            ..Default::default()
+        };
+        assert!(redacted.is_redacted());
+        assert!(redacted.is_from("anthropic") && !redacted.is_from("openai"));
+    }
+
+    #[test]
+    fn text_and_shown_form_leave_reasoning_out() {
+        let m = Message::with_parts(
+            Role::Assistant,
+            vec![
+                Part::reasoning(Reasoning::new("p", "secret")),
+                Part::text("answer"),
+            ],
+        );
+        assert_eq!(m.text(), "answer");
+        assert_eq!(m.reasoning().count(), 1);
+        assert_eq!(m.without_reasoning().parts, vec![Part::text("answer")]);
     }
 
     #[test]

@@ -507,6 +507,8 @@ impl ToolResult {
                         file.name.as_deref().or(file.uri.as_deref()).unwrap_or("")
                     ));
                 }
+                // A tool's result holds no model reasoning.
+                Part::Reasoning { .. } => {}
             }
         }
         out

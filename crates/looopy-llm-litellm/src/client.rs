@@ -13,10 +13,11 @@ use tracing::Instrument;
 use tracing::field::Empty;
 
 use crate::config::LiteLlmConfig;
-use crate::decode::completion_to_response;
+use crate::decode::ChunkDecoder;
 use crate::error::{from_reqwest, from_status};
+use crate::stream::EventDecoder;
 use crate::tools_json::ToolsJson;
-use crate::wire::{ChatCompletion, ChatRequest};
+use crate::wire::ChatRequest;
 
 /// A model behind LiteLLM or any OpenAI-compatible chat completions endpoint.
 ///
@@ -42,12 +43,7 @@ impl LiteLlmProvider {
     /// timeout). Fails with [`LlmError::NotConfigured`] for a bad base URL or
     /// header.
     pub fn new(config: LiteLlmConfig) -> Result<Self, LlmError> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .build()
-            .map_err(|e| LlmError::NotConfigured {
-                message: format!("cannot build the HTTP client: {e}"),
-            })?;
+        let http = http_client(&config)?;
         Self::with_http_client(config, http)
     }
 
@@ -64,10 +60,20 @@ impl LiteLlmProvider {
         config: LiteLlmConfig,
         http: reqwest::Client,
     ) -> Result<Self, LlmError> {
-        let endpoint =
-            reqwest::Url::parse(&config.endpoint()).map_err(|e| LlmError::NotConfigured {
-                message: format!("invalid base URL {:?}: {e}", config.base_url),
-            })?;
+        let endpoint = config.endpoint();
+        Self::posting_to(config, http, &endpoint)
+    }
+
+    /// A provider whose requests go to `endpoint` (the Responses API's
+    /// provider sends through one).
+    pub(crate) fn posting_to(
+        config: LiteLlmConfig,
+        http: reqwest::Client,
+        endpoint: &str,
+    ) -> Result<Self, LlmError> {
+        let endpoint = reqwest::Url::parse(endpoint).map_err(|e| LlmError::NotConfigured {
+            message: format!("invalid base URL {:?}: {e}", config.base_url),
+        })?;
         let mut headers = HeaderMap::new();
         headers.insert(
             header::CONTENT_TYPE,
@@ -229,12 +235,15 @@ impl LiteLlmProvider {
         }
     }
 
-    async fn call_inner(
+    /// One non-streamed call posting `body` and reading the answer with
+    /// `decode`, in the current span.
+    pub(crate) async fn call_with(
         &self,
-        request: LlmRequest,
+        body: Result<Vec<u8>, LlmError>,
+        decode: impl FnOnce(&[u8]) -> Result<LlmResponse, LlmError>,
         cx: &TurnContext,
     ) -> Result<LlmResponse, LlmError> {
-        let body = self.body(&request, false)?;
+        let body = body?;
         let work = async {
             let response = self.send(body, false).await?;
             let status = response.status();
@@ -250,11 +259,7 @@ impl LiteLlmProvider {
                     &String::from_utf8_lossy(&bytes),
                 ));
             }
-            let completion: ChatCompletion =
-                serde_json::from_slice(&bytes).map_err(|e| LlmError::MalformedResponse {
-                    message: format!("invalid completion JSON ({e}): {}", snippet(&bytes)),
-                })?;
-            completion_to_response(completion)
+            decode(&bytes)
         };
         tokio::select! {
             biased;
@@ -264,6 +269,16 @@ impl LiteLlmProvider {
             }),
         }
     }
+}
+
+/// An HTTP client with the configured connect timeout.
+pub(crate) fn http_client(config: &LiteLlmConfig) -> Result<reqwest::Client, LlmError> {
+    reqwest::Client::builder()
+        .connect_timeout(config.connect_timeout)
+        .build()
+        .map_err(|e| LlmError::NotConfigured {
+            message: format!("cannot build the HTTP client: {e}"),
+        })
 }
 
 /// The start of a body, for error messages.
@@ -336,8 +351,9 @@ impl CallSpan {
 impl LlmProvider for LiteLlmProvider {
     async fn call(&self, request: LlmRequest, cx: &TurnContext) -> Result<LlmResponse, LlmError> {
         let span = self.call_span(self.model_for(&request));
+        let body = self.body(&request, false);
         let result = self
-            .call_inner(request, cx)
+            .call_with(body, |b| ChunkDecoder::default().whole(b), cx)
             .instrument(span.span.clone())
             .await;
         span.outcome(&result);

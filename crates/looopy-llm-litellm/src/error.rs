@@ -23,11 +23,20 @@ pub(crate) fn from_status(status: u16, headers: &HeaderMap, body: &str) -> LlmEr
             message,
             retry_after: retry_after(headers, SystemTime::now()),
         },
+        // Anthropic's overloaded status, which a proxy passes through.
+        529 => LlmError::Overloaded {
+            message,
+            retry_after: retry_after(headers, SystemTime::now()),
+        },
         500..=599 => LlmError::Server {
             status,
             message,
             retry_after: retry_after(headers, SystemTime::now()),
         },
+        400 if error_code(body) == Some("context_length_exceeded") => {
+            LlmError::ContextLengthExceeded { message }
+        }
+        400 if error_code(body) == Some("content_filter") => LlmError::ContentFilter { message },
         400..=499 => LlmError::BadRequest {
             message: if status == 400 || status == 422 {
                 message
@@ -66,6 +75,16 @@ pub(crate) fn from_stream_error(error: &Value) -> LlmError {
             message: format!("error in stream: {message}"),
         },
     }
+}
+
+/// The `error.code` of an OpenAI error body (`context_length_exceeded`,
+/// or `content_filter` from Azure OpenAI).
+fn error_code(body: &str) -> Option<&'static str> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    let code = v.get("error")?.get("code")?.as_str()?;
+    ["context_length_exceeded", "content_filter"]
+        .into_iter()
+        .find(|known| *known == code)
 }
 
 fn error_body(message: &str) -> String {
@@ -207,6 +226,27 @@ mod tests {
             from_status(429, &h, r#"{"error":"slow down"}"#),
             LlmError::RateLimited { message, retry_after: Some(d) } if message == "slow down" && d == Duration::from_secs(7)
         ));
+    }
+
+    #[test]
+    fn context_length_and_content_filter_have_their_kinds() {
+        let h = HeaderMap::new();
+        let e = from_status(
+            400,
+            &h,
+            r#"{"error":{"message":"maximum context length is 8192 tokens","type":"invalid_request_error","code":"context_length_exceeded"}}"#,
+        );
+        assert!(
+            matches!(e, LlmError::ContextLengthExceeded { message } if message.contains("8192"))
+        );
+        let e = from_status(
+            400,
+            &h,
+            r#"{"error":{"message":"filtered","code":"content_filter"}}"#,
+        );
+        assert!(matches!(e, LlmError::ContentFilter { .. }));
+        let e = from_status(400, &h, r#"{"error":{"message":"bad","code":"other"}}"#);
+        assert!(matches!(e, LlmError::BadRequest { .. }));
     }
 
     #[test]

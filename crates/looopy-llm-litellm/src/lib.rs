@@ -8,6 +8,8 @@ mod decode;
 mod error;
 #[cfg(feature = "otel")]
 mod otel;
+mod responses;
+mod responses_decode;
 mod sse;
 mod stream;
 mod tools_json;
@@ -15,3 +17,4 @@ mod wire;
 
 pub use client::LiteLlmProvider;
 pub use config::{ApiKey, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, LiteLlmConfig};
+pub use responses::OpenAiResponsesProvider;

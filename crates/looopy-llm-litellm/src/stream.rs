@@ -1,5 +1,7 @@
 //! The streamed call: server-sent events over the response body (read by
-//! [`SseParser`]), decoded into [`LlmChunk`]s.
+//! [`SseParser`]), decoded into [`LlmChunk`]s by the API's [`EventDecoder`]
+//! (chat completions' [`ChunkDecoder`], the Responses API's
+//! [`ResponsesDecoder`](crate::responses_decode::ResponsesDecoder)).
 //!
 //! Dropping the stream drops the response body, which closes the connection
 //! and so aborts the request on the server.
@@ -9,7 +11,10 @@ use std::pin::Pin;
 
 use bytes::Bytes;
 use futures::stream::{self, BoxStream, StreamExt};
-use looopy_core::{LlmChunk, LlmError, LlmRequest, LlmStream, TurnContext, WhenCancelled};
+use looopy_core::{
+    FinishReason, LlmChunk, LlmError, LlmRequest, LlmResponse, LlmStream, TurnContext, Usage,
+    WhenCancelled,
+};
 use reqwest::header;
 use tokio::time::Sleep;
 use tracing::Instrument;
@@ -22,9 +27,69 @@ use crate::wire::{ChatChunk, ChatCompletion};
 
 type Body = BoxStream<'static, Result<Bytes, reqwest::Error>>;
 
+/// How one API's event stream is read: the data of each event, the end of
+/// the stream, and a whole JSON answer sent instead of a stream.
+pub(crate) trait EventDecoder: Send {
+    /// One event's data (trimmed, not empty), pushing what it means onto
+    /// `out`. `Ok(true)` when it ends the stream.
+    fn event(&mut self, data: &str, out: &mut VecDeque<LlmChunk>) -> Result<bool, LlmError>;
+
+    /// The event that ends a stream, for the messages of cut streams.
+    const END: &'static str;
+
+    /// A whole JSON answer (some servers answer a stream request with one).
+    fn whole(&self, bytes: &[u8]) -> Result<LlmResponse, LlmError>;
+
+    /// The finish reason so far.
+    fn finish_reason(&self) -> FinishReason;
+
+    /// Usage, when the server sent it.
+    fn usage(&self) -> Option<Usage>;
+
+    /// The model the server named.
+    fn model(&self) -> Option<&str>;
+}
+
+impl EventDecoder for ChunkDecoder {
+    fn event(&mut self, data: &str, out: &mut VecDeque<LlmChunk>) -> Result<bool, LlmError> {
+        if data == "[DONE]" {
+            self.finish(out);
+            return Ok(true);
+        }
+        let chunk: ChatChunk =
+            serde_json::from_str(data).map_err(|e| LlmError::MalformedResponse {
+                message: format!("invalid chunk JSON ({e}): {}", snippet(data.as_bytes())),
+            })?;
+        self.decode(chunk, out)?;
+        Ok(false)
+    }
+
+    const END: &'static str = "[DONE]";
+
+    fn whole(&self, bytes: &[u8]) -> Result<LlmResponse, LlmError> {
+        let completion: ChatCompletion =
+            serde_json::from_slice(bytes).map_err(|e| LlmError::MalformedResponse {
+                message: format!("invalid completion JSON ({e}): {}", snippet(bytes)),
+            })?;
+        completion_to_response(completion)
+    }
+
+    fn finish_reason(&self) -> FinishReason {
+        ChunkDecoder::finish_reason(self)
+    }
+
+    fn usage(&self) -> Option<Usage> {
+        ChunkDecoder::usage(self)
+    }
+
+    fn model(&self) -> Option<&str> {
+        ChunkDecoder::model(self)
+    }
+}
+
 enum Phase {
-    /// Not sent yet.
-    Start(Box<LlmRequest>),
+    /// Not sent yet: the request body, or why it could not be written.
+    Start(Result<Vec<u8>, LlmError>),
     /// Reading the response body's events.
     Reading(Body),
     /// Over (after `[DONE]` or an error).
@@ -108,29 +173,43 @@ fn past_deadline(provider: &LiteLlmProvider) -> LlmError {
 
 type BodyItem = Result<Bytes, reqwest::Error>;
 
-struct State<'a> {
+struct State<'a, D> {
     limits: Limits<'a>,
     span: CallSpan,
     phase: Phase,
     sse: SseParser,
-    decoder: ChunkDecoder,
+    decoder: D,
     pending: VecDeque<LlmChunk>,
 }
 
-/// The stream of one call.
+/// The stream of one chat completions call.
 pub(crate) fn chat_stream<'a>(
     provider: &'a LiteLlmProvider,
     request: LlmRequest,
+    cx: &'a TurnContext,
+) -> LlmStream<'a> {
+    let span = provider.call_span(provider.model_for(&request));
+    let body = provider.body(&request, true);
+    event_stream(provider, span, body, ChunkDecoder::default(), cx)
+}
+
+/// The stream of one call posting `body` through `provider`'s client and
+/// reading the answer with `decoder`.
+pub(crate) fn event_stream<'a, D: EventDecoder + 'a>(
+    provider: &'a LiteLlmProvider,
+    span: CallSpan,
+    body: Result<Vec<u8>, LlmError>,
+    decoder: D,
     cx: &'a TurnContext,
 ) -> LlmStream<'a> {
     // Boxed: `unfold` moves its state into each chunk's future and back
     // out, and this one is large (the timers, the span, the event parser).
     let state = Box::new(State {
         limits: Limits::new(provider, cx),
-        span: provider.call_span(provider.model_for(&request)),
-        phase: Phase::Start(Box::new(request)),
+        span,
+        phase: Phase::Start(body),
         sse: SseParser::default(),
-        decoder: ChunkDecoder::default(),
+        decoder,
         pending: VecDeque::new(),
     });
     stream::unfold(state, |mut state| async move {
@@ -142,14 +221,14 @@ pub(crate) fn chat_stream<'a>(
 }
 
 /// The next item; `None` once the stream is over.
-async fn next(state: &mut State<'_>) -> Option<Result<LlmChunk, LlmError>> {
+async fn next<D: EventDecoder>(state: &mut State<'_, D>) -> Option<Result<LlmChunk, LlmError>> {
     loop {
         if let Some(chunk) = state.pending.pop_front() {
             return Some(Ok(chunk));
         }
         let step = match std::mem::replace(&mut state.phase, Phase::Done) {
             Phase::Done => return None,
-            Phase::Start(request) => start(state, *request).await,
+            Phase::Start(body) => start(state, body).await,
             Phase::Reading(mut body) => match read(state, &mut body).await {
                 Ok(true) => {
                     state.phase = Phase::Reading(body);
@@ -175,12 +254,15 @@ async fn next(state: &mut State<'_>) -> Option<Result<LlmChunk, LlmError>> {
 
 /// Sends the request; on success the phase becomes `Reading` (or the whole
 /// answer is queued, for servers that answer a stream request with JSON).
-async fn start(state: &mut State<'_>, request: LlmRequest) -> Result<(), LlmError> {
+async fn start<D: EventDecoder>(
+    state: &mut State<'_, D>,
+    body: Result<Vec<u8>, LlmError>,
+) -> Result<(), LlmError> {
     // The whole-request limit counts from the first poll, not from creation.
     let provider = state.limits.provider;
     state.limits.deadline.as_mut().reset(provider.deadline());
     let limits = &mut state.limits;
-    let body = provider.body(&request, true)?;
+    let body = body?;
     let response = limits.guard(provider.send(body, true)).await?;
     let status = response.status();
     if !status.is_success() {
@@ -199,11 +281,7 @@ async fn start(state: &mut State<'_>, request: LlmRequest) -> Result<(), LlmErro
         .is_some_and(|v| v.starts_with("application/json"));
     if is_json {
         let bytes = limits.body(response, "reading the response").await?;
-        let completion: ChatCompletion =
-            serde_json::from_slice(&bytes).map_err(|e| LlmError::MalformedResponse {
-                message: format!("invalid completion JSON ({e}): {}", snippet(&bytes)),
-            })?;
-        let response = completion_to_response(completion)?;
+        let response = state.decoder.whole(&bytes)?;
         state.span.success(
             response.finish_reason.as_str(),
             response.usage,
@@ -216,37 +294,38 @@ async fn start(state: &mut State<'_>, request: LlmRequest) -> Result<(), LlmErro
     Ok(())
 }
 
-/// Reads events until some chunks are queued. `Ok(false)` after `[DONE]`.
-async fn read(state: &mut State<'_>, body: &mut Body) -> Result<bool, LlmError> {
+/// Reads events until some chunks are queued. `Ok(false)` after the end
+/// event (`[DONE]`).
+async fn read<D: EventDecoder>(
+    state: &mut State<'_, D>,
+    body: &mut Body,
+) -> Result<bool, LlmError> {
     while state.pending.is_empty() {
         if let Some(data) = state.sse.next_event() {
             let data = data.trim_ascii();
             if data.is_empty() {
                 continue;
             }
-            if data == b"[DONE]" {
-                state.decoder.finish(&mut state.pending);
-                return Ok(false);
-            }
             // Checked once here: parsing bytes would check every string
             // of the chunk on its own, a call each.
             let text = std::str::from_utf8(data).map_err(|e| LlmError::MalformedResponse {
                 message: format!("invalid chunk (not UTF-8: {e}): {}", snippet(data)),
             })?;
-            let chunk: ChatChunk =
-                serde_json::from_str(text).map_err(|e| LlmError::MalformedResponse {
-                    message: format!("invalid chunk JSON ({e}): {}", snippet(data)),
-                })?;
-            state.decoder.decode(chunk, &mut state.pending)?;
+            if state.decoder.event(text, &mut state.pending)? {
+                return Ok(false);
+            }
             continue;
         }
         match state.limits.next_bytes(body).await? {
             None => {
                 return Err(LlmError::MalformedResponse {
-                    message: "the stream ended before [DONE]".into(),
+                    message: format!("the stream ended before {}", D::END),
                 });
             }
-            Some(Err(e)) => return Err(from_reqwest(&e, "the stream was cut before [DONE]")),
+            Some(Err(e)) => {
+                let what = format!("the stream was cut before {}", D::END);
+                return Err(from_reqwest(&e, &what));
+            }
             Some(Ok(bytes)) => state.sse.feed(&bytes),
         }
     }

@@ -185,7 +185,10 @@ impl Serialize for WireMessage<'_> {
         let has_image = m.role == Role::User && m.parts.iter().any(|p| image_url(p).is_some());
         if has_image {
             map.serialize_entry("content", &ContentParts(&m.parts))?;
-        } else if m.parts.is_empty() && m.role == Role::Assistant && !m.tool_calls.is_empty() {
+        } else if m.parts.iter().all(Part::is_reasoning)
+            && m.role == Role::Assistant
+            && !m.tool_calls.is_empty()
+        {
             map.serialize_entry("content", &Option::<&str>::None)?;
         } else {
             map.serialize_entry("content", &ContentText(&m.parts))?;
@@ -202,8 +205,9 @@ impl Serialize for WireMessage<'_> {
 
 /// The parts of a message as one string: text parts joined as they are,
 /// data parts as JSON text and files as `[file name]`, each of those on a
-/// line of its own.
-struct ContentText<'a>(&'a [Part]);
+/// line of its own. Reasoning parts are left out: chat completions takes
+/// no reasoning back.
+pub(crate) struct ContentText<'a>(pub(crate) &'a [Part]);
 
 impl Serialize for ContentText<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -219,6 +223,9 @@ impl fmt::Display for ContentText<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut prev_text: Option<bool> = None;
         for part in self.0 {
+            if part.is_reasoning() {
+                continue;
+            }
             let is_text = matches!(part, Part::Text { .. });
             if prev_text.is_some_and(|p| !(p && is_text)) {
                 f.write_char('\n')?;
@@ -276,7 +283,7 @@ struct ImageUrl<'a> {
 }
 
 /// An image reference: its URI, or a `data:` URL built from inline bytes.
-enum ImageUrlText<'a> {
+pub(crate) enum ImageUrlText<'a> {
     Uri(&'a str),
     Data { mime: &'a str, base64: &'a str },
 }
@@ -296,7 +303,7 @@ const IMAGE_EXTENSIONS: [&str; 6] = [".png", ".jpg", ".jpeg", ".gif", ".webp", "
 
 /// The image URL of a file part that holds an image (by MIME type, or by
 /// file extension when the type is unknown).
-fn image_url(part: &Part) -> Option<ImageUrlText<'_>> {
+pub(crate) fn image_url(part: &Part) -> Option<ImageUrlText<'_>> {
     let Part::File { file } = part else {
         return None;
     };
@@ -546,6 +553,7 @@ impl WireUsage {
                 .as_ref()
                 .and_then(|d| d.cached_tokens)
                 .unwrap_or(0),
+            cache_creation_input_tokens: 0,
         }
     }
 }
@@ -661,6 +669,25 @@ mod tests {
         assert_eq!(v["stream_options"], json!({"include_usage": true}));
         assert_eq!(v["max_tokens"], 5);
         assert!(v.get("temperature").is_none());
+    }
+
+    #[test]
+    fn reasoning_parts_are_left_out() {
+        let thought = Part::reasoning(looopy_core::Reasoning::new("anthropic", "hm"));
+        let mut calling = Message::with_parts(Role::Assistant, vec![thought.clone()]);
+        calling.tool_calls = vec![ToolCall::new("c1", "add", "{}")];
+        let history = History::from(vec![
+            calling,
+            ToolResult::json("c1", &json!(3)).into_message(),
+            Message::with_parts(Role::Assistant, vec![thought, Part::text("3")]),
+        ]);
+        let v = body(&ChatRequest {
+            system_prompt: None,
+            ..request(&history, None)
+        });
+        assert_eq!(v["messages"][0]["content"], Value::Null);
+        assert_eq!(v["messages"][2]["content"], "3");
+        assert!(!v.to_string().contains("hm"));
     }
 
     #[test]

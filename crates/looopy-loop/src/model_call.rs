@@ -85,6 +85,8 @@ pub(crate) fn call_model<'a>(
             gen_ai.response.finish_reasons = tracing::field::Empty,
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
+            gen_ai.usage.cache_read.input_tokens = tracing::field::Empty,
+            gen_ai.usage.cache_creation.input_tokens = tracing::field::Empty,
             error.type = tracing::field::Empty,
             looopy.iteration = iteration,
             looopy.cache.hit = tracing::field::Empty,
@@ -177,6 +179,19 @@ pub(crate) fn call_model<'a>(
                     if let Some(u) = response.usage {
                         span.record("gen_ai.usage.input_tokens", u.input_tokens as i64);
                         span.record("gen_ai.usage.output_tokens", u.output_tokens as i64);
+                        // Only where the provider has a prompt cache to report on.
+                        if u.cached_input_tokens > 0 {
+                            span.record(
+                                "gen_ai.usage.cache_read.input_tokens",
+                                u.cached_input_tokens as i64,
+                            );
+                        }
+                        if u.cache_creation_input_tokens > 0 {
+                            span.record(
+                                "gen_ai.usage.cache_creation.input_tokens",
+                                u.cache_creation_input_tokens as i64,
+                            );
+                        }
                     }
                 }
                 emit.llm_response(

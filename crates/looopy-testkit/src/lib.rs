@@ -7,8 +7,12 @@
 //!   chunks, errors, delays) and records every request it got.
 //! - [`conformance`]: the suite every store implementation must pass
 //!   (`conformance::run_all`).
+//! - [`provider_conformance`]: the suite every model provider must pass,
+//!   against an in-process fixture scripted in its vendor's wire form
+//!   (`provider_conformance::run_all`).
 //! - [`OpenAiFixture`]: an in-process OpenAI-compatible HTTP server that plays
-//!   scripted answers (JSON, SSE streams, errors, garbage) and records requests.
+//!   scripted answers (JSON, SSE streams, errors, garbage) and records requests;
+//!   [`anthropic_fixture`] builds Anthropic's shapes for it.
 //! - [`RedisServer`] / [`test_redis`]: a throw-away `redis-server` on a free
 //!   port (killed on drop), or the shared one named by
 //!   `LOOOPY_TEST_REDIS_URL`.
@@ -17,17 +21,22 @@
 //!   by `LOOOPY_TEST_POSTGRES_URL`.
 //! - `SpanCapture` (feature `otel`): the spans a test produced, exported to
 //!   memory through tracing-opentelemetry.
+//! - [`aimock::Aimock`]: `@copilotkit/aimock`'s mock LLM server on a free
+//!   port (OpenAI chat and Responses, Anthropic and Gemini wire formats).
 //! - [`events`]: reading a turn's events (the one final event, its
 //!   metadata, the kinds in order).
 //! - [`external`]: finding the provisioned external programs (or failing
 //!   with how to provision them), and running a browser script against
 //!   the provisioned Chromium.
 
+pub mod aimock;
+pub mod anthropic_fixture;
 pub mod conformance;
 pub mod events;
 pub mod external;
 pub mod openai_fixture;
 pub mod postgres_server;
+pub mod provider_conformance;
 pub mod redis_cluster;
 pub mod redis_server;
 mod scripted;

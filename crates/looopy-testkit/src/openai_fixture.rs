@@ -144,6 +144,8 @@ pub enum SseEvent {
     Json(Value),
     /// `data: <text>` and a blank line (for chunks that are not valid JSON).
     Data(String),
+    /// `event: <name>`, `data: <json>` and a blank line (Anthropic's form).
+    Named(String, Value),
     /// This text exactly (comments, odd framing).
     Verbatim(String),
     /// These bytes exactly (a stream that is not UTF-8).
@@ -240,10 +242,13 @@ impl RecordedRequest {
 
     /// Whether the request asked for a stream.
     pub fn is_stream(&self) -> bool {
-        self.body
-            .get("stream")
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
+        // Gemini says it in the method of the URL rather than the body.
+        self.path.contains(":streamGenerateContent")
+            || self
+                .body
+                .get("stream")
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
     }
 }
 
@@ -640,6 +645,7 @@ fn sse_body(sse: SseReply, guard: AbortGuard) -> Body {
                 }
                 SseEvent::Json(v) => format!("data: {v}\n\n").into_bytes(),
                 SseEvent::Data(d) => format!("data: {d}\n\n").into_bytes(),
+                SseEvent::Named(name, v) => format!("event: {name}\ndata: {v}\n\n").into_bytes(),
                 SseEvent::Verbatim(t) => t.into_bytes(),
                 SseEvent::Bytes(b) => b,
             };

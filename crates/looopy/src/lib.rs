@@ -3,6 +3,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod prelude;
+pub mod registry;
 pub mod structured;
 
 // Everything of the core vocabulary, at the top: `looopy::Message`,
@@ -48,6 +49,16 @@ pub mod stores {
 #[cfg(feature = "openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "openai")))]
 pub use looopy_llm_litellm as openai;
+
+/// The Anthropic Messages API provider (the `looopy-llm-anthropic` crate).
+#[cfg(feature = "anthropic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "anthropic")))]
+pub use looopy_llm_anthropic as anthropic;
+
+/// The Google Gemini API provider (the `looopy-llm-gemini` crate).
+#[cfg(feature = "gemini")]
+#[cfg_attr(docsrs, doc(cfg(feature = "gemini")))]
+pub use looopy_llm_gemini as gemini;
 
 /// The A2A protocol: server (feature `a2a-server`), client and remote agents
 /// as tools (feature `a2a-client`) (the `looopy-a2a` crate).

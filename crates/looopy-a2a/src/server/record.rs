@@ -20,7 +20,8 @@ pub(crate) const LEGACY_KEY: &str = "looopy";
 /// started one of its turns (`turn_message_ids`) up to the next user
 /// message that started none (a turn of another task), of which the
 /// client's messages and the agent's answers (assistant messages without
-/// tool calls; tool calls and results stay internal).
+/// tool calls; tool calls and results stay internal). The model's
+/// reasoning parts stay internal too: they are left out of each message.
 pub(crate) fn task_history(messages: &[Message], turn_message_ids: &[String]) -> Vec<Message> {
     let mut out = Vec::new();
     let mut inside = false;
@@ -30,11 +31,15 @@ pub(crate) fn task_history(messages: &[Message], turn_message_ids: &[String]) ->
         }
         let shown = match m.role {
             Role::User => true,
-            Role::Assistant => m.tool_calls.is_empty() && !m.parts.is_empty(),
+            Role::Assistant => m.tool_calls.is_empty() && m.parts.iter().any(|p| !p.is_reasoning()),
             _ => false,
         };
         if inside && shown {
-            out.push(m.clone());
+            out.push(if m.parts.iter().any(Part::is_reasoning) {
+                m.without_reasoning()
+            } else {
+                m.clone()
+            });
         }
     }
     out
@@ -163,6 +168,25 @@ mod tests {
             .collect();
         assert_eq!(texts, ["mine", "my answer", "again", "my second answer"]);
         assert!(task_history(&conversation, &[]).is_empty());
+    }
+
+    #[test]
+    fn a_task_history_never_shows_the_models_reasoning() {
+        let asked = Message::user("why?");
+        let thought = looopy_core::Reasoning::new("anthropic", "private").with_signature("sig");
+        let conversation = vec![
+            asked.clone(),
+            // Reasoning alone (before a tool call, say): nothing to show.
+            Message::with_parts(Role::Assistant, vec![Part::reasoning(thought.clone())]),
+            Message::with_parts(
+                Role::Assistant,
+                vec![Part::reasoning(thought), Part::text("because")],
+            ),
+        ];
+        let history = task_history(&conversation, std::slice::from_ref(&asked.message_id));
+        assert_eq!(history.len(), 2);
+        assert_eq!(history[1].parts, vec![Part::text("because")]);
+        assert!(history.iter().all(|m| m.reasoning().next().is_none()));
     }
 
     #[test]

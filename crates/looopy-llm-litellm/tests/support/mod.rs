@@ -14,7 +14,11 @@ use looopy_testkit::OpenAiFixture;
 pub const KEY: &str = "sk-test-secret";
 
 pub fn config(f: &OpenAiFixture) -> LiteLlmConfig {
-    LiteLlmConfig::new(f.base_url(), "test-model")
+    config_for(&f.base_url())
+}
+
+pub fn config_for(base_url: &str) -> LiteLlmConfig {
+    LiteLlmConfig::new(base_url, "test-model")
         .with_api_key(KEY)
         .with_request_timeout(Duration::from_secs(20))
         .with_stream_idle_timeout(Duration::from_secs(10))

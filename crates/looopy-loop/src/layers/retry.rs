@@ -57,7 +57,7 @@ impl Default for RetryPolicy {
             max_retries: 5,
             base_delay: Duration::from_secs(1),
             max_delay: Duration::from_secs(60),
-            retryable_statuses: vec![429, 500, 502, 503, 504],
+            retryable_statuses: vec![429, 500, 502, 503, 504, 529],
             retry_connection_errors: true,
             retry_timeouts: false,
             retry_malformed_responses: true,
@@ -196,6 +196,19 @@ fn prefix_message(error: LlmError, note: &str) -> LlmError {
             message,
             retry_after,
         } => LlmError::RateLimited {
+            message: p(message),
+            retry_after,
+        },
+        LlmError::ContextLengthExceeded { message } => LlmError::ContextLengthExceeded {
+            message: p(message),
+        },
+        LlmError::ContentFilter { message } => LlmError::ContentFilter {
+            message: p(message),
+        },
+        LlmError::Overloaded {
+            message,
+            retry_after,
+        } => LlmError::Overloaded {
             message: p(message),
             retry_after,
         },
@@ -419,6 +432,13 @@ mod tests {
             message: String::new()
         }));
         assert!(p.is_retryable(&LlmError::Connection {
+            message: String::new()
+        }));
+        assert!(p.is_retryable(&LlmError::Overloaded {
+            message: String::new(),
+            retry_after: None,
+        }));
+        assert!(!p.is_retryable(&LlmError::ContextLengthExceeded {
             message: String::new()
         }));
         assert!(!p.is_retryable(&LlmError::Cancelled));

@@ -57,6 +57,7 @@ fn report() -> TurnReport {
             total_tokens: 24,
             reasoning_tokens: 2,
             cached_input_tokens: 5,
+            cache_creation_input_tokens: 3,
         },
         error: Some(Box::new(TurnError::new(
             "tool_failed",
@@ -174,6 +175,7 @@ pub(crate) fn full_usage(n: u64) -> Usage {
         total_tokens: 150 + 2 * n,
         reasoning_tokens: 7 + n,
         cached_input_tokens: 30 + n,
+        cache_creation_input_tokens: 20 + n,
     }
 }
 
