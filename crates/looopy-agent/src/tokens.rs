@@ -404,6 +404,18 @@ mod tests {
     }
 
     #[test]
+    fn reasoning_counts_as_its_text_not_its_signature() {
+        let c = HeuristicCounter;
+        let thought =
+            looopy_core::Reasoning::new("anthropic", "abcdefgh").with_signature("S".repeat(4000));
+        let m = Message::with_parts(
+            looopy_core::Role::Assistant,
+            vec![looopy_core::Part::reasoning(thought)],
+        );
+        assert_eq!(c.message(&m), MESSAGE_OVERHEAD + 2);
+    }
+
+    #[test]
     fn requests_count_the_system_prompt_and_the_tools() {
         let c = HeuristicCounter;
         let bare = LlmRequest {
