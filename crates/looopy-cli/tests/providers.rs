@@ -3,7 +3,7 @@
 //! the agent does not have, reads the error, and answers.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Output};
 

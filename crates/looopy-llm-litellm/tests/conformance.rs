@@ -1,7 +1,7 @@
 //! The provider conformance suite, against a fixture playing the chat
 //! completions wire form.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

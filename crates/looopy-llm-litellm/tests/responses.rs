@@ -3,7 +3,7 @@
 //! against `@copilotkit/aimock`'s `/v1/responses`.
 #![allow(clippy::unwrap_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

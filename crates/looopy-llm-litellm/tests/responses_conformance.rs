@@ -1,7 +1,7 @@
 //! The provider conformance suite, against a fixture playing the OpenAI
 //! Responses API's wire form.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -13,9 +13,6 @@ use looopy_core::{
 };
 
 /// One answer of the script.
-// A script holds a few steps, each used once: boxing the response would
-// only make scripts longer to write.
-#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 #[allow(
     clippy::large_enum_variant,

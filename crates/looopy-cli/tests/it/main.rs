@@ -19,6 +19,8 @@ mod chat_tty;
 mod otlp_export;
 #[path = "../otlp_protocols.rs"]
 mod otlp_protocols;
+#[path = "../providers.rs"]
+mod providers;
 #[path = "../python_sdk.rs"]
 mod python_sdk;
 #[path = "../recovery.rs"]

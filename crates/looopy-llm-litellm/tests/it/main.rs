@@ -7,10 +7,16 @@ mod agent_loop;
 mod aimock;
 #[path = "../calls.rs"]
 mod calls;
+#[path = "../conformance.rs"]
+mod conformance;
 #[path = "../otel.rs"]
 mod otel;
 #[path = "../request_options.rs"]
 mod request_options;
+#[path = "../responses.rs"]
+mod responses;
+#[path = "../responses_conformance.rs"]
+mod responses_conformance;
 #[path = "../retry.rs"]
 mod retry;
 #[path = "../streaming.rs"]
