@@ -1,10 +1,11 @@
 //! The store backend picked by configuration: [`StoreConfig`] names one
-//! (`backend = "memory"` or `"redis"`, as the `[store]` table of a
+//! (`backend = "memory"`, `"sqlite"` or `"redis"`, as the `[store]` table of a
 //! `looopy.toml` does) and [`StoreConfig::build`] returns the one
 //! [`Stores`] bundle an Agent and an A2A server take.
 //!
 //! Each backend sits behind a feature, so that a binary compiles only the
-//! ones it can pick: `memory` (on by default, `looopy-stores-memory`) and
+//! ones it can pick: `memory` (on by default, `looopy-stores-memory`),
+//! `sqlite` (`looopy-stores-sqlite`, with sqlx and a bundled SQLite) and
 //! `redis` (`looopy-stores-redis`, with its Redis client and pool). The
 //! backend crates themselves depend on `looopy-core` and their own client
 //! library only.
@@ -50,3 +51,6 @@ pub use looopy_stores_memory::MemoryRetention;
 /// The settings of the Redis backend (`StoreConfig::Redis`).
 #[cfg(feature = "redis")]
 pub use looopy_stores_redis::RedisConfig;
+/// The settings of the SQLite backend (`StoreConfig::Sqlite`).
+#[cfg(feature = "sqlite")]
+pub use looopy_stores_sqlite::SqliteConfig;
