@@ -32,7 +32,7 @@ fn model(config: &Config) -> String {
 }
 
 fn store(config: &Config) -> String {
-    match &config.store {
+    match config.store().as_ref() {
         StoreConfig::Redis(r) if !r.cluster_urls.is_empty() => {
             let nodes: Vec<String> = r
                 .cluster_urls
@@ -42,6 +42,10 @@ fn store(config: &Config) -> String {
             format!("redis cluster ({})", nodes.join(", "))
         }
         StoreConfig::Redis(r) => format!("redis ({})", without_credentials(&r.url)),
+        StoreConfig::Sqlite(s) => {
+            let path = std::path::absolute(&s.path).unwrap_or_else(|_| s.path.clone());
+            format!("sqlite ({})", path.display())
+        }
         _ => "memory (conversations end with the process)".into(),
     }
 }
