@@ -77,6 +77,13 @@ impl WriteTx {
     pub(crate) async fn commit(self) -> Result<(), StoreError> {
         self.tx.commit().await.db("commit")
     }
+
+    /// Rolls back and waits for it, so that SQLite's write lock is free
+    /// before the next writer passes the gate (a dropped transaction rolls
+    /// back too, but after the gate opened).
+    pub(crate) async fn rollback(self) -> Result<(), StoreError> {
+        self.tx.rollback().await.db("roll back")
+    }
 }
 
 /// What one [`SqliteBackend::prune`] deleted.

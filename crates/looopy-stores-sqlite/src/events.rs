@@ -239,6 +239,7 @@ impl EventLog for SqliteEventLog {
             .try_get(0)
             .db("replace events")?;
         if stored_last != Some(last) {
+            tx.rollback().await?;
             return Ok(false);
         }
         let mut appended_ms = std::collections::HashMap::new();

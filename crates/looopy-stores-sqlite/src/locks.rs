@@ -164,6 +164,8 @@ impl TurnLock for SqliteTurnLock {
         let found = acquire_in(tx.conn(), context_id, owner, task_id, ttl).await?;
         if found == Acquire::Acquired {
             tx.commit().await?;
+        } else {
+            tx.rollback().await?;
         }
         Ok(found)
     }
@@ -190,7 +192,10 @@ impl TurnLock for SqliteTurnLock {
                     .db("renew a turn lease")?;
                 true
             }
-            _ => return Ok(false),
+            _ => {
+                tx.rollback().await?;
+                return Ok(false);
+            }
         };
         tx.commit().await?;
         Ok(renewed)

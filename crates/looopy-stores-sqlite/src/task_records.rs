@@ -88,6 +88,7 @@ impl TaskRecordStore for SqliteTaskRecordStore {
             .await?
             .unwrap_or(0);
         if u64::try_from(stored).ok() != Some(record.version) {
+            tx.rollback().await?;
             return Ok(false);
         }
         write_in(tx.conn(), record, stored + 1).await?;

@@ -76,7 +76,8 @@ impl TurnStore for SqliteTurnStore {
             let found =
                 locks::acquire_in(tx.conn(), ctx, lease.owner, lease.task_id, lease.ttl).await?;
             if found != Acquire::Acquired {
-                // Nothing was written: the transaction rolls back.
+                // Nothing was written.
+                tx.rollback().await?;
                 return Ok(TurnBegun::Refused(found));
             }
         }
