@@ -159,7 +159,7 @@ impl App {
             tools.push(Arc::new(tool));
         }
         let stores = config
-            .store
+            .store()
             .build()
             .await
             .context("connecting to the stores")?;
@@ -226,7 +226,7 @@ impl App {
             .stores(&self.stores)
             .lock_ttl(self.config.durability.lease_ttl())
             .artifact_tools(self.config.agent.artifact_tools);
-        if !self.config.store.outlives_process() {
+        if !self.config.store().outlives_process() {
             // A checkpoint in this process's memory dies with the turn it
             // would carry on (docs/durability.md).
             builder = builder.without_checkpoints();

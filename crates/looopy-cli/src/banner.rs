@@ -38,7 +38,7 @@ fn model(config: &Config) -> String {
 }
 
 fn store(config: &Config) -> String {
-    match &config.store {
+    match config.store().as_ref() {
         StoreConfig::Redis(r) if !r.cluster_urls.is_empty() => {
             let nodes: Vec<String> = r
                 .cluster_urls
@@ -53,6 +53,10 @@ fn store(config: &Config) -> String {
             without_credentials(&p.url),
             p.schema
         ),
+        StoreConfig::Sqlite(s) => {
+            let path = std::path::absolute(&s.path).unwrap_or_else(|_| s.path.clone());
+            format!("sqlite ({})", path.display())
+        }
         _ => "memory (conversations end with the process)".into(),
     }
 }

@@ -84,6 +84,8 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use looopy_a2a::ProtocolVersion;
 use looopy_core::models::ModelRef;
+use std::borrow::Cow;
+
 use looopy_stores::StoreConfig;
 use serde::Deserialize;
 
@@ -100,13 +102,16 @@ pub struct Config {
     /// Tool sources.
     #[serde(default)]
     pub tools: ToolsSection,
-    /// Where state lives (`backend = "memory"` by default, or `"redis"`
-    /// with the fields of [`looopy_stores::RedisConfig`]: `url` for
-    /// one server, or `cluster_urls = ["redis://host:port", ...]` for a
-    /// Redis Cluster; or `"postgres"` with the fields of
-    /// [`looopy_stores::PostgresConfig`]: `url`, `pool_size`, `schema`).
-    #[serde(default = "memory_store")]
-    pub store: StoreConfig,
+    /// Where state lives, as the `[store]` table names it: `backend =
+    /// "sqlite"` with the fields of [`looopy_stores::SqliteConfig`]
+    /// (`path`...), `"memory"`, `"redis"` with the fields of
+    /// [`looopy_stores::RedisConfig`] (`url` for one server, or
+    /// `cluster_urls = ["redis://host:port", ...]` for a Redis Cluster),
+    /// or `"postgres"` with the fields of [`looopy_stores::PostgresConfig`]
+    /// (`url`, `pool_size`, `schema`). `None` without a table: see
+    /// [`Config::store`].
+    #[serde(default)]
+    pub store: Option<StoreConfig>,
     /// The HTTP server.
     #[serde(default)]
     pub server: ServerSection,
@@ -126,8 +131,8 @@ pub struct Config {
 
 /// `[durability]`: how fast a turn whose process died is found and resumed
 /// by another (at most `lease_ttl_secs + scan_interval_secs` later). Only
-/// stores shared between processes (Redis) make this useful; the memory
-/// store recovers nothing after a restart.
+/// stores that outlive the process (SQLite, Redis) make this useful; the
+/// memory store recovers nothing after a restart.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DurabilitySection {
@@ -410,8 +415,24 @@ fn protocol_version<'de, D: serde::Deserializer<'de>>(
     })
 }
 
-fn memory_store() -> StoreConfig {
-    StoreConfig::Memory(Default::default())
+impl Config {
+    /// The store to build: the configured one, or the memory store when
+    /// the file names none (`looopy run`, tests; `looopy serve` sets
+    /// [`serve_default_store`](Self::serve_default_store) first).
+    pub fn store(&self) -> Cow<'_, StoreConfig> {
+        match &self.store {
+            Some(store) => Cow::Borrowed(store),
+            None => Cow::Owned(StoreConfig::Memory(Default::default())),
+        }
+    }
+
+    /// What `looopy serve` keeps its state in when the file names no store:
+    /// a SQLite database with the defaults of
+    /// [`SqliteConfig`](looopy_stores::SqliteConfig) (`.looopy/looopy.db`
+    /// in the working directory), so that conversations outlive a restart.
+    pub fn serve_default_store() -> StoreConfig {
+        StoreConfig::Sqlite(looopy_stores::SqliteConfig::default())
+    }
 }
 
 fn default_bind() -> String {
@@ -609,7 +630,7 @@ mod tests {
         let c = Config::parse(&example).unwrap();
         assert_eq!(c.agent.name, "helper");
         assert_eq!(c.tools.mcp[0].args.len(), 3);
-        assert!(matches!(c.store, StoreConfig::Redis(_)));
+        assert!(matches!(c.store, Some(StoreConfig::Redis(_))));
         assert_eq!(c.auth.tokens[0].principal, "alice");
         assert_eq!(c.durability.lease_ttl(), std::time::Duration::from_secs(30));
         assert_eq!(
@@ -671,7 +692,7 @@ mod tests {
             "[store]\nbackend = \"redis\"\ncluster_urls = [\"redis://a:7000\", \"redis://b:7001\"]",
         )
         .unwrap();
-        let StoreConfig::Redis(redis) = c.store else {
+        let Some(StoreConfig::Redis(redis)) = c.store else {
             panic!("expected redis: {:?}", c.store);
         };
         assert!(redis.is_cluster());
@@ -684,7 +705,16 @@ mod tests {
     fn empty_file_means_memory_store_and_no_model() {
         let c = Config::parse("").unwrap();
         assert!(c.llm.is_none());
-        assert!(matches!(c.store, StoreConfig::Memory(_)));
+        assert!(c.store.is_none());
+        assert!(matches!(*c.store(), StoreConfig::Memory(_)));
+        assert!(matches!(
+            Config::serve_default_store(),
+            StoreConfig::Sqlite(s) if s.path.to_str() == Some(".looopy/looopy.db")
+        ));
+        let c = Config::parse("[store]\nbackend = \"sqlite\"\npath = \"/srv/a.db\"").unwrap();
+        assert!(
+            matches!(*c.store(), StoreConfig::Sqlite(ref s) if s.path.to_str() == Some("/srv/a.db"))
+        );
         assert_eq!(c.server.bind, "127.0.0.1:8080");
     }
 

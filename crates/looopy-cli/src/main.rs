@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use looopy_cli::app::App;
 use looopy_cli::config::Config;
 use looopy_cli::telemetry::{Telemetry, TelemetryConfig};
+use looopy_stores::StoreConfig;
 
 /// mimalloc rather than the system allocator: a server runs thousands of
 /// turns at once on a multi-threaded runtime, so memory taken on one
@@ -38,7 +39,8 @@ struct Cli {
 enum Command {
     /// Serve the configured agent over A2A (JSON-RPC + SSE).
     Serve {
-        /// Configuration file (optional: without it, an agent with no model on the memory store).
+        /// Configuration file (optional: without it, an agent with no model
+        /// whose conversations are kept in `.looopy/looopy.db`).
         #[arg(long, short)]
         config: Option<PathBuf>,
         /// Address to listen on (overrides `bind` in the configuration's server table).
@@ -48,6 +50,11 @@ enum Command {
         /// openai-chat:gpt-4o-mini, litellm:NAME), over `[llm] model`.
         #[arg(long)]
         model: Option<String>,
+        /// Where conversations are kept (overrides the configuration's
+        /// `[store]` table): `sqlite` (`.looopy/looopy.db`, the default
+        /// without a table) or `memory` (they end with the process).
+        #[arg(long, value_enum)]
+        store: Option<StoreFlag>,
     },
     /// Talk to an A2A agent interactively.
     Chat {
@@ -69,6 +76,15 @@ enum Command {
         /// What to ask.
         prompt: String,
     },
+}
+
+/// `looopy serve --store`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum StoreFlag {
+    /// A SQLite database under `.looopy/` in the working directory.
+    Sqlite,
+    /// This process's memory.
+    Memory,
 }
 
 /// The file (or nothing), the `LOOOPY_LLM_*` variables over it, `--model`
@@ -105,8 +121,16 @@ async fn execute(command: Command) -> Result<()> {
             config,
             bind,
             model,
+            store,
         } => {
-            let config = load(config.as_ref(), model.as_deref())?;
+            let mut config = load(config.as_ref(), model.as_deref())?;
+            config.store = match (store, config.store.take()) {
+                (Some(StoreFlag::Memory), _) => Some(StoreConfig::Memory(Default::default())),
+                // A configured SQLite file keeps its path and knobs.
+                (Some(StoreFlag::Sqlite), Some(sqlite @ StoreConfig::Sqlite(_))) => Some(sqlite),
+                (Some(StoreFlag::Sqlite), _) | (None, None) => Some(Config::serve_default_store()),
+                (None, Some(configured)) => Some(configured),
+            };
             let bind = bind.unwrap_or_else(|| config.server.bind.clone());
             let app = App::build(config, &env).await?;
             looopy_cli::serve::serve(app, &bind, &env, looopy_cli::serve::shutdown_signal()).await

@@ -29,7 +29,7 @@ pub fn server(
     let template = app.agent_template()?;
     let runner =
         AgentRunner::new(move |context_id, owner| template.agent_owned_by(context_id, owner))
-            .max_cached(agents_cached(&config.store));
+            .max_cached(agents_cached(&config.store()));
     let builder = A2aServer::with_stores(runner, &app.stores)
         .card(card)
         .auth(auth)

@@ -30,6 +30,7 @@ fn serve_watched(config: &Path) -> (Running, Captured, Captured) {
     let mut child = Running::new(
         looopy(&["serve", "--config", config.to_str().unwrap()])
             .args(["--bind", "127.0.0.1:0"])
+            .current_dir(config.parent().unwrap())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -187,7 +188,11 @@ fn serve_prints_a_banner_and_warns_when_there_is_no_model() {
     assert!(banner.contains("serving agent 'banner-agent'"), "{banner}");
     assert!(banner.contains(&format!("chat page {url}/")), "{banner}");
     assert!(banner.contains("model     none"), "{banner}");
-    assert!(banner.contains("store     memory"), "{banner}");
+    let database = std::path::absolute(dir.path().join(".looopy/looopy.db")).unwrap();
+    assert!(
+        banner.contains(&format!("store     sqlite ({})", database.display())),
+        "{banner}"
+    );
     assert!(banner.contains("tools     none"), "{banner}");
     assert!(banner.contains("auth      on (1 token)"), "{banner}");
     assert!(

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 ///
 /// ```toml
 /// [store]
-/// backend = "redis"            # or "memory", "postgres"
+/// backend = "redis"            # or "memory", "sqlite", "postgres"
 /// url = "redis://127.0.0.1:6379"
 /// key_prefix = "myapp"
 /// ```
@@ -29,6 +29,10 @@ pub enum StoreConfig {
     /// ([`looopy_stores_postgres::PostgresConfig`]).
     #[cfg(feature = "postgres")]
     Postgres(looopy_stores_postgres::PostgresConfig),
+    /// Everything in one SQLite database file (feature `sqlite`): `path`,
+    /// and the knobs of [`looopy_stores_sqlite::SqliteConfig`].
+    #[cfg(feature = "sqlite")]
+    Sqlite(looopy_stores_sqlite::SqliteConfig),
 }
 
 impl StoreConfig {
@@ -36,7 +40,10 @@ impl StoreConfig {
     /// PostgreSQL it connects and migrates the schema, so a
     /// wrong URL or an unreachable server fails here
     /// ([`StoreError::Unavailable`]) rather than at the first turn; an
-    /// invalid configuration is [`StoreError::Backend`].
+    /// invalid configuration is [`StoreError::Backend`]. For SQLite this
+    /// opens (or creates) the file and brings its schema up to date; a
+    /// file that cannot be opened, or one of a newer Looopy, is
+    /// [`StoreError::Backend`] with what to do.
     pub async fn build(&self) -> Result<Stores, StoreError> {
         match self {
             #[cfg(feature = "memory")]
@@ -47,11 +54,13 @@ impl StoreConfig {
             StoreConfig::Redis(config) => looopy_stores_redis::connect(config.clone()).await,
             #[cfg(feature = "postgres")]
             StoreConfig::Postgres(config) => looopy_stores_postgres::connect(config.clone()).await,
+            #[cfg(feature = "sqlite")]
+            StoreConfig::Sqlite(config) => looopy_stores_sqlite::connect(config.clone()).await,
         }
     }
 
     /// Whether what the stores hold outlives this process: false for the
-    /// memory stores, true for Redis and PostgreSQL. Where it does not, nothing another
+    /// memory stores, true for SQLite, Redis and PostgreSQL. Where it does not, nothing another
     /// process could read is worth writing for it, such as the loop's
     /// checkpoints, which only serve to carry a turn on after its process
     /// died.
@@ -63,6 +72,8 @@ impl StoreConfig {
             StoreConfig::Redis(_) => true,
             #[cfg(feature = "postgres")]
             StoreConfig::Postgres(_) => true,
+            #[cfg(feature = "sqlite")]
+            StoreConfig::Sqlite(_) => true,
         }
     }
 }
@@ -164,6 +175,49 @@ mod tests {
             "{:?}",
             built.map(|_| ())
         );
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[test]
+    #[allow(irrefutable_let_patterns)] // without the other features
+    fn a_config_file_names_sqlite() {
+        let file: File = toml::from_str(
+            "[store]\nbackend = \"sqlite\"\npath = \"/var/lib/looopy/db.sqlite\"\nttl_secs = 600",
+        )
+        .unwrap();
+        let StoreConfig::Sqlite(sqlite) = &file.store else {
+            panic!("expected sqlite");
+        };
+        assert_eq!(sqlite.path.to_str(), Some("/var/lib/looopy/db.sqlite"));
+        assert_eq!(sqlite.ttl_secs, 600);
+        assert_eq!(sqlite.task_ttl_secs, 86_400);
+        assert!(file.store.outlives_process());
+        assert!(
+            toml::from_str::<File>("[store]\nbackend = \"sqlite\"\nurl = \"x\"").is_err(),
+            "a Redis key on the SQLite backend is refused"
+        );
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn sqlite_builds_on_a_file_that_outlives_the_stores() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = StoreConfig::Sqlite(looopy_stores_sqlite::SqliteConfig::new(
+            dir.path().join("s.db"),
+        ));
+        let stores = config.build().await.unwrap();
+        assert!(
+            stores.turns.is_some(),
+            "SQLite ends a turn in one transaction"
+        );
+        stores
+            .messages
+            .append("c", &[looopy_core::Message::user("hi")])
+            .await
+            .unwrap();
+        drop(stores);
+        let again = config.build().await.unwrap();
+        assert_eq!(again.messages.count("c").await.unwrap(), 1);
     }
 
     #[test]

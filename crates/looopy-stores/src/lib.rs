@@ -1,10 +1,11 @@
 //! The store backend picked by configuration: [`StoreConfig`] names one
-//! (`backend = "memory"`, `"redis"` or `"postgres"`, as the `[store]` table of a
+//! (`backend = "memory"`, `"sqlite"`, `"redis"` or `"postgres"`, as the `[store]` table of a
 //! `looopy.toml` does) and [`StoreConfig::build`] returns the one
 //! [`Stores`] bundle an Agent and an A2A server take.
 //!
 //! Each backend sits behind a feature, so that a binary compiles only the
-//! ones it can pick: `memory` (on by default, `looopy-stores-memory`) and
+//! ones it can pick: `memory` (on by default, `looopy-stores-memory`),
+//! `sqlite` (`looopy-stores-sqlite`, with sqlx and a bundled SQLite),
 //! `redis` (`looopy-stores-redis`, with its Redis client and pool) and
 //! `postgres` (`looopy-stores-postgres`, with sqlx and its pool). The
 //! backend crates themselves depend on `looopy-core` and their own client
@@ -54,3 +55,6 @@ pub use looopy_stores_postgres::PostgresConfig;
 /// The settings of the Redis backend (`StoreConfig::Redis`).
 #[cfg(feature = "redis")]
 pub use looopy_stores_redis::RedisConfig;
+/// The settings of the SQLite backend (`StoreConfig::Sqlite`).
+#[cfg(feature = "sqlite")]
+pub use looopy_stores_sqlite::SqliteConfig;

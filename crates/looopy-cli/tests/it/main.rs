@@ -27,6 +27,10 @@ mod python_sdk;
 mod recovery;
 #[path = "../retention.rs"]
 mod retention;
+#[path = "../sqlite_recovery.rs"]
+mod sqlite_recovery;
+#[path = "../sqlite_store.rs"]
+mod sqlite_store;
 #[path = "../support/mod.rs"]
 mod support;
 #[path = "../terminal.rs"]

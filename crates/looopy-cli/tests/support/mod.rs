@@ -34,14 +34,30 @@ pub fn config_with_model(
     (dir, config)
 }
 
-/// Starts `looopy serve --config <config>` on a free port, without the
+/// Starts `looopy serve --config <config>` on a free port, in the config's
+/// folder (where the default store keeps its database), without the
 /// caller's LLM and OTLP variables (plus `extra_env`), and waits for its
 /// "listening" line. Returns the process and its `http://` URL.
 pub fn serve(config: &Path, extra_env: &[(&str, &str)]) -> (Child, String) {
+    serve_with_args(config, &[], extra_env)
+}
+
+/// [`serve`] with more arguments after `serve` (`--store memory`).
+pub fn serve_with_args(
+    config: &Path,
+    args: &[&str],
+    extra_env: &[(&str, &str)],
+) -> (Child, String) {
     let mut cmd = Command::new(BIN);
+    // In the config's (temp) folder: the default SQLite store is kept
+    // there, one per test.
+    if let Some(dir) = config.parent() {
+        cmd.current_dir(dir);
+    }
     cmd.args(["serve", "--config"])
         .arg(config)
         .args(["--bind", "127.0.0.1:0"])
+        .args(args)
         .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
         .env_remove("LOOOPY_LLM_BASE_URL")
         .env_remove("LOOOPY_LLM_MODEL");

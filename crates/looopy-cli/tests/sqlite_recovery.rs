@@ -1,0 +1,114 @@
+//! A turn of `looopy serve` on its default SQLite store, killed with
+//! SIGKILL mid-tool, is resumed by the restarted server: the completed tool
+//! call comes from the checkpoint and is not run again, the interrupted one
+//! is not retried.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::support;
+
+use looopy_a2a::{A2aClient, SendRequest, SendResponse};
+use looopy_core::TaskState;
+use looopy_testkit::FixtureReply;
+use support::serve;
+
+/// The model of the kill test: for a new job a quick call and a slow one;
+/// once their results are in, an answer naming the job and the results.
+fn two_calls_then_answer(body: &serde_json::Value) -> FixtureReply {
+    use looopy_testkit::openai_fixture::openai;
+    let (job, results) = support::last_user_turn(body);
+    if results.is_empty() {
+        let args = serde_json::json!({ "job": job }).to_string();
+        let (quick, slow) = (format!("q-{job}"), format!("s-{job}"));
+        if body["stream"] == true {
+            return FixtureReply::Sse(looopy_testkit::SseReply::new(vec![
+                openai::tool_call_start_chunk(0, &quick, "quick_note"),
+                openai::tool_args_chunk(0, &args),
+                openai::tool_call_start_chunk(1, &slow, "slow_step"),
+                openai::tool_args_chunk(1, &args),
+                openai::finish_chunk("tool_calls"),
+            ]));
+        }
+        return FixtureReply::json(openai::tool_calls_completion(&[
+            (&quick, "quick_note", &args),
+            (&slow, "slow_step", &args),
+        ]));
+    }
+    let interrupted = results.iter().any(|r| r.contains("interrupted"));
+    FixtureReply::Text(format!(
+        "finished {job} with {} results{}",
+        results.len(),
+        if interrupted { ", one interrupted" } else { "" }
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "known gap: the restarted server takes the stranded turn over (\"resuming a turn whose process died\") but the resumed turn makes no progress on SQLite; run with --ignored while fixing it"]
+async fn a_turn_killed_mid_tool_is_resumed_by_the_restarted_server() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let llm = support::model_answering(two_calls_then_answer).await;
+    let dir = tempfile::tempdir().unwrap();
+    let journal = support::Journal::create(dir.path());
+    let tools = support::durable_tools_section(&python, &journal, "SLOW_SECS = \"4\"");
+    let config = support::write_config(
+        &dir,
+        &format!(
+            "[llm]\nbase_url = \"{}\"\nmodel = \"m\"\n{tools}[durability]\nlease_ttl_secs = 1.5\nscan_interval_secs = 0.3\n",
+            llm.base_url()
+        ),
+    );
+    let count = |line: &str| journal.lines().iter().filter(|l| *l == line).count();
+
+    let (server, url) = serve(&config, &[]);
+    let mut server = support::Running::new(server);
+    let request = SendRequest::text("job-1").non_blocking();
+    let task = match A2aClient::new(&url).send(&request).await.unwrap() {
+        SendResponse::Task(task) => task,
+        other => panic!("expected a task, got {other:?}"),
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while count("quick q-job-1") == 0 || count("start s-job-1") == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            journal.lines()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    server.kill().unwrap();
+    server.wait();
+
+    let (server, url) = serve(&config, &[]);
+    let server = support::Running::new(server);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let client = A2aClient::new(&url);
+    let ended = loop {
+        let seen = client.get_task(&task.id, None).await.unwrap();
+        if seen.status.state.ends_turn() {
+            break seen;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still {:?}",
+            seen.status.state
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(ended.status.state, TaskState::Completed, "{ended:?}");
+    let answer = ended
+        .status
+        .message
+        .as_ref()
+        .map(|m| m.text())
+        .unwrap_or_default();
+    assert!(
+        answer.contains("finished job-1 with 2 results, one interrupted"),
+        "{answer}"
+    );
+    // The completed call came from the checkpoint; the interrupted one was
+    // not run again.
+    assert_eq!(count("quick q-job-1"), 1, "{:?}", journal.lines());
+    assert_eq!(count("start s-job-1"), 1, "{:?}", journal.lines());
+    assert!(server.stop().success());
+}
