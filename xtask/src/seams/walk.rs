@@ -69,8 +69,8 @@ pub(super) const STEPS: &[Step] = &[
     },
     Step {
         krate: "looopy-a2a",
-        file: "server/router.rs",
-        what: "`rpc`: content type, body limit",
+        file: "server/extract.rs",
+        what: "the extractors: caller, version, extensions, the body (content type, limit)",
     },
     Step {
         krate: "looopy-a2a",
@@ -84,8 +84,8 @@ pub(super) const STEPS: &[Step] = &[
     },
     Step {
         krate: "looopy-a2a",
-        file: "server/dispatch.rs",
-        what: "`resolve`: the method looked up by its name",
+        file: "server/rpc.rs",
+        what: "`Operation::lookup`, `resolve`: the method looked up by its name",
     },
     Step {
         krate: "looopy-a2a",
@@ -104,13 +104,13 @@ pub(super) const STEPS: &[Step] = &[
     },
     Step {
         krate: "looopy-a2a",
-        file: "server/dispatch.rs",
-        what: "`dispatch` → `call` → `stream`",
+        file: "server/rpc.rs",
+        what: "`endpoint`: the params read in the request's version",
     },
     Step {
         krate: "looopy-a2a",
         file: "wire/mod.rs",
-        what: "`decode_send_params` → `format(v)` → the `WireFormat` method",
+        what: "`decode_send_params`: the version's decoder",
     },
     Step {
         krate: "looopy-a2a",
@@ -124,8 +124,8 @@ pub(super) const STEPS: &[Step] = &[
     },
     Step {
         krate: "looopy-a2a",
-        file: "server/dispatch.rs",
-        what: "`check_message`, `direct_reply`",
+        file: "server/service.rs",
+        what: "`Service::send_streaming_message`: `check_message`, `direct_reply`",
     },
     Step {
         krate: "looopy-a2a",
