@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use looopy_core::{
     FileContent, History, LlmProvider, LlmRequest, Message, Part, Reasoning, Role, ToolCall,
-    ToolChoice, ToolDefinition, ToolResult, TurnContext,
+    ToolChoice, ToolDefinition, ToolFailure, ToolResult, TurnContext,
 };
 use looopy_llm_anthropic::{AnthropicConfig, AnthropicProvider};
 use looopy_testkit::anthropic_fixture::anthropic;
@@ -59,7 +59,7 @@ fn request() -> LlmRequest {
         ToolCall::new("toolu_2", "weather", "not json"),
     ];
     let mut failed = ToolResult::text("toolu_2", "bad arguments").into_message();
-    failed.metadata.insert("isError".into(), json!(true));
+    failed.failure = Some(ToolFailure::Failed);
     LlmRequest {
         system_prompt: Some("You are terse.".into()),
         messages: History::from(vec![

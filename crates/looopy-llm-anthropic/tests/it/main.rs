@@ -7,7 +7,5 @@ mod agent_loop;
 mod aimock;
 #[path = "../conformance.rs"]
 mod conformance;
-#[path = "../otel.rs"]
-mod otel;
 #[path = "../wire.rs"]
 mod wire;
