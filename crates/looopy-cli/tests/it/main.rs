@@ -15,6 +15,8 @@ mod chat;
 mod chat_sub_agent;
 #[path = "../chat_tty.rs"]
 mod chat_tty;
+#[path = "../fallback.rs"]
+mod fallback;
 #[path = "../otlp_export.rs"]
 mod otlp_export;
 #[path = "../otlp_protocols.rs"]
