@@ -29,6 +29,8 @@ mod python_sdk;
 mod recovery;
 #[path = "../retention.rs"]
 mod retention;
+#[path = "../serve_providers.rs"]
+mod serve_providers;
 #[path = "../support/mod.rs"]
 mod support;
 #[path = "../terminal.rs"]

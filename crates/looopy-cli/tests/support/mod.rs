@@ -38,9 +38,19 @@ pub fn config_with_model(
 /// caller's LLM and OTLP variables (plus `extra_env`), and waits for its
 /// "listening" line. Returns the process and its `http://` URL.
 pub fn serve(config: &Path, extra_env: &[(&str, &str)]) -> (Child, String) {
+    serve_with_args(config, &[], extra_env)
+}
+
+/// [`serve`] with more arguments after `--config <config>` (`--model ...`).
+pub fn serve_with_args(
+    config: &Path,
+    args: &[&str],
+    extra_env: &[(&str, &str)],
+) -> (Child, String) {
     let mut cmd = Command::new(BIN);
     cmd.args(["serve", "--config"])
         .arg(config)
+        .args(args)
         .args(["--bind", "127.0.0.1:0"])
         .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
         .env_remove("LOOOPY_LLM_BASE_URL")
