@@ -26,6 +26,11 @@ const BENCHES: &[(&str, &str, &str)] = &[
     ),
     (
         "looopy-bench",
+        "provider_decode",
+        "Decode cost per streamed chunk of each model provider, side by side in one run: chat completions, the Responses API, Anthropic Messages and Gemini, each streaming 2,000 text deltas of its vendor's SSE form from an in-process fixture; time and CPU per chunk, and the ratio of each to the chat-completions provider",
+    ),
+    (
+        "looopy-bench",
         "sessions_scale",
         "Concurrent sessions, each its own Agent (made from one AgentTemplate, as looopy serve makes them) on shared in-memory stores, one turn each against a model that answers in 100 ms: wall time against the ideal, memory per live session, CPU per turn",
     ),

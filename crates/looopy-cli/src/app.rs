@@ -9,11 +9,11 @@ use async_trait::async_trait;
 use looopy::registry::{ModelOptions, build_model};
 use looopy_a2a::{A2aClient, EXTENSIONS_HEADER, RemoteAgentTools, TOOL_PROGRESS_EXTENSION};
 use looopy_agent::{Agent, AgentError, AgentTemplate};
-use looopy_core::models::ProviderKind;
+use looopy_core::models::{ModelLimits, ModelRef, ProviderKind};
 use looopy_core::{LlmError, LlmProvider, LlmRequest, LlmResponse, ToolProvider, TurnContext};
 use looopy_llm_litellm::{LiteLlmConfig, LiteLlmProvider};
-use looopy_loop::layers::RetryPolicy;
 use looopy_loop::layers::timeout::TimeoutLayer;
+use looopy_loop::layers::{FallbackLayer, RetryPolicy};
 use looopy_loop::{AgentLoopConfig, ToolFailureMode};
 use looopy_stores::Stores;
 use looopy_tools::{HttpServer, McpToolProvider, StdioServer};
@@ -30,6 +30,10 @@ pub struct App {
     pub llm: Arc<dyn LlmProvider>,
     /// How the loop retries failed model calls (`[llm] max_retries`).
     pub retry: RetryPolicy,
+    /// The models of `[llm] fallback`, unwrapped, in order: each Agent's
+    /// loop tries them (with [`retry`](Self::retry)) when the model fails
+    /// in a way another could avoid (see `looopy_loop::layers::fallback`).
+    pub fallbacks: Vec<Arc<dyn LlmProvider>>,
     /// Tool providers (MCP servers, remote agents), unwrapped: each Agent's
     /// loop bounds their calls by `[agent] tool_timeout_secs`.
     pub tools: Vec<Arc<dyn ToolProvider>>,
@@ -79,16 +83,9 @@ fn llm(
         return Ok(Arc::new(UnconfiguredLlm));
     };
     if let Some(model) = section.model_ref()? {
-        let mut options = ModelOptions::new();
+        let mut options = model_options(&model, section);
         options.base_url.clone_from(&section.base_url);
         options.api_key = section.api_key_env.as_deref().and_then(env);
-        options.temperature = section.temperature;
-        options.max_tokens = section.max_tokens;
-        options.thinking_budget_tokens = match model.provider {
-            ProviderKind::Anthropic => section.anthropic.thinking_budget_tokens,
-            _ => section.gemini.thinking_budget_tokens,
-        };
-        options.prompt_cache = section.anthropic.prompt_cache;
         return build_model(&model, &options, env).with_context(|| format!("building {model}"));
     }
     let (Some(base_url), Some(model)) = (&section.base_url, &section.model) else {
@@ -111,6 +108,44 @@ fn llm(
     }
     let provider = LiteLlmProvider::new(config).context("building the LLM provider")?;
     Ok(Arc::new(provider))
+}
+
+/// The options of `[llm]` that every `provider:model` of the section shares.
+fn model_options(model: &ModelRef, section: &LlmSection) -> ModelOptions {
+    let mut options = ModelOptions::new();
+    options.temperature = section.temperature;
+    options.max_tokens = section.max_tokens;
+    options.thinking_budget_tokens = match model.provider {
+        ProviderKind::Anthropic => section.anthropic.thinking_budget_tokens,
+        _ => section.gemini.thinking_budget_tokens,
+    };
+    options.prompt_cache = section.anthropic.prompt_cache;
+    options
+}
+
+/// The models of `[llm] fallback`, each with its vendor's variables.
+fn fallbacks(
+    section: Option<&LlmSection>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<Arc<dyn LlmProvider>>> {
+    let Some(section) = section else {
+        return Ok(Vec::new());
+    };
+    section
+        .fallback
+        .iter()
+        .map(|name| {
+            let model = ModelRef::parse(name)
+                .with_context(|| format!("[llm] fallback: reading `{name}`"))?
+                .with_context(|| {
+                    format!(
+                        "[llm] fallback: `{name}` names no provider; write it as                          `provider:model`, such as `openai:gpt-4.1-mini`"
+                    )
+                })?;
+            build_model(&model, &model_options(&model, section), env)
+                .with_context(|| format!("building the fallback model {model}"))
+        })
+        .collect()
 }
 
 fn mcp(server: &McpServerConfig) -> McpToolProvider {
@@ -166,6 +201,7 @@ impl App {
         Ok(App {
             llm: llm(config.llm.as_ref(), env)?,
             retry: retry_policy(config.llm.as_ref()),
+            fallbacks: fallbacks(config.llm.as_ref(), env)?,
             tools,
             stores,
             config: Arc::new(config),
@@ -185,6 +221,27 @@ impl App {
             };
         }
         layer
+    }
+
+    /// The registry's limits of the configured model, when it is a known
+    /// `provider:model`, with `[llm] max_tokens`: the token window's
+    /// default budget. With fallback models, the smallest known context
+    /// window of them all, since any of them may get the request.
+    pub fn model_limits(&self) -> Option<(ModelLimits, Option<u32>)> {
+        let section = self.config.llm.as_ref()?;
+        let primary = section.model_ref().ok()??.limits()?;
+        let smallest = section
+            .fallback
+            .iter()
+            .filter_map(|m| ModelRef::parse(m).ok()??.limits())
+            .fold(primary, |a, b| {
+                if b.context_window < a.context_window {
+                    b
+                } else {
+                    a
+                }
+            });
+        Some((smallest, section.max_tokens))
     }
 
     /// The loop settings from `[agent]`.
@@ -217,11 +274,13 @@ impl App {
     pub fn agent_template(&self) -> Result<AgentTemplate, AgentError> {
         let retry = self.retry.clone();
         let timeouts = self.tool_timeouts();
+        let fallback = FallbackLayer::new(self.fallbacks.iter().cloned()).with_retry(retry.clone());
         let mut builder = AgentTemplate::builder()
             .llm_shared(self.llm.clone())
             // The loop's default layers, with the configured values: the
-            // model and the tools are wrapped there, once.
-            .configure_loop(move |l| l.retry(retry).tool_timeouts(timeouts))
+            // model and the tools are wrapped there, once. The fallback
+            // models come after the model's retries (none: no layer).
+            .configure_loop(move |l| l.retry(retry).tool_timeouts(timeouts).llm_layer(fallback))
             .loop_config(self.loop_config())
             .stores(&self.stores)
             .lock_ttl(self.config.durability.lease_ttl())
@@ -234,7 +293,7 @@ impl App {
         if !self.config.agent.approve_tools.is_empty() {
             builder = builder.require_approval(self.config.agent.approve_tools.iter().cloned());
         }
-        builder = self.config.history.apply(builder);
+        builder = self.config.history.apply_for(builder, self.model_limits());
         for tool in &self.tools {
             builder = builder.tools_shared(tool.clone());
         }
@@ -280,6 +339,42 @@ mod tests {
         assert!(!defaults.config.agent.artifact_tools, "off by default");
         let on = Config::parse("[agent]\nartifact_tools = true").unwrap();
         assert!(on.agent.artifact_tools);
+    }
+
+    #[tokio::test]
+    async fn fallback_models_are_built_and_bound_the_token_window() {
+        let keys = |name: &str| {
+            matches!(name, "ANTHROPIC_API_KEY" | "OPENAI_API_KEY").then(|| "k".to_owned())
+        };
+        let config = Config::parse(
+            "[llm]\nmodel = \"anthropic:claude-sonnet-4-5\"\nmax_tokens = 2048\n\
+             fallback = [\"openai:gpt-4o-mini\", \"gemini:gemini-2.5-flash\"]\n",
+        )
+        .unwrap();
+        let gemini_key =
+            |name: &str| keys(name).or_else(|| (name == "GEMINI_API_KEY").then(|| "g".into()));
+        let app = App::build(config, &gemini_key).await.unwrap();
+        let names: Vec<&str> = app.fallbacks.iter().map(|m| m.model_name()).collect();
+        assert_eq!(names, ["gpt-4o-mini", "gemini-2.5-flash"]);
+        let (limits, answer) = app.model_limits().unwrap();
+        assert_eq!(
+            limits.context_window, 128_000,
+            "gpt-4o-mini's, the smallest"
+        );
+        assert_eq!(answer, Some(2048));
+
+        let bare =
+            Config::parse("[llm]\nmodel = \"openai:gpt-4.1\"\nfallback = [\"gpt-4o\"]\n").unwrap();
+        let err = App::build(bare, &keys).await.err().unwrap();
+        assert!(
+            format!("{err:#}").contains("`gpt-4o` names no provider"),
+            "{err:#}"
+        );
+
+        let unknown = Config::parse("[llm]\nbase_url = \"http://a\"\nmodel = \"m\"\n").unwrap();
+        let app = App::build(unknown, &|_| None).await.unwrap();
+        assert!(app.fallbacks.is_empty());
+        assert_eq!(app.model_limits(), None, "a bare model has no known limits");
     }
 
     #[tokio::test]

@@ -25,6 +25,7 @@
 //! api_key_env = "LITELLM_API_KEY"
 //! # or a provider's model, with its vendor's variables (GEMINI_API_KEY...):
 //! # model = "gemini:gemini-2.5-flash"   # openai:gpt-4.1, openai-chat:gpt-4o-mini, litellm:...
+//! # fallback = ["openai:gpt-4.1-mini"]  # tried in order when the model is overloaded or down
 //!
 //! [llm.gemini]                # options of the gemini: provider
 //! thinking_budget_tokens = 1024
@@ -291,6 +292,12 @@ pub struct LlmSection {
     /// Retries of 429/5xx/connection errors (default 5; 0 disables).
     #[serde(default)]
     pub max_retries: Option<u32>,
+    /// Models tried in order when `model` cannot answer (overloaded, a
+    /// 5xx, a rate limit that outlasts the retries, unreachable), each a
+    /// `provider:model` with its vendor's variables (`base_url` and
+    /// `api_key_env` are the first model's only).
+    #[serde(default)]
+    pub fallback: Vec<String>,
     /// `[llm.gemini]`: options of a `gemini:` model.
     #[serde(default)]
     pub gemini: GeminiOptions,

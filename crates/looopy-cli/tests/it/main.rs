@@ -15,6 +15,8 @@ mod chat;
 mod chat_sub_agent;
 #[path = "../chat_tty.rs"]
 mod chat_tty;
+#[path = "../fallback.rs"]
+mod fallback;
 #[path = "../otlp_export.rs"]
 mod otlp_export;
 #[path = "../otlp_protocols.rs"]
@@ -31,6 +33,8 @@ mod retention;
 mod sqlite_recovery;
 #[path = "../sqlite_store.rs"]
 mod sqlite_store;
+#[path = "../serve_providers.rs"]
+mod serve_providers;
 #[path = "../support/mod.rs"]
 mod support;
 #[path = "../terminal.rs"]

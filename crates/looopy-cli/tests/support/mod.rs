@@ -42,7 +42,8 @@ pub fn serve(config: &Path, extra_env: &[(&str, &str)]) -> (Child, String) {
     serve_with_args(config, &[], extra_env)
 }
 
-/// [`serve`] with more arguments after `serve` (`--store memory`).
+/// [`serve`] with more arguments after `serve` and its `--config`
+/// (`--store memory`, `--model ...`).
 pub fn serve_with_args(
     config: &Path,
     args: &[&str],
@@ -56,8 +57,8 @@ pub fn serve_with_args(
     }
     cmd.args(["serve", "--config"])
         .arg(config)
-        .args(["--bind", "127.0.0.1:0"])
         .args(args)
+        .args(["--bind", "127.0.0.1:0"])
         .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
         .env_remove("LOOOPY_LLM_BASE_URL")
         .env_remove("LOOOPY_LLM_MODEL");

@@ -19,11 +19,15 @@
 //! every tool provider (a custom layer sees a timed-out call as a `Timeout`
 //! result). Each provider is wrapped once, at build time.
 //!
+//! [`FallbackLayer`] is added like any custom layer, outside the retry: the
+//! next model is tried once the first has used its retries.
+//!
 //! A closure `Fn(Arc<dyn LlmProvider>) -> Arc<dyn LlmProvider>` is an
 //! [`LlmLayer`], and one over `Arc<dyn ToolProvider>` a [`ToolLayer`].
 
 pub mod cache;
 mod ext;
+pub mod fallback;
 pub mod retry;
 pub mod timeout;
 
@@ -33,6 +37,7 @@ use looopy_core::{LlmProvider, ToolProvider};
 
 pub use cache::{LlmCacheLayer, ToolCacheLayer};
 pub use ext::ToolProviderExt;
+pub use fallback::{FallbackLayer, FallbackLlm, falls_back_on};
 pub use retry::{RetryPolicy, RetryingLlm};
 pub use timeout::{DEFAULT_TOOL_TIMEOUT, TimeoutLayer, TimeoutTools};
 

@@ -180,7 +180,7 @@ impl GiveUp {
 }
 
 /// `error` with `note` put before its message, in the same variant.
-fn prefix_message(error: LlmError, note: &str) -> LlmError {
+pub(super) fn prefix_message(error: LlmError, note: &str) -> LlmError {
     let p = |message: String| format!("{note}{message}");
     match error {
         LlmError::Authentication { message } => LlmError::Authentication {

@@ -3,6 +3,8 @@
 
 #[path = "../cache.rs"]
 mod cache;
+#[path = "../fallback.rs"]
+mod fallback;
 #[path = "../hooks.rs"]
 mod hooks;
 #[path = "../internal_events.rs"]
