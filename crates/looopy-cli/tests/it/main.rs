@@ -29,12 +29,12 @@ mod python_sdk;
 mod recovery;
 #[path = "../retention.rs"]
 mod retention;
+#[path = "../serve_providers.rs"]
+mod serve_providers;
 #[path = "../sqlite_recovery.rs"]
 mod sqlite_recovery;
 #[path = "../sqlite_store.rs"]
 mod sqlite_store;
-#[path = "../serve_providers.rs"]
-mod serve_providers;
 #[path = "../support/mod.rs"]
 mod support;
 #[path = "../terminal.rs"]
