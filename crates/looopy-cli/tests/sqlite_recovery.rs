@@ -42,7 +42,6 @@ fn two_calls_then_answer(body: &serde_json::Value) -> FixtureReply {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "known gap: the restarted server takes the stranded turn over (\"resuming a turn whose process died\") but the resumed turn makes no progress on SQLite; run with --ignored while fixing it"]
 async fn a_turn_killed_mid_tool_is_resumed_by_the_restarted_server() {
     let Some(python) = support::python() else {
         return;
