@@ -42,7 +42,6 @@ fn two_calls_then_answer(body: &serde_json::Value) -> FixtureReply {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "known gap: the restarted server takes the stranded turn over (\"resuming a turn whose process died\") but the resumed turn makes no progress on SQLite; run with --ignored while fixing it"]
 async fn a_turn_killed_mid_tool_is_resumed_by_the_restarted_server() {
     let Some(python) = support::python() else {
         return;
@@ -110,5 +109,89 @@ async fn a_turn_killed_mid_tool_is_resumed_by_the_restarted_server() {
     // not run again.
     assert_eq!(count("quick q-job-1"), 1, "{:?}", journal.lines());
     assert_eq!(count("start s-job-1"), 1, "{:?}", journal.lines());
+    assert!(server.stop().success());
+}
+
+/// [`two_calls_then_answer`], with the answer after the tool results
+/// coming [`SLOW_ANSWER`] late: the resumed turn is still running when the
+/// test stops the server.
+fn two_calls_then_slow_answer(body: &serde_json::Value) -> FixtureReply {
+    let (_, results) = support::last_user_turn(body);
+    let reply = two_calls_then_answer(body);
+    if results.is_empty() {
+        reply
+    } else {
+        reply.after(SLOW_ANSWER)
+    }
+}
+
+/// How late the resumed turn's answer comes: well within the server's
+/// shutdown grace and the test's wait for the exit.
+const SLOW_ANSWER: std::time::Duration = std::time::Duration::from_secs(4);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_stops_on_sigterm_while_it_runs_a_resumed_turn() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let llm = support::model_answering(two_calls_then_slow_answer).await;
+    let dir = tempfile::tempdir().unwrap();
+    let journal = support::Journal::create(dir.path());
+    let tools = support::durable_tools_section(&python, &journal, "SLOW_SECS = \"4\"");
+    let config = support::write_config(
+        &dir,
+        &format!(
+            "[llm]\nbase_url = \"{}\"\nmodel = \"m\"\n{tools}[durability]\nlease_ttl_secs = 1.5\nscan_interval_secs = 0.3\n",
+            llm.base_url()
+        ),
+    );
+    let count = |line: &str| journal.lines().iter().filter(|l| *l == line).count();
+
+    let (server, url) = serve(&config, &[]);
+    let mut server = support::Running::new(server);
+    let request = SendRequest::text("job-2").non_blocking();
+    let task = match A2aClient::new(&url).send(&request).await.unwrap() {
+        SendResponse::Task(task) => task,
+        other => panic!("expected a task, got {other:?}"),
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while count("quick q-job-2") == 0 || count("start s-job-2") == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{:?}",
+            journal.lines()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    server.kill().unwrap();
+    server.wait();
+
+    // The restarted server resumes the turn; once the resumed turn asks the
+    // model (whose answer is slow), SIGTERM.
+    let asked = llm.served();
+    let (server, _) = serve(&config, &[]);
+    let server = support::Running::new(server);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while llm.served() == asked {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the resumed turn never asked the model"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let stopping = std::time::Instant::now();
+    assert!(server.stop().success(), "looopy serve exits cleanly");
+    assert!(
+        stopping.elapsed() >= SLOW_ANSWER / 2,
+        "the server gave the running turn its grace"
+    );
+
+    // The grace let the resumed turn end and save: a third server shows it
+    // completed.
+    let (server, url) = serve(&config, &[]);
+    let server = support::Running::new(server);
+    let ended = A2aClient::new(&url).get_task(&task.id, None).await.unwrap();
+    assert_eq!(ended.status.state, TaskState::Completed, "{ended:?}");
+    assert_eq!(count("start s-job-2"), 1, "{:?}", journal.lines());
     assert!(server.stop().success());
 }

@@ -238,8 +238,24 @@ impl SqliteBackend {
     }
 
     /// Starts a write transaction.
+    ///
+    /// The wait for the gate is bounded like the wait for SQLite's lock
+    /// (`busy_timeout_ms`): a write of this process whose future is no
+    /// longer polled (its caller awaits something else, for instance a
+    /// write of its own that queues behind it) holds the gate until it is
+    /// polled again, and a wait without a bound would then never end.
+    /// Such a write fails with [`StoreError::Unavailable`] instead, which
+    /// lets the caller go on (and poll the write that holds the gate).
     pub(crate) async fn write(&self) -> Result<WriteTx, StoreError> {
-        let gate = Arc::clone(&self.inner.gate).lock_owned().await;
+        let wait = Duration::from_millis(self.inner.config.busy_timeout_ms);
+        let gate = tokio::time::timeout(wait, Arc::clone(&self.inner.gate).lock_owned())
+            .await
+            .map_err(|_| StoreError::Unavailable {
+                message: format!(
+                    "sqlite begin a write: another write of this process held the write turn for longer than `busy_timeout_ms` ({} ms); a caller must keep polling a store call it started while it waits for another (try again, or raise `busy_timeout_ms`)",
+                    self.inner.config.busy_timeout_ms
+                ),
+            })?;
         let tx = self
             .inner
             .pool

@@ -7,3 +7,5 @@ mod conformance;
 mod retention;
 #[path = "../schema.rs"]
 mod schema;
+#[path = "../takeover.rs"]
+mod takeover;

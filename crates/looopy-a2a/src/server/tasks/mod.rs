@@ -158,6 +158,30 @@ impl TurnState {
     }
 }
 
+/// Runs `work` (a store call of the reader) while polling the turn's
+/// `events`: what the turn produces meanwhile is queued in `ready`, and
+/// `more` turns false when the stream ended. A turn that runs on its
+/// reader's task is never left unpolled in the middle of a store call of
+/// its own while the reader waits for the store.
+async fn polling_turn<T>(
+    work: impl Future<Output = T>,
+    events: &mut TurnEvents,
+    ready: &mut VecDeque<AgentEvent>,
+    more: &mut bool,
+) -> T {
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            biased;
+            done = &mut work => return done,
+            event = events.next(), if *more => match event {
+                Some(event) => ready.push_back(event),
+                None => *more = false,
+            },
+        }
+    }
+}
+
 /// The span of a turn driven here (`recovered`: taken over from a process
 /// that died).
 fn turn_span(task_id: &str, context_id: &str, recovered: bool) -> tracing::Span {
@@ -527,9 +551,13 @@ impl Tasks {
 
     /// Reads the turn's events and logs them in order. The turn may run on
     /// this task (an Agent turn does: `TurnOptions::run_on_reader`), so
-    /// while an event is being logged (a round trip on Redis) the turn is
-    /// still polled and what it produces meanwhile waits in `ready`: logging
-    /// never holds the turn up.
+    /// while an event is being logged or the cancel flag is read (a round
+    /// trip on Redis) the turn is still polled and what it produces
+    /// meanwhile waits in `ready`: the store calls made here never hold the
+    /// turn up. Nor can they wait on it: the turn may be in the middle of a
+    /// store call of its own (a lease renewal, a checkpoint) that holds
+    /// something this call needs (SQLite's write turn within the process),
+    /// and that call only finishes while the turn is polled.
     async fn drain(
         &self,
         turn: &mut TurnState,
@@ -555,25 +583,24 @@ impl Tasks {
                         Some(event) => event,
                     },
                     _ = poll.tick(), if !cancel.is_cancelled() => {
-                        self.check_cancel(turn, cancel).await;
+                        polling_turn(
+                            self.check_cancel(turn, cancel),
+                            &mut events,
+                            &mut ready,
+                            &mut more,
+                        )
+                        .await;
                         continue;
                     }
                 },
             };
-            {
-                let logging = self.on_event(turn, event);
-                tokio::pin!(logging);
-                loop {
-                    tokio::select! {
-                        biased;
-                        () = &mut logging => break,
-                        event = events.next(), if more => match event {
-                            Some(event) => ready.push_back(event),
-                            None => more = false,
-                        },
-                    }
-                }
-            }
+            polling_turn(
+                self.on_event(turn, event),
+                &mut events,
+                &mut ready,
+                &mut more,
+            )
+            .await;
             if turn.ended {
                 return;
             }
