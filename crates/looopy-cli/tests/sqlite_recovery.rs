@@ -41,15 +41,28 @@ fn two_calls_then_answer(body: &serde_json::Value) -> FixtureReply {
     ))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_turn_killed_mid_tool_is_resumed_by_the_restarted_server() {
-    let Some(python) = support::python() else {
-        return;
-    };
-    let llm = support::model_answering(two_calls_then_answer).await;
+/// What [`kill_mid_tool`] leaves: the model, the server's folder (kept
+/// alive), the tools' journal, the config and the killed turn's task.
+struct Killed {
+    llm: looopy_testkit::OpenAiFixture,
+    dir: tempfile::TempDir,
+    journal: support::Journal,
+    config: std::path::PathBuf,
+    task_id: String,
+}
+
+/// Starts `looopy serve` on its default SQLite store with `model`, sends
+/// `job` and kills the server with SIGKILL once the quick call has run and
+/// the slow one has started.
+async fn kill_mid_tool(
+    python: &std::path::Path,
+    model: fn(&serde_json::Value) -> FixtureReply,
+    job: &str,
+) -> Killed {
+    let llm = support::model_answering(model).await;
     let dir = tempfile::tempdir().unwrap();
     let journal = support::Journal::create(dir.path());
-    let tools = support::durable_tools_section(&python, &journal, "SLOW_SECS = \"4\"");
+    let tools = support::durable_tools_section(python, &journal, "SLOW_SECS = \"4\"");
     let config = support::write_config(
         &dir,
         &format!(
@@ -61,13 +74,13 @@ async fn a_turn_killed_mid_tool_is_resumed_by_the_restarted_server() {
 
     let (server, url) = serve(&config, &[]);
     let mut server = support::Running::new(server);
-    let request = SendRequest::text("job-1").non_blocking();
+    let request = SendRequest::text(job).non_blocking();
     let task = match A2aClient::new(&url).send(&request).await.unwrap() {
         SendResponse::Task(task) => task,
         other => panic!("expected a task, got {other:?}"),
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while count("quick q-job-1") == 0 || count("start s-job-1") == 0 {
+    while count(&format!("quick q-{job}")) == 0 || count(&format!("start s-{job}")) == 0 {
         assert!(
             std::time::Instant::now() < deadline,
             "{:?}",
@@ -77,13 +90,36 @@ async fn a_turn_killed_mid_tool_is_resumed_by_the_restarted_server() {
     }
     server.kill().unwrap();
     server.wait();
+    Killed {
+        llm,
+        dir,
+        journal,
+        config,
+        task_id: task.id,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_killed_mid_tool_is_resumed_by_the_restarted_server() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let killed = kill_mid_tool(&python, two_calls_then_answer, "job-1").await;
+    let Killed {
+        llm: _llm,
+        dir: _dir,
+        journal,
+        config,
+        task_id,
+    } = killed;
+    let count = |line: &str| journal.lines().iter().filter(|l| *l == line).count();
 
     let (server, url) = serve(&config, &[]);
     let server = support::Running::new(server);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let client = A2aClient::new(&url);
     let ended = loop {
-        let seen = client.get_task(&task.id, None).await.unwrap();
+        let seen = client.get_task(&task_id, None).await.unwrap();
         if seen.status.state.ends_turn() {
             break seen;
         }
@@ -134,37 +170,15 @@ async fn a_server_stops_on_sigterm_while_it_runs_a_resumed_turn() {
     let Some(python) = support::python() else {
         return;
     };
-    let llm = support::model_answering(two_calls_then_slow_answer).await;
-    let dir = tempfile::tempdir().unwrap();
-    let journal = support::Journal::create(dir.path());
-    let tools = support::durable_tools_section(&python, &journal, "SLOW_SECS = \"4\"");
-    let config = support::write_config(
-        &dir,
-        &format!(
-            "[llm]\nbase_url = \"{}\"\nmodel = \"m\"\n{tools}[durability]\nlease_ttl_secs = 1.5\nscan_interval_secs = 0.3\n",
-            llm.base_url()
-        ),
-    );
+    let killed = kill_mid_tool(&python, two_calls_then_slow_answer, "job-2").await;
+    let Killed {
+        llm,
+        dir: _dir,
+        journal,
+        config,
+        task_id,
+    } = killed;
     let count = |line: &str| journal.lines().iter().filter(|l| *l == line).count();
-
-    let (server, url) = serve(&config, &[]);
-    let mut server = support::Running::new(server);
-    let request = SendRequest::text("job-2").non_blocking();
-    let task = match A2aClient::new(&url).send(&request).await.unwrap() {
-        SendResponse::Task(task) => task,
-        other => panic!("expected a task, got {other:?}"),
-    };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while count("quick q-job-2") == 0 || count("start s-job-2") == 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{:?}",
-            journal.lines()
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    server.kill().unwrap();
-    server.wait();
 
     // The restarted server resumes the turn; once the resumed turn asks the
     // model (whose answer is slow), SIGTERM.
@@ -190,7 +204,7 @@ async fn a_server_stops_on_sigterm_while_it_runs_a_resumed_turn() {
     // completed.
     let (server, url) = serve(&config, &[]);
     let server = support::Running::new(server);
-    let ended = A2aClient::new(&url).get_task(&task.id, None).await.unwrap();
+    let ended = A2aClient::new(&url).get_task(&task_id, None).await.unwrap();
     assert_eq!(ended.status.state, TaskState::Completed, "{ended:?}");
     assert_eq!(count("start s-job-2"), 1, "{:?}", journal.lines());
     assert!(server.stop().success());
