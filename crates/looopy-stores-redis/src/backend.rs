@@ -83,6 +83,7 @@ struct Inner {
     next: AtomicUsize,
     config: RedisConfig,
     keys: KeyLayout,
+    suspects: crate::index::Suspects,
 }
 
 /// A Redis connection pool with the stores' settings. Cheap to clone; every
@@ -119,6 +120,7 @@ impl RedisBackend {
                 next: AtomicUsize::new(0),
                 keys: KeyLayout::new(config.key_prefix.clone()),
                 config,
+                suspects: crate::index::Suspects::default(),
             }),
         })
     }
@@ -139,6 +141,11 @@ impl RedisBackend {
     /// The settings.
     pub fn config(&self) -> &RedisConfig {
         &self.inner.config
+    }
+
+    /// The index entries listings found without a value.
+    pub(crate) fn suspects(&self) -> &crate::index::Suspects {
+        &self.inner.suspects
     }
 
     /// The key names.
