@@ -60,6 +60,15 @@ pub enum ToolsError {
         /// What failed.
         message: String,
     },
+    /// An MCP server answered a request with an error (an unknown
+    /// resource or prompt, a missing argument).
+    #[error("MCP server '{server}' refused the request: {message}")]
+    McpRequest {
+        /// The server's name.
+        server: String,
+        /// The request and the server's message.
+        message: String,
+    },
     /// An MCP server configuration is invalid (bad header, empty command).
     #[error("invalid MCP server configuration: {0}")]
     McpConfig(String),

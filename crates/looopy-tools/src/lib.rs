@@ -23,4 +23,8 @@ pub use looopy_core::client_tool::{
     client_results, split_client_results,
 };
 #[cfg(feature = "mcp")]
-pub use mcp::{HttpServer, IDEMPOTENCY_KEY_META, McpToolProvider, McpTransport, StdioServer};
+pub use mcp::{
+    HttpServer, IDEMPOTENCY_KEY_META, LIST_RESOURCES_TOOL, McpPrompt, McpPromptArgument,
+    McpPromptMessages, McpResource, McpResourceTemplate, McpToolProvider, McpTransport,
+    READ_RESOURCE_TOOL, StdioServer,
+};

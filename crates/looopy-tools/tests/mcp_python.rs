@@ -11,22 +11,7 @@ use looopy_core::{Part, ToolCall, ToolDefinition, ToolError, ToolProvider};
 use looopy_loop::layers::ToolProviderExt;
 use looopy_tools::{HttpServer, IDEMPOTENCY_KEY_META, McpToolProvider, StdioServer};
 use serde_json::json;
-use support::{call, cx};
-
-/// The fixture server over stdio, with names prefixed `py_` (`None` when
-/// there is no provisioned Python and external tests are skipped).
-fn stdio_provider() -> Option<McpToolProvider> {
-    let python = support::python()?;
-    let server = StdioServer::new(python)
-        .arg(support::fixture_server().display().to_string())
-        .arg("stdio")
-        .env("PYTHONUNBUFFERED", "1");
-    Some(
-        McpToolProvider::new(server)
-            .with_name("py")
-            .with_prefix("py_"),
-    )
-}
+use support::{call, cx, stdio_provider};
 
 /// The checks shared by both transports.
 async fn exercise(mcp: &McpToolProvider) {
@@ -40,21 +25,32 @@ async fn exercise(mcp: &McpToolProvider) {
             "py_echo_text",
             "py_fail",
             "py_grow",
+            "py_list_resources",
             "py_pid",
             "py_pixel",
+            "py_read_resource",
             "py_trace_context",
             "py_weather"
         ]
     );
     // `weather` says `idempotentHint: true`, `pid` `readOnlyHint: true`;
-    // `fail` says `idempotentHint: false`, the others nothing.
+    // `fail` says `idempotentHint: false`, the others nothing. The two
+    // resource tools only read.
     let mut idempotent: Vec<_> = defs
         .iter()
         .filter(|d| d.idempotent)
         .map(|d| d.name.as_str())
         .collect();
     idempotent.sort_unstable();
-    assert_eq!(idempotent, ["py_pid", "py_weather"]);
+    assert_eq!(
+        idempotent,
+        [
+            "py_list_resources",
+            "py_pid",
+            "py_read_resource",
+            "py_weather"
+        ]
+    );
     let weather = defs.iter().find(|d| d.name == "py_weather").unwrap();
     assert_eq!(weather.description, "Structured weather for a city.");
     assert_eq!(weather.parameters["properties"]["city"]["type"], "string");
@@ -161,7 +157,7 @@ async fn the_provider_reconnects_after_the_child_dies() {
     );
 
     // Listing works on the new session too.
-    assert_eq!(mcp.tools(&cx()).await.unwrap().len(), 7);
+    assert_eq!(mcp.tools(&cx()).await.unwrap().len(), 9);
     mcp.shutdown().await.unwrap();
 }
 

@@ -1,6 +1,8 @@
 //! MCP servers as tool providers: [`McpToolProvider`] over stdio
-//! ([`StdioServer`]) or streamable HTTP ([`HttpServer`]), on the `rmcp` crate.
+//! ([`StdioServer`]) or streamable HTTP ([`HttpServer`]), on the `rmcp` crate,
+//! with the servers' resources and prompts.
 
+mod catalog;
 mod content;
 #[cfg(feature = "otel")]
 mod trace;
@@ -13,7 +15,9 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use looopy_core::{ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext};
+use looopy_core::{
+    Part, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext,
+};
 use rmcp::RoleClient;
 use rmcp::ServiceError;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, RequestParamsMeta};
@@ -21,6 +25,10 @@ use rmcp::service::Peer;
 use serde_json::Value;
 use tokio::sync::Mutex;
 
+pub use catalog::{
+    LIST_RESOURCES_TOOL, McpPrompt, McpPromptArgument, McpPromptMessages, McpResource,
+    McpResourceTemplate, READ_RESOURCE_TOOL,
+};
 pub use transport::{HttpServer, McpTransport, StdioServer};
 
 use crate::error::ToolsError;
@@ -63,6 +71,14 @@ const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Results: text stays text, structured content becomes a data part, images
 /// and audio become inline file parts; `isError` becomes an error result.
 ///
+/// A server that offers resources also gets two tools of the provider's
+/// own, [`LIST_RESOURCES_TOOL`] and [`READ_RESOURCE_TOOL`] (behind the same
+/// prefix), through which the model lists and reads them; a server tool of
+/// the same name wins. [`without_resource_tools`](Self::without_resource_tools)
+/// leaves them out. The library reads resources and prompts directly with
+/// [`resources`](Self::resources), [`read_resource`](Self::read_resource),
+/// [`prompts`](Self::prompts) and [`prompt`](Self::prompt).
+///
 /// [`shutdown`](Self::shutdown) closes the session and ends the child
 /// (stdin closed, then `SIGTERM`, then kill); dropping the last clone of the
 /// provider does the same in the background.
@@ -76,15 +92,27 @@ struct Shared {
     transport: McpTransport,
     prefix: String,
     connect_timeout: Duration,
+    resource_tools: bool,
     state: Mutex<State>,
-    /// Exposed name → the server's name, from the last listing.
-    names: RwLock<HashMap<String, String>>,
+    /// Exposed name → what runs it, from the last listing.
+    names: RwLock<HashMap<String, Target>>,
     /// The last listing and the session (generation) it came from: every
     /// turn asks for the tools, and a session's tools are listed once...
     listed: RwLock<Option<(u64, Vec<ToolDefinition>)>>,
     /// ...unless the server said they changed since
     /// (`notifications/tools/list_changed`).
     tools_changed: Arc<AtomicBool>,
+}
+
+/// What a listed tool name runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Target {
+    /// The server's tool of this name.
+    Server(String),
+    /// The provider's own listing of the server's resources.
+    ListResources,
+    /// The provider's own reading of one of the server's resources.
+    ReadResource,
 }
 
 #[derive(Default)]
@@ -98,6 +126,15 @@ struct Live {
     session: Session,
     pid: Option<u32>,
     generation: u64,
+}
+
+/// What [`McpToolProvider::rebuild`] carries over.
+struct Settings {
+    name: String,
+    transport: McpTransport,
+    prefix: String,
+    connect_timeout: Duration,
+    resource_tools: bool,
 }
 
 impl fmt::Debug for McpToolProvider {
@@ -114,21 +151,23 @@ impl McpToolProvider {
     /// A provider for this server; nothing is started yet.
     pub fn new(transport: impl Into<McpTransport>) -> Self {
         let transport = transport.into();
-        Self::build(
-            transport.default_name(),
+        Self::build(Settings {
+            name: transport.default_name(),
             transport,
-            String::new(),
-            DEFAULT_CONNECT_TIMEOUT,
-        )
+            prefix: String::new(),
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            resource_tools: true,
+        })
     }
 
-    fn build(name: String, transport: McpTransport, prefix: String, timeout: Duration) -> Self {
+    fn build(settings: Settings) -> Self {
         McpToolProvider {
             shared: Arc::new(Shared {
-                name,
-                transport,
-                prefix,
-                connect_timeout: timeout,
+                name: settings.name,
+                transport: settings.transport,
+                prefix: settings.prefix,
+                connect_timeout: settings.connect_timeout,
+                resource_tools: settings.resource_tools,
                 state: Mutex::new(State::default()),
                 names: RwLock::new(HashMap::new()),
                 listed: RwLock::new(None),
@@ -137,12 +176,17 @@ impl McpToolProvider {
         }
     }
 
-    fn rebuild(self, f: impl FnOnce(&mut String, &mut String, &mut Duration)) -> Self {
+    fn rebuild(self, f: impl FnOnce(&mut Settings)) -> Self {
         let s = &self.shared;
-        let (mut name, mut prefix, mut timeout) =
-            (s.name.clone(), s.prefix.clone(), s.connect_timeout);
-        f(&mut name, &mut prefix, &mut timeout);
-        Self::build(name, s.transport.clone(), prefix, timeout)
+        let mut settings = Settings {
+            name: s.name.clone(),
+            transport: s.transport.clone(),
+            prefix: s.prefix.clone(),
+            connect_timeout: s.connect_timeout,
+            resource_tools: s.resource_tools,
+        };
+        f(&mut settings);
+        Self::build(settings)
     }
 
     /// Puts `prefix` before every tool name (for instance `"fs_"`), so that
@@ -150,18 +194,25 @@ impl McpToolProvider {
     /// provider.
     pub fn with_prefix(self, prefix: impl Into<String>) -> Self {
         let prefix = prefix.into();
-        self.rebuild(|_, p, _| *p = prefix)
+        self.rebuild(|s| s.prefix = prefix)
     }
 
     /// Names the server in messages and logs.
     pub fn with_name(self, name: impl Into<String>) -> Self {
         let name = name.into();
-        self.rebuild(|n, _, _| *n = name)
+        self.rebuild(|s| s.name = name)
     }
 
     /// Bounds connecting (spawn or HTTP, then the handshake); 30 s by default.
     pub fn with_connect_timeout(self, timeout: Duration) -> Self {
-        self.rebuild(|_, _, t| *t = timeout)
+        self.rebuild(|s| s.connect_timeout = timeout)
+    }
+
+    /// Leaves out the two resource tools ([`LIST_RESOURCES_TOOL`],
+    /// [`READ_RESOURCE_TOOL`]) that a server with resources otherwise gets;
+    /// the library can still read them. Call before first use.
+    pub fn without_resource_tools(self) -> Self {
+        self.rebuild(|s| s.resource_tools = false)
     }
 
     /// The server's name in messages.
@@ -311,7 +362,7 @@ impl McpToolProvider {
         let mut definitions = Vec::with_capacity(tools.len());
         for tool in tools {
             let exposed = exposed_name(&self.shared.prefix, &tool.name);
-            if let Some(other) = names.get(&exposed) {
+            if let Some(Target::Server(other)) = names.get(&exposed) {
                 tracing::warn!(
                     server = %self.shared.name,
                     "tools '{other}' and '{}' both map to '{exposed}'; keeping the first",
@@ -319,7 +370,7 @@ impl McpToolProvider {
                 );
                 continue;
             }
-            names.insert(exposed.clone(), tool.name.to_string());
+            names.insert(exposed.clone(), Target::Server(tool.name.to_string()));
             let idempotent = is_idempotent(&tool);
             definitions.push(
                 ToolDefinition::new(
@@ -330,6 +381,29 @@ impl McpToolProvider {
                 .idempotent(idempotent),
             );
         }
+        let offers_resources = peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.resources.is_some());
+        if self.shared.resource_tools && offers_resources {
+            let list = exposed_name(&self.shared.prefix, LIST_RESOURCES_TOOL);
+            let read = exposed_name(&self.shared.prefix, READ_RESOURCE_TOOL);
+            let tools = catalog::resource_tools(&self.shared.name, list, read);
+            for (tool, target) in tools
+                .into_iter()
+                .zip([Target::ListResources, Target::ReadResource])
+            {
+                if names.contains_key(&tool.name) {
+                    tracing::warn!(
+                        server = %self.shared.name,
+                        "the server has a tool '{}'; its resources are not offered as a tool",
+                        tool.name
+                    );
+                    continue;
+                }
+                names.insert(tool.name.clone(), target);
+                definitions.push(tool);
+            }
+        }
         if let Ok(mut slot) = self.shared.names.write() {
             *slot = names;
         }
@@ -339,20 +413,20 @@ impl McpToolProvider {
         Ok(definitions)
     }
 
-    fn server_name_of(&self, exposed: &str) -> Option<String> {
+    fn target_of(&self, exposed: &str) -> Option<Target> {
         self.shared.names.read().ok()?.get(exposed).cloned()
     }
 
     async fn call(&self, call: &ToolCall, idempotency_key: &str) -> ToolResult {
-        let original = match self.server_name_of(&call.name) {
-            Some(name) => name,
+        let target = match self.target_of(&call.name) {
+            Some(target) => target,
             None => {
                 // Not listed yet (or listed before the server changed).
                 if let Err(e) = self.list().await {
                     return ToolResult::error(call.id.clone(), e.to_string());
                 }
-                match self.server_name_of(&call.name) {
-                    Some(name) => name,
+                match self.target_of(&call.name) {
+                    Some(target) => target,
                     None => {
                         let error = ToolError::UnknownTool {
                             name: call.name.clone(),
@@ -361,6 +435,11 @@ impl McpToolProvider {
                     }
                 }
             }
+        };
+        let original = match target {
+            Target::Server(name) => name,
+            Target::ListResources => return self.call_list_resources(call).await,
+            Target::ReadResource => return self.call_read_resource(call).await,
         };
         let arguments = match parse_object(&call.arguments) {
             Ok(map) => map,
@@ -407,6 +486,150 @@ impl McpToolProvider {
             Err(e) => ToolResult::error(call.id.clone(), e.to_string()),
         }
     }
+}
+
+/// Resources and prompts.
+impl McpToolProvider {
+    /// The server's resources, every page of them.
+    pub async fn resources(&self) -> Result<Vec<McpResource>, ToolsError> {
+        let (peer, generation) = self.peer().await.map_err(|m| self.unavailable(m))?;
+        let listed = peer.list_all_resources().await;
+        let resources = self.answer(generation, "listing resources", listed).await?;
+        Ok(resources.into_iter().map(Into::into).collect())
+    }
+
+    /// The server's resource templates, every page of them.
+    pub async fn resource_templates(&self) -> Result<Vec<McpResourceTemplate>, ToolsError> {
+        let (peer, generation) = self.peer().await.map_err(|m| self.unavailable(m))?;
+        let listed = peer.list_all_resource_templates().await;
+        let templates = self
+            .answer(generation, "listing resource templates", listed)
+            .await?;
+        Ok(templates.into_iter().map(Into::into).collect())
+    }
+
+    /// Reads the resource at `uri`: text contents as text parts, binary
+    /// contents as inline file parts (base64, with the URI and media type).
+    pub async fn read_resource(&self, uri: &str) -> Result<Vec<Part>, ToolsError> {
+        let (peer, generation) = self.peer().await.map_err(|m| self.unavailable(m))?;
+        let read = peer.read_resource(catalog::read_params(uri)).await;
+        let result = self
+            .answer(generation, &format!("reading resource '{uri}'"), read)
+            .await?;
+        Ok(catalog::resource_parts(result))
+    }
+
+    /// The server's prompts, every page of them.
+    pub async fn prompts(&self) -> Result<Vec<McpPrompt>, ToolsError> {
+        let (peer, generation) = self.peer().await.map_err(|m| self.unavailable(m))?;
+        let listed = peer.list_all_prompts().await;
+        let prompts = self.answer(generation, "listing prompts", listed).await?;
+        Ok(prompts.into_iter().map(Into::into).collect())
+    }
+
+    /// The prompt `name` filled in with `arguments`: the messages to start a
+    /// turn from (for instance as the turn's input, or its history).
+    pub async fn prompt<K, V>(
+        &self,
+        name: &str,
+        arguments: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<McpPromptMessages, ToolsError>
+    where
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let arguments: serde_json::Map<String, Value> = arguments
+            .into_iter()
+            .map(|(k, v)| (k.into(), Value::String(v.into())))
+            .collect();
+        let (peer, generation) = self.peer().await.map_err(|m| self.unavailable(m))?;
+        let got = peer
+            .get_prompt(catalog::prompt_params(name, arguments))
+            .await;
+        let result = self
+            .answer(generation, &format!("getting prompt '{name}'"), got)
+            .await?;
+        Ok(McpPromptMessages::from_result(result))
+    }
+
+    /// The value of a request's answer, or the error it means: a broken
+    /// transport forgets the session (the next use reconnects).
+    async fn answer<T>(
+        &self,
+        generation: u64,
+        what: &str,
+        result: Result<T, ServiceError>,
+    ) -> Result<T, ToolsError> {
+        match result {
+            Ok(value) => Ok(value),
+            Err(e) if is_transport_failure(&e) => {
+                self.forget(generation).await;
+                Err(self.unavailable(format!("{what} failed: {e}")))
+            }
+            Err(ServiceError::McpError(e)) => Err(ToolsError::McpRequest {
+                server: self.shared.name.clone(),
+                message: format!("{what}: {}", e.message),
+            }),
+            Err(e) => Err(ToolsError::McpRequest {
+                server: self.shared.name.clone(),
+                message: format!("{what}: {e}"),
+            }),
+        }
+    }
+
+    /// The listing tool: the resources, then the templates (a server that
+    /// refuses to list templates has none).
+    async fn call_list_resources(&self, call: &ToolCall) -> ToolResult {
+        let resources = match self.resources().await {
+            Ok(resources) => resources,
+            Err(e) => return failed_result(call, &e),
+        };
+        let templates = match self.resource_templates().await {
+            Ok(templates) => templates,
+            Err(ToolsError::McpRequest { .. }) => Vec::new(),
+            Err(e) => return failed_result(call, &e),
+        };
+        catalog::listing_result(call, &resources, &templates)
+    }
+
+    /// The reading tool: the resource's contents as the result's parts.
+    async fn call_read_resource(&self, call: &ToolCall) -> ToolResult {
+        let uri = parse_object(&call.arguments).and_then(|arguments| match arguments.get("uri") {
+            Some(Value::String(uri)) if !uri.is_empty() => Ok(uri.clone()),
+            _ => Err("`uri` must be a non-empty string".to_owned()),
+        });
+        let uri = match uri {
+            Ok(uri) => uri,
+            Err(message) => {
+                let error = ToolError::InvalidArguments {
+                    tool: call.name.clone(),
+                    message,
+                };
+                return ToolResult::from_error(call.id.clone(), &error);
+            }
+        };
+        match self.read_resource(&uri).await {
+            Ok(parts) => {
+                let mut result = ToolResult::text(call.id.clone(), "");
+                result.content = parts;
+                result
+            }
+            Err(e) => failed_result(call, &e),
+        }
+    }
+}
+
+/// The error result of a resource tool whose request failed.
+fn failed_result(call: &ToolCall, error: &ToolsError) -> ToolResult {
+    let error = match error {
+        ToolsError::McpUnavailable { .. } => ToolError::Unavailable {
+            message: error.to_string(),
+        },
+        _ => ToolError::Execution {
+            message: error.to_string(),
+        },
+    };
+    ToolResult::from_error(call.id.clone(), &error)
 }
 
 #[async_trait]

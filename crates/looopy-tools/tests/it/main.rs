@@ -5,6 +5,8 @@
 mod done_and_client;
 #[path = "../local.rs"]
 mod local;
+#[path = "../mcp_catalog.rs"]
+mod mcp_catalog;
 #[path = "../mcp_everything.rs"]
 mod mcp_everything;
 #[path = "../mcp_python.rs"]

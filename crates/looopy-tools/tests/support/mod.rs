@@ -21,6 +21,22 @@ pub fn python() -> Option<PathBuf> {
     )
 }
 
+/// The fixture server over stdio, with names prefixed `py_` (`None` when
+/// there is no provisioned Python and external tests are skipped).
+#[cfg(feature = "mcp")]
+pub fn stdio_provider() -> Option<looopy_tools::McpToolProvider> {
+    let python = python()?;
+    let server = looopy_tools::StdioServer::new(python)
+        .arg(fixture_server().display().to_string())
+        .arg("stdio")
+        .env("PYTHONUNBUFFERED", "1");
+    Some(
+        looopy_tools::McpToolProvider::new(server)
+            .with_name("py")
+            .with_prefix("py_"),
+    )
+}
+
 /// The fixture server script.
 pub fn fixture_server() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp_server.py")
