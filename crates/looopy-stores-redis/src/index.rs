@@ -216,7 +216,11 @@ mod tests {
         assert_eq!(suspects.note("i", &[], &["a", "b"], end), ["a"]);
         // Another index's entry of the same member is its own.
         assert!(suspects.note("j", &[], &["a"], end).is_empty());
-        assert!(suspects.note("i", &[], &["b"], later + STALE_AFTER).is_empty());
+        assert!(
+            suspects
+                .note("i", &[], &["b"], later + STALE_AFTER)
+                .is_empty()
+        );
         assert_eq!(suspects.note("i", &[], &["b"], end + STALE_AFTER), ["b"]);
     }
 }
