@@ -1,6 +1,7 @@
 #![forbid(unsafe_code)]
 //! The `looopy` binary's pieces, as a library so that they can be tested:
-//! telemetry set-up, configuration, and the `serve`, `chat` and `run` commands.
+//! telemetry set-up, configuration, and the `serve`, `mcp`, `chat` and `run`
+//! commands.
 #![doc = include_str!("../README.md")]
 
 pub mod app;
@@ -8,6 +9,7 @@ pub mod banner;
 pub mod chat;
 pub mod config;
 pub mod history;
+pub mod mcp;
 pub mod push;
 pub mod render;
 pub mod run;

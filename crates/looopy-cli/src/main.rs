@@ -56,6 +56,19 @@ enum Command {
         #[arg(long, value_enum)]
         store: Option<StoreFlag>,
     },
+    /// Serve the configured agent over MCP on stdin and stdout, for desktop
+    /// clients and IDEs that start their MCP servers as processes.
+    Mcp {
+        /// Configuration file (optional, as for `serve`).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// The model, as `provider:model`, over `[llm] model`.
+        #[arg(long)]
+        model: Option<String>,
+        /// Where conversations are kept, as for `serve`.
+        #[arg(long, value_enum)]
+        store: Option<StoreFlag>,
+    },
     /// Talk to an A2A agent interactively.
     Chat {
         /// The agent's base URL.
@@ -103,6 +116,19 @@ fn load(path: Option<&PathBuf>, model: Option<&str>) -> Result<Config> {
     Ok(config)
 }
 
+/// The store of a served agent: `--store` over the configuration's
+/// `[store]` table, and SQLite under `.looopy/` without either.
+fn served(mut config: Config, store: Option<StoreFlag>) -> Config {
+    config.store = match (store, config.store.take()) {
+        (Some(StoreFlag::Memory), _) => Some(StoreConfig::Memory(Default::default())),
+        // A configured SQLite file keeps its path and knobs.
+        (Some(StoreFlag::Sqlite), Some(sqlite @ StoreConfig::Sqlite(_))) => Some(sqlite),
+        (Some(StoreFlag::Sqlite), _) | (None, None) => Some(Config::serve_default_store()),
+        (None, Some(configured)) => Some(configured),
+    };
+    config
+}
+
 /// What the terminal shows when RUST_LOG is unset: a server logs what it
 /// does; `run` and `chat` print the conversation and keep logs out of the
 /// way (a failed turn is already said in one line).
@@ -123,17 +149,19 @@ async fn execute(command: Command) -> Result<()> {
             model,
             store,
         } => {
-            let mut config = load(config.as_ref(), model.as_deref())?;
-            config.store = match (store, config.store.take()) {
-                (Some(StoreFlag::Memory), _) => Some(StoreConfig::Memory(Default::default())),
-                // A configured SQLite file keeps its path and knobs.
-                (Some(StoreFlag::Sqlite), Some(sqlite @ StoreConfig::Sqlite(_))) => Some(sqlite),
-                (Some(StoreFlag::Sqlite), _) | (None, None) => Some(Config::serve_default_store()),
-                (None, Some(configured)) => Some(configured),
-            };
+            let config = served(load(config.as_ref(), model.as_deref())?, store);
             let bind = bind.unwrap_or_else(|| config.server.bind.clone());
             let app = App::build(config, &env).await?;
             looopy_cli::serve::serve(app, &bind, &env, looopy_cli::serve::shutdown_signal()).await
+        }
+        Command::Mcp {
+            config,
+            model,
+            store,
+        } => {
+            let config = served(load(config.as_ref(), model.as_deref())?, store);
+            let app = App::build(config, &env).await?;
+            looopy_cli::mcp::serve_stdio(&app).await
         }
         Command::Chat { url, token } => looopy_cli::chat::chat(&url, token).await,
         Command::Run {

@@ -1,9 +1,11 @@
-//! `looopy serve`: the agent over A2A (JSON-RPC + SSE, v1.0 and v0.3).
+//! `looopy serve`: the agent over A2A (JSON-RPC + SSE, v1.0 and v0.3), and
+//! over MCP at `/mcp`.
 
 use std::future::Future;
 
 use anyhow::{Context, Result};
 use looopy_a2a::{A2aServer, AgentCardConfig, AgentRunner, AuthConfig};
+use looopy_core::CancellationToken;
 use looopy_stores::StoreConfig;
 use tokio::net::TcpListener;
 
@@ -11,10 +13,14 @@ use crate::app::App;
 
 /// Builds the server of an [`App`]: an Agent per context, the event log and
 /// task records from the configured stores, the agent card, the tokens.
+///
+/// MCP is served at [`MCP_PATH`](crate::mcp::MCP_PATH) beside A2A, behind
+/// the same tokens; its sessions end when `mcp_shutdown` is cancelled.
 pub fn server(
     app: &App,
     env: &dyn Fn(&str) -> Option<String>,
     public_url: &str,
+    mcp_shutdown: CancellationToken,
 ) -> Result<A2aServer> {
     let config = &app.config;
     let mut auth = AuthConfig::none();
@@ -27,6 +33,11 @@ pub fn server(
     let push = config.push.settings();
     // Each new conversation's Agent shares the loop, its layers and tools.
     let template = app.agent_template()?;
+    let mcp = crate::mcp::AgentMcpServer::new(
+        template.clone(),
+        &config.agent.name,
+        &config.agent.description,
+    );
     let runner =
         AgentRunner::new(move |context_id, owner| template.agent_owned_by(context_id, owner))
             .max_cached(agents_cached(&config.store()));
@@ -35,7 +46,13 @@ pub fn server(
         .auth(auth)
         .max_body_bytes(config.server.max_body_bytes)
         .recovery_scan_interval(config.durability.scan_interval())
-        .web_ui(true); // the chat page at GET / (docs/web.md)
+        .web_ui(true) // the chat page at GET / (docs/web.md)
+        .routes(crate::mcp::http_routes(
+            mcp,
+            mcp_shutdown,
+            public_url,
+            config.server.max_body_bytes,
+        ));
     let builder = match config.server.card_default_version {
         Some(version) => builder.card_default_version(version),
         None => builder,
@@ -79,7 +96,12 @@ pub async fn serve(
         .public_url
         .clone()
         .unwrap_or_else(|| format!("http://{addr}"));
-    let server = server(&app, env, &public_url)?;
+    let mcp_shutdown = CancellationToken::new();
+    let server = server(&app, env, &public_url, mcp_shutdown.clone())?;
+    let shutdown = async move {
+        shutdown.await;
+        mcp_shutdown.cancel();
+    };
     tracing::info!(%addr, agent = %app.config.agent.name, "looopy serving A2A at {public_url}");
     // A line on stdout that scripts (and tests) can wait for; the banner
     // for people goes to stderr, with the logs.

@@ -88,6 +88,42 @@ impl AuthConfig {
     }
 }
 
+/// `routes` behind `auth`: a request without valid credentials gets 401
+/// (`WWW-Authenticate: Bearer`, a JSON error body); any other goes on with
+/// its caller's [`AuthContext`] in its extensions.
+pub(crate) fn authenticated(routes: axum::Router, auth: &AuthConfig) -> axum::Router {
+    let auth = auth.clone();
+    routes.layer(axum::middleware::from_fn(
+        move |mut request: axum::extract::Request, next: axum::middleware::Next| {
+            let caller = auth.authenticate(request.headers());
+            async move {
+                match caller {
+                    Some(caller) => {
+                        request.extensions_mut().insert(caller);
+                        next.run(request).await
+                    }
+                    None => unauthenticated(),
+                }
+            }
+        },
+    ))
+}
+
+/// The answer to a request without valid credentials, outside the A2A
+/// bindings (which answer in their own error forms).
+fn unauthenticated() -> axum::response::Response {
+    use axum::response::IntoResponse;
+    (
+        axum::http::StatusCode::UNAUTHORIZED,
+        [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
+        axum::Json(serde_json::json!({
+            "error": "unauthenticated",
+            "message": "this endpoint needs `Authorization: Bearer <token>` or `X-API-Key: <key>`"
+        })),
+    )
+        .into_response()
+}
+
 fn bearer_token(value: &str) -> Option<&str> {
     let (scheme, token) = value.trim().split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())

@@ -84,6 +84,8 @@ pub const DEFAULT_RECOVERY_SCAN: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub struct A2aServer {
     state: Arc<ServerState>,
+    /// Routes served beside the A2A ones ([`A2aServerBuilder::routes`]).
+    routes: Option<axum::Router>,
 }
 
 impl A2aServer {
@@ -112,6 +114,7 @@ impl A2aServer {
             push: None,
             recovery_scan: DEFAULT_RECOVERY_SCAN,
             card_default: ProtocolVersion::V1_0,
+            routes: None,
         }
     }
 
@@ -173,7 +176,11 @@ impl A2aServer {
     /// The routes, to serve yourself or to nest in a larger router. Prefer
     /// [`A2aServer::serve`], which also ends streams and turns on shutdown.
     pub fn router(&self) -> axum::Router {
-        router::router(self.state.clone())
+        let router = router::router(self.state.clone());
+        match &self.routes {
+            Some(routes) => router.merge(auth::authenticated(routes.clone(), &self.state.auth)),
+            None => router,
+        }
     }
 
     /// Serves on `listener` until `shutdown` completes, then shuts down
@@ -234,9 +241,23 @@ pub struct A2aServerBuilder {
     push: Option<(Arc<dyn PushConfigStore>, PushSettings)>,
     recovery_scan: Duration,
     card_default: ProtocolVersion,
+    routes: Option<axum::Router>,
 }
 
 impl A2aServerBuilder {
+    /// Serves `routes` beside the A2A ones (another protocol's endpoint,
+    /// for instance), behind the server's [`AuthConfig`]: a request without
+    /// valid credentials gets 401 with `WWW-Authenticate: Bearer`, and a
+    /// handler finds the caller as an [`AuthContext`](looopy_core::AuthContext)
+    /// in the request's extensions. Routes of an earlier call stay.
+    pub fn routes(mut self, routes: axum::Router) -> Self {
+        self.routes = Some(match self.routes.take() {
+            Some(earlier) => earlier.merge(routes),
+            None => routes,
+        });
+        self
+    }
+
     /// Turns push notifications on: the push config methods of both
     /// versions work, a message may carry a config, the card says
     /// `pushNotifications: true`, and each turn's updates are POSTed to
@@ -380,6 +401,7 @@ impl A2aServerBuilder {
                 recovery_scan: self.recovery_scan,
                 card_default: self.card_default,
             }),
+            routes: self.routes,
         }
     }
 }

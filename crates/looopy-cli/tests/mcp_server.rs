@@ -1,0 +1,125 @@
+//! The agent as an MCP server, through the real binary: the official MCP
+//! Python SDK calls `/mcp` of `looopy serve` (with the server's bearer
+//! token, and without) and `looopy mcp` over stdio.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use looopy_testkit::FixtureReply;
+use looopy_testkit::external::repo_root;
+use serde_json::Value;
+use support::{config_with_model, json_output, last_user_turn, model_answering, serve, stop};
+
+/// Answers each turn with the question it was asked; "slow please" waits
+/// ten seconds first (long enough to be cancelled).
+fn echo_model(body: &Value) -> FixtureReply {
+    let (question, _) = last_user_turn(body);
+    let answer = FixtureReply::Text(format!("You asked: {question}"));
+    if question == "slow please" {
+        FixtureReply::Delay(Duration::from_secs(10), Box::new(answer))
+    } else {
+        answer
+    }
+}
+
+fn client_script() -> std::path::PathBuf {
+    repo_root().join("crates/looopy-cli/tests/fixtures/mcp_client.py")
+}
+
+/// The checks both transports share.
+fn check_turns(out: &Value) {
+    assert_eq!(out["tools"][0]["name"], "send_message", "{out}");
+    assert_eq!(out["tools"][0]["required"][0], "message", "{out}");
+    assert_eq!(out["first"]["is_error"], false, "{out}");
+    assert_eq!(
+        out["first"]["text"][0], "You asked: first question",
+        "{out}"
+    );
+    assert_eq!(out["first"]["structured"]["state"], "completed", "{out}");
+    let conversation = out["first"]["structured"]["conversationId"]
+        .as_str()
+        .unwrap();
+    // The second message named the first's conversation: it went on there.
+    assert_eq!(
+        out["second"]["structured"]["conversationId"], conversation,
+        "{out}"
+    );
+    assert_eq!(
+        out["second"]["text"][0], "You asked: second question",
+        "{out}"
+    );
+    assert_ne!(
+        out["second"]["structured"]["taskId"], out["first"]["structured"]["taskId"],
+        "{out}"
+    );
+    // An empty message is refused with a message, and the session goes on.
+    assert_eq!(out["empty_message"]["is_error"], true, "{out}");
+    assert!(
+        out["empty_message"]["text"].to_string().contains("message"),
+        "{out}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_mcp_sdk_calls_looopy_serve_at_mcp() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let llm = model_answering(echo_model).await;
+    let rest = "[agent]\nname = \"mcp-agent\"\n[[auth.tokens]]\nprincipal = \"py\"\ntoken = \"mcp-token\"\n";
+    let (_dir, config) = config_with_model(&llm, "m", rest);
+    let (server, url) = serve(&config, &[]);
+    let endpoint = format!("{url}/mcp");
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(python)
+            .arg(client_script())
+            .args(["http", &endpoint, "mcp-token"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let out = json_output(&out);
+    check_turns(&out);
+    // The answer streamed as progress notifications.
+    let progress = out["progress"].to_string();
+    assert!(progress.contains("first question"), "{out}");
+    // A cancelled call cancels its turn: the next message of that
+    // conversation is answered instead of finding it busy.
+    assert_eq!(out["cancelled"], true, "{out}");
+    assert_eq!(out["after_cancel"]["is_error"], false, "{out}");
+    assert_eq!(
+        out["after_cancel"]["text"][0], "You asked: after cancel",
+        "{out}"
+    );
+    assert_eq!(out["no_token"]["status"], 401, "{out}");
+    assert_eq!(out["no_token"]["www_authenticate"], "Bearer", "{out}");
+    stop(server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_mcp_sdk_runs_looopy_mcp_over_stdio() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let llm = model_answering(echo_model).await;
+    let (dir, config) = config_with_model(&llm, "m", "[store]\nbackend = \"memory\"\n");
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(python)
+            .current_dir(dir.path())
+            .arg(client_script())
+            .args(["stdio", support::BIN])
+            .arg(&config)
+            .env_remove("LOOOPY_LLM_BASE_URL")
+            .env_remove("LOOOPY_LLM_MODEL")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let out = json_output(&out);
+    check_turns(&out);
+}
