@@ -37,6 +37,8 @@ mod resubscribe;
 mod shutdown;
 #[path = "../shutdown_tools.rs"]
 mod shutdown_tools;
+#[path = "../store_outage.rs"]
+mod store_outage;
 #[path = "../stores_bundle.rs"]
 mod stores_bundle;
 #[path = "../sub_agent_credentials.rs"]

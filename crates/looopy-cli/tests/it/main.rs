@@ -17,6 +17,8 @@ mod chat_sub_agent;
 mod chat_tty;
 #[path = "../fallback.rs"]
 mod fallback;
+#[path = "../frozen_store.rs"]
+mod frozen_store;
 #[path = "../otlp_export.rs"]
 mod otlp_export;
 #[path = "../otlp_protocols.rs"]
