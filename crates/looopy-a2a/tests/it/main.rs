@@ -55,5 +55,7 @@ mod tool_progress;
 mod tool_progress_trace;
 #[path = "../trace.rs"]
 mod trace;
+#[path = "../turn_metadata.rs"]
+mod turn_metadata;
 #[path = "../web_ui.rs"]
 mod web_ui;

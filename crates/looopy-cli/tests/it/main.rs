@@ -15,6 +15,8 @@ mod chat;
 mod chat_sub_agent;
 #[path = "../chat_tty.rs"]
 mod chat_tty;
+#[path = "../defaults.rs"]
+mod defaults;
 #[path = "../fallback.rs"]
 mod fallback;
 #[path = "../frozen_store.rs"]
