@@ -106,8 +106,13 @@ impl TaskRecordStore for Outage {
 }
 
 /// A server on the `Outage` store whose one turn works, streams its answer,
-/// waits at `gate`, then completes.
-async fn server(store: Arc<Outage>, gate: Arc<Semaphore>) -> support::TestServer {
+/// waits at `gate`, then completes; blocking calls wait `cancel_wait` for a
+/// turn's end to be saved.
+async fn server(
+    store: Arc<Outage>,
+    gate: Arc<Semaphore>,
+    cancel_wait: Duration,
+) -> support::TestServer {
     let runner = support::ScriptedRunner::new(vec![vec![
         working(),
         chunk("the answer", true, true),
@@ -117,7 +122,7 @@ async fn server(store: Arc<Outage>, gate: Arc<Semaphore>) -> support::TestServer
     let stores = SharedStores::default();
     let server = looopy_a2a::A2aServer::builder(runner, stores.events.clone(), store)
         .cancel_poll_interval(Duration::from_millis(20))
-        .cancel_wait(Duration::from_millis(500))
+        .cancel_wait(cancel_wait)
         .build();
     support::serve(server, &stores).await
 }
@@ -146,10 +151,10 @@ async fn blocking_send_at_the_gate(
 async fn a_blocking_answer_waits_for_the_end_to_be_saved_after_a_short_outage() {
     let store = Arc::new(Outage::default());
     let gate = Arc::new(Semaphore::new(0));
-    let server = server(store.clone(), gate.clone()).await;
+    let server = server(store.clone(), gate.clone(), Duration::from_secs(10)).await;
     let send = blocking_send_at_the_gate(&server.url, &store).await;
 
-    // Writes fail just as the turn ends, for less than the cancel wait:
+    // Writes fail just as the turn ends, for far less than the cancel wait:
     // the turn's end is not saved at the first try, while the record can
     // be read (it still says `working`).
     store.set_writes_down(true);
@@ -179,10 +184,11 @@ async fn a_blocking_answer_waits_for_the_end_to_be_saved_after_a_short_outage() 
 async fn a_long_outage_answers_a_json_rpc_error_and_the_end_is_saved_later() {
     let store = Arc::new(Outage::default());
     let gate = Arc::new(Semaphore::new(0));
-    let server = server(store.clone(), gate.clone()).await;
+    let server = server(store.clone(), gate.clone(), Duration::from_millis(300)).await;
     let send = blocking_send_at_the_gate(&server.url, &store).await;
 
-    // Down for longer than the cancel wait (500 ms).
+    // Down until the blocking call has answered: longer than the cancel
+    // wait.
     store.set_down(true);
     gate.add_permits(1);
     let answer = tokio::time::timeout(Duration::from_secs(10), send)
