@@ -24,6 +24,7 @@ use looopy_core::{History, LlmProvider, Message, StoreError, TurnContext};
 use looopy_loop::AgentLoop;
 use serde_json::{Map, Value};
 use tokio::sync::OwnedMutexGuard;
+use tracing::Instrument;
 
 use crate::builder::AgentBuilder;
 use crate::compaction::{self, CompactionReport};
@@ -31,6 +32,7 @@ use crate::config::{MAX_COMPACTION_RECORDS, Settings, keys};
 use crate::error::{AgentBusy, AgentError, BusyHolder};
 use crate::lease::{Lease, renewed};
 use crate::size_warning::SizeWarnings;
+use crate::telemetry;
 
 /// A stateful, multi-turn agent for one conversation.
 ///
@@ -237,6 +239,16 @@ impl Agent {
     /// Loads (or reloads) the state and checks that the message store
     /// answers: `starting`, then `ready` or `failed`.
     async fn load(&self) -> Result<(), AgentError> {
+        let span = telemetry::initialize_span(&self.inner.context_id);
+        let loaded = self.load_in_span().instrument(span.clone()).await;
+        if let Err(error) = &loaded {
+            telemetry::record_error(&span, error);
+        }
+        loaded
+    }
+
+    /// [`load`](Self::load), in its span.
+    async fn load_in_span(&self) -> Result<(), AgentError> {
         self.set_lifecycle(LifecycleState::Starting);
         let loaded = async {
             let state = match &self.inner.shared.states {
@@ -253,6 +265,7 @@ impl Agent {
         .await;
         match loaded {
             Ok(stored) => {
+                tracing::Span::current().record("looopy.agent.state_loaded", stored.is_some());
                 {
                     let mut status = self.status();
                     if let Some(mut stored) = stored {

@@ -278,6 +278,9 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
             (Some(m), TurnEnd::InputRequired) => m.tool_calls.clone(),
             _ => Vec::new(),
         };
+        let usage = outcome.as_ref().map(|o| o.usage).unwrap_or_default();
+        let iterations = outcome.as_ref().map_or(0, |o| o.iterations);
+        crate::telemetry::record_end(&tracing::Span::current(), state, end, iterations, &usage);
         *turn.summary.lock().unwrap_or_else(PoisonError::into_inner) =
             Some(Box::new(FinishedTurn {
                 task_id: cx.task_id.to_string(),
@@ -285,8 +288,8 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
                 end,
                 state,
                 message,
-                usage: outcome.as_ref().map(|o| o.usage).unwrap_or_default(),
-                iterations: outcome.as_ref().map_or(0, |o| o.iterations),
+                usage,
+                iterations,
                 new_messages,
                 pending_tool_calls,
                 saved,

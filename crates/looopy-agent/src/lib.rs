@@ -13,7 +13,8 @@
 //! - [`artifact_tools`]: the built-in artifact tools (off by default);
 //! - `client`: client tool results and tool calls left open;
 //! - `lease`: the cross-process turn lease;
-//! - `pause`: pausing a running turn from its [`AgentTurn`].
+//! - `pause`: pausing a running turn from its [`AgentTurn`];
+//! - `telemetry`: the Agent's spans (`agent.turn`, `agent.initialize`).
 
 mod agent;
 pub mod artifact_tools;
@@ -29,6 +30,7 @@ mod lease;
 mod pause;
 mod size_warning;
 mod start;
+mod telemetry;
 mod template;
 pub mod tokens;
 mod turn;

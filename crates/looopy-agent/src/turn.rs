@@ -35,6 +35,7 @@ use crate::error::AgentError;
 use crate::error::BusyHolder;
 use crate::lease::Lease;
 use crate::pause::PauseRelay;
+use crate::telemetry;
 
 /// Per-turn inputs beside the user message.
 #[derive(Debug, Clone, Default)]
@@ -385,21 +386,28 @@ impl Agent {
     ) -> impl Future<Output = Result<AgentTurn, AgentError>> + Send + '_ {
         async move {
             let guard = self.claim()?;
-            if self.lifecycle() != LifecycleState::Ready {
-                // Boxed: only a session's first turn (or one after a pause)
-                // loads, and this future is held by every caller awaiting it.
-                Box::pin(self.ensure_ready(false)).await?;
-            }
             let task_id: Arc<str> = match &options.task_id {
                 Some(id) => Arc::from(id.as_str()),
                 None => Arc::from(uuid::Uuid::new_v4().to_string()),
             };
-            // Boxed: in place, the start's future (the
+            let span = telemetry::turn_span(&self.inner.context_id, &task_id, false);
+            // Boxed: in place, the start's future (loading the agent, the
             // store's answer, the lease, the input) would take room in the
             // caller's future, which a caller that goes on to read the turn
             // holds until the turn's end.
-            let (lease, prepared) = Box::pin(self.begin(user_message, &task_id)).await?;
-            Ok(self.launch(guard, lease, Start::New(prepared), task_id, options))
+            let begun = Box::pin(
+                async {
+                    if self.lifecycle() != LifecycleState::Ready {
+                        // Only a session's first turn (or one after a pause) loads.
+                        self.ensure_ready(false).await?;
+                    }
+                    self.begin(user_message, &task_id).await
+                }
+                .instrument(span.clone()),
+            )
+            .await;
+            let (lease, prepared) = begun.inspect_err(|e| telemetry::record_error(&span, e))?;
+            Ok(self.launch(guard, lease, Start::New(prepared), task_id, options, span))
         }
     }
 
@@ -421,6 +429,26 @@ impl Agent {
         options: TurnOptions,
     ) -> Result<AgentTurn, AgentError> {
         let guard = self.claim()?;
+        let span = telemetry::turn_span(&self.inner.context_id, task_id, true);
+        let (lease, saved) = self
+            .take_over(task_id)
+            .instrument(span.clone())
+            .await
+            .inspect_err(|e| telemetry::record_error(&span, e))?;
+        Ok(self.launch(
+            guard,
+            lease,
+            Start::Resume { saved },
+            task_id.into(),
+            options,
+            span,
+        ))
+    }
+
+    /// The start of [`resume_turn`](Self::resume_turn): the agent ready,
+    /// the stranded lease taken over, the shared state read again. Returns
+    /// the lease and whether the turn's end was already saved.
+    async fn take_over(&self, task_id: &str) -> Result<(Option<Lease>, bool), AgentError> {
         self.ensure_ready(false).await?;
         let lease = match &self.inner.shared.turn_lock {
             None => None,
@@ -452,13 +480,7 @@ impl Agent {
         let saved = self.state().last_turn.is_some_and(|t| t.task_id == task_id);
         // The held history may lack what the dead process saved.
         self.status().held = None;
-        Ok(self.launch(
-            guard,
-            lease,
-            Start::Resume { saved },
-            task_id.into(),
-            options,
-        ))
+        Ok((lease, saved))
     }
 
     /// Starts the task that runs a turn, and hands out its stream.
@@ -469,8 +491,10 @@ impl Agent {
         start: Start,
         task_id: Arc<str>,
         options: TurnOptions,
+        span: tracing::Span,
     ) -> AgentTurn {
         let turn_number = self.turn_count() + 1;
+        telemetry::record_number(&span, turn_number);
         self.set_lifecycle(LifecycleState::Busy);
         let cancel = options
             .cancel
@@ -508,7 +532,9 @@ impl Agent {
                 stored_history: None,
             },
         };
-        let turn = driver::drive(run).in_current_span();
+        // The turn's span is open as long as its driver: the loop's
+        // `invoke_agent` and the save after it nest under it.
+        let turn = driver::drive(run).instrument(span);
         let driver: Option<Driver> = if options.run_on_reader {
             Some(Box::pin(turn))
         } else {

@@ -1,6 +1,7 @@
 //! What an Agent built from just a model, tools and stores does without
 //! being told: it sends the newest 50 messages (tool pairs kept together),
-//! and stores long tool results as artifacts that the model pages through.
+//! stores long tool results as artifacts that the model pages through, and
+//! stops a tool call after 30 s.
 #![allow(clippy::unwrap_used)]
 
 use crate::support;
@@ -180,5 +181,54 @@ async fn a_loop_customizer_replaces_the_default_cache_instead_of_adding_one() {
     assert!(
         result.len() < 1_000,
         "the customizer's 10-character preview"
+    );
+}
+
+/// A tool that takes a minute (of the test's paused clock).
+fn minute_tool() -> LocalTools {
+    LocalTools::new().raw_tool(
+        looopy_core::ToolDefinition::without_parameters("slow", "takes a minute"),
+        |call: ToolCall, _cx| async move {
+            tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+            looopy_core::ToolResult::text(&call.id, "finally")
+        },
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_call_times_out_after_thirty_seconds_by_default() {
+    let stores = looopy_stores_memory::stores();
+    let llm = ScriptedLlm::new()
+        .respond(LlmResponse::tool_calls(
+            "",
+            vec![ToolCall::new("call-slow", "slow", "{}")],
+        ))
+        .respond(LlmResponse::text("gave up on it"));
+    let agent = builder("c-default-timeout", &llm, &stores)
+        .tools(minute_tool())
+        .build()
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    let (_, finished) = turn(&agent, "be slow").await;
+    let took = started.elapsed();
+    assert_eq!(finished.state, looopy_core::TaskState::Completed);
+
+    // The model was told that the call timed out, when the clock reached
+    // the default limit (the paused clock jumps from timer to timer).
+    let result = llm.requests()[1]
+        .messages
+        .iter()
+        .find(|m| m.tool_call_id.as_deref() == Some("call-slow"))
+        .cloned()
+        .expect("the call's result");
+    assert_eq!(
+        result.tool_failure(),
+        Some(looopy_core::ToolFailure::Timeout),
+        "{}",
+        result.text()
+    );
+    assert!(
+        took >= std::time::Duration::from_secs(30) && took < std::time::Duration::from_secs(31),
+        "the turn took {took:?} of the paused clock"
     );
 }

@@ -101,13 +101,37 @@ pub fn banner(config: &Config, url: &str) -> String {
         auth(config),
     );
     if !has_model(config) {
-        text.push_str(
-            "warning: no model is configured, so every turn will fail: set `model` in [llm] \
-             (looopy.toml, --config) to a provider's model such as gemini:gemini-2.5-flash \
-             (or --model), or `base_url` and `model`, or LOOOPY_LLM_BASE_URL and LOOOPY_LLM_MODEL\n",
-        );
+        text.push_str("warning: ");
+        text.push_str(NO_MODEL);
+        text.push('\n');
     }
     text
+}
+
+/// The warning of a server with no model.
+const NO_MODEL: &str = "no model is configured, so every turn will fail: set `model` in [llm] \
+     (looopy.toml, --config) to a provider's model such as gemini:gemini-2.5-flash \
+     (or --model), or `base_url` and `model`, or LOOOPY_LLM_BASE_URL and LOOOPY_LLM_MODEL";
+
+/// The banner as log events, for logs that programs read
+/// (`LOOOPY_LOG_FORMAT=json`): one `info` event with the banner's facts as
+/// fields, then the warning of a server with no model as a `warn` event.
+pub fn log(config: &Config, url: &str) {
+    let url = url.trim_end_matches('/');
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        agent = %config.agent.name,
+        a2a = %format_args!("{url}/"),
+        model = %model(config),
+        store = %store(config),
+        tools = %tools(config),
+        auth = %auth(config),
+        "serving agent '{}'",
+        config.agent.name,
+    );
+    if !has_model(config) {
+        tracing::warn!("{NO_MODEL}");
+    }
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use looopy_stores::StoreConfig;
 use tokio::net::TcpListener;
 
 use crate::app::App;
+use crate::telemetry::LogFormat;
 
 /// Builds the server of an [`App`]: an Agent per context, the event log and
 /// task records from the configured stores, the agent card, the tokens.
@@ -106,7 +107,11 @@ pub async fn serve(
     // A line on stdout that scripts (and tests) can wait for; the banner
     // for people goes to stderr, with the logs.
     println!("looopy listening on http://{addr}");
-    eprint!("{}", crate::banner::banner(&app.config, &public_url));
+    match LogFormat::from_vars(env) {
+        LogFormat::Human => eprint!("{}", crate::banner::banner(&app.config, &public_url)),
+        // Every line on stderr is then a JSON log line: the banner is one too.
+        LogFormat::Json => crate::banner::log(&app.config, &public_url),
+    }
     server.serve(listener, shutdown).await.context("serving")?;
     tracing::info!("looopy stopped");
     Ok(())

@@ -65,6 +65,17 @@ pub enum LogFormat {
     Json,
 }
 
+impl LogFormat {
+    /// The format `LOOOPY_LOG_FORMAT` names (`json`; anything else is
+    /// [`LogFormat::Human`]), looked up in `env`.
+    pub fn from_vars(env: &dyn Fn(&str) -> Option<String>) -> Self {
+        match env("LOOOPY_LOG_FORMAT").as_deref().map(str::trim) {
+            Some("json") => LogFormat::Json,
+            _ => LogFormat::Human,
+        }
+    }
+}
+
 /// What to set up. [`TelemetryConfig::from_env`] reads the standard variables.
 #[derive(Debug, Clone)]
 pub struct TelemetryConfig {
@@ -108,10 +119,7 @@ impl TelemetryConfig {
             Ok(otlp) => (otlp, None),
             Err(e) => (OtlpConfig::default(), Some(e)),
         };
-        let log_format = match env("LOOOPY_LOG_FORMAT").as_deref() {
-            Some("json") => LogFormat::Json,
-            _ => LogFormat::Human,
-        };
+        let log_format = LogFormat::from_vars(env);
         let console_spans = env("LOOOPY_LOG_SPANS")
             .is_some_and(|v| matches!(v.trim(), "1" | "true" | "yes" | "on"));
         TelemetryConfig {

@@ -220,3 +220,76 @@ async fn serve_names_its_model_and_does_not_warn() {
         .await
         .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_are_one_json_object_per_line_with_level_message_and_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing listens on port 9: the turn's model call fails at once, and
+    // the turn's failure is logged.
+    let config = write_config(
+        &dir,
+        "[agent]\nname = \"json-agent\"\n[llm]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"m\"\nmax_retries = 0\n",
+    );
+    let mut child = Running::new(
+        looopy(&["serve", "--config", config.to_str().unwrap()])
+            .args(["--bind", "127.0.0.1:0"])
+            .current_dir(dir.path())
+            .env("LOOOPY_LOG_FORMAT", "json")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let out = Captured::spawn(child.stdout.take().unwrap());
+    let err = Captured::spawn(child.stderr.take().unwrap());
+    let url = tokio::task::spawn_blocking(move || out.wait_for("\n"))
+        .await
+        .unwrap()
+        .trim()
+        .strip_prefix("looopy listening on ")
+        .unwrap()
+        .to_owned();
+    let answer = looopy_a2a::A2aClient::new(&url)
+        .send(&looopy_a2a::SendRequest::text("hello"))
+        .await
+        .unwrap();
+    let looopy_a2a::SendResponse::Task(task) = answer else {
+        panic!("expected a task: {answer:?}");
+    };
+    assert_eq!(task.status.state, looopy_core::TaskState::Failed);
+    let status = tokio::task::spawn_blocking(move || child.stop())
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+
+    let text = err.to_end();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
+        .collect();
+    for line in &lines {
+        assert!(line["level"].is_string(), "no level: {line}");
+        assert!(line["timestamp"].is_string(), "no timestamp: {line}");
+        assert!(line["fields"]["message"].is_string(), "no message: {line}");
+    }
+    let said = |level: &str, message: &str| {
+        lines
+            .iter()
+            .find(|l| l["level"] == level && l["fields"]["message"] == message)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {level} line {message:?} in: {text}"))
+    };
+    // The banner is a log line too, its facts in fields.
+    let banner = said("INFO", "serving agent 'json-agent'");
+    assert_eq!(banner["fields"]["agent"], "json-agent");
+    assert_eq!(banner["fields"]["a2a"], format!("{url}/"));
+    // The turn's failure, with the error as a field of its own.
+    let failed = said("ERROR", "turn failed");
+    assert!(
+        failed["fields"]["error"]
+            .as_str()
+            .is_some_and(|e| !e.is_empty()),
+        "{failed}"
+    );
+}

@@ -1,5 +1,6 @@
 //! One trace per request, through the real `looopy serve`: the A2A request
-//! span is the root of everything the turn does (the turn, `invoke_agent`,
+//! span is the root of everything the turn does (the server's turn, the
+//! Agent's `agent.turn`, `invoke_agent`,
 //! its iterations, model calls and tool calls), every parent is exported,
 //! and the `traceparent` the model receives belongs to that trace.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -103,11 +104,30 @@ token = "{TOKEN}"
         request.parent_span_id.is_empty(),
         "the request span is the root"
     );
-    // invoke_agent's ancestors lead to the request span.
-    let mut up = parent_of(invoke);
+    // invoke_agent's ancestors lead to the request span: the Agent's
+    // turn, then the server's.
+    let agent_turn = parent_of(invoke);
+    assert_eq!(agent_turn.name, "agent.turn", "{names:?}");
+    assert_eq!(parent_of(agent_turn).name, "a2a.turn", "{names:?}");
+    let mut up = parent_of(agent_turn);
     while up.span_id != request.span_id {
         up = parent_of(up);
     }
+    // The Agent's turn carries its end and totals: two model calls.
+    let on_turn = |key: &str| {
+        agent_turn
+            .attributes
+            .iter()
+            .find(|a| a.key == key)
+            .and_then(|a| a.value.as_ref())
+            .and_then(|v| v.value.clone())
+    };
+    use opentelemetry_proto::tonic::common::v1::any_value::Value;
+    assert_eq!(
+        on_turn("a2a.task.state"),
+        Some(Value::StringValue("completed".into()))
+    );
+    assert_eq!(on_turn("looopy.turn.iterations"), Some(Value::IntValue(2)));
     assert_eq!(parent_of(chat).name, "iteration 1", "{names:?}");
     assert_eq!(parent_of(parent_of(chat)).span_id, invoke.span_id);
     let mut up = parent_of(tool);

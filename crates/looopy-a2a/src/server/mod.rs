@@ -54,7 +54,7 @@ pub const DEFAULT_RECOVERY_SCAN: Duration = Duration::from_secs(10);
 
 /// An A2A server for one agent.
 ///
-/// Routes: `POST /` (and `POST /a2a`, and the configured
+/// Routes: `POST /` (and `POST /a2a`, `POST /api/a2a`, and the configured
 /// [`rpc_path`](A2aServerBuilder::rpc_path)) for JSON-RPC of both protocol
 /// versions, chosen by the `A2A-Version` header (none: 0.3);
 /// `GET /.well-known/agent-card.json` and `GET /.well-known/agent.json` for
@@ -316,7 +316,7 @@ impl A2aServerBuilder {
     }
 
     /// The path of the JSON-RPC endpoint the card advertises (default `/`;
-    /// `/` and `/a2a` are always served too).
+    /// `/`, `/a2a` and `/api/a2a` are always served too).
     pub fn rpc_path(mut self, path: impl Into<String>) -> Self {
         let path = path.into();
         self.rpc_path = if path.starts_with('/') {

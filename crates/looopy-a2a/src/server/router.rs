@@ -20,6 +20,11 @@ use crate::server::state::ServerState;
 use crate::server::{rpc, web};
 use crate::version::{ProtocolVersion, VERSION_HEADER};
 
+/// The paths that serve JSON-RPC whatever the configured `rpc_path` (the
+/// one the card advertises): `/`, `/a2a`, and `/api/a2a`, where clients
+/// written for other A2A servers post.
+const RPC_PATHS: [&str; 3] = ["/", "/a2a", "/api/a2a"];
+
 /// The routes of a server.
 pub(crate) fn router(state: Arc<ServerState>) -> Router {
     let rpc = || post_service(traced("jsonrpc", &state, rpc::endpoint));
@@ -27,11 +32,10 @@ pub(crate) fn router(state: Arc<ServerState>) -> Router {
         .route("/.well-known/agent-card.json", get(card_negotiated))
         .route("/.well-known/agent.json", get(card_legacy))
         .route(&state.rpc_path, rpc());
-    if state.rpc_path != "/a2a" {
-        router = router.route("/a2a", rpc());
-    }
-    if state.rpc_path != "/" {
-        router = router.route("/", rpc());
+    for path in RPC_PATHS {
+        if state.rpc_path != path {
+            router = router.route(path, rpc());
+        }
     }
     router = router.nest(REST_PATH, rest::routes(&state));
     if state.web_ui {

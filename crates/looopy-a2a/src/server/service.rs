@@ -77,17 +77,36 @@ impl<'a> Service<'a> {
         let started = state.tasks.start(&call.auth, params, false).await?;
         push::started(state, &started, inline).await?;
         trace::record_task(&started.task_id, None);
-        if blocking {
-            tokio::select! {
-                () = state.tasks.wait_local(&started.task_id) => {}
-                () = state.shutdown.cancelled() => {}
-            }
-        }
-        let record = state
+        // A blocking request answers once the turn ended, unless the
+        // server shuts down first (it answers with the task as it is then).
+        let waited = blocking
+            && tokio::select! {
+                () = state.tasks.wait_local(&started.task_id) => true,
+                () = state.shutdown.cancelled() => false,
+            };
+        let record = match state
             .tasks
             .owned(&started.task_id, &call.auth.principal)
-            .await?;
+            .await
+        {
+            Ok(record) => record,
+            Err(e) if waited && e.code == a2a::error_code::INTERNAL_ERROR => {
+                let why = format!("its record could not be read ({})", e.message);
+                return Err(store_unreachable(&started.task_id, &why));
+            }
+            Err(e) => return Err(e),
+        };
         trace::record_task(&started.task_id, Some(record.status.state));
+        if waited && !record.status.state.ends_turn() {
+            // The turn ended but the task store has not taken its end (it
+            // fails, or does not answer): the record still shows a state
+            // the turn has left, which is not an answer to a blocking call.
+            let why = format!(
+                "its end is not saved yet (the task still shows {})",
+                record.status.state.as_str()
+            );
+            return Err(store_unreachable(&started.task_id, &why));
+        }
         let snapshot = state.tasks.snapshot(&record, history_length).await?;
         Ok(SendResponse::Task(snapshot))
     }
@@ -260,6 +279,18 @@ impl PushConfigs<'_> {
     pub(crate) async fn delete(self, call: &Call, q: ConfigQuery) -> Result<(), RpcError> {
         push::delete(self.state, &call.auth, call.version, q).await
     }
+}
+
+/// The answer to a blocking `SendMessage` whose turn ended while the task
+/// store could not be reached (`why`: what could not be done): -32603,
+/// naming the task (`taskId` in the error's metadata), whose end the
+/// server goes on trying to save.
+fn store_unreachable(task_id: &str, why: &str) -> RpcError {
+    RpcError::internal(format!(
+        "the task store was unreachable: the turn of task {task_id} ended, but {why}; \
+         the server keeps trying to save the end, and GetTask shows it once the store answers"
+    ))
+    .with_meta("taskId", task_id)
 }
 
 /// Refuses messages the agent cannot take: no parts, or parts of media types

@@ -37,6 +37,8 @@ mod resubscribe;
 mod shutdown;
 #[path = "../shutdown_tools.rs"]
 mod shutdown_tools;
+#[path = "../store_outage.rs"]
+mod store_outage;
 #[path = "../stores_bundle.rs"]
 mod stores_bundle;
 #[path = "../sub_agent_credentials.rs"]
@@ -53,5 +55,7 @@ mod tool_progress;
 mod tool_progress_trace;
 #[path = "../trace.rs"]
 mod trace;
+#[path = "../turn_metadata.rs"]
+mod turn_metadata;
 #[path = "../web_ui.rs"]
 mod web_ui;

@@ -39,6 +39,8 @@ mod run_on_reader;
 mod shutdown;
 #[path = "../size_warning.rs"]
 mod size_warning;
+#[path = "../spans.rs"]
+mod spans;
 #[path = "../stores_bundle.rs"]
 mod stores_bundle;
 #[path = "../support/mod.rs"]

@@ -15,8 +15,12 @@ mod chat;
 mod chat_sub_agent;
 #[path = "../chat_tty.rs"]
 mod chat_tty;
+#[path = "../defaults.rs"]
+mod defaults;
 #[path = "../fallback.rs"]
 mod fallback;
+#[path = "../frozen_store.rs"]
+mod frozen_store;
 #[path = "../mcp_server.rs"]
 mod mcp_server;
 #[path = "../otlp_export.rs"]

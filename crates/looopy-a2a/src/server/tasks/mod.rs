@@ -75,6 +75,11 @@ enum Phase {
     /// already read it and answer it, while the record (and this process's
     /// list of running turns) still says that the turn runs.
     Ending,
+    /// Its final status could not be saved in the task store for a while
+    /// (the store fails or does not answer): the turn goes on trying in the
+    /// background, and whoever waits for its end to answer a client answers
+    /// with an error instead.
+    Unsaved,
     /// Its end is recorded and it no longer runs here.
     Done,
 }
@@ -83,6 +88,32 @@ enum Phase {
 /// running here.
 async fn done(mut phase: watch::Receiver<Phase>) {
     let _ = phase.wait_for(|p| *p == Phase::Done).await;
+}
+
+/// Waits until the watched turn has recorded its end, or has failed to
+/// for a while ([`Phase::Unsaved`]).
+async fn settled(mut phase: watch::Receiver<Phase>) {
+    let _ = phase
+        .wait_for(|p| matches!(p, Phase::Done | Phase::Unsaved))
+        .await;
+}
+
+/// The first pause before the end of a turn is saved again after the task
+/// store failed; it doubles up to [`END_RETRY_MAX_PAUSE`].
+const END_RETRY_FIRST_PAUSE: Duration = Duration::from_millis(50);
+/// The longest pause between two tries to save the end of a turn.
+const END_RETRY_MAX_PAUSE: Duration = Duration::from_secs(2);
+/// How long the end of a turn is tried again while the task store fails,
+/// before the turn gives up (and logs an error): its record then keeps
+/// the state it had.
+const END_RETRY_LIMIT: Duration = Duration::from_secs(300);
+
+/// Why a record was not changed.
+enum Unchanged {
+    /// The record is gone or at another turn: nothing to do.
+    MovedOn,
+    /// The task store failed (or did not answer in time).
+    Store(looopy_core::store::StoreError),
 }
 
 /// The turns of one server.
@@ -708,7 +739,7 @@ impl Tasks {
     async fn record_end(&self, turn: &mut TurnState, status: TaskStatus, id: Option<String>) {
         turn.ended = true;
         turn.final_event_id.clone_from(&id);
-        self.update(&turn.task_id, turn.turn, move |r| {
+        self.save_end(turn, move |r| {
             r.status = status.clone();
             r.final_event_id.clone_from(&id);
             if id.is_some() {
@@ -721,6 +752,54 @@ impl Tasks {
         }
     }
 
+    /// Saves the end of a turn in its record. Unlike the turn's other
+    /// changes of the record this is not best effort: the record is the
+    /// only place that says a turn ended, so while the task store fails
+    /// the change is tried again (pauses doubling up to
+    /// [`END_RETRY_MAX_PAUSE`], for at most [`END_RETRY_LIMIT`]). Once that
+    /// has taken the cancel wait, the turn tells its waiters
+    /// ([`Phase::Unsaved`]), which answer their clients with an error
+    /// rather than with a state the turn has left.
+    async fn save_end(&self, turn: &TurnState, mut change: impl FnMut(&mut TaskRecord) + Send) {
+        let task_id = &*turn.task_id;
+        let started = tokio::time::Instant::now();
+        let mut pause = END_RETRY_FIRST_PAUSE;
+        let mut tries = 0u32;
+        loop {
+            tries += 1;
+            let error = match self.try_update(task_id, turn.turn, &mut change).await {
+                Ok(()) => {
+                    if tries > 1 {
+                        tracing::info!(task_id, tries, "the end of the turn is saved");
+                    }
+                    return;
+                }
+                Err(Unchanged::MovedOn) => {
+                    tracing::warn!(
+                        task_id,
+                        turn = turn.turn,
+                        "the task record disappeared or moved on"
+                    );
+                    return;
+                }
+                Err(Unchanged::Store(error)) => error,
+            };
+            let waited = started.elapsed();
+            if waited >= END_RETRY_LIMIT {
+                tracing::error!(task_id, tries, %error, "could not save the end of the turn: the task record keeps its earlier state");
+                return;
+            }
+            if waited >= self.cancel_wait && *turn.phase.borrow() != Phase::Unsaved {
+                tracing::warn!(task_id, %error, "the end of the turn is not saved yet: waiting clients get an error; trying again");
+                turn.phase.send_replace(Phase::Unsaved);
+            } else {
+                tracing::debug!(task_id, %error, "could not save the end of the turn; trying again");
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(END_RETRY_MAX_PAUSE);
+        }
+    }
+
     /// Changes a record atomically, while it is still at turn `turn` (a
     /// later turn, or a cancel of a waiting task, is left alone); sets
     /// `updated_at`. Best effort: failures are logged.
@@ -730,6 +809,24 @@ impl Tasks {
         turn: u32,
         mut change: impl FnMut(&mut TaskRecord) + Send,
     ) {
+        match self.try_update(task_id, turn, &mut change).await {
+            Ok(()) => {}
+            Err(Unchanged::MovedOn) => {
+                tracing::warn!(task_id, turn, "the task record disappeared or moved on");
+            }
+            Err(Unchanged::Store(e)) => {
+                tracing::warn!(task_id, error = %e, "could not save the task record");
+            }
+        }
+    }
+
+    /// [`update`](Self::update), saying why nothing changed.
+    async fn try_update(
+        &self,
+        task_id: &str,
+        turn: u32,
+        change: &mut (impl FnMut(&mut TaskRecord) + Send),
+    ) -> Result<(), Unchanged> {
         let result = self
             .store
             .update(task_id, &mut |r| {
@@ -742,9 +839,9 @@ impl Tasks {
             })
             .await;
         match result {
-            Ok(Some(_)) => {}
-            Ok(None) => tracing::warn!(task_id, turn, "the task record disappeared or moved on"),
-            Err(e) => tracing::warn!(task_id, error = %e, "could not save the task record"),
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(Unchanged::MovedOn),
+            Err(e) => Err(Unchanged::Store(e)),
         }
     }
 
@@ -753,10 +850,12 @@ impl Tasks {
         self.running().get(task_id).map(|r| r.phase.clone())
     }
 
-    /// Waits until the turn running here ends (at once when none runs here).
+    /// Waits until the turn running here has recorded its end, or could
+    /// not for a while because the task store fails ([`Phase::Unsaved`]);
+    /// at once when none runs here.
     pub(crate) async fn wait_local(&self, task_id: &str) {
         if let Some(phase) = self.phase(task_id) {
-            done(phase).await;
+            settled(phase).await;
         }
     }
 
