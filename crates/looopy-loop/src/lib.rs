@@ -4,6 +4,7 @@
 mod builder;
 mod checkpoint;
 mod config;
+mod context;
 mod error;
 mod events;
 pub mod hooks;
@@ -29,6 +30,7 @@ use looopy_core::{History, LlmProvider, ToolProvider, TurnContext};
 
 pub use builder::AgentLoopBuilder;
 pub use config::AgentLoopConfig;
+pub use context::{CONTEXT_LENGTH, CountedRequests, RequestEstimator, TurnCompactor};
 pub use error::LoopError;
 pub use input::TurnInput;
 pub use interest::InternalEvents;
@@ -70,6 +72,8 @@ pub(crate) struct LoopParts {
     hooks: Hooks,
     metrics: LoopMetrics,
     llm_stack: LlmStack,
+    /// Keeps every request of a turn within the model's context window.
+    context: context::ContextGuard,
 }
 
 impl AgentLoop {

@@ -3,6 +3,8 @@
 
 #[path = "../cache.rs"]
 mod cache;
+#[path = "../context.rs"]
+mod context;
 #[path = "../fallback.rs"]
 mod fallback;
 #[path = "../hooks.rs"]
