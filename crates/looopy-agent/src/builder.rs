@@ -281,6 +281,16 @@ impl AgentBuilder {
         self
     }
 
+    /// Gives every turn's tools `value` as the dependency of type `T` (a
+    /// database pool, a client, a feature flag), which a tool reads with
+    /// `cx.dep::<T>()` ([`TurnContext::dep`](looopy_core::TurnContext::dep)).
+    /// A turn overrides it with [`TurnOptions::with_dep`](crate::TurnOptions::with_dep).
+    /// Works with a prebuilt loop too (on top of the loop's own).
+    pub fn dep<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.settings.deps = std::mem::take(&mut self.settings.deps).with(value);
+        self
+    }
+
     /// The principal that owns the conversation (recorded in the state).
     pub fn owner(mut self, owner: impl Into<String>) -> Self {
         self.settings.owner = Some(owner.into());

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use looopy_core::store::CheckpointStore;
 use looopy_core::tokens::{SharedCounter, TokenCounter};
-use looopy_core::{LlmProvider, ToolProvider};
+use looopy_core::{Deps, LlmProvider, ToolProvider};
 
 use crate::AgentLoop;
 use crate::LoopParts;
@@ -44,6 +44,7 @@ pub struct AgentLoopBuilder {
     tool_output: Option<Arc<tool_output::ToolOutputCache>>,
     estimator: Option<Arc<dyn RequestEstimator>>,
     compactor: Option<Arc<dyn TurnCompactor>>,
+    deps: Deps,
 }
 
 impl AgentLoopBuilder {
@@ -63,7 +64,30 @@ impl AgentLoopBuilder {
             tool_output: None,
             estimator: None,
             compactor: None,
+            deps: Deps::default(),
         }
+    }
+
+    /// Gives every turn's tools `value` as the dependency of type `T`
+    /// (a database pool, a client, a feature flag): a tool reads it with
+    /// [`TurnContext::dep`](looopy_core::TurnContext::dep). A turn
+    /// overrides it with a value of the same type on its context
+    /// ([`TurnContext::with_dep`](looopy_core::TurnContext::with_dep)).
+    pub fn dep<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.deps = self.deps.with(value);
+        self
+    }
+
+    /// [`dep`](Self::dep) with a value already shared.
+    pub fn dep_shared<T: Send + Sync + 'static>(mut self, value: Arc<T>) -> Self {
+        self.deps = self.deps.with_shared(value);
+        self
+    }
+
+    /// Adds these dependencies (each replacing one of the same type).
+    pub fn deps(mut self, deps: Deps) -> Self {
+        self.deps = self.deps.overridden_by(&deps);
+        self
     }
 
     /// The model's context window, for the context guard (see
@@ -282,6 +306,7 @@ impl AgentLoopBuilder {
             metrics,
             llm_stack,
             context,
+            deps: self.deps,
         })
     }
 }

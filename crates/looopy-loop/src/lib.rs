@@ -74,6 +74,8 @@ pub(crate) struct LoopParts {
     llm_stack: LlmStack,
     /// Keeps every request of a turn within the model's context window.
     context: context::ContextGuard,
+    /// Typed state for tools, under each turn's own.
+    deps: looopy_core::Deps,
 }
 
 impl AgentLoop {
@@ -125,6 +127,19 @@ impl AgentLoop {
             first.get_or_insert(error);
         }
         first.map_or(Ok(()), Err)
+    }
+
+    /// A turn's context as the loop runs it: the loop's agent id, and the
+    /// loop's dependencies with the turn's own on top.
+    fn turn_context(&self, cx: TurnContext) -> TurnContext {
+        let deps = self.parts.deps.overridden_by(&cx.deps);
+        cx.with_agent_id(self.parts.config.agent_id.clone())
+            .with_deps(deps)
+    }
+
+    /// The loop's dependencies for tools (see [`AgentLoopBuilder::dep`]).
+    pub fn deps(&self) -> &looopy_core::Deps {
+        &self.parts.deps
     }
 
     /// The turn's event queue and the emitter that fills it. The set of
@@ -190,7 +205,7 @@ impl AgentLoop {
         mut input: TurnInput,
         approved: Option<ApprovedCalls>,
     ) -> TurnStream {
-        let cx = cx.with_agent_id(self.parts.config.agent_id.clone());
+        let cx = self.turn_context(cx);
         let (emit, rx) = self.channel(&cx, &mut input.settings);
         let shared = Arc::new(TurnShared::default());
         let mut turn = Turn::start(

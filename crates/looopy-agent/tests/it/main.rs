@@ -19,6 +19,8 @@ mod client_tools;
 mod compaction;
 #[path = "../defaults.rs"]
 mod defaults;
+#[path = "../deps.rs"]
+mod deps;
 #[path = "../failure.rs"]
 mod failure;
 #[path = "../lifecycle.rs"]

@@ -5,6 +5,8 @@
 mod cache;
 #[path = "../context.rs"]
 mod context;
+#[path = "../deps.rs"]
+mod deps;
 #[path = "../fallback.rs"]
 mod fallback;
 #[path = "../hooks.rs"]
