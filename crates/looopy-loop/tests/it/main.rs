@@ -1,6 +1,8 @@
 //! The integration tests of `looopy-loop`, linked as one binary: each
 //! module is a file of `tests/` (one link instead of one per file).
 
+#[path = "../batching.rs"]
+mod batching;
 #[path = "../cache.rs"]
 mod cache;
 #[path = "../context.rs"]
