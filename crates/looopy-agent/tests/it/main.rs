@@ -21,6 +21,8 @@ mod compaction;
 mod defaults;
 #[path = "../deps.rs"]
 mod deps;
+#[path = "../done_tool.rs"]
+mod done_tool;
 #[path = "../failure.rs"]
 mod failure;
 #[path = "../lifecycle.rs"]
