@@ -249,7 +249,8 @@ pub enum EventPayload {
     /// A warning: the model was still calling tools.
     #[serde(rename = "internal:limit-reached", rename_all = "camelCase")]
     LimitReached {
-        /// Which limit: [`TurnEnd::MaxIterations`] or [`TurnEnd::MaxToolCalls`].
+        /// Which limit: [`TurnEnd::MaxIterations`](crate::TurnEnd::MaxIterations) or
+        /// [`TurnEnd::MaxToolCalls`](crate::TurnEnd::MaxToolCalls).
         limit: crate::TurnEnd,
         /// Its value.
         max: u32,
