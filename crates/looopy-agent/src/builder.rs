@@ -9,16 +9,16 @@ use looopy_core::store::{
 };
 use looopy_core::{LlmProvider, ToolProvider};
 use looopy_loop::tool_output::ToolOutputCache;
-use looopy_loop::{AgentLoop, AgentLoopBuilder, AgentLoopConfig};
+use looopy_loop::{AgentLoop, AgentLoopBuilder, AgentLoopConfig, CountedRequests};
 
 use crate::agent::{Agent, Parts};
 use crate::artifact_tools::ArtifactTools;
-use crate::compaction::CompactionConfig;
+use crate::compaction::{CompactionConfig, TurnSummariser};
 use crate::config::Settings;
 use crate::error::AgentError;
 use crate::template::AgentTemplate;
 use crate::tokens::{SharedCounter, TokenCounter};
-use crate::window::{WindowConfig, WindowedLlm};
+use crate::window::{WindowConfig, WindowEstimate, WindowedLlm};
 
 /// Builds an [`Agent`] for one conversation (`contextId`).
 ///
@@ -281,6 +281,16 @@ impl AgentBuilder {
         self
     }
 
+    /// Gives every turn's tools `value` as the dependency of type `T` (a
+    /// database pool, a client, a feature flag), which a tool reads with
+    /// `cx.dep::<T>()` ([`TurnContext::dep`](looopy_core::TurnContext::dep)).
+    /// A turn overrides it with [`TurnOptions::with_dep`](crate::TurnOptions::with_dep).
+    /// Works with a prebuilt loop too (on top of the loop's own).
+    pub fn dep<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.settings.deps = std::mem::take(&mut self.settings.deps).with(value);
+        self
+    }
+
     /// The principal that owns the conversation (recorded in the state).
     pub fn owner(mut self, owner: impl Into<String>) -> Self {
         self.settings.owner = Some(owner.into());
@@ -351,8 +361,30 @@ impl AgentBuilder {
                     self.settings.window_in_model = true;
                     Arc::new(WindowedLlm::new(llm.clone(), self.settings.window.clone()))
                 };
-                let mut builder =
-                    AgentLoopBuilder::new(model).config(self.loop_config.unwrap_or_default());
+                let mut config = self.loop_config.unwrap_or_default();
+                let window = &self.settings.window;
+                if config.context_window_tokens.is_none()
+                    && let Some(max) = window.max_tokens
+                {
+                    // The window's token budget is the most a request may
+                    // have: the context guard checks each request of a
+                    // turn against it.
+                    config.context_window_tokens = Some(u32::try_from(max).unwrap_or(u32::MAX));
+                    config
+                        .context_reserve_tokens
+                        .get_or_insert(u32::try_from(window.reserve_tokens).unwrap_or(u32::MAX));
+                }
+                let mut builder = AgentLoopBuilder::new(model).config(config);
+                builder = if self.settings.window_in_model {
+                    builder.request_estimator(Arc::new(WindowEstimate(window.clone())))
+                } else {
+                    builder.request_estimator(Arc::new(CountedRequests(window.counter.clone())))
+                };
+                if self.settings.compaction.auto {
+                    builder = builder.turn_compactor(Arc::new(TurnSummariser::new(
+                        self.settings.compaction.clone(),
+                    )));
+                }
                 for tools in self.tools {
                     builder = builder.tools_shared(tools);
                 }

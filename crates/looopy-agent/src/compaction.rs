@@ -17,9 +17,11 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use looopy_core::store::MessageStore;
 use looopy_core::{LlmError, LlmProvider, LlmRequest, Message, Part, Role, TurnContext};
+use looopy_loop::TurnCompactor;
 use serde_json::{Value, json};
 
 use crate::error::AgentError;
@@ -31,6 +33,10 @@ pub const COMPACTION_KEY: &str = "compaction";
 
 /// The first words of a summary message's text.
 pub const SUMMARY_PREFIX: &str = "Summary of the earlier conversation";
+
+/// The first words of the summary of a turn's older rounds (see
+/// [`TurnSummariser`]).
+pub const TURN_SUMMARY_PREFIX: &str = "Summary of the earlier steps of this turn";
 
 /// When and how to compact. The default never compacts automatically
 /// (the Agent never compacts unless told); [`Agent::compact`](crate::Agent::compact)
@@ -281,6 +287,51 @@ pub fn summary_request(messages: &[Message], config: &CompactionConfig) -> LlmRe
         messages: vec![Message::user(text)].into(),
         max_tokens: config.max_summary_tokens,
         ..LlmRequest::default()
+    }
+}
+
+/// Compaction inside a turn: the loop's [`TurnCompactor`], which an Agent
+/// with compaction on ([`CompactionConfig::auto`]) gives the loop it
+/// builds. When a turn's next request would not fit the model's context
+/// window, the loop hands it the turn's older rounds (tool calls with
+/// their results) and it asks the model for a summary, as the compaction
+/// before a turn does ([`summary_request`], with the same instructions
+/// and limits). The summary stands for those rounds in the turn's later
+/// requests; the turn's history, and so the store, keeps them all.
+#[derive(Debug, Clone)]
+pub struct TurnSummariser {
+    config: CompactionConfig,
+}
+
+impl TurnSummariser {
+    /// A summariser with these instructions and limits.
+    pub fn new(config: CompactionConfig) -> Self {
+        TurnSummariser { config }
+    }
+}
+
+#[async_trait]
+impl TurnCompactor for TurnSummariser {
+    async fn summarise(
+        &self,
+        llm: &dyn LlmProvider,
+        messages: &[Message],
+        cx: &TurnContext,
+    ) -> Result<Message, LlmError> {
+        let response = llm
+            .call(summary_request(messages, &self.config), cx)
+            .await?;
+        let text = response.message.text();
+        if text.trim().is_empty() {
+            return Err(LlmError::MalformedResponse {
+                message: "the model returned an empty summary".into(),
+            });
+        }
+        Ok(Message::user(format!(
+            "{TURN_SUMMARY_PREFIX} ({} messages):\n\n{}",
+            messages.len(),
+            text.trim()
+        )))
     }
 }
 

@@ -50,6 +50,8 @@ pub(crate) struct Settings {
     pub(crate) tool_output: Option<(usize, usize)>,
     /// Whether the loop the Agent builds offers the artifact tools.
     pub(crate) artifact_tools: bool,
+    /// Typed state for tools, on every turn's context (under the turn's own).
+    pub(crate) deps: looopy_core::Deps,
 }
 
 impl Default for Settings {
@@ -66,6 +68,7 @@ impl Default for Settings {
                 DEFAULT_TOOL_OUTPUT_PREVIEW_CHARS,
             )),
             artifact_tools: false,
+            deps: looopy_core::Deps::default(),
         }
     }
 }

@@ -20,7 +20,7 @@ use std::task::{Context, Poll};
 use futures::{Stream, StreamExt};
 use looopy_core::store::LifecycleState;
 use looopy_core::{
-    AgentEvent, AuthContext, CancellationToken, ConversationArtifacts, Message, TaskState,
+    AgentEvent, AuthContext, CancellationToken, ConversationArtifacts, Deps, Message, TaskState,
     ToolCall, ToolProvider, TurnContext, Usage,
 };
 use looopy_loop::{EventQueue, EventSender, TurnEnd, TurnInput, TurnSettings};
@@ -75,9 +75,20 @@ pub struct TurnOptions {
     /// way ([`keep_running_on_drop`](Self::keep_running_on_drop) still
     /// decides whether it is cancelled).
     pub run_on_reader: bool,
+    /// Dependencies for this turn's tools (`TurnContext::dep`); each
+    /// replaces the Agent's (and its loop's) of the same type for this
+    /// turn only: a test's stand-in, a per-request client.
+    pub deps: Deps,
 }
 
 impl TurnOptions {
+    /// Gives this turn's tools `value` as the dependency of type `T` (see
+    /// [`TurnOptions::deps`]).
+    pub fn with_dep<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.deps = std::mem::take(&mut self.deps).with(value);
+        self
+    }
+
     /// No auth, a generated task id, no external cancellation.
     pub fn new() -> Self {
         Self::default()
@@ -501,10 +512,12 @@ impl Agent {
             .as_ref()
             .map(CancellationToken::child_token)
             .unwrap_or_default();
+        let deps = self.inner.shared.settings.deps.overridden_by(&options.deps);
         let mut cx = TurnContext::new(task_id.clone(), self.inner.context_id.clone())
             .with_cancel(cancel.clone())
             .with_turn_number(turn_number)
-            .with_metadata(options.metadata);
+            .with_metadata(options.metadata)
+            .with_deps(deps);
         if let Some(auth) = options.auth {
             cx = cx.with_auth(auth);
         }

@@ -116,45 +116,10 @@ pub fn estimate_tokens(message: &Message) -> usize {
     HeuristicCounter.message(message)
 }
 
-/// Which cut points are safe: `safe[s]` says whether `messages[s..]` can
-/// start a window (or be kept by a compaction) without separating a tool
-/// result from its call. The result has `messages.len() + 1` entries; the
-/// last one (an empty suffix) is always safe.
-///
-/// A cut `s` is unsafe when `messages[s]` is a tool message, or when some
-/// tool message at `j >= s` answers a call made by an assistant message at
-/// `i < s`.
-pub fn safe_cut_points(messages: &[Message]) -> Vec<bool> {
-    safe_cuts(&messages.iter().collect::<Vec<_>>())
-}
+pub use looopy_core::cuts::safe_cut_points;
 
 fn safe_cuts(messages: &[&Message]) -> Vec<bool> {
-    use std::collections::HashMap;
-    let n = messages.len();
-    // For every tool message at j answering a call of the assistant message
-    // at i < j, the cuts i+1..=j are unsafe: a difference array marks them.
-    let mut diff = vec![0i64; n + 2];
-    let mut caller: HashMap<&str, usize> = HashMap::new();
-    for (j, m) in messages.iter().enumerate() {
-        for call in &m.tool_calls {
-            caller.insert(call.id.as_str(), j);
-        }
-        if m.role == Role::Tool
-            && let Some(&i) = m.tool_call_id.as_deref().and_then(|id| caller.get(id))
-            && i < j
-        {
-            diff[i + 1] += 1;
-            diff[j + 1] -= 1;
-        }
-    }
-    let mut safe = Vec::with_capacity(n + 1);
-    let mut open = 0i64;
-    for (s, d) in diff.iter().take(n + 1).enumerate() {
-        open += d;
-        let starts_with_tool = messages.get(s).is_some_and(|m| m.role == Role::Tool);
-        safe.push(open == 0 && !starts_with_tool);
-    }
-    safe
+    looopy_core::cuts::safe_cut_points_of(messages)
 }
 
 /// Whether a cut right after the `pinned` head is safe: no pinned message
@@ -213,10 +178,18 @@ pub fn plan_with_overhead(
     config: &WindowConfig,
     overhead: usize,
 ) -> WindowPlan {
-    plan_refs(&messages.iter().collect::<Vec<_>>(), config, overhead)
+    plan_refs(&messages.iter().collect::<Vec<_>>(), config, overhead, None)
 }
 
-fn plan_refs(messages: &[&Message], config: &WindowConfig, overhead: usize) -> WindowPlan {
+/// The plan; with `keep_from`, the kept suffix starts at or before it
+/// (the current turn's own messages are never dropped, see
+/// [`LlmRequest::keep_from`]), over the limits if need be.
+fn plan_refs(
+    messages: &[&Message],
+    config: &WindowConfig,
+    overhead: usize,
+    keep_from: Option<usize>,
+) -> WindowPlan {
     let n = messages.len();
     let pinned = messages.iter().take_while(|m| is_pinned(m)).count();
     if config.is_unbounded() || pinned == n {
@@ -260,7 +233,7 @@ fn plan_refs(messages: &[&Message], config: &WindowConfig, overhead: usize) -> W
     }
     let safe = safe_cuts(messages);
     let forward = (target..n).find(|&s| safe[s]);
-    let start = match forward {
+    let mut start = match forward {
         Some(s) => s,
         // Nothing safe after the target: keep the smallest safe suffix
         // before it, or everything when there is none.
@@ -269,6 +242,17 @@ fn plan_refs(messages: &[&Message], config: &WindowConfig, overhead: usize) -> W
             .find(|&s| safe[s])
             .unwrap_or(pinned),
     };
+    if let Some(cap) = keep_from
+        && start > cap
+    {
+        // The turn's own messages stay, all of them: the window starts at
+        // the latest safe cut before the turn (the loop's context guard,
+        // not the window, keeps a long turn within the model's context).
+        start = (pinned..=cap.min(n))
+            .rev()
+            .find(|&s| safe[s])
+            .unwrap_or(pinned);
+    }
     WindowPlan { pinned, start }
 }
 
@@ -281,11 +265,21 @@ pub fn apply(history: &History, config: &WindowConfig) -> History {
 
 /// Like [`apply`], with `overhead` more tokens spent outside the history.
 pub fn apply_with_overhead(history: &History, config: &WindowConfig, overhead: usize) -> History {
+    apply_keeping(history, config, overhead, None)
+}
+
+/// [`apply_with_overhead`] that keeps every message from `keep_from` on.
+fn apply_keeping(
+    history: &History,
+    config: &WindowConfig,
+    overhead: usize,
+    keep_from: Option<usize>,
+) -> History {
     if config.is_unbounded() {
         return history.clone();
     }
     let refs: Vec<&Message> = history.iter().collect();
-    let plan = plan_refs(&refs, config, overhead);
+    let plan = plan_refs(&refs, config, overhead, keep_from);
     if plan.keeps_all() {
         return history.clone();
     }
@@ -301,7 +295,10 @@ pub fn apply_with_overhead(history: &History, config: &WindowConfig, overhead: u
 
 /// Windows a request: its history is cut to what fits beside its system
 /// prompt and tool definitions (measured by the configuration's counter)
-/// and [`reserve_tokens`](WindowConfig::reserve_tokens).
+/// and [`reserve_tokens`](WindowConfig::reserve_tokens). The current turn's
+/// own messages ([`LlmRequest::keep_from`] on) are never dropped: a turn
+/// that outgrows the limits is the loop's context guard's to compact or
+/// refuse, not the window's to cut silently.
 pub fn apply_to_request(mut request: LlmRequest, config: &WindowConfig) -> LlmRequest {
     if config.is_unbounded() {
         return request;
@@ -311,8 +308,31 @@ pub fn apply_to_request(mut request: LlmRequest, config: &WindowConfig) -> LlmRe
     } else {
         0
     };
-    request.messages = apply_with_overhead(&request.messages, config, overhead);
+    let keep_from = request.keep_from;
+    let before = request.messages.len();
+    request.messages = apply_keeping(&request.messages, config, overhead, keep_from);
+    if let Some(from) = keep_from {
+        // The turn's messages, all kept, are the last ones: they moved
+        // with the cut.
+        let turn = before.saturating_sub(from);
+        request.keep_from = Some(request.messages.len().saturating_sub(turn));
+    }
     request
+}
+
+/// Estimates a request as a [`WindowedLlm`] with the same window sends
+/// it: windowed, then counted by the window's counter. The Agent gives it
+/// to the loop it builds, whose context guard then checks what the model
+/// will really be sent (the window drops older messages first; only a
+/// turn whose own messages outgrow the budget is compacted or refused).
+#[derive(Debug, Clone)]
+pub struct WindowEstimate(pub WindowConfig);
+
+impl looopy_loop::RequestEstimator for WindowEstimate {
+    fn estimate(&self, request: &LlmRequest) -> usize {
+        let sent = apply_to_request(request.clone(), &self.0);
+        self.0.counter().request(&sent)
+    }
 }
 
 /// A provider that applies a [`WindowConfig`] to the messages of every
@@ -325,8 +345,11 @@ pub fn apply_to_request(mut request: LlmRequest, config: &WindowConfig) -> LlmRe
 /// [`CalibratedCounter`](crate::tokens::CalibratedCounter) learns.
 ///
 /// The Agent wraps its model in one when it builds its own loop, so that
-/// the window also holds between the iterations of a long turn. Wrap your
-/// model yourself when you give the Agent a prebuilt
+/// the window also holds between the iterations of a long turn: older
+/// messages make room for the turn's new ones, but the turn's own messages
+/// ([`LlmRequest::keep_from`] on) are never dropped; a turn that outgrows
+/// the budget is the loop's context guard's (see [`WindowEstimate`]). Wrap
+/// your model yourself when you give the Agent a prebuilt
 /// [`AgentLoop`](looopy_loop::AgentLoop).
 #[derive(Clone)]
 pub struct WindowedLlm {

@@ -4,10 +4,14 @@
 
 use crate::support;
 
-use looopy_agent::compaction::{COMPACTION_KEY, SUMMARY_PREFIX};
-use looopy_agent::{CompactionConfig, keys};
-use looopy_core::{LlmError, LlmResponse, Message, TaskState};
-use looopy_testkit::ScriptedLlm;
+use looopy_agent::compaction::{COMPACTION_KEY, SUMMARY_PREFIX, TURN_SUMMARY_PREFIX};
+use looopy_agent::{Agent, CompactionConfig, WindowConfig, keys};
+use looopy_core::store::Stores;
+use looopy_core::tokens::{HeuristicCounter, TokenCounter};
+use looopy_core::{
+    LlmError, LlmProvider, LlmRequest, LlmResponse, Message, TaskState, TurnContext,
+};
+use looopy_testkit::{ScriptStep, ScriptedLlm};
 use support::*;
 
 /// Two turns, each with one tool exchange: 8 stored messages.
@@ -170,4 +174,111 @@ async fn manual_compaction_works_without_automatic_limits() {
     assert_eq!(stored[1].text(), "answer 2");
     // Nothing left worth compacting.
     assert_eq!(agent.compact().await.unwrap(), None);
+}
+
+/// Sends requests without tools (the summary calls) to `summaries`, the
+/// others (the turn's) to `turns`.
+#[derive(Clone)]
+struct Router {
+    turns: ScriptedLlm,
+    summaries: ScriptedLlm,
+}
+
+#[async_trait::async_trait]
+impl LlmProvider for Router {
+    async fn call(&self, request: LlmRequest, cx: &TurnContext) -> Result<LlmResponse, LlmError> {
+        if request.tools.is_empty() {
+            self.summaries.call(request, cx).await
+        } else {
+            self.turns.call(request, cx).await
+        }
+    }
+}
+
+/// A call id of about 200 tokens: `lookup` answers `result of <id>`, so
+/// each round costs about 400.
+fn long_id(n: usize) -> String {
+    format!("c{n}-{}", "x".repeat(800))
+}
+
+/// A turn of six lookups, then an answer, on an Agent whose window holds
+/// 1500 tokens.
+fn six_rounds(compaction: Option<CompactionConfig>) -> (Agent, Router, Stores) {
+    let stores = looopy_stores_memory::stores();
+    let mut turns = ScriptedLlm::new();
+    for n in 1..=6 {
+        turns = turns.respond(call("lookup", &[&long_id(n)]));
+    }
+    let router = Router {
+        turns: turns.respond(LlmResponse::text("done")),
+        summaries: ScriptedLlm::new().with_fallback(ScriptStep::Respond(LlmResponse::text(
+            "the lookups returned their ids",
+        ))),
+    };
+    let mut builder = Agent::builder("c-in-turn")
+        .llm(router.clone())
+        .message_store(stores.messages.clone())
+        .artifact_store(stores.artifacts.clone())
+        .tools(TestTools::default())
+        .window(WindowConfig::max_tokens(1500));
+    if let Some(compaction) = compaction {
+        builder = builder.compaction(compaction);
+    }
+    (builder.build().unwrap(), router, stores)
+}
+
+#[tokio::test]
+async fn a_long_turn_is_compacted_inside_the_turn_and_answers() {
+    let (agent, router, stores) = six_rounds(Some(CompactionConfig::after_messages(1000)));
+    let (_, finished) = turn(&agent, "look everything up").await;
+    assert_eq!(finished.state, TaskState::Completed);
+    assert_eq!(finished.message.unwrap().text(), "done");
+    let requests = router.turns.requests();
+    assert_eq!(requests.len(), 7, "six lookups and the answer");
+    for r in &requests {
+        let tokens = HeuristicCounter.request(r);
+        assert!(tokens <= 1500, "a request of {tokens} tokens was sent");
+        assert_tool_pairs_intact(&r.messages.to_vec());
+    }
+    let summaries = router.summaries.requests();
+    assert!(!summaries.is_empty(), "the turn was compacted");
+    let transcript = summaries[0].messages.get(0).unwrap().text();
+    assert!(transcript.contains(&long_id(1)), "the oldest round first");
+    let last = requests.last().unwrap().messages.to_vec();
+    assert_eq!(last[0].text(), "look everything up");
+    assert!(
+        last[1].text().starts_with(TURN_SUMMARY_PREFIX),
+        "{:?}",
+        last[1]
+    );
+    assert!(
+        last.iter()
+            .any(|m| m.text() == format!("result of {}", long_id(6))),
+        "the newest result is sent whole"
+    );
+    // The store keeps every round: only what the model was sent changed.
+    assert_eq!(stores.messages.count("c-in-turn").await.unwrap(), 14);
+}
+
+#[tokio::test]
+async fn without_compaction_a_turn_that_outgrows_the_window_ends_context_length() {
+    let (agent, router, stores) = six_rounds(None);
+    let (events, finished) = turn(&agent, "look everything up").await;
+    assert_eq!(finished.state, TaskState::Failed);
+    let error = looopy_testkit::events::final_report(&events).error.unwrap();
+    assert_eq!(error.kind, looopy_loop::CONTEXT_LENGTH);
+    assert!(error.message.contains("compaction"), "{}", error.message);
+    let requests = router.turns.requests();
+    assert!(requests.len() < 7);
+    for r in &requests {
+        assert!(
+            HeuristicCounter.request(r) <= 1500,
+            "an oversized request was sent"
+        );
+    }
+    assert!(router.summaries.requests().is_empty());
+    // Every lookup that ran is saved (the call that asked for it and its
+    // result), after the user's message.
+    let stored = stores.messages.count("c-in-turn").await.unwrap();
+    assert_eq!(stored, 1 + 2 * requests.len());
 }

@@ -55,6 +55,44 @@ async fn the_model_sees_a_tool_safe_window_and_the_store_keeps_everything() {
     assert_eq!(stores.messages.count("c-window").await.unwrap(), 8);
 }
 
+#[tokio::test]
+async fn the_message_window_never_drops_the_turns_own_tool_results() {
+    let stores = looopy_stores_memory::stores();
+    let llm = ScriptedLlm::new()
+        .respond(LlmResponse::text("ans0"))
+        .respond(call("lookup", &["a"]))
+        .respond(call("lookup", &["b"]))
+        .respond(call("lookup", &["c"]))
+        .respond(LlmResponse::text("ans1"));
+    let agent = builder("c-window-turn", &llm, &stores)
+        .tools(TestTools::default())
+        .window(WindowConfig::max_messages(3))
+        .build()
+        .unwrap();
+    turn(&agent, "u0").await;
+    turn(&agent, "u1").await;
+    let requests = llm.requests();
+    // The earlier turn makes room for the turn's messages...
+    assert_eq!(texts(&requests[1].messages), vec!["u0", "ans0", "u1"]);
+    assert_eq!(
+        texts(&requests[2].messages),
+        vec!["u1", "call a", "result of a"]
+    );
+    // ...but the turn's own results stay as it grows past three messages.
+    assert_eq!(
+        texts(&requests[4].messages),
+        vec![
+            "u1",
+            "call a",
+            "result of a",
+            "call b",
+            "result of b",
+            "call c",
+            "result of c"
+        ]
+    );
+}
+
 /// Checkpoints as the loop saves them, the last one kept even once deleted.
 #[derive(Default)]
 struct LastSaved(std::sync::Mutex<Option<looopy_core::store::TaskCheckpoint>>);

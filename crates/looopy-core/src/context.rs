@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::artifact_view::ConversationArtifacts;
+use crate::deps::Deps;
 use crate::event_sink::EventSink;
 use crate::llm::ResponseFormat;
 
@@ -96,6 +97,10 @@ pub struct TurnContext {
     /// Adds events to the turn's stream: set by the loop on the context of
     /// each tool call, `None` elsewhere.
     pub events: Option<EventSink>,
+    /// Typed application state for tools ([`dep`](Self::dep)): the loop's
+    /// (registered on its builder) with this turn's on top, once the turn
+    /// runs; what the caller sets here overrides the loop's for the turn.
+    pub deps: Deps,
 }
 
 /// The agent id until one is set, shared rather than allocated per turn.
@@ -122,6 +127,7 @@ impl TurnContext {
             call_id: None,
             artifacts: None,
             events: None,
+            deps: Deps::default(),
         }
     }
 
@@ -176,6 +182,30 @@ impl TurnContext {
     pub fn with_artifacts(mut self, artifacts: ConversationArtifacts) -> Self {
         self.artifacts = Some(artifacts);
         self
+    }
+
+    /// Gives the turn's tools `value` as the dependency of type `T`,
+    /// overriding the loop's of the same type for this turn.
+    pub fn with_dep<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.deps = std::mem::take(&mut self.deps).with(value);
+        self
+    }
+
+    /// Sets the turn's dependencies (they override the loop's).
+    pub fn with_deps(mut self, deps: Deps) -> Self {
+        self.deps = deps;
+        self
+    }
+
+    /// The dependency of type `T` (see [`Deps`]): a database pool, a
+    /// client, a feature flag given to the loop's or the Agent's builder,
+    /// or to this turn. A missing one is [`ToolError::MissingDependency`],
+    /// which names the type; `?` in a `LocalTools` tool makes it the call's
+    /// failed result.
+    ///
+    /// [`ToolError::MissingDependency`]: crate::ToolError::MissingDependency
+    pub fn dep<T: Send + Sync + 'static>(&self) -> Result<Arc<T>, crate::ToolError> {
+        self.deps.require::<T>()
     }
 
     /// The context of one tool call: this one, with the call's id.

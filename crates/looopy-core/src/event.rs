@@ -227,6 +227,38 @@ pub enum EventPayload {
         /// The next piece of the arguments.
         delta: String,
     },
+    /// The model finished writing a tool call in its streamed answer: the
+    /// call's whole arguments, once per call, after its last
+    /// `internal:tool-call-delta` and before it runs (`internal:tool-start`).
+    /// Only when streaming.
+    #[serde(rename = "internal:tool-call-done", rename_all = "camelCase")]
+    ToolCallArgumentsDone {
+        /// 1-based iteration.
+        iteration: u32,
+        /// Position of the call in the model's answer.
+        index: usize,
+        /// The call's id as the model sent it (see `ToolCallBegin`).
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The raw JSON arguments: the call's deltas joined.
+        arguments: String,
+    },
+    /// The turn reached one of its limits (`max_iterations`,
+    /// `max_tool_calls`): it makes its wrap-up call without tools next.
+    /// A warning: the model was still calling tools.
+    #[serde(rename = "internal:limit-reached", rename_all = "camelCase")]
+    LimitReached {
+        /// Which limit: [`TurnEnd::MaxIterations`](crate::TurnEnd::MaxIterations) or
+        /// [`TurnEnd::MaxToolCalls`](crate::TurnEnd::MaxToolCalls).
+        limit: crate::TurnEnd,
+        /// Its value.
+        max: u32,
+        /// Iterations made.
+        iteration: u32,
+        /// What happened, for a person.
+        message: String,
+    },
     /// A tool call starts.
     #[serde(rename = "internal:tool-start", rename_all = "camelCase")]
     ToolStart {
@@ -403,6 +435,8 @@ impl EventPayload {
             EventPayload::Text { .. } => "internal:text",
             EventPayload::ToolCallBegin { .. } => "internal:tool-call-begin",
             EventPayload::ToolCallArgumentsDelta { .. } => "internal:tool-call-delta",
+            EventPayload::ToolCallArgumentsDone { .. } => "internal:tool-call-done",
+            EventPayload::LimitReached { .. } => "internal:limit-reached",
             EventPayload::ToolStart { .. } => "internal:tool-start",
             EventPayload::ToolComplete { .. } => "internal:tool-complete",
             EventPayload::ToolInterrupted { .. } => "internal:tool-interrupted",

@@ -37,6 +37,13 @@ pub struct LlmRequest {
     pub system_prompt: Option<Arc<str>>,
     /// The conversation so far.
     pub messages: History,
+    /// Where the current turn's own messages begin in
+    /// [`messages`](Self::messages): a window that cuts requests to fit
+    /// (`looopy-agent`'s `WindowedLlm`) may drop older messages, never
+    /// these. The loop sets it on every request of a turn (it keeps a
+    /// turn's requests within the model's context itself); `None` for a
+    /// request made outside a turn. Not sent to the model.
+    pub keep_from: Option<usize>,
     /// Tools the model may call.
     pub tools: Arc<[ToolDefinition]>,
     /// Tool choice; `None` lets the provider's default apply.

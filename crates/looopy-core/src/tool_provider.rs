@@ -55,6 +55,16 @@ pub enum ToolError {
     /// The call was cancelled.
     #[error("cancelled")]
     Cancelled,
+    /// A tool asked its context for a dependency of a type nobody gave
+    /// ([`Deps`](crate::Deps)).
+    #[error(
+        "missing dependency `{type_name}`: give it to the loop's or the Agent's builder \
+         (`.dep(value)`) or to the turn (`TurnContext::with_dep`)"
+    )]
+    MissingDependency {
+        /// The type asked for.
+        type_name: &'static str,
+    },
 }
 
 impl ToolError {
@@ -67,6 +77,7 @@ impl ToolError {
             ToolError::Timeout { .. } => ToolFailure::Timeout,
             ToolError::Cancelled => ToolFailure::Cancelled,
             ToolError::Execution { .. }
+            | ToolError::MissingDependency { .. }
             | ToolError::Unavailable { .. }
             | ToolError::DuplicateName { .. } => ToolFailure::Failed,
         }

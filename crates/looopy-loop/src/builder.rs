@@ -5,11 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use looopy_core::store::CheckpointStore;
-use looopy_core::{LlmProvider, ToolProvider};
+use looopy_core::tokens::{SharedCounter, TokenCounter};
+use looopy_core::{Deps, LlmProvider, ToolProvider};
 
 use crate::AgentLoop;
 use crate::LoopParts;
 use crate::config::AgentLoopConfig;
+use crate::context::{ContextGuard, CountedRequests, RequestEstimator, TurnCompactor};
 use crate::hooks::{Hook, HookFailureMode, Hooks};
 use crate::layers::{LlmLayer, LlmStack, RetryPolicy, TimeoutLayer, ToolLayer, ToolStack};
 use crate::limits::ToolFailureMode;
@@ -40,6 +42,9 @@ pub struct AgentLoopBuilder {
     llm_layers: Vec<Arc<dyn LlmLayer>>,
     tool_layers: Vec<Arc<dyn ToolLayer>>,
     tool_output: Option<Arc<tool_output::ToolOutputCache>>,
+    estimator: Option<Arc<dyn RequestEstimator>>,
+    compactor: Option<Arc<dyn TurnCompactor>>,
+    deps: Deps,
 }
 
 impl AgentLoopBuilder {
@@ -57,7 +62,61 @@ impl AgentLoopBuilder {
             llm_layers: Vec::new(),
             tool_layers: Vec::new(),
             tool_output: None,
+            estimator: None,
+            compactor: None,
+            deps: Deps::default(),
         }
+    }
+
+    /// Gives every turn's tools `value` as the dependency of type `T`
+    /// (a database pool, a client, a feature flag): a tool reads it with
+    /// [`TurnContext::dep`](looopy_core::TurnContext::dep). A turn
+    /// overrides it with a value of the same type on its context
+    /// ([`TurnContext::with_dep`](looopy_core::TurnContext::with_dep)).
+    pub fn dep<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.deps = self.deps.with(value);
+        self
+    }
+
+    /// [`dep`](Self::dep) with a value already shared.
+    pub fn dep_shared<T: Send + Sync + 'static>(mut self, value: Arc<T>) -> Self {
+        self.deps = self.deps.with_shared(value);
+        self
+    }
+
+    /// Adds these dependencies (each replacing one of the same type).
+    pub fn deps(mut self, deps: Deps) -> Self {
+        self.deps = self.deps.overridden_by(&deps);
+        self
+    }
+
+    /// The model's context window, for the context guard (see
+    /// [`AgentLoopConfig::context_window_tokens`]; by default the model
+    /// registry's).
+    pub fn context_window_tokens(mut self, tokens: u32) -> Self {
+        self.config.context_window_tokens = Some(tokens);
+        self
+    }
+
+    /// How the context guard counts a request's tokens (default the
+    /// [`HeuristicCounter`](looopy_core::tokens::HeuristicCounter)).
+    pub fn token_counter(self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.request_estimator(Arc::new(CountedRequests(SharedCounter::new(counter))))
+    }
+
+    /// How the context guard estimates a request, for a loop whose model
+    /// layers change what is sent (see [`RequestEstimator`]).
+    pub fn request_estimator(mut self, estimator: Arc<dyn RequestEstimator>) -> Self {
+        self.estimator = Some(estimator);
+        self
+    }
+
+    /// Summarises a turn's older rounds when its next request would not fit
+    /// the model's context window; without one, such a turn ends with a
+    /// `context_length` failure (see [`TurnCompactor`]).
+    pub fn turn_compactor(mut self, compactor: Arc<dyn TurnCompactor>) -> Self {
+        self.compactor = Some(compactor);
+        self
     }
 
     /// How failed model calls are retried (default
@@ -227,6 +286,7 @@ impl AgentLoopBuilder {
         let llm_stack = LlmStack::new(self.retry, &self.llm_layers);
         let tool_stack = ToolStack::new(self.tool_timeout, &self.tool_layers);
         let metrics = LoopMetrics::new(self.llm.model_name(), self.llm.provider_name());
+        let context = ContextGuard::new(self.llm.as_ref(), self.estimator, self.compactor);
         let tools: Arc<[Arc<dyn ToolProvider>]> = self
             .tools
             .into_iter()
@@ -245,6 +305,8 @@ impl AgentLoopBuilder {
             },
             metrics,
             llm_stack,
+            context,
+            deps: self.deps,
         })
     }
 }

@@ -50,6 +50,17 @@ pub struct AgentLoopConfig {
     /// What a failed tool call does (default: the model sees the error and
     /// goes on).
     pub tool_failure_mode: ToolFailureMode,
+    /// The model's context window in tokens, which every request of a turn
+    /// must fit (the context guard, `docs/behaviour.md#the-context-guard`).
+    /// `None` (the default) takes the model registry's
+    /// ([`looopy_core::models`], the model found by its provider's and its
+    /// own name); a model the registry does not know then has no guard.
+    pub context_window_tokens: Option<u32>,
+    /// Tokens of the context window held back for the answer. `None` (the
+    /// default) is [`max_tokens`](Self::max_tokens), or else the
+    /// registry's output limit of the model; never more than half the
+    /// window.
+    pub context_reserve_tokens: Option<u32>,
 }
 
 /// The defaults' texts, allocated once and shared by every loop (a server
@@ -83,6 +94,8 @@ impl Default for AgentLoopConfig {
             max_tool_calls: None,
             max_duration: None,
             tool_failure_mode: ToolFailureMode::Continue,
+            context_window_tokens: None,
+            context_reserve_tokens: None,
         }
     }
 }

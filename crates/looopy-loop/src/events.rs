@@ -171,6 +171,40 @@ impl Emitter {
         });
     }
 
+    /// The streamed calls of a complete answer: each one's whole arguments
+    /// (`streamed`: the (id, name) the stream gave each call, by index).
+    pub(crate) fn tool_calls_done(
+        &self,
+        iteration: u32,
+        streamed: &[(String, String)],
+        calls: &[ToolCall],
+    ) {
+        if streamed.is_empty() || !self.wanted.contains(InternalEvents::TOOL_CALL_DONE) {
+            return;
+        }
+        for (index, call) in calls.iter().enumerate().take(streamed.len()) {
+            let (call_id, name) = streamed[index].clone();
+            self.emit(EventPayload::ToolCallArgumentsDone {
+                iteration,
+                index,
+                call_id,
+                name,
+                arguments: call.arguments.clone(),
+            });
+        }
+    }
+
+    /// The turn reached `limit` (of value `max`) after `iteration`
+    /// iterations.
+    pub(crate) fn limit_reached(&self, limit: TurnEnd, max: u32, iteration: u32, message: &str) {
+        self.internal(InternalEvents::LIMITS, || EventPayload::LimitReached {
+            limit,
+            max,
+            iteration,
+            message: message.to_owned(),
+        });
+    }
+
     pub(crate) fn tool_start(&self, call: &ToolCall) {
         self.internal(InternalEvents::TOOL_START, || EventPayload::ToolStart {
             call: call.clone(),

@@ -55,6 +55,12 @@ impl InternalEvents {
     /// The internal events tools add through their context's event sink
     /// (`internal:sub-agent`, `internal:cache-hit`, a tool's own).
     pub const FROM_TOOLS: Self = Self(1 << 12);
+    /// `internal:tool-call-done`: a streamed tool call's whole arguments,
+    /// before it runs.
+    pub const TOOL_CALL_DONE: Self = Self(1 << 13);
+    /// `internal:limit-reached`: the turn reached an iteration or
+    /// tool-call limit.
+    pub const LIMITS: Self = Self(1 << 14);
     /// What the A2A tool-progress extension reports: tool calls as they
     /// stream, start and complete, usage, and sub-agents' events.
     pub const TOOL_PROGRESS: Self = Self(

@@ -4,6 +4,7 @@
 mod builder;
 mod checkpoint;
 mod config;
+mod context;
 mod error;
 mod events;
 pub mod hooks;
@@ -29,6 +30,7 @@ use looopy_core::{History, LlmProvider, ToolProvider, TurnContext};
 
 pub use builder::AgentLoopBuilder;
 pub use config::AgentLoopConfig;
+pub use context::{CONTEXT_LENGTH, CountedRequests, RequestEstimator, TurnCompactor};
 pub use error::LoopError;
 pub use input::TurnInput;
 pub use interest::InternalEvents;
@@ -70,6 +72,10 @@ pub(crate) struct LoopParts {
     hooks: Hooks,
     metrics: LoopMetrics,
     llm_stack: LlmStack,
+    /// Keeps every request of a turn within the model's context window.
+    context: context::ContextGuard,
+    /// Typed state for tools, under each turn's own.
+    deps: looopy_core::Deps,
 }
 
 impl AgentLoop {
@@ -121,6 +127,19 @@ impl AgentLoop {
             first.get_or_insert(error);
         }
         first.map_or(Ok(()), Err)
+    }
+
+    /// A turn's context as the loop runs it: the loop's agent id, and the
+    /// loop's dependencies with the turn's own on top.
+    fn turn_context(&self, cx: TurnContext) -> TurnContext {
+        let deps = self.parts.deps.overridden_by(&cx.deps);
+        cx.with_agent_id(self.parts.config.agent_id.clone())
+            .with_deps(deps)
+    }
+
+    /// The loop's dependencies for tools (see [`AgentLoopBuilder::dep`]).
+    pub fn deps(&self) -> &looopy_core::Deps {
+        &self.parts.deps
     }
 
     /// The turn's event queue and the emitter that fills it. The set of
@@ -186,7 +205,7 @@ impl AgentLoop {
         mut input: TurnInput,
         approved: Option<ApprovedCalls>,
     ) -> TurnStream {
-        let cx = cx.with_agent_id(self.parts.config.agent_id.clone());
+        let cx = self.turn_context(cx);
         let (emit, rx) = self.channel(&cx, &mut input.settings);
         let shared = Arc::new(TurnShared::default());
         let mut turn = Turn::start(

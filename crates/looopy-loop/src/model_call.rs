@@ -158,7 +158,10 @@ pub(crate) fn call_model<'a>(
             if let Some(last) = held {
                 emit.text_chunk(artifact_id, last, first, true);
             }
-            Ok(assembler.finish())
+            let response = assembler.finish();
+            // Every streamed call's arguments are complete: before any runs.
+            emit.tool_calls_done(iteration, &calls, &response.message.tool_calls);
+            Ok(response)
         }
         .instrument(span.clone());
         let result = tokio::select! {

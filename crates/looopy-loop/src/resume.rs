@@ -30,7 +30,7 @@ impl AgentLoop {
     /// resume.
     pub fn resume_with(&self, cx: TurnContext, input: impl Into<TurnInput>) -> TurnStream {
         let mut input = input.into();
-        let cx = cx.with_agent_id(self.parts.config.agent_id.clone());
+        let cx = self.turn_context(cx);
         let (emit, rx) = self.channel(&cx, &mut input.settings);
         let shared = Arc::new(TurnShared::default());
         let this = self.clone();

@@ -6,7 +6,10 @@ use crate::support;
 
 use std::collections::BTreeSet;
 
-use looopy_core::{AgentEvent, FinishReason, History, LlmChunk, LlmResponse, Message, TurnContext};
+use looopy_core::{
+    AgentEvent, EventPayload, FinishReason, History, LlmChunk, LlmResponse, Message, TurnContext,
+    TurnEnd,
+};
 use looopy_loop::{AgentLoop, InternalEvents, TurnSettings};
 use looopy_testkit::ScriptedLlm;
 use support::*;
@@ -62,6 +65,7 @@ async fn a_turn_nobody_narrowed_builds_every_internal_event() {
         "internal:llm-response",
         "internal:tool-call-begin",
         "internal:tool-call-delta",
+        "internal:tool-call-done",
         "internal:tool-start",
         "internal:tool-complete",
         "internal:execution-start",
@@ -118,4 +122,85 @@ fn adding_to_a_turn_that_builds_everything_keeps_everything() {
     let settings = TurnSettings::new().also_building(InternalEvents::TOOL_COMPLETE);
     assert_eq!(settings.internal_events, None);
     assert!(settings.is_empty());
+}
+
+#[tokio::test]
+async fn the_models_reasoning_is_an_event_of_its_own_beside_the_answer() {
+    let mut answer = LlmResponse::text("Paris.");
+    answer.reasoning = Some("The user asks for a capital; France's is Paris.".into());
+    let llm = ScriptedLlm::new().respond(answer);
+    let agent = AgentLoop::builder(llm).build();
+    let read = |settings| {
+        let agent = agent.clone();
+        async move {
+            drain(agent.start_turn_with(
+                History::from(vec![Message::user("capital of France?")]),
+                TurnContext::new("t", "c"),
+                settings,
+            ))
+            .await
+        }
+    };
+    let events = read(TurnSettings::new().with_internal_events(InternalEvents::TEXT)).await;
+    let reasoning: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &*e.payload {
+            EventPayload::Reasoning { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        reasoning,
+        vec!["The user asks for a capital; France's is Paris."]
+    );
+    assert_eq!(
+        final_text(&events),
+        "Paris.",
+        "the answer is not the reasoning"
+    );
+}
+
+#[tokio::test]
+async fn reaching_the_iteration_limit_is_a_warning_event_before_the_wrap_up() {
+    let call =
+        || LlmResponse::tool_calls("", vec![looopy_core::ToolCall::new("", "weather", "{}")]);
+    let llm = ScriptedLlm::new()
+        .respond(call())
+        .respond(call())
+        .respond(LlmResponse::text("It is sunny."));
+    let tools = FnTools::new().echo("weather", std::time::Duration::ZERO);
+    let agent = AgentLoop::builder(llm)
+        .tools(tools)
+        .max_iterations(2)
+        .build();
+    let events = drain(agent.start_turn(
+        History::from(vec![Message::user("weather?")]),
+        TurnContext::new("t", "c"),
+    ))
+    .await;
+    let (position, limit, max, iteration, message) = events
+        .iter()
+        .enumerate()
+        .find_map(|(i, e)| match &*e.payload {
+            EventPayload::LimitReached {
+                limit,
+                max,
+                iteration,
+                message,
+            } => Some((i, *limit, *max, *iteration, message.clone())),
+            _ => None,
+        })
+        .expect("a limit-reached event");
+    assert_eq!((limit, max, iteration), (TurnEnd::MaxIterations, 2, 2));
+    assert!(message.contains("limit of 2 iterations"), "{message}");
+    // It comes before the wrap-up call (the third model call).
+    let calls: Vec<usize> = events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.kind() == "internal:llm-call")
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(calls.len(), 3);
+    assert!(calls[1] < position && position < calls[2]);
+    assert_eq!(final_text(&events), "It is sunny.");
 }

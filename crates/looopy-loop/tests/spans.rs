@@ -325,3 +325,41 @@ async fn a_hit_is_marked_on_the_chat_and_execute_tool_spans() {
     assert_eq!(hits("chat"), [false, false, true, true]);
     assert_eq!(hits("execute_tool "), [false, true]);
 }
+
+#[tokio::test]
+async fn reaching_the_iteration_limit_logs_a_warning_on_the_turns_span() {
+    let spans = traced(async {
+        let tools = FnTools::new().echo("weather", Duration::ZERO);
+        let llm = ScriptedLlm::new()
+            .respond(LlmResponse::tool_calls(
+                "",
+                vec![ToolCall::new("w1", "weather", "{}")],
+            ))
+            .respond(LlmResponse::text("sunny"));
+        drain(
+            AgentLoop::builder(llm)
+                .tools(tools)
+                .max_iterations(1)
+                .build()
+                .start_turn(History::from(vec![Message::user("?")]), cx()),
+        )
+        .await;
+    })
+    .await;
+    let root = one(&spans, "invoke_agent agent");
+    let warning = root
+        .events
+        .iter()
+        .find(|e| e.name.contains("reached its limit of 1 iterations"))
+        .unwrap_or_else(|| panic!("no warning among {:?}", root.events));
+    let level = warning
+        .attributes
+        .iter()
+        .find(|kv| kv.key.as_str() == "level")
+        .map(|kv| kv.value.to_string());
+    assert_eq!(level.as_deref(), Some("WARN"));
+    assert_eq!(
+        attr(root, "looopy.turn.end").as_deref(),
+        Some("max_iterations")
+    );
+}

@@ -99,6 +99,46 @@ async fn argument_deltas_of_interleaved_calls_are_emitted_per_call_before_they_r
         .position(|k| *k == "internal:tool-start")
         .unwrap();
     assert!(last_delta < first_run, "{kinds:?}");
+
+    // Then one "arguments done" per call, with its whole arguments, after
+    // its deltas and before anything runs.
+    let done: Vec<(usize, String, String, String)> = events
+        .iter()
+        .filter_map(|e| match &*e.payload {
+            EventPayload::ToolCallArgumentsDone {
+                iteration: 1,
+                index,
+                call_id,
+                name,
+                arguments,
+            } => Some((*index, call_id.clone(), name.clone(), arguments.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        done,
+        vec![
+            (
+                0,
+                "call_a".into(),
+                "weather".into(),
+                "{\"city\":\"Paris\"}".into()
+            ),
+            (1, "call_b".into(), "time".into(), "{\"tz\":\"UTC\"}".into()),
+        ]
+    );
+    let first_done = kinds
+        .iter()
+        .position(|k| *k == "internal:tool-call-done")
+        .unwrap();
+    let last_done = kinds
+        .iter()
+        .rposition(|k| *k == "internal:tool-call-done")
+        .unwrap();
+    assert!(
+        last_delta < first_done && last_done < first_run,
+        "{kinds:?}"
+    );
 }
 
 #[tokio::test]

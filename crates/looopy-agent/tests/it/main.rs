@@ -19,6 +19,10 @@ mod client_tools;
 mod compaction;
 #[path = "../defaults.rs"]
 mod defaults;
+#[path = "../deps.rs"]
+mod deps;
+#[path = "../done_tool.rs"]
+mod done_tool;
 #[path = "../failure.rs"]
 mod failure;
 #[path = "../lifecycle.rs"]

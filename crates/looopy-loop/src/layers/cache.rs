@@ -67,6 +67,8 @@ fn request_key(default_model: &str, request: &LlmRequest) -> (String, String) {
     let LlmRequest {
         system_prompt,
         messages,
+        // Where the turn begins does not change what the model is asked.
+        keep_from: _,
         tools,
         tool_choice,
         model,

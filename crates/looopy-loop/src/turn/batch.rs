@@ -49,6 +49,9 @@ impl Turn {
         self.tool_calls = self
             .tool_calls
             .saturating_add(u32::try_from(calls.len()).unwrap_or(u32::MAX));
+        // Identical calls of an idempotent tool run once (see `twins`).
+        let all_calls = calls.clone();
+        let (calls, mut twins) = identical_calls(registry, calls);
         let fail_fast = self.config.tool_failure_mode == ToolFailureMode::Fail;
         let mut tool_failed: Option<Ending> = None;
         let cx = self.cx.clone();
@@ -101,6 +104,16 @@ impl Turn {
             if failed {
                 tool_failed = Some(tool_failure(&f.call, &f.result));
             }
+            for twin in twins.remove(&f.call.id).unwrap_or_default() {
+                // The same call again: the same result, under its own id.
+                let mut result = f.result.clone();
+                result.tool_call_id.clone_from(&twin.id);
+                emit.tool_complete(&twin.name, &result, f.outcome, f.duration_ms);
+                if let Some(question) = asked.get(&f.call.id).cloned() {
+                    asked.insert(twin.id.clone(), question);
+                }
+                self.completed.push(result);
+            }
             self.completed.push(f.result);
             self.checkpoint(TaskState::Working);
             if failed {
@@ -134,7 +147,8 @@ impl Turn {
         for result in results {
             match &result.signal {
                 Some(ToolSignal::InputRequired) => {
-                    if let Some((_, call)) = calls.iter().find(|(_, c)| c.id == result.tool_call_id)
+                    if let Some((_, call)) =
+                        all_calls.iter().find(|(_, c)| c.id == result.tool_call_id)
                     {
                         waiting.push(call.clone());
                     }
@@ -252,6 +266,50 @@ impl Turn {
             self.writer.flush().await;
         }
     }
+}
+
+/// The repeats of each call that runs, by the id of the one that runs.
+type Twins = HashMap<String, Vec<ToolCall>>;
+
+/// Calls of one model response that are the same call again: the same
+/// idempotent tool (`ToolDefinition::idempotent`: running it twice does
+/// what running it once does) with the same arguments, compared as JSON
+/// (so spacing and key order do not matter). Only the first of each runs;
+/// the others, by the id of the one that runs, get its result under their
+/// own call ids (`docs/behaviour.md#identical-calls-in-one-response`).
+fn identical_calls(
+    registry: &ToolRegistry,
+    calls: Vec<(usize, ToolCall)>,
+) -> (Vec<(usize, ToolCall)>, Twins) {
+    let mut twins = Twins::new();
+    if calls.len() < 2 {
+        return (calls, twins);
+    }
+    let mut run: Vec<(usize, ToolCall)> = Vec::with_capacity(calls.len());
+    let mut seen: Vec<(usize, serde_json::Value)> = Vec::new();
+    for (position, call) in calls {
+        if !registry.is_idempotent(&call.name) {
+            run.push((position, call));
+            continue;
+        }
+        let arguments = call.parsed_arguments();
+        let first = seen
+            .iter()
+            .find(|(i, a)| run[*i].1.name == call.name && *a == arguments)
+            .map(|(i, _)| run[*i].1.id.clone());
+        match first {
+            Some(id) => {
+                tracing::debug!(tool = %call.name, call_id = %call.id, same_as = %id,
+                    "an identical call of the same response runs once");
+                twins.entry(id).or_default().push(call);
+            }
+            None => {
+                seen.push((run.len(), arguments));
+                run.push((position, call));
+            }
+        }
+    }
+    (run, twins)
 }
 
 /// The end of a turn whose tool call failed under [`ToolFailureMode::Fail`].

@@ -66,8 +66,27 @@ impl Turn {
     /// `MaxToolCalls`).
     pub(super) async fn wrap_up(&mut self, end: TurnEnd) -> Ending {
         let config = self.config.clone();
-        let messages = wrap_up::plain_history(&self.history, &config.final_summary_prompt);
-        let request = model_call::request(&config, messages, Arc::from(Vec::new()), None);
+        let (max, what) = match end {
+            TurnEnd::MaxToolCalls => (config.max_tool_calls.unwrap_or(0), "tool calls"),
+            _ => (config.max_iterations, "iterations"),
+        };
+        let message = format!(
+            "The turn reached its limit of {max} {what} while the model was still calling \
+             tools; one last call without tools writes the answer."
+        );
+        tracing::warn!(
+            limit = end.as_str(),
+            max,
+            iterations = self.iteration,
+            "{message}"
+        );
+        self.emit.limit_reached(end, max, self.iteration, &message);
+        let flatten = |h: &History| wrap_up::plain_history(h, &config.final_summary_prompt);
+        let messages = flatten(&self.sent_history());
+        let mut request = model_call::request(&config, messages, Arc::from(Vec::new()), None);
+        if let Err(ending) = self.fit(&mut request, &flatten, true).await {
+            return ending;
+        }
         let artifact_id = format!("{}-response-final", self.cx.task_id);
         let result = model_call::call_model(
             &self.agent,

@@ -17,6 +17,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::checkpoint::{self, CheckpointWriter, Snapshot};
+use crate::context::TurnSummary;
 use crate::events::Emitter;
 use crate::hooks::{EndingTurn, HookContext, HookPoints, Hooks};
 use crate::input::TurnInput;
@@ -28,6 +29,7 @@ use crate::{AgentLoop, AgentLoopConfig, ApprovedCalls, LoopError};
 
 mod batch;
 mod ending;
+mod fit;
 
 use ending::Ending;
 
@@ -66,6 +68,9 @@ pub(crate) struct Turn {
     writer: CheckpointWriter,
     /// Calls a person approved, run before the first iteration.
     approved: Option<Box<ApprovedCalls>>,
+    /// The summary of the turn's older rounds, once the context guard
+    /// compacted them (what the model is sent; the history keeps them).
+    summary: Option<TurnSummary>,
 }
 
 /// What one iteration decided.
@@ -115,6 +120,7 @@ impl Turn {
             settings,
             turn_tools: tools,
             approved: None,
+            summary: None,
         }
     }
 
@@ -443,21 +449,34 @@ impl Turn {
         // In a block: the request the hooks saw is gone before the call
         // (which takes its own), rather than kept beside it.
         let asked = {
-            let config = &self.config;
+            let config = self.config.clone();
             let mut request = model_call::request(
-                config,
-                self.history.clone(),
+                &config,
+                self.sent_history(),
                 registry.offered(&self.history),
                 config.tool_choice.clone(),
             );
-            match hooks
+            request.keep_from = Some(self.input_start());
+            // The guard before the hooks: a compaction rebuilds the messages.
+            if let Err(ending) = self.fit(&mut request, &History::clone, true).await {
+                return Err(Step::End(ending));
+            }
+            let mut checked = match hooks
                 .before_llm(&self.hook_cx(), &self.emit, &mut request)
                 .await
             {
                 Ok(None) => Ok(request),
                 Ok(Some(skipped)) => Err(skipped),
                 Err(f) => return Err(Step::End(Ending::hook(f))),
+            };
+            // And after them, on what they made of it: checked only.
+            if let Ok(request) = &mut checked
+                && hooks.any_at(HookPoints::BEFORE_LLM)
+                && let Err(ending) = self.fit(request, &History::clone, false).await
+            {
+                return Err(Step::End(ending));
             }
+            checked
         };
         let request = match asked {
             Ok(request) => request,
@@ -534,6 +553,21 @@ impl Turn {
             }
         }
         Step::End(Ending::new(TurnEnd::Finished, last))
+    }
+
+    /// Where the turn's input begins: the user's message and the client
+    /// results before it, which a window keeps with the turn's own
+    /// messages ([`LlmRequest::keep_from`](looopy_core::LlmRequest::keep_from)).
+    fn input_start(&self) -> usize {
+        let before = self.turn_start.min(self.history.len());
+        let input = self
+            .history
+            .iter()
+            .take(before)
+            .rev()
+            .take_while(|m| matches!(m.role, Role::User | Role::Tool))
+            .count();
+        before - input
     }
 
     fn last_assistant(&self) -> Option<&Message> {

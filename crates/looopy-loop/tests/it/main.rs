@@ -1,8 +1,14 @@
 //! The integration tests of `looopy-loop`, linked as one binary: each
 //! module is a file of `tests/` (one link instead of one per file).
 
+#[path = "../batching.rs"]
+mod batching;
 #[path = "../cache.rs"]
 mod cache;
+#[path = "../context.rs"]
+mod context;
+#[path = "../deps.rs"]
+mod deps;
 #[path = "../fallback.rs"]
 mod fallback;
 #[path = "../hooks.rs"]
