@@ -90,6 +90,19 @@ pub enum ToolProgress {
         /// The called agent's event, in Looopy's event form.
         update: Box<AgentEvent>,
     },
+    /// A running tool said how far it got.
+    ToolReport {
+        /// The call.
+        call_id: String,
+        /// The tool.
+        name: String,
+        /// How far it got, in the tool's own units.
+        progress: f64,
+        /// The progress at which it is done, when the tool knows.
+        total: Option<f64>,
+        /// What it is doing, for people.
+        message: Option<String>,
+    },
     /// Token usage after a model call.
     Usage {
         /// This call.
@@ -112,6 +125,7 @@ impl ToolProgress {
             ToolProgress::ToolStart { .. } => "tool-start",
             ToolProgress::ToolComplete { .. } => "tool-complete",
             ToolProgress::SubAgent { .. } => "sub-agent",
+            ToolProgress::ToolReport { .. } => "tool-report",
             ToolProgress::Usage { .. } => "usage",
             ToolProgress::Unknown => "unknown",
         }
@@ -180,6 +194,13 @@ mod tests {
                         metadata: Default::default(),
                     },
                 )),
+            },
+            ToolProgress::ToolReport {
+                call_id: "c3".into(),
+                name: "crawl".into(),
+                progress: 2.0,
+                total: Some(5.0),
+                message: Some("page 2 of 5".into()),
             },
             ToolProgress::Usage {
                 call: Usage::default(),

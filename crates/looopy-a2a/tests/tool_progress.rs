@@ -310,14 +310,31 @@ async fn resubscription_replays_progress_to_opted_in_clients_only() {
             stream_all(&url, Some("1.0"), &h, "SubscribeToTask", json!({"id": id})).await
         }
     };
-    let opted = tokio::spawn(subscribe(true, Some(after.clone())));
-    let plain = tokio::spawn(subscribe(false, Some(after.clone())));
-    let from_start = tokio::spawn(subscribe(true, None));
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Each subscription is being served (its response has begun) before
+    // the turn goes on past the gate.
+    let open = |ext: bool, last: Option<String>| {
+        let url = server.url.clone();
+        let id = task_id.clone();
+        async move {
+            let mut headers: Vec<(&str, String)> = Vec::new();
+            if ext {
+                headers.push(("A2A-Extensions", EXT.to_owned()));
+            }
+            if let Some(l) = last {
+                headers.push(("Last-Event-ID", l));
+            }
+            let h: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            stream_request(&url, Some("1.0"), &h, "SubscribeToTask", json!({"id": id})).await
+        }
+    };
+    let opted = open(true, Some(after.clone())).await;
+    let plain = open(false, Some(after.clone())).await;
+    let from_start = open(true, None).await;
     gate.add_permits(1);
-    let (h, opted) = opted.await.unwrap();
-    let (_, plain) = plain.await.unwrap();
-    let (_, from_start) = from_start.await.unwrap();
+    let h = opted.headers().clone();
+    let opted = SseReader::new(opted).rest().await;
+    let plain = SseReader::new(plain).rest().await;
+    let from_start = SseReader::new(from_start).rest().await;
     assert_eq!(h["a2a-extensions"], EXT);
     assert_eq!(
         kinds(&progress_v1(&opted)),

@@ -4,7 +4,7 @@
 #![cfg(feature = "otel")]
 #![allow(clippy::unwrap_used)]
 
-use crate::support;
+mod support;
 
 use looopy_a2a::TOOL_PROGRESS_EXTENSION;
 use looopy_testkit::SpanCapture;

@@ -402,6 +402,23 @@ pub enum EventPayload {
         /// The remote agent's event, as it sent it.
         event: Box<AgentEvent>,
     },
+    /// A running tool said how far it got: an MCP server's
+    /// `notifications/progress` for the call, for one.
+    #[serde(rename = "internal:tool-report", rename_all = "camelCase")]
+    ToolReport {
+        /// The tool call.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// How far it got, in the tool's own units (it only grows).
+        progress: f64,
+        /// The progress at which it is done, when the tool knows.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
+        /// What it is doing, for people.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
     /// A model call or a tool call was answered from a response cache
     /// (`LlmCacheLayer`, `ToolCacheLayer`) instead of running.
     #[serde(rename = "internal:cache-hit", rename_all = "camelCase")]
@@ -443,6 +460,7 @@ impl EventPayload {
             EventPayload::Checkpoint { .. } => "internal:checkpoint",
             EventPayload::Usage { .. } => "internal:usage",
             EventPayload::SubAgent { .. } => "internal:sub-agent",
+            EventPayload::ToolReport { .. } => "internal:tool-report",
             EventPayload::CacheHit { .. } => "internal:cache-hit",
             EventPayload::HistorySize { .. } => "internal:history-size",
             EventPayload::ExecutionStart { .. } => "internal:execution-start",

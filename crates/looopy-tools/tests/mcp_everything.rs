@@ -6,8 +6,9 @@
 use crate::support;
 
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
-use looopy_core::{Part, ToolCall, ToolProvider};
+use looopy_core::{EventPayload, EventSink, Part, ToolCall, ToolProvider};
 use looopy_tools::{McpToolProvider, StdioServer};
 use serde_json::{Value, json};
 use support::{call, cx};
@@ -140,5 +141,69 @@ async fn server_everything_is_respawned_after_a_crash() {
         support::wait_gone(first).await,
         "the dead child was not reaped"
     );
+    mcp.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_servers_progress_becomes_tool_report_events_of_the_turn() {
+    let Some(bin) = support::server_everything() else {
+        return;
+    };
+    let mcp = provider(&bin);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = {
+        let seen = seen.clone();
+        EventSink::new(move |payload| seen.lock().unwrap().push(payload))
+    };
+    let cx = cx().with_events(sink);
+    let call = ToolCall::new(
+        "lr1",
+        "trigger-long-running-operation",
+        r#"{"duration": 1.5, "steps": 3}"#,
+    );
+    let r = mcp.execute(&call, &cx).await;
+    assert!(!r.is_error, "{}", r.text_content());
+    let reports: Vec<(f64, Option<f64>)> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|p| match p {
+            EventPayload::ToolReport {
+                call_id,
+                tool,
+                progress,
+                total,
+                ..
+            } => {
+                assert_eq!(call_id, "lr1");
+                assert_eq!(tool, "trigger-long-running-operation");
+                Some((*progress, *total))
+            }
+            _ => None,
+        })
+        .collect();
+    // Steps a third of the operation apart: the first two arrive well
+    // before the result (the last may come after the call ended, when
+    // nobody listens for it any more).
+    assert!(reports.len() >= 2, "{reports:?}");
+    assert!(reports.windows(2).all(|w| w[0].0 < w[1].0), "{reports:?}");
+    assert!(
+        reports.iter().all(|(_, total)| *total == Some(3.0)),
+        "{reports:?}"
+    );
+    assert_eq!(reports[0].0, 1.0);
+
+    // Without an event sink the call asks for no progress, and still works.
+    let r = mcp
+        .execute(
+            &ToolCall::new(
+                "lr2",
+                "trigger-long-running-operation",
+                r#"{"duration": 0.2, "steps": 2}"#,
+            ),
+            &support::cx(),
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text_content());
     mcp.shutdown().await.unwrap();
 }

@@ -143,6 +143,19 @@ pub(crate) fn from_internal(event: &AgentEvent) -> Option<AgentEvent> {
             call_id: call_id.clone(),
             update: event.clone(),
         },
+        EventPayload::ToolReport {
+            call_id,
+            tool,
+            progress,
+            total,
+            message,
+        } => ToolProgress::ToolReport {
+            call_id: call_id.clone(),
+            name: tool.clone(),
+            progress: *progress,
+            total: *total,
+            message: message.clone(),
+        },
         EventPayload::Usage { call, total } => ToolProgress::Usage {
             call: *call,
             total: *total,

@@ -10,18 +10,22 @@ mod transport;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use looopy_core::{
-    Part, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext,
+    EventSink, Part, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext,
 };
 use rmcp::RoleClient;
 use rmcp::ServiceError;
-use rmcp::model::{CallToolRequestParams, CallToolResponse, RequestParamsMeta};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CancelledNotificationParam,
+    ClientRequest, RequestId, RequestParamsMeta, ServerResult,
+};
 use rmcp::service::Peer;
+use rmcp::service::PeerRequestOptions;
 use serde_json::Value;
 use tokio::sync::Mutex;
 
@@ -32,7 +36,7 @@ pub use catalog::{
 pub use transport::{HttpServer, McpTransport, StdioServer};
 
 use crate::error::ToolsError;
-use transport::Session;
+use transport::{Notices, ProgressRoute, Session};
 
 /// How long connecting (spawn or HTTP, then the MCP handshake) may take by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -100,8 +104,8 @@ struct Shared {
     /// turn asks for the tools, and a session's tools are listed once...
     listed: RwLock<Option<(u64, Vec<ToolDefinition>)>>,
     /// ...unless the server said they changed since
-    /// (`notifications/tools/list_changed`).
-    tools_changed: Arc<AtomicBool>,
+    /// (`notifications/tools/list_changed`); and where progress goes.
+    notices: Arc<Notices>,
 }
 
 /// What a listed tool name runs.
@@ -171,7 +175,7 @@ impl McpToolProvider {
                 state: Mutex::new(State::default()),
                 names: RwLock::new(HashMap::new()),
                 listed: RwLock::new(None),
-                tools_changed: Arc::default(),
+                notices: Arc::default(),
             }),
         }
     }
@@ -296,7 +300,7 @@ impl McpToolProvider {
             transport::open(
                 &self.shared.transport,
                 &self.shared.name,
-                &self.shared.tools_changed,
+                &self.shared.notices,
             ),
         )
         .await
@@ -336,7 +340,11 @@ impl McpToolProvider {
             })?;
         // Cleared before listing, so that a change announced while the
         // listing runs is seen by the next one.
-        let changed = self.shared.tools_changed.swap(false, Ordering::SeqCst);
+        let changed = self
+            .shared
+            .notices
+            .tools_changed
+            .swap(false, Ordering::SeqCst);
         if !changed
             && let Ok(listed) = self.shared.listed.read()
             && let Some((listed_in, definitions)) = listed.as_ref()
@@ -413,11 +421,46 @@ impl McpToolProvider {
         Ok(definitions)
     }
 
+    /// `tools/call` as rmcp's `call_tool_once` sends it (with a
+    /// `notifications/cancelled` when dropped before the answer), the
+    /// server's progress for it going to `events` as `tool-report`s.
+    async fn call_tool(
+        &self,
+        peer: &Peer<RoleClient>,
+        params: CallToolRequestParams,
+        call: &ToolCall,
+        events: Option<&EventSink>,
+    ) -> Result<CallToolResponse, ServiceError> {
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await?;
+        let _progress = events.map(|sink| {
+            let token = transport::progress_key(&handle.progress_token);
+            ProgressGuard::register(&self.shared.notices, token, sink.clone(), call)
+        });
+        let mut abandoned = Abandoned {
+            peer: Some(peer.clone()),
+            id: handle.id.clone(),
+        };
+        let answer = handle.await_response().await;
+        abandoned.peer = None;
+        match answer? {
+            ServerResult::CallToolResult(result) => Ok(CallToolResponse::Complete(result)),
+            ServerResult::InputRequiredResult(result) => {
+                Ok(CallToolResponse::InputRequired(result))
+            }
+            ServerResult::CreateTaskResult(result) => Ok(CallToolResponse::Task(result)),
+            _ => Err(ServiceError::UnexpectedResponse),
+        }
+    }
+
     fn target_of(&self, exposed: &str) -> Option<Target> {
         self.shared.names.read().ok()?.get(exposed).cloned()
     }
 
-    async fn call(&self, call: &ToolCall, idempotency_key: &str) -> ToolResult {
+    async fn call(&self, call: &ToolCall, cx: &TurnContext) -> ToolResult {
+        let idempotency_key = cx.idempotency_key().unwrap_or(&call.id);
         let target = match self.target_of(&call.name) {
             Some(target) => target,
             None => {
@@ -462,7 +505,10 @@ impl McpToolProvider {
         );
         #[cfg(feature = "otel")]
         trace::inject_current_context(&mut params);
-        match peer.call_tool_once(params).await {
+        match self
+            .call_tool(&peer, params, call, cx.events.as_ref())
+            .await
+        {
             Ok(CallToolResponse::Complete(result)) => {
                 content::to_tool_result(call.id.clone(), result)
             }
@@ -644,7 +690,7 @@ impl ToolProvider for McpToolProvider {
             () = cx.cancel.cancelled() => {
                 ToolResult::from_error(call.id.clone(), &ToolError::Cancelled)
             }
-            result = self.call(call, cx.idempotency_key().unwrap_or(&call.id)) => result,
+            result = self.call(call, cx) => result,
         }
     }
 
@@ -654,6 +700,65 @@ impl ToolProvider for McpToolProvider {
         self.close(false).await.map_err(|e| ToolError::Unavailable {
             message: e.to_string(),
         })
+    }
+}
+
+/// Tells the server that a call dropped before its answer is abandoned.
+struct Abandoned {
+    /// `None` once the answer came.
+    peer: Option<Peer<RoleClient>>,
+    id: RequestId,
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        let (Some(peer), Ok(runtime)) = (self.peer.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let id = self.id.clone();
+        runtime.spawn(async move {
+            let reason = Some("the call was cancelled".to_owned());
+            let _ = peer
+                .notify_cancelled(CancelledNotificationParam::new(Some(id), reason))
+                .await;
+        });
+    }
+}
+
+/// A call's route for its progress notifications, removed when the call
+/// ends (or is dropped, cancelled).
+struct ProgressGuard {
+    notices: Arc<Notices>,
+    token: String,
+}
+
+impl ProgressGuard {
+    fn register(notices: &Arc<Notices>, token: String, sink: EventSink, call: &ToolCall) -> Self {
+        let route = ProgressRoute {
+            sink,
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+        };
+        notices
+            .progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(token.clone(), route);
+        ProgressGuard {
+            notices: notices.clone(),
+            token,
+        }
+    }
+}
+
+impl Drop for ProgressGuard {
+    fn drop(&mut self) {
+        self.notices
+            .progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&self.token);
     }
 }
 

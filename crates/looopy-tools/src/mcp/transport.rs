@@ -11,7 +11,9 @@ use tracing::Instrument;
 
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::ClientHandler;
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, Implementation, NumberOrString, ProgressNotificationParam,
+};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -177,9 +179,34 @@ pub(crate) type Session = RunningService<RoleClient, Client>;
 /// The client side of a session: says who we are, and marks the tool
 /// listing stale when the server announces that its tools changed
 /// (`notifications/tools/list_changed`).
+/// What servers tell the client between and during calls, shared by a
+/// provider and the handlers of its sessions.
+#[derive(Default)]
+pub(crate) struct Notices {
+    /// Set by `notifications/tools/list_changed`.
+    pub(crate) tools_changed: AtomicBool,
+    /// Progress token → the running call that asked for progress.
+    pub(crate) progress: std::sync::Mutex<HashMap<String, ProgressRoute>>,
+}
+
+/// Where a call's progress notifications go: the turn's events.
+pub(crate) struct ProgressRoute {
+    pub(crate) sink: looopy_core::EventSink,
+    pub(crate) call_id: String,
+    pub(crate) tool: String,
+}
+
+/// A progress token as a key of [`Notices::progress`].
+pub(crate) fn progress_key(token: &rmcp::model::ProgressToken) -> String {
+    match &token.0 {
+        NumberOrString::String(s) => s.to_string(),
+        NumberOrString::Number(n) => n.to_string(),
+    }
+}
+
 pub(crate) struct Client {
     config: ClientConfig,
-    tools_changed: Arc<AtomicBool>,
+    notices: Arc<Notices>,
 }
 
 impl ClientHandler for Client {
@@ -188,17 +215,46 @@ impl ClientHandler for Client {
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.tools_changed.store(true, Ordering::SeqCst);
+        self.notices.tools_changed.store(true, Ordering::SeqCst);
+    }
+
+    /// A call's progress becomes a `tool-report` event of its turn; a
+    /// token of no running call (one that ended) is dropped.
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let token = progress_key(&params.progress_token);
+        let routed = {
+            let routes = self
+                .notices
+                .progress
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            routes
+                .get(&token)
+                .map(|r| (r.sink.clone(), r.call_id.clone(), r.tool.clone()))
+        };
+        if let Some((sink, call_id, tool)) = routed {
+            sink.emit(looopy_core::EventPayload::ToolReport {
+                call_id,
+                tool,
+                progress: params.progress,
+                total: params.total,
+                message: params.message,
+            });
+        }
     }
 }
 
-fn client(tools_changed: &Arc<AtomicBool>) -> Client {
+fn client(notices: &Arc<Notices>) -> Client {
     Client {
         config: ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new("looopy", env!("CARGO_PKG_VERSION")),
         ),
-        tools_changed: tools_changed.clone(),
+        notices: notices.clone(),
     }
 }
 
@@ -216,12 +272,12 @@ fn client(tools_changed: &Arc<AtomicBool>) -> Client {
 pub(crate) async fn open(
     transport: &McpTransport,
     server_name: &str,
-    tools_changed: &Arc<AtomicBool>,
+    notices: &Arc<Notices>,
 ) -> Result<(Session, Option<u32>), String> {
     let opening = async {
         match transport {
-            McpTransport::Stdio(server) => open_stdio(server, server_name, tools_changed).await,
-            McpTransport::Http(server) => open_http(server, tools_changed).await.map(|s| (s, None)),
+            McpTransport::Stdio(server) => open_stdio(server, server_name, notices).await,
+            McpTransport::Http(server) => open_http(server, notices).await.map(|s| (s, None)),
         }
     };
     // `Span::none()` would not do: entering it leaves the turn's span current.
@@ -232,7 +288,7 @@ pub(crate) async fn open(
 async fn open_stdio(
     server: &StdioServer,
     server_name: &str,
-    tools_changed: &Arc<AtomicBool>,
+    notices: &Arc<Notices>,
 ) -> Result<(Session, Option<u32>), String> {
     let mut command = tokio::process::Command::new(&server.command);
     command
@@ -258,17 +314,14 @@ async fn open_stdio(
             }
         });
     }
-    let session = client(tools_changed)
+    let session = client(notices)
         .serve(child)
         .await
         .map_err(|e| format!("handshake failed: {e}"))?;
     Ok((session, pid))
 }
 
-async fn open_http(
-    server: &HttpServer,
-    tools_changed: &Arc<AtomicBool>,
-) -> Result<Session, String> {
+async fn open_http(server: &HttpServer, notices: &Arc<Notices>) -> Result<Session, String> {
     let mut headers = HashMap::new();
     for (name, value) in &server.headers {
         let name = HeaderName::from_bytes(name.as_bytes())
@@ -288,7 +341,7 @@ async fn open_http(
         StreamableHttpClientTransport::with_client(super::trace::TracingHttpClient::new()?, config);
     #[cfg(not(feature = "otel"))]
     let transport = StreamableHttpClientTransport::from_config(config);
-    client(tools_changed)
+    client(notices)
         .serve(transport)
         .await
         .map_err(|e| format!("handshake failed: {e}"))
