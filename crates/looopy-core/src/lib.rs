@@ -29,7 +29,7 @@ pub use event::{AgentEvent, EventPayload, HistoryLimit, ToolOutcome};
 pub use event_sink::EventSink;
 pub use history::History;
 pub use llm::{
-    FinishReason, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream,
+    ChatSpan, FinishReason, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream,
     ResponseAssembler, ResponseFormat, ToolChoice, Usage,
 };
 pub use message::{FileContent, Message, Part, Reasoning, Role};

@@ -96,6 +96,14 @@ pub struct AnthropicConfig {
     /// Prompt caching: `cache_control` breakpoints on the system prompt,
     /// the last tool and the newest message (default on).
     pub prompt_cache: bool,
+    /// Whether a request's [`ResponseFormat`](looopy_core::ResponseFormat)
+    /// is sent as the API's structured output, `output_config.format`
+    /// (`json_schema`), which constrains the answer to the schema (default
+    /// on). Models older than the Claude 4.5 family refuse the parameter:
+    /// with this off, the format's
+    /// [`instruction`](looopy_core::ResponseFormat::instruction) is added to
+    /// the system prompt instead, and the caller validates the answer.
+    pub native_structured_output: bool,
     /// Default sampling temperature.
     pub temperature: Option<f32>,
     /// Default tool choice (only sent when tools are offered).
@@ -128,6 +136,7 @@ impl fmt::Debug for AnthropicConfig {
             .field("max_tokens", &self.max_tokens)
             .field("thinking_budget_tokens", &self.thinking_budget_tokens)
             .field("prompt_cache", &self.prompt_cache)
+            .field("native_structured_output", &self.native_structured_output)
             .field("temperature", &self.temperature)
             .field("tool_choice", &self.tool_choice)
             .field("parallel_tool_calls", &self.parallel_tool_calls)
@@ -153,6 +162,7 @@ impl AnthropicConfig {
             max_tokens: DEFAULT_MAX_TOKENS,
             thinking_budget_tokens: None,
             prompt_cache: true,
+            native_structured_output: true,
             temperature: None,
             tool_choice: None,
             parallel_tool_calls: None,
@@ -230,6 +240,13 @@ impl AnthropicConfig {
     /// Turns the prompt cache breakpoints on or off.
     pub fn with_prompt_cache(mut self, on: bool) -> Self {
         self.prompt_cache = on;
+        self
+    }
+
+    /// Sends response formats as `output_config.format` (on, the default)
+    /// or as an instruction in the system prompt (off).
+    pub fn with_native_structured_output(mut self, on: bool) -> Self {
+        self.native_structured_output = on;
         self
     }
 

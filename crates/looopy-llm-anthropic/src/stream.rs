@@ -8,12 +8,12 @@ use std::collections::VecDeque;
 
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::stream::{self, BoxStream, StreamExt};
-use looopy_core::{LlmChunk, LlmError, LlmRequest, LlmStream, TurnContext};
+use looopy_core::{ChatSpan, LlmChunk, LlmError, LlmRequest, LlmStream, TurnContext};
 use reqwest::header;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::client::{AnthropicProvider, CallSpan, after, snippet};
+use crate::client::{AnthropicProvider, after, snippet};
 use crate::decode::{MessageResponse, StreamDecoder, StreamEvent, message_to_response};
 use crate::error::{from_reqwest, from_status};
 
@@ -31,7 +31,7 @@ enum Phase {
 struct State<'a> {
     provider: &'a AnthropicProvider,
     cx: &'a TurnContext,
-    span: CallSpan,
+    span: ChatSpan,
     phase: Phase,
     deadline: Instant,
     decoder: StreamDecoder,
@@ -64,7 +64,7 @@ pub(crate) fn messages_stream<'a>(
         pending: VecDeque::new(),
     });
     stream::unfold(state, |mut state| async move {
-        let span = state.span.span.clone();
+        let span = state.span.span().clone();
         let item = next(&mut state).instrument(span).await;
         item.map(|item| (item, state))
     })

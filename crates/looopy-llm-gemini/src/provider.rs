@@ -10,13 +10,12 @@ use async_trait::async_trait;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::stream::{self, BoxStream, StreamExt};
 use looopy_core::{
-    LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream, ResponseAssembler,
-    TurnContext, Usage, WhenCancelled,
+    ChatSpan, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream,
+    ResponseAssembler, TurnContext, WhenCancelled,
 };
 use reqwest::header::{self, HeaderMap, HeaderValue};
 use tokio::time::{Instant, Sleep};
 use tracing::Instrument;
-use tracing::field::Empty;
 
 use crate::config::GeminiConfig;
 use crate::decode::GeminiDecoder;
@@ -168,34 +167,8 @@ impl GeminiProvider {
         ))
     }
 
-    fn call_span(&self, model: &str) -> CallSpan {
-        let current = tracing::Span::current();
-        let is_chat = current.metadata().is_some_and(|m| {
-            m.name() == "chat" && m.fields().field("gen_ai.operation.name").is_some()
-        });
-        if is_chat {
-            return CallSpan {
-                span: current,
-                owned: false,
-            };
-        }
-        let span = tracing::info_span!(
-            "chat",
-            otel.name = %format_args!("chat {model}"),
-            otel.kind = "client",
-            otel.status_code = Empty,
-            gen_ai.operation.name = "chat",
-            gen_ai.provider.name = PROVIDER_NAME,
-            gen_ai.request.model = %model,
-            gen_ai.response.model = Empty,
-            gen_ai.response.finish_reasons = Empty,
-            gen_ai.usage.input_tokens = Empty,
-            gen_ai.usage.output_tokens = Empty,
-            gen_ai.usage.cache_read.input_tokens = Empty,
-            gen_ai.usage.reasoning.output_tokens = Empty,
-            error.type = Empty,
-        );
-        CallSpan { span, owned: true }
+    fn call_span(&self, model: &str) -> ChatSpan {
+        ChatSpan::for_call(PROVIDER_NAME, model)
     }
 
     fn timeout(&self, what: &str, limit: Duration) -> LlmError {
@@ -245,7 +218,7 @@ impl LlmProvider for GeminiProvider {
         let span = self.call_span(self.model_for(&request));
         let result = self
             .call_inner(request, cx)
-            .instrument(span.span.clone())
+            .instrument(span.span().clone())
             .await;
         match &result {
             Ok(r) => span.success(r.finish_reason.as_str(), r.usage, r.model.as_deref()),
@@ -267,7 +240,7 @@ impl LlmProvider for GeminiProvider {
             deadline: Box::pin(tokio::time::sleep_until(after(limit))),
         });
         stream::unfold(state, |mut state| async move {
-            let span = state.span.span.clone();
+            let span = state.span.span().clone();
             let item = state.next().instrument(span).await;
             item.map(|item| (item, state))
         })
@@ -294,7 +267,7 @@ enum Phase {
 
 struct StreamState<'a> {
     provider: &'a GeminiProvider,
-    span: CallSpan,
+    span: ChatSpan,
     phase: Phase,
     decoder: GeminiDecoder,
     pending: VecDeque<LlmChunk>,
@@ -420,51 +393,6 @@ impl StreamState<'_> {
             }
         }
         Ok(true)
-    }
-}
-
-/// The span of one call, and whether this crate opened it.
-#[derive(Clone, Debug)]
-struct CallSpan {
-    span: tracing::Span,
-    owned: bool,
-}
-
-impl CallSpan {
-    fn success(&self, finish: &str, usage: Option<Usage>, model: Option<&str>) {
-        if !self.owned || self.span.is_disabled() {
-            return;
-        }
-        let span = &self.span;
-        span.record(
-            "gen_ai.response.finish_reasons",
-            format_args!("[\"{finish}\"]").to_string(),
-        );
-        if let Some(u) = usage {
-            let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-            span.record("gen_ai.usage.input_tokens", int(u.input_tokens));
-            span.record("gen_ai.usage.output_tokens", int(u.output_tokens));
-            span.record(
-                "gen_ai.usage.cache_read.input_tokens",
-                int(u.cached_input_tokens),
-            );
-            span.record(
-                "gen_ai.usage.reasoning.output_tokens",
-                int(u.reasoning_tokens),
-            );
-        }
-        if let Some(m) = model {
-            span.record("gen_ai.response.model", m);
-        }
-    }
-
-    fn error(&self, e: &LlmError) {
-        if !self.owned {
-            return;
-        }
-        self.span.record("error.type", e.kind());
-        self.span.record("otel.status_code", "ERROR");
-        tracing::debug!(parent: &self.span, error = %e, "model call failed");
     }
 }
 
