@@ -14,6 +14,7 @@ mod history;
 mod llm;
 mod message;
 pub mod models;
+pub mod provider;
 pub mod store;
 mod task;
 mod tool;

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use looopy_core::provider::{deadline_after, snippet};
 use looopy_core::{
     ChatSpan, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream, TurnContext,
 };
@@ -213,17 +214,6 @@ impl AnthropicProvider {
     }
 }
 
-/// The start of a body, for error messages.
-pub(crate) fn snippet(bytes: &[u8]) -> String {
-    const MAX: usize = 500;
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX)]);
-    if bytes.len() > MAX {
-        format!("{text}…")
-    } else {
-        text.into_owned()
-    }
-}
-
 #[async_trait]
 impl LlmProvider for AnthropicProvider {
     async fn call(&self, request: LlmRequest, cx: &TurnContext) -> Result<LlmResponse, LlmError> {
@@ -249,9 +239,7 @@ impl LlmProvider for AnthropicProvider {
     }
 }
 
-/// `limit` from now; a limit too long to add is about thirty years away.
+/// `limit` from now ([`deadline_after`]), on tokio's clock.
 pub(crate) fn after(limit: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(limit)
-        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30))
+    Instant::from_std(deadline_after(Instant::now().into_std(), limit))
 }

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use looopy_core::provider::env_value;
 use looopy_core::{LlmError, ToolChoice};
 
 /// Environment variable with the API key (sent as `x-api-key`), as the
@@ -22,45 +23,7 @@ pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 /// The smallest thinking budget the API accepts.
 pub const MIN_THINKING_BUDGET: u32 = 1024;
 
-/// An API key. `Debug` and `Display` never show it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    /// Wraps a key.
-    pub fn new(key: impl Into<String>) -> Self {
-        ApiKey(key.into())
-    }
-
-    /// The key itself, for the `x-api-key` header.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ApiKey(<redacted>)")
-    }
-}
-
-impl fmt::Display for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
-
-impl From<String> for ApiKey {
-    fn from(key: String) -> Self {
-        ApiKey(key)
-    }
-}
-
-impl From<&str> for ApiKey {
-    fn from(key: &str) -> Self {
-        ApiKey(key.to_owned())
-    }
-}
+pub use looopy_core::provider::ApiKey;
 
 /// How to reach the Messages API, and what to ask of it.
 ///
@@ -188,7 +151,7 @@ impl AnthropicConfig {
         model: impl Into<String>,
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, LlmError> {
-        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let get = |name: &str| env_value(&lookup, name);
         let key = get(ENV_API_KEY).ok_or_else(|| LlmError::NotConfigured {
             message: format!(
                 "set {ENV_API_KEY} to an Anthropic API key (from console.anthropic.com)"

@@ -8,12 +8,13 @@ use std::collections::VecDeque;
 
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::stream::{self, BoxStream, StreamExt};
+use looopy_core::provider::snippet;
 use looopy_core::{ChatSpan, LlmChunk, LlmError, LlmRequest, LlmStream, TurnContext};
 use reqwest::header;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::client::{AnthropicProvider, after, snippet};
+use crate::client::{AnthropicProvider, after};
 use crate::decode::{MessageResponse, StreamDecoder, StreamEvent, message_to_response};
 use crate::error::{from_reqwest, from_status};
 

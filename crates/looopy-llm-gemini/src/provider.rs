@@ -9,6 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures::stream::{self, BoxStream, StreamExt};
+use looopy_core::provider::{deadline_after, snippet};
 use looopy_core::{
     ChatSpan, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream,
     ResponseAssembler, TurnContext, WhenCancelled,
@@ -403,20 +404,7 @@ fn parse_answer(bytes: &[u8]) -> Result<GenerateResponse, LlmError> {
     })
 }
 
-/// The start of a body, for error messages.
-fn snippet(bytes: &[u8]) -> String {
-    const MAX: usize = 500;
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX)]);
-    if bytes.len() > MAX {
-        format!("{text}…")
-    } else {
-        text.into_owned()
-    }
-}
-
-/// `limit` from now (about thirty years for a limit too long to add).
+/// `limit` from now ([`deadline_after`]), on tokio's clock.
 fn after(limit: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(limit)
-        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30))
+    Instant::from_std(deadline_after(Instant::now().into_std(), limit))
 }

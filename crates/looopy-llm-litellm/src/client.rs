@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use looopy_core::provider::deadline_after;
 use looopy_core::{
     ChatSpan, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream, TurnContext,
 };
@@ -255,17 +256,6 @@ pub(crate) fn http_client(config: &LiteLlmConfig) -> Result<reqwest::Client, Llm
         })
 }
 
-/// The start of a body, for error messages.
-pub(crate) fn snippet(bytes: &[u8]) -> String {
-    const MAX: usize = 500;
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX)]);
-    if bytes.len() > MAX {
-        format!("{text}…")
-    } else {
-        text.into_owned()
-    }
-}
-
 #[async_trait]
 impl LlmProvider for LiteLlmProvider {
     async fn call(&self, request: LlmRequest, cx: &TurnContext) -> Result<LlmResponse, LlmError> {
@@ -292,10 +282,7 @@ impl LlmProvider for LiteLlmProvider {
     }
 }
 
-/// `limit` from now; a limit too long to add is about thirty years away
-/// (as `tokio::time::timeout` takes it).
+/// `limit` from now ([`deadline_after`]), on tokio's clock.
 pub(crate) fn after(limit: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(limit)
-        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30))
+    Instant::from_std(deadline_after(Instant::now().into_std(), limit))
 }

@@ -11,6 +11,7 @@ use std::pin::Pin;
 
 use bytes::Bytes;
 use futures::stream::{self, BoxStream, StreamExt};
+use looopy_core::provider::snippet;
 use looopy_core::{
     ChatSpan, FinishReason, LlmChunk, LlmError, LlmRequest, LlmResponse, LlmStream, TurnContext,
     Usage, WhenCancelled,
@@ -19,7 +20,7 @@ use reqwest::header;
 use tokio::time::Sleep;
 use tracing::Instrument;
 
-use crate::client::{LiteLlmProvider, after, snippet};
+use crate::client::{LiteLlmProvider, after};
 use crate::decode::{ChunkDecoder, completion_to_response};
 use crate::error::{from_reqwest, from_status};
 use crate::sse::SseParser;
