@@ -1,17 +1,22 @@
 //! What every HTTP model provider shares, written without an HTTP crate:
 //! the API key that is never printed, the quoting of a server's message,
 //! the `Retry-After` value, the error of a failed transport, the start of
-//! a body for error messages, and the deadline of a call.
+//! a body for error messages, the deadline of a call, and the parser of
+//! their server-sent event streams ([`SseParser`]).
 //!
 //! The provider crates (`looopy-llm-litellm`, `looopy-llm-anthropic`,
 //! `looopy-llm-gemini`) each speak their vendor's API through `reqwest`;
 //! what they do alike lives here, once, so that they depend on
 //! `looopy-core` only and never on each other.
 
+mod sse;
+
 use std::fmt;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::llm::LlmError;
+
+pub use sse::SseParser;
 
 /// An API key. `Debug` and `Display` never show it.
 #[derive(Clone, PartialEq, Eq)]

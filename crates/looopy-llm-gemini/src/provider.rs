@@ -7,9 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use eventsource_stream::{EventStreamError, Eventsource};
 use futures::stream::{self, BoxStream, StreamExt};
-use looopy_core::provider::{deadline_after, snippet};
+use looopy_core::provider::{SseParser, deadline_after, snippet};
 use looopy_core::{
     ChatSpan, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream,
     ResponseAssembler, TurnContext, WhenCancelled,
@@ -236,6 +235,7 @@ impl LlmProvider for GeminiProvider {
             span,
             phase: Phase::Start(Box::new(request)),
             decoder: GeminiDecoder::default(),
+            sse: SseParser::default(),
             pending: VecDeque::new(),
             cancelled: WhenCancelled::new(&cx.cancel),
             deadline: Box::pin(tokio::time::sleep_until(after(limit))),
@@ -257,8 +257,8 @@ impl LlmProvider for GeminiProvider {
     }
 }
 
-type Events =
-    BoxStream<'static, Result<eventsource_stream::Event, EventStreamError<reqwest::Error>>>;
+/// The response body, as it arrives.
+type Events = BoxStream<'static, reqwest::Result<bytes::Bytes>>;
 
 enum Phase {
     Start(Box<LlmRequest>),
@@ -271,6 +271,7 @@ struct StreamState<'a> {
     span: ChatSpan,
     phase: Phase,
     decoder: GeminiDecoder,
+    sse: SseParser,
     pending: VecDeque<LlmChunk>,
     cancelled: WhenCancelled,
     deadline: Pin<Box<Sleep>>,
@@ -340,7 +341,7 @@ impl StreamState<'_> {
                 .success(d.finish_reason().as_str(), d.usage(), d.model());
             return Ok(());
         }
-        self.phase = Phase::Reading(response.bytes_stream().eventsource().boxed());
+        self.phase = Phase::Reading(response.bytes_stream().boxed());
         Ok(())
     }
 
@@ -350,6 +351,23 @@ impl StreamState<'_> {
         let idle = provider.config.stream_idle_timeout;
         let limit = provider.config.request_timeout;
         while self.pending.is_empty() {
+            if let Some(data) = self.sse.next_event() {
+                let data = data.trim_ascii();
+                if data.is_empty() {
+                    continue;
+                }
+                // Checked once here: parsing bytes would check every string
+                // of the event on its own.
+                let text = std::str::from_utf8(data).map_err(|e| LlmError::MalformedResponse {
+                    message: format!("invalid event (not UTF-8: {e}): {}", snippet(data)),
+                })?;
+                let answer: GenerateResponse =
+                    serde_json::from_str(text).map_err(|e| LlmError::MalformedResponse {
+                        message: format!("invalid event JSON ({e}): {}", snippet(data)),
+                    })?;
+                self.decoder.decode(answer, &mut self.pending)?;
+                continue;
+            }
             let next = tokio::select! {
                 biased;
                 () = &mut self.cancelled => return Err(LlmError::Cancelled),
@@ -369,28 +387,10 @@ impl StreamState<'_> {
                         message: "the stream ended before a finishReason".into(),
                     });
                 }
-                Some(Err(EventStreamError::Transport(e))) => {
+                Some(Err(e)) => {
                     return Err(from_reqwest(&e, "the stream was cut"));
                 }
-                Some(Err(e)) => {
-                    return Err(LlmError::MalformedResponse {
-                        message: format!("invalid event stream: {e}"),
-                    });
-                }
-                Some(Ok(event)) => {
-                    let data = event.data.trim();
-                    if data.is_empty() {
-                        continue;
-                    }
-                    let answer: GenerateResponse =
-                        serde_json::from_str(data).map_err(|e| LlmError::MalformedResponse {
-                            message: format!(
-                                "invalid event JSON ({e}): {}",
-                                snippet(data.as_bytes())
-                            ),
-                        })?;
-                    self.decoder.decode(answer, &mut self.pending)?;
-                }
+                Some(Ok(bytes)) => self.sse.feed(&bytes),
             }
         }
         Ok(true)

@@ -11,7 +11,7 @@ use std::pin::Pin;
 
 use bytes::Bytes;
 use futures::stream::{self, BoxStream, StreamExt};
-use looopy_core::provider::snippet;
+use looopy_core::provider::{SseParser, snippet};
 use looopy_core::{
     ChatSpan, FinishReason, LlmChunk, LlmError, LlmRequest, LlmResponse, LlmStream, TurnContext,
     Usage, WhenCancelled,
@@ -23,7 +23,6 @@ use tracing::Instrument;
 use crate::client::{LiteLlmProvider, after};
 use crate::decode::{ChunkDecoder, completion_to_response};
 use crate::error::{from_reqwest, from_status};
-use crate::sse::SseParser;
 use crate::wire::{ChatChunk, ChatCompletion};
 
 type Body = BoxStream<'static, Result<Bytes, reqwest::Error>>;
