@@ -16,6 +16,7 @@ mod history;
 mod llm;
 mod message;
 pub mod models;
+pub mod provider;
 pub mod store;
 mod task;
 pub mod tokens;
@@ -33,7 +34,7 @@ pub use event::{AgentEvent, EventPayload, HistoryLimit, ToolOutcome};
 pub use event_sink::EventSink;
 pub use history::History;
 pub use llm::{
-    FinishReason, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream,
+    ChatSpan, FinishReason, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream,
     ResponseAssembler, ResponseFormat, ToolChoice, Usage,
 };
 pub use message::{FileContent, Message, Part, Reasoning, Role};

@@ -1,6 +1,8 @@
 //! Talking to a model: [`LlmRequest`], [`LlmResponse`], the streamed
 //! [`LlmChunk`], the [`LlmProvider`] trait and [`LlmError`].
 
+mod chat_span;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,6 +15,8 @@ use crate::context::TurnContext;
 use crate::history::History;
 use crate::message::{Message, Part, Reasoning, Role};
 use crate::tool::{ToolCall, ToolDefinition};
+
+pub use chat_span::ChatSpan;
 
 /// Which tools the model may call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,11 +4,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use looopy_core::{LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream, TurnContext, Usage};
+use looopy_core::provider::{deadline_after, snippet};
+use looopy_core::{
+    ChatSpan, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream, TurnContext,
+};
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use tokio::time::Instant;
 use tracing::Instrument;
-use tracing::field::Empty;
 
 use crate::config::AnthropicConfig;
 use crate::decode::{MessageResponse, message_to_response};
@@ -124,6 +126,7 @@ impl AnthropicProvider {
                     .unwrap_or(c.max_tokens),
                 thinking_budget_tokens: c.thinking_budget_tokens,
                 prompt_cache: c.prompt_cache,
+                native_structured_output: c.native_structured_output,
                 temperature: request.temperature.or(c.temperature),
                 tool_choice: request.tool_choice.as_ref().or(c.tool_choice.as_ref()),
                 parallel_tool_calls: request.parallel_tool_calls.or(c.parallel_tool_calls),
@@ -159,37 +162,9 @@ impl AnthropicProvider {
             .map_err(|e| from_reqwest(&e, "sending the request"))
     }
 
-    /// The span a call runs in: a new `chat {model}` span, unless the
-    /// caller already opened one (the agent loop does), which is then used
-    /// as it is and left for its owner to fill in.
-    pub(crate) fn call_span(&self, model: &str) -> CallSpan {
-        let current = tracing::Span::current();
-        let is_chat = current.metadata().is_some_and(|m| {
-            m.name() == "chat" && m.fields().field("gen_ai.operation.name").is_some()
-        });
-        if is_chat {
-            return CallSpan {
-                span: current,
-                owned: false,
-            };
-        }
-        let span = tracing::info_span!(
-            "chat",
-            otel.name = %format_args!("chat {model}"),
-            otel.kind = "client",
-            otel.status_code = Empty,
-            gen_ai.operation.name = "chat",
-            gen_ai.provider.name = %self.config.provider_name,
-            gen_ai.request.model = %model,
-            gen_ai.response.model = Empty,
-            gen_ai.response.finish_reasons = Empty,
-            gen_ai.usage.input_tokens = Empty,
-            gen_ai.usage.output_tokens = Empty,
-            gen_ai.usage.cache_read.input_tokens = Empty,
-            gen_ai.usage.cache_creation.input_tokens = Empty,
-            error.type = Empty,
-        );
-        CallSpan { span, owned: true }
+    /// The span a call runs in ([`ChatSpan::for_call`]).
+    pub(crate) fn call_span(&self, model: &str) -> ChatSpan {
+        ChatSpan::for_call(&self.config.provider_name, model)
     }
 
     pub(crate) fn deadline(&self) -> Instant {
@@ -239,81 +214,13 @@ impl AnthropicProvider {
     }
 }
 
-/// The start of a body, for error messages.
-pub(crate) fn snippet(bytes: &[u8]) -> String {
-    const MAX: usize = 500;
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX)]);
-    if bytes.len() > MAX {
-        format!("{text}…")
-    } else {
-        text.into_owned()
-    }
-}
-
-/// The span of one call, and whether this crate opened it (and so records
-/// the outcome on it).
-#[derive(Clone, Debug)]
-pub(crate) struct CallSpan {
-    pub(crate) span: tracing::Span,
-    owned: bool,
-}
-
-impl CallSpan {
-    /// Records the outcome of a call.
-    pub(crate) fn outcome(&self, result: &Result<LlmResponse, LlmError>) {
-        match result {
-            Ok(r) => self.success(r.finish_reason.as_str(), r.usage, r.model.as_deref()),
-            Err(e) => self.error(e),
-        }
-    }
-
-    /// Records a finished answer.
-    pub(crate) fn success(&self, finish: &str, usage: Option<Usage>, model: Option<&str>) {
-        if !self.owned || self.span.is_disabled() {
-            return;
-        }
-        let span = &self.span;
-        span.record(
-            "gen_ai.response.finish_reasons",
-            format_args!("[\"{finish}\"]").to_string(),
-        );
-        if let Some(u) = usage {
-            // As i64: OpenTelemetry has no unsigned integers.
-            let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-            span.record("gen_ai.usage.input_tokens", int(u.input_tokens));
-            span.record("gen_ai.usage.output_tokens", int(u.output_tokens));
-            span.record(
-                "gen_ai.usage.cache_read.input_tokens",
-                int(u.cached_input_tokens),
-            );
-            span.record(
-                "gen_ai.usage.cache_creation.input_tokens",
-                int(u.cache_creation_input_tokens),
-            );
-        }
-        if let Some(m) = model {
-            span.record("gen_ai.response.model", m);
-        }
-    }
-
-    /// Records a failure.
-    pub(crate) fn error(&self, e: &LlmError) {
-        if !self.owned {
-            return;
-        }
-        self.span.record("error.type", e.kind());
-        self.span.record("otel.status_code", "ERROR");
-        tracing::debug!(parent: &self.span, error = %e, "model call failed");
-    }
-}
-
 #[async_trait]
 impl LlmProvider for AnthropicProvider {
     async fn call(&self, request: LlmRequest, cx: &TurnContext) -> Result<LlmResponse, LlmError> {
         let span = self.call_span(self.model_for(&request));
         let result = self
             .call_inner(request, cx)
-            .instrument(span.span.clone())
+            .instrument(span.span().clone())
             .await;
         span.outcome(&result);
         result
@@ -332,9 +239,7 @@ impl LlmProvider for AnthropicProvider {
     }
 }
 
-/// `limit` from now; a limit too long to add is about thirty years away.
+/// `limit` from now ([`deadline_after`]), on tokio's clock.
 pub(crate) fn after(limit: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(limit)
-        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30))
+    Instant::from_std(deadline_after(Instant::now().into_std(), limit))
 }

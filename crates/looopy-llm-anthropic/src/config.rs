@@ -4,6 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use looopy_core::provider::env_value;
 use looopy_core::{LlmError, ToolChoice};
 
 /// Environment variable with the API key (sent as `x-api-key`), as the
@@ -22,45 +23,7 @@ pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 /// The smallest thinking budget the API accepts.
 pub const MIN_THINKING_BUDGET: u32 = 1024;
 
-/// An API key. `Debug` and `Display` never show it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    /// Wraps a key.
-    pub fn new(key: impl Into<String>) -> Self {
-        ApiKey(key.into())
-    }
-
-    /// The key itself, for the `x-api-key` header.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ApiKey(<redacted>)")
-    }
-}
-
-impl fmt::Display for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
-
-impl From<String> for ApiKey {
-    fn from(key: String) -> Self {
-        ApiKey(key)
-    }
-}
-
-impl From<&str> for ApiKey {
-    fn from(key: &str) -> Self {
-        ApiKey(key.to_owned())
-    }
-}
+pub use looopy_core::provider::ApiKey;
 
 /// How to reach the Messages API, and what to ask of it.
 ///
@@ -96,6 +59,14 @@ pub struct AnthropicConfig {
     /// Prompt caching: `cache_control` breakpoints on the system prompt,
     /// the last tool and the newest message (default on).
     pub prompt_cache: bool,
+    /// Whether a request's [`ResponseFormat`](looopy_core::ResponseFormat)
+    /// is sent as the API's structured output, `output_config.format`
+    /// (`json_schema`), which constrains the answer to the schema (default
+    /// on). Models older than the Claude 4.5 family refuse the parameter:
+    /// with this off, the format's
+    /// [`instruction`](looopy_core::ResponseFormat::instruction) is added to
+    /// the system prompt instead, and the caller validates the answer.
+    pub native_structured_output: bool,
     /// Default sampling temperature.
     pub temperature: Option<f32>,
     /// Default tool choice (only sent when tools are offered).
@@ -128,6 +99,7 @@ impl fmt::Debug for AnthropicConfig {
             .field("max_tokens", &self.max_tokens)
             .field("thinking_budget_tokens", &self.thinking_budget_tokens)
             .field("prompt_cache", &self.prompt_cache)
+            .field("native_structured_output", &self.native_structured_output)
             .field("temperature", &self.temperature)
             .field("tool_choice", &self.tool_choice)
             .field("parallel_tool_calls", &self.parallel_tool_calls)
@@ -153,6 +125,7 @@ impl AnthropicConfig {
             max_tokens: DEFAULT_MAX_TOKENS,
             thinking_budget_tokens: None,
             prompt_cache: true,
+            native_structured_output: true,
             temperature: None,
             tool_choice: None,
             parallel_tool_calls: None,
@@ -178,7 +151,7 @@ impl AnthropicConfig {
         model: impl Into<String>,
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, LlmError> {
-        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let get = |name: &str| env_value(&lookup, name);
         let key = get(ENV_API_KEY).ok_or_else(|| LlmError::NotConfigured {
             message: format!(
                 "set {ENV_API_KEY} to an Anthropic API key (from console.anthropic.com)"
@@ -230,6 +203,13 @@ impl AnthropicConfig {
     /// Turns the prompt cache breakpoints on or off.
     pub fn with_prompt_cache(mut self, on: bool) -> Self {
         self.prompt_cache = on;
+        self
+    }
+
+    /// Sends response formats as `output_config.format` (on, the default)
+    /// or as an instruction in the system prompt (off).
+    pub fn with_native_structured_output(mut self, on: bool) -> Self {
+        self.native_structured_output = on;
         self
     }
 

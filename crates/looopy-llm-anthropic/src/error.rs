@@ -5,14 +5,12 @@
 //! `{"type": "error", "error": {"type": "...", "message": "..."}}`; the
 //! error type decides the kind where the status does not.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use looopy_core::LlmError;
+use looopy_core::provider::{TransportFailure, parse_retry_after, quote_message, transport_error};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
-
-/// Longest server message quoted in an error.
-const MAX_MESSAGE: usize = 2000;
 
 /// The error for an answer with a non-success `status`, quoting the server.
 pub(crate) fn from_status(status: u16, headers: &HeaderMap, body: &str) -> LlmError {
@@ -30,7 +28,7 @@ pub(crate) fn from_stream_error(data: &Value) -> LlmError {
         .get("message")
         .and_then(Value::as_str)
         .map_or_else(|| error.to_string(), str::to_owned);
-    classify(None, kind, truncate(message), None)
+    classify(None, kind, quote_message(message), None)
 }
 
 fn classify(
@@ -100,7 +98,7 @@ fn parse_body(body: &str) -> (Option<String>, Option<String>) {
         return (None, None);
     }
     let Ok(v) = serde_json::from_str::<Value>(body) else {
-        return (None, Some(truncate(body.to_owned())));
+        return (None, Some(quote_message(body.to_owned())));
     };
     let error = v.get("error").unwrap_or(&v);
     let kind = error.get("type").and_then(Value::as_str).map(str::to_owned);
@@ -111,46 +109,27 @@ fn parse_body(body: &str) -> (Option<String>, Option<String>) {
             .and_then(Value::as_str)
             .map_or_else(|| body.to_owned(), str::to_owned),
     };
-    (kind, Some(truncate(message)))
+    (kind, Some(quote_message(message)))
 }
 
-fn truncate(mut text: String) -> String {
-    if text.len() > MAX_MESSAGE {
-        let mut cut = MAX_MESSAGE;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-        text.push('…');
-    }
-    text
-}
-
-/// The `retry-after` header, in seconds (as the API sends it).
+/// The `retry-after` header: seconds, or an HTTP date.
 pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get("retry-after")?.to_str().ok()?.trim();
-    Duration::try_from_secs_f64(value.parse::<f64>().ok()?).ok()
+    let value = headers.get("retry-after")?.to_str().ok()?;
+    parse_retry_after(value, SystemTime::now())
 }
 
 /// What a transport failure means. `what` says which phase failed.
 pub(crate) fn from_reqwest(e: &reqwest::Error, what: &str) -> LlmError {
-    let mut detail = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        detail.push_str(": ");
-        detail.push_str(&s.to_string());
-        source = s.source();
-    }
-    let message = format!("{what}: {detail}");
-    if e.is_timeout() {
-        LlmError::Timeout { message }
+    let failure = if e.is_timeout() {
+        TransportFailure::Timeout
     } else if e.is_body() || e.is_decode() {
-        LlmError::MalformedResponse { message }
+        TransportFailure::Body
     } else if e.is_builder() {
-        LlmError::NotConfigured { message }
+        TransportFailure::Builder
     } else {
-        LlmError::Connection { message }
-    }
+        TransportFailure::Connection
+    };
+    transport_error(what, e, failure)
 }
 
 #[cfg(test)]

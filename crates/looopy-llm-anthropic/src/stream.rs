@@ -1,23 +1,25 @@
-//! The streamed call: server-sent events (read by `eventsource-stream`)
-//! decoded into [`LlmChunk`]s.
+//! The streamed call: server-sent events (read by
+//! [`SseParser`](looopy_core::provider::SseParser)) decoded into
+//! [`LlmChunk`]s.
 //!
 //! Dropping the stream drops the response body, which closes the
 //! connection and so aborts the request on the server.
 
 use std::collections::VecDeque;
 
-use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::stream::{self, BoxStream, StreamExt};
-use looopy_core::{LlmChunk, LlmError, LlmRequest, LlmStream, TurnContext};
+use looopy_core::provider::{SseParser, snippet};
+use looopy_core::{ChatSpan, LlmChunk, LlmError, LlmRequest, LlmStream, TurnContext};
 use reqwest::header;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::client::{AnthropicProvider, CallSpan, after, snippet};
+use crate::client::{AnthropicProvider, after};
 use crate::decode::{MessageResponse, StreamDecoder, StreamEvent, message_to_response};
 use crate::error::{from_reqwest, from_status};
 
-type Events = BoxStream<'static, Result<Event, EventStreamError<reqwest::Error>>>;
+/// The response body, as it arrives.
+type Events = BoxStream<'static, reqwest::Result<bytes::Bytes>>;
 
 enum Phase {
     /// Not sent yet.
@@ -31,10 +33,11 @@ enum Phase {
 struct State<'a> {
     provider: &'a AnthropicProvider,
     cx: &'a TurnContext,
-    span: CallSpan,
+    span: ChatSpan,
     phase: Phase,
     deadline: Instant,
     decoder: StreamDecoder,
+    sse: SseParser,
     pending: VecDeque<LlmChunk>,
 }
 
@@ -61,10 +64,11 @@ pub(crate) fn messages_stream<'a>(
         phase: Phase::Start(Box::new(request)),
         deadline: provider.deadline(),
         decoder: StreamDecoder::new(&provider.config.provider_name),
+        sse: SseParser::default(),
         pending: VecDeque::new(),
     });
     stream::unfold(state, |mut state| async move {
-        let span = state.span.span.clone();
+        let span = state.span.span().clone();
         let item = next(&mut state).instrument(span).await;
         item.map(|item| (item, state))
     })
@@ -176,7 +180,7 @@ async fn start(state: &mut State<'_>, request: LlmRequest) -> Result<(), LlmErro
         state.pending.extend(response.into_chunks());
         return Ok(());
     }
-    state.phase = Phase::Reading(response.bytes_stream().eventsource().boxed());
+    state.phase = Phase::Reading(response.bytes_stream().boxed());
     Ok(())
 }
 
@@ -186,6 +190,26 @@ async fn read(state: &mut State<'_>, events: &mut Events) -> Result<bool, LlmErr
     let idle = state.provider.config.stream_idle_timeout;
     let limits = state.limits();
     while state.pending.is_empty() {
+        if let Some(data) = state.sse.next_event() {
+            let data = data.trim_ascii();
+            if data.is_empty() {
+                continue;
+            }
+            // Checked once here: parsing bytes would check every string of
+            // the event on its own.
+            let text = std::str::from_utf8(data).map_err(|e| LlmError::MalformedResponse {
+                message: format!("invalid event (not UTF-8: {e}): {}", snippet(data)),
+            })?;
+            let parsed: StreamEvent =
+                serde_json::from_str(text).map_err(|e| LlmError::MalformedResponse {
+                    message: format!("invalid event JSON ({e}): {}", snippet(data)),
+                })?;
+            state.decoder.decode(parsed, &mut state.pending)?;
+            if state.decoder.is_finished() {
+                return Ok(false);
+            }
+            continue;
+        }
         let next = guard(limits, async {
             tokio::time::timeout_at(after(idle), events.next())
                 .await
@@ -196,40 +220,16 @@ async fn read(state: &mut State<'_>, events: &mut Events) -> Result<bool, LlmErr
                 })
         })
         .await?;
-        let event = match next {
+        match next {
             None => {
                 return Err(LlmError::MalformedResponse {
                     message: "the stream ended before message_stop".into(),
                 });
             }
-            Some(Err(EventStreamError::Transport(e))) => {
+            Some(Err(e)) => {
                 return Err(from_reqwest(&e, "the stream was cut before message_stop"));
             }
-            Some(Err(e)) => {
-                return Err(LlmError::MalformedResponse {
-                    message: format!("invalid event stream: {e}"),
-                });
-            }
-            Some(Ok(event)) => event,
-        };
-        if event.data.trim().is_empty() {
-            continue;
-        }
-        let parsed: StreamEvent =
-            serde_json::from_str(&event.data).map_err(|e| LlmError::MalformedResponse {
-                message: format!(
-                    "invalid {} event JSON ({e}): {}",
-                    if event.event.is_empty() {
-                        "message"
-                    } else {
-                        &event.event
-                    },
-                    snippet(event.data.as_bytes())
-                ),
-            })?;
-        state.decoder.decode(parsed, &mut state.pending)?;
-        if state.decoder.is_finished() {
-            return Ok(false);
+            Some(Ok(bytes)) => state.sse.feed(&bytes),
         }
     }
     Ok(true)

@@ -12,6 +12,9 @@
 //! - Tool results are `tool_result` blocks of a user message; consecutive
 //!   messages of one role are joined into one message, as the API wants
 //!   the results of parallel calls together.
+//! - A response format is `output_config.format` (`json_schema`), or,
+//!   with native structured output off, its instruction in the system
+//!   prompt.
 //! - With prompt caching on, an `ephemeral` `cache_control` breakpoint goes
 //!   on the system prompt, on the last tool and on the newest message's
 //!   last block.
@@ -49,8 +52,23 @@ pub(crate) struct MessagesRequest<'a> {
     pub(crate) thinking: Option<Thinking>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) output_config: Option<OutputConfig<'a>>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub(crate) stream: bool,
+}
+
+/// `{"format": {"type": "json_schema", "schema": …}}`: structured output.
+#[derive(Debug, Serialize)]
+pub(crate) struct OutputConfig<'a> {
+    format: OutputFormat<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct OutputFormat<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    schema: &'a serde_json::Value,
 }
 
 /// The `system` parameter: a string, or one text block with a cache
@@ -175,6 +193,7 @@ pub(crate) struct BodyOptions<'a> {
     pub(crate) max_tokens: u32,
     pub(crate) thinking_budget_tokens: Option<u32>,
     pub(crate) prompt_cache: bool,
+    pub(crate) native_structured_output: bool,
     pub(crate) temperature: Option<f32>,
     pub(crate) tool_choice: Option<&'a ToolChoice>,
     pub(crate) parallel_tool_calls: Option<bool>,
@@ -213,14 +232,23 @@ impl<'a> MessagesRequest<'a> {
     /// The body of `request`.
     pub(crate) fn new(request: &'a LlmRequest, o: &BodyOptions<'a>) -> Self {
         let mut system: Option<Cow<'a, str>> = request.system_prompt.as_deref().map(Cow::Borrowed);
+        let mut output_config = None;
         if let Some(format) = &request.response_format {
-            // No native structured output here: the model learns the shape
-            // from the prompt.
-            let instruction = format.instruction();
-            system = Some(Cow::Owned(match system {
-                Some(prompt) => format!("{prompt}\n\n{instruction}"),
-                None => instruction,
-            }));
+            if o.native_structured_output {
+                output_config = Some(OutputConfig {
+                    format: OutputFormat {
+                        kind: "json_schema",
+                        schema: &format.schema,
+                    },
+                });
+            } else {
+                // The model learns the shape from the prompt.
+                let instruction = format.instruction();
+                system = Some(Cow::Owned(match system {
+                    Some(prompt) => format!("{prompt}\n\n{instruction}"),
+                    None => instruction,
+                }));
+            }
         }
         let mut messages: Vec<WireMessage<'a>> = Vec::new();
         for m in request.messages.iter() {
@@ -282,6 +310,7 @@ impl<'a> MessagesRequest<'a> {
                 budget_tokens,
             }),
             temperature: o.temperature,
+            output_config,
             stream: o.stream,
         }
     }

@@ -1,12 +1,16 @@
 //! GenAI span fields of Anthropic calls, alone and inside an agent loop:
-//! the provider's name and the token counts, the prompt cache's included.
+//! the provider's name and the token counts, the prompt cache's included
+//! (and the provider conformance suite's span check).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
 
 use looopy_core::{History, LlmProvider, LlmRequest, Message, TurnContext};
 use looopy_llm_anthropic::{AnthropicConfig, AnthropicProvider};
 use looopy_loop::AgentLoop;
 use looopy_loop::layers::{RetryPolicy, RetryingLlm};
 use looopy_testkit::anthropic_fixture::anthropic;
+use looopy_testkit::provider_conformance::{AnthropicWire, chat_spans};
 use looopy_testkit::{FixtureReply, OpenAiFixture, SpanCapture, attribute as attr};
 use opentelemetry::Value;
 
@@ -86,4 +90,19 @@ async fn chat_spans_carry_the_provider_and_the_cache_counts() {
             Some(&Value::I64(200))
         );
     }
+}
+
+#[tokio::test]
+async fn chat_spans_conform_whole_and_streamed() {
+    let make = |url: &str| -> Arc<dyn LlmProvider> {
+        Arc::new(
+            AnthropicProvider::new(
+                AnthropicConfig::new("claude-test")
+                    .with_api_key("k")
+                    .with_base_url(url),
+            )
+            .unwrap(),
+        )
+    };
+    chat_spans(&AnthropicWire, &make).await;
 }

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use looopy_core::{
-    FileContent, History, LlmProvider, LlmRequest, Message, Part, Reasoning, Role, ToolCall,
-    ToolChoice, ToolDefinition, ToolFailure, ToolResult, TurnContext,
+    FileContent, History, LlmProvider, LlmRequest, Message, Part, Reasoning, ResponseFormat, Role,
+    ToolCall, ToolChoice, ToolDefinition, ToolFailure, ToolResult, TurnContext,
 };
 use looopy_llm_anthropic::{AnthropicConfig, AnthropicProvider};
 use looopy_testkit::anthropic_fixture::anthropic;
@@ -173,6 +173,42 @@ async fn without_the_cache_there_are_no_breakpoints_and_a_stream_says_so() {
             "temperature": 0.2,
             "stream": true
         })
+    );
+}
+
+#[tokio::test]
+async fn a_response_format_is_output_config_or_with_native_output_off_an_instruction() {
+    let schema = json!({"type": "object", "properties": {"city": {"type": "string"}}});
+    let request = LlmRequest {
+        system_prompt: Some("Short.".into()),
+        messages: History::from(vec![Message::user("hi")]),
+        response_format: Some(ResponseFormat::new("city", schema.clone())),
+        ..Default::default()
+    };
+    let cx = TurnContext::new("t", "c");
+    let f = OpenAiFixture::start().await.unwrap();
+    f.push(ok()).push(ok());
+    let config = AnthropicConfig::new("claude-sonnet-4-5").with_prompt_cache(false);
+    provider(&f, config.clone())
+        .call(request.clone(), &cx)
+        .await
+        .unwrap();
+    let native = f.last_request().unwrap().body;
+    assert_eq!(
+        native["output_config"],
+        json!({"format": {"type": "json_schema", "schema": schema}})
+    );
+    assert_eq!(native["system"], "Short.");
+    provider(&f, config.with_native_structured_output(false))
+        .call(request.clone(), &cx)
+        .await
+        .unwrap();
+    let prompted = f.last_request().unwrap().body;
+    assert_eq!(prompted.get("output_config"), None);
+    let format = request.response_format.as_ref().unwrap();
+    assert_eq!(
+        prompted["system"],
+        format!("Short.\n\n{}", format.instruction())
     );
 }
 

@@ -1,10 +1,10 @@
 //! [`GeminiConfig`]: where the Gemini API is, which model, the key, the
 //! generation defaults and how long to wait.
 
-use std::fmt;
 use std::time::Duration;
 
 use looopy_core::LlmError;
+use looopy_core::provider::env_value;
 
 /// Environment variable with the API key (sent as `x-goog-api-key`).
 pub const ENV_GEMINI_API_KEY: &str = "GEMINI_API_KEY";
@@ -15,39 +15,9 @@ pub const ENV_GEMINI_BASE_URL: &str = "GEMINI_BASE_URL";
 /// Google's endpoint, the base of `{base}/models/{model}:generateContent`.
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
 
-/// An API key. `Debug` never shows it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct GeminiApiKey(String);
-
-impl GeminiApiKey {
-    /// Wraps a key.
-    pub fn new(key: impl Into<String>) -> Self {
-        GeminiApiKey(key.into())
-    }
-
-    /// The key itself, for the `x-goog-api-key` header.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for GeminiApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("GeminiApiKey(<redacted>)")
-    }
-}
-
-impl From<&str> for GeminiApiKey {
-    fn from(key: &str) -> Self {
-        GeminiApiKey(key.to_owned())
-    }
-}
-
-impl From<String> for GeminiApiKey {
-    fn from(key: String) -> Self {
-        GeminiApiKey(key)
-    }
-}
+/// An API key ([`looopy_core::provider::ApiKey`]). `Debug` and `Display`
+/// never show it.
+pub type GeminiApiKey = looopy_core::provider::ApiKey;
 
 /// How to reach a Gemini model.
 ///
@@ -110,7 +80,7 @@ impl GeminiConfig {
         model: impl Into<String>,
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, LlmError> {
-        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let get = |name: &str| env_value(&lookup, name);
         let key = get(ENV_GEMINI_API_KEY)
             .or_else(|| get(ENV_GOOGLE_API_KEY))
             .ok_or_else(|| LlmError::NotConfigured {

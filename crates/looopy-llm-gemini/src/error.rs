@@ -5,13 +5,11 @@
 //! (`"retryDelay": "37s"`); an invalid key is a 400 whose `ErrorInfo`
 //! detail has the reason `API_KEY_INVALID`.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use looopy_core::LlmError;
+use looopy_core::provider::{TransportFailure, parse_retry_after, quote_message, transport_error};
 use serde_json::Value;
-
-/// Longest server message quoted in an error.
-const MAX_MESSAGE: usize = 2000;
 
 /// The error for an answer with a non-success `status`.
 pub(crate) fn from_status(status: u16, retry_after_header: Option<&str>, body: &str) -> LlmError {
@@ -35,7 +33,7 @@ pub(crate) fn from_error(
     if message.is_empty() {
         message = format!("HTTP {status} with an empty body");
     }
-    truncate(&mut message);
+    let message = quote_message(message);
     let grpc_status = error.and_then(|e| text(e, "status")).unwrap_or_default();
     let details = error
         .and_then(|e| e.get("details"))
@@ -50,7 +48,7 @@ pub(crate) fn from_error(
         .iter()
         .find_map(|d| d.get("retryDelay").and_then(Value::as_str))
         .and_then(parse_delay)
-        .or_else(|| retry_after_header.and_then(parse_delay));
+        .or_else(|| retry_after_header.and_then(|v| parse_retry_after(v, SystemTime::now())));
     match (status, grpc_status.as_str()) {
         (400, _) if reason == "API_KEY_INVALID" => LlmError::Authentication { message },
         (400, _) if message.contains("exceeds the maximum number of tokens") => {
@@ -96,36 +94,18 @@ fn parse_delay(value: &str) -> Option<Duration> {
     Duration::try_from_secs_f64(secs.parse().ok()?).ok()
 }
 
-fn truncate(text: &mut String) {
-    if text.len() > MAX_MESSAGE {
-        let mut cut = MAX_MESSAGE;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-        text.push('…');
-    }
-}
-
 /// What a transport failure means. `what` says which phase failed.
 pub(crate) fn from_reqwest(e: &reqwest::Error, what: &str) -> LlmError {
-    let mut detail = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        detail.push_str(": ");
-        detail.push_str(&s.to_string());
-        source = s.source();
-    }
-    let message = format!("{what}: {detail}");
-    if e.is_timeout() {
-        LlmError::Timeout { message }
+    let failure = if e.is_timeout() {
+        TransportFailure::Timeout
     } else if e.is_body() || e.is_decode() {
-        LlmError::MalformedResponse { message }
+        TransportFailure::Body
     } else if e.is_builder() {
-        LlmError::NotConfigured { message }
+        TransportFailure::Builder
     } else {
-        LlmError::Connection { message }
-    }
+        TransportFailure::Connection
+    };
+    transport_error(what, e, failure)
 }
 
 #[cfg(test)]

@@ -7,16 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use eventsource_stream::{EventStreamError, Eventsource};
 use futures::stream::{self, BoxStream, StreamExt};
+use looopy_core::provider::{SseParser, deadline_after, snippet};
 use looopy_core::{
-    LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream, ResponseAssembler,
-    TurnContext, Usage, WhenCancelled,
+    ChatSpan, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream,
+    ResponseAssembler, TurnContext, WhenCancelled,
 };
 use reqwest::header::{self, HeaderMap, HeaderValue};
 use tokio::time::{Instant, Sleep};
 use tracing::Instrument;
-use tracing::field::Empty;
 
 use crate::config::GeminiConfig;
 use crate::decode::GeminiDecoder;
@@ -168,34 +167,8 @@ impl GeminiProvider {
         ))
     }
 
-    fn call_span(&self, model: &str) -> CallSpan {
-        let current = tracing::Span::current();
-        let is_chat = current.metadata().is_some_and(|m| {
-            m.name() == "chat" && m.fields().field("gen_ai.operation.name").is_some()
-        });
-        if is_chat {
-            return CallSpan {
-                span: current,
-                owned: false,
-            };
-        }
-        let span = tracing::info_span!(
-            "chat",
-            otel.name = %format_args!("chat {model}"),
-            otel.kind = "client",
-            otel.status_code = Empty,
-            gen_ai.operation.name = "chat",
-            gen_ai.provider.name = PROVIDER_NAME,
-            gen_ai.request.model = %model,
-            gen_ai.response.model = Empty,
-            gen_ai.response.finish_reasons = Empty,
-            gen_ai.usage.input_tokens = Empty,
-            gen_ai.usage.output_tokens = Empty,
-            gen_ai.usage.cache_read.input_tokens = Empty,
-            gen_ai.usage.reasoning.output_tokens = Empty,
-            error.type = Empty,
-        );
-        CallSpan { span, owned: true }
+    fn call_span(&self, model: &str) -> ChatSpan {
+        ChatSpan::for_call(PROVIDER_NAME, model)
     }
 
     fn timeout(&self, what: &str, limit: Duration) -> LlmError {
@@ -245,7 +218,7 @@ impl LlmProvider for GeminiProvider {
         let span = self.call_span(self.model_for(&request));
         let result = self
             .call_inner(request, cx)
-            .instrument(span.span.clone())
+            .instrument(span.span().clone())
             .await;
         match &result {
             Ok(r) => span.success(r.finish_reason.as_str(), r.usage, r.model.as_deref()),
@@ -262,12 +235,13 @@ impl LlmProvider for GeminiProvider {
             span,
             phase: Phase::Start(Box::new(request)),
             decoder: GeminiDecoder::default(),
+            sse: SseParser::default(),
             pending: VecDeque::new(),
             cancelled: WhenCancelled::new(&cx.cancel),
             deadline: Box::pin(tokio::time::sleep_until(after(limit))),
         });
         stream::unfold(state, |mut state| async move {
-            let span = state.span.span.clone();
+            let span = state.span.span().clone();
             let item = state.next().instrument(span).await;
             item.map(|item| (item, state))
         })
@@ -283,8 +257,8 @@ impl LlmProvider for GeminiProvider {
     }
 }
 
-type Events =
-    BoxStream<'static, Result<eventsource_stream::Event, EventStreamError<reqwest::Error>>>;
+/// The response body, as it arrives.
+type Events = BoxStream<'static, reqwest::Result<bytes::Bytes>>;
 
 enum Phase {
     Start(Box<LlmRequest>),
@@ -294,9 +268,10 @@ enum Phase {
 
 struct StreamState<'a> {
     provider: &'a GeminiProvider,
-    span: CallSpan,
+    span: ChatSpan,
     phase: Phase,
     decoder: GeminiDecoder,
+    sse: SseParser,
     pending: VecDeque<LlmChunk>,
     cancelled: WhenCancelled,
     deadline: Pin<Box<Sleep>>,
@@ -366,7 +341,7 @@ impl StreamState<'_> {
                 .success(d.finish_reason().as_str(), d.usage(), d.model());
             return Ok(());
         }
-        self.phase = Phase::Reading(response.bytes_stream().eventsource().boxed());
+        self.phase = Phase::Reading(response.bytes_stream().boxed());
         Ok(())
     }
 
@@ -376,6 +351,23 @@ impl StreamState<'_> {
         let idle = provider.config.stream_idle_timeout;
         let limit = provider.config.request_timeout;
         while self.pending.is_empty() {
+            if let Some(data) = self.sse.next_event() {
+                let data = data.trim_ascii();
+                if data.is_empty() {
+                    continue;
+                }
+                // Checked once here: parsing bytes would check every string
+                // of the event on its own.
+                let text = std::str::from_utf8(data).map_err(|e| LlmError::MalformedResponse {
+                    message: format!("invalid event (not UTF-8: {e}): {}", snippet(data)),
+                })?;
+                let answer: GenerateResponse =
+                    serde_json::from_str(text).map_err(|e| LlmError::MalformedResponse {
+                        message: format!("invalid event JSON ({e}): {}", snippet(data)),
+                    })?;
+                self.decoder.decode(answer, &mut self.pending)?;
+                continue;
+            }
             let next = tokio::select! {
                 biased;
                 () = &mut self.cancelled => return Err(LlmError::Cancelled),
@@ -395,76 +387,13 @@ impl StreamState<'_> {
                         message: "the stream ended before a finishReason".into(),
                     });
                 }
-                Some(Err(EventStreamError::Transport(e))) => {
+                Some(Err(e)) => {
                     return Err(from_reqwest(&e, "the stream was cut"));
                 }
-                Some(Err(e)) => {
-                    return Err(LlmError::MalformedResponse {
-                        message: format!("invalid event stream: {e}"),
-                    });
-                }
-                Some(Ok(event)) => {
-                    let data = event.data.trim();
-                    if data.is_empty() {
-                        continue;
-                    }
-                    let answer: GenerateResponse =
-                        serde_json::from_str(data).map_err(|e| LlmError::MalformedResponse {
-                            message: format!(
-                                "invalid event JSON ({e}): {}",
-                                snippet(data.as_bytes())
-                            ),
-                        })?;
-                    self.decoder.decode(answer, &mut self.pending)?;
-                }
+                Some(Ok(bytes)) => self.sse.feed(&bytes),
             }
         }
         Ok(true)
-    }
-}
-
-/// The span of one call, and whether this crate opened it.
-#[derive(Clone, Debug)]
-struct CallSpan {
-    span: tracing::Span,
-    owned: bool,
-}
-
-impl CallSpan {
-    fn success(&self, finish: &str, usage: Option<Usage>, model: Option<&str>) {
-        if !self.owned || self.span.is_disabled() {
-            return;
-        }
-        let span = &self.span;
-        span.record(
-            "gen_ai.response.finish_reasons",
-            format_args!("[\"{finish}\"]").to_string(),
-        );
-        if let Some(u) = usage {
-            let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-            span.record("gen_ai.usage.input_tokens", int(u.input_tokens));
-            span.record("gen_ai.usage.output_tokens", int(u.output_tokens));
-            span.record(
-                "gen_ai.usage.cache_read.input_tokens",
-                int(u.cached_input_tokens),
-            );
-            span.record(
-                "gen_ai.usage.reasoning.output_tokens",
-                int(u.reasoning_tokens),
-            );
-        }
-        if let Some(m) = model {
-            span.record("gen_ai.response.model", m);
-        }
-    }
-
-    fn error(&self, e: &LlmError) {
-        if !self.owned {
-            return;
-        }
-        self.span.record("error.type", e.kind());
-        self.span.record("otel.status_code", "ERROR");
-        tracing::debug!(parent: &self.span, error = %e, "model call failed");
     }
 }
 
@@ -475,20 +404,7 @@ fn parse_answer(bytes: &[u8]) -> Result<GenerateResponse, LlmError> {
     })
 }
 
-/// The start of a body, for error messages.
-fn snippet(bytes: &[u8]) -> String {
-    const MAX: usize = 500;
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX)]);
-    if bytes.len() > MAX {
-        format!("{text}…")
-    } else {
-        text.into_owned()
-    }
-}
-
-/// `limit` from now (about thirty years for a limit too long to add).
+/// `limit` from now ([`deadline_after`]), on tokio's clock.
 fn after(limit: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(limit)
-        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30))
+    Instant::from_std(deadline_after(Instant::now().into_std(), limit))
 }

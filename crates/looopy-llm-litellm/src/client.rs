@@ -5,12 +5,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use looopy_core::{LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream, TurnContext};
+use looopy_core::provider::deadline_after;
+use looopy_core::{
+    ChatSpan, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream, TurnContext,
+};
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tokio::time::Instant;
 use tracing::Instrument;
-use tracing::field::Empty;
 
 use crate::config::LiteLlmConfig;
 use crate::decode::ChunkDecoder;
@@ -193,36 +195,9 @@ impl LiteLlmProvider {
             .map_err(|e| from_reqwest(&e, "sending the request"))
     }
 
-    /// The span a call runs in: a new `chat {model}` span, unless the
-    /// caller already opened one (a span named `chat` with a
-    /// `gen_ai.operation.name` field, as the agent loop does), which is then
-    /// used as it is and left for its owner to fill in.
-    pub(crate) fn call_span(&self, model: &str) -> CallSpan {
-        let current = tracing::Span::current();
-        let is_chat = current.metadata().is_some_and(|m| {
-            m.name() == "chat" && m.fields().field("gen_ai.operation.name").is_some()
-        });
-        if is_chat {
-            return CallSpan {
-                span: current,
-                owned: false,
-            };
-        }
-        let span = tracing::info_span!(
-            "chat",
-            otel.name = %format_args!("chat {model}"),
-            otel.kind = "client",
-            otel.status_code = Empty,
-            gen_ai.operation.name = "chat",
-            gen_ai.provider.name = %self.config.provider_name,
-            gen_ai.request.model = %model,
-            gen_ai.response.model = Empty,
-            gen_ai.response.finish_reasons = Empty,
-            gen_ai.usage.input_tokens = Empty,
-            gen_ai.usage.output_tokens = Empty,
-            error.type = Empty,
-        );
-        CallSpan { span, owned: true }
+    /// The span a call runs in ([`ChatSpan::for_call`]).
+    pub(crate) fn call_span(&self, model: &str) -> ChatSpan {
+        ChatSpan::for_call(&self.config.provider_name, model)
     }
 
     pub(crate) fn deadline(&self) -> Instant {
@@ -281,72 +256,6 @@ pub(crate) fn http_client(config: &LiteLlmConfig) -> Result<reqwest::Client, Llm
         })
 }
 
-/// The start of a body, for error messages.
-pub(crate) fn snippet(bytes: &[u8]) -> String {
-    const MAX: usize = 500;
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX)]);
-    if bytes.len() > MAX {
-        format!("{text}…")
-    } else {
-        text.into_owned()
-    }
-}
-
-/// The span of one call, and whether this crate opened it (and so records
-/// the outcome on it).
-#[derive(Clone, Debug)]
-pub(crate) struct CallSpan {
-    pub(crate) span: tracing::Span,
-    owned: bool,
-}
-
-impl CallSpan {
-    /// Records the outcome of a call.
-    pub(crate) fn outcome(&self, result: &Result<LlmResponse, LlmError>) {
-        match result {
-            Ok(r) => self.success(r.finish_reason.as_str(), r.usage, r.model.as_deref()),
-            Err(e) => self.error(e),
-        }
-    }
-
-    /// Records a finished answer.
-    pub(crate) fn success(
-        &self,
-        finish: &str,
-        usage: Option<looopy_core::Usage>,
-        model: Option<&str>,
-    ) {
-        // The text is built only for a span that records it.
-        if !self.owned || self.span.is_disabled() {
-            return;
-        }
-        let span = &self.span;
-        span.record(
-            "gen_ai.response.finish_reasons",
-            format_args!("[\"{finish}\"]").to_string(),
-        );
-        if let Some(u) = usage {
-            // As i64: OpenTelemetry has no unsigned integers.
-            let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
-            span.record("gen_ai.usage.input_tokens", int(u.input_tokens));
-            span.record("gen_ai.usage.output_tokens", int(u.output_tokens));
-        }
-        if let Some(m) = model {
-            span.record("gen_ai.response.model", m);
-        }
-    }
-
-    /// Records a failure.
-    pub(crate) fn error(&self, e: &LlmError) {
-        if !self.owned {
-            return;
-        }
-        self.span.record("error.type", e.kind());
-        self.span.record("otel.status_code", "ERROR");
-        tracing::debug!(parent: &self.span, error = %e, "model call failed");
-    }
-}
-
 #[async_trait]
 impl LlmProvider for LiteLlmProvider {
     async fn call(&self, request: LlmRequest, cx: &TurnContext) -> Result<LlmResponse, LlmError> {
@@ -354,7 +263,7 @@ impl LlmProvider for LiteLlmProvider {
         let body = self.body(&request, false);
         let result = self
             .call_with(body, |b| ChunkDecoder::default().whole(b), cx)
-            .instrument(span.span.clone())
+            .instrument(span.span().clone())
             .await;
         span.outcome(&result);
         result
@@ -373,10 +282,7 @@ impl LlmProvider for LiteLlmProvider {
     }
 }
 
-/// `limit` from now; a limit too long to add is about thirty years away
-/// (as `tokio::time::timeout` takes it).
+/// `limit` from now ([`deadline_after`]), on tokio's clock.
 pub(crate) fn after(limit: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(limit)
-        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30))
+    Instant::from_std(deadline_after(Instant::now().into_std(), limit))
 }

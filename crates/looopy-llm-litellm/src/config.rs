@@ -3,6 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use looopy_core::provider::env_value;
 use looopy_core::{LlmError, ToolChoice};
 
 /// Environment variable with the endpoint's base URL (for example
@@ -13,45 +14,7 @@ pub const ENV_API_KEY: &str = "LOOOPY_LLM_API_KEY";
 /// Environment variable with the model name (for example `gpt-4o-mini`).
 pub const ENV_MODEL: &str = "LOOOPY_LLM_MODEL";
 
-/// An API key. `Debug` and `Display` never show it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    /// Wraps a key.
-    pub fn new(key: impl Into<String>) -> Self {
-        ApiKey(key.into())
-    }
-
-    /// The key itself, for the `Authorization` header.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ApiKey(<redacted>)")
-    }
-}
-
-impl fmt::Display for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
-
-impl From<String> for ApiKey {
-    fn from(key: String) -> Self {
-        ApiKey(key)
-    }
-}
-
-impl From<&str> for ApiKey {
-    fn from(key: &str) -> Self {
-        ApiKey(key.to_owned())
-    }
-}
+pub use looopy_core::provider::ApiKey;
 
 /// How to reach an OpenAI-compatible chat completions endpoint.
 ///
@@ -159,7 +122,7 @@ impl LiteLlmConfig {
     /// (for tests and for configuration layers other than the process
     /// environment).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, LlmError> {
-        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        let get = |name: &str| env_value(&lookup, name);
         let base_url = get(ENV_BASE_URL).ok_or_else(|| LlmError::NotConfigured {
             message: format!(
                 "set {ENV_BASE_URL} to the endpoint's base URL (for example http://localhost:4000)"

@@ -3,11 +3,9 @@
 use std::time::{Duration, SystemTime};
 
 use looopy_core::LlmError;
+use looopy_core::provider::{TransportFailure, parse_retry_after, quote_message, transport_error};
 use reqwest::header::HeaderMap;
 use serde_json::Value;
-
-/// Longest server message quoted in an error.
-const MAX_MESSAGE: usize = 2000;
 
 /// The error for an answer with a non-success `status`, quoting the server.
 pub(crate) fn from_status(status: u16, headers: &HeaderMap, body: &str) -> LlmError {
@@ -102,7 +100,7 @@ pub(crate) fn server_message(body: &str) -> Option<String> {
         .ok()
         .and_then(|v| message_of(&v))
         .unwrap_or_else(|| body.to_owned());
-    Some(truncate(text))
+    Some(quote_message(text))
 }
 
 fn message_of(v: &Value) -> Option<String> {
@@ -116,18 +114,6 @@ fn message_of(v: &Value) -> Option<String> {
             None => None,
         }),
     }
-}
-
-fn truncate(mut text: String) -> String {
-    if text.len() > MAX_MESSAGE {
-        let mut cut = MAX_MESSAGE;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        text.truncate(cut);
-        text.push('…');
-    }
-    text
 }
 
 /// How long the server asks us to wait: `retry-after-ms` (OpenAI), then
@@ -145,54 +131,20 @@ pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Durati
     parse_retry_after(header("retry-after")?, now)
 }
 
-/// Parses a `Retry-After` value: delay seconds, or an HTTP date (a date in
-/// the past means "now").
-pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
-    let value = value.trim();
-    if let Ok(secs) = value.parse::<f64>() {
-        return Duration::try_from_secs_f64(secs).ok();
-    }
-    let date = chrono::DateTime::parse_from_rfc2822(value).ok()?;
-    let when = SystemTime::from(date);
-    Some(when.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
 /// What a transport failure means. `what` says which phase failed.
 pub(crate) fn from_reqwest(e: &reqwest::Error, what: &str) -> LlmError {
-    let detail = error_chain(e);
-    if e.is_timeout() {
-        LlmError::Timeout {
-            message: format!("{what}: {detail}"),
-        }
+    let failure = if e.is_timeout() {
+        TransportFailure::Timeout
     } else if e.is_connect() {
-        LlmError::Connection {
-            message: format!("{what}: {detail}"),
-        }
+        TransportFailure::Connection
     } else if e.is_body() || e.is_decode() {
-        LlmError::MalformedResponse {
-            message: format!("{what}: {detail}"),
-        }
+        TransportFailure::Body
     } else if e.is_builder() {
-        LlmError::NotConfigured {
-            message: format!("{what}: {detail}"),
-        }
+        TransportFailure::Builder
     } else {
-        LlmError::Connection {
-            message: format!("{what}: {detail}"),
-        }
-    }
-}
-
-/// The error and its sources, joined (reqwest's own message is terse).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
+        TransportFailure::Connection
+    };
+    transport_error(what, e, failure)
 }
 
 #[cfg(test)]

@@ -10,7 +10,6 @@ mod error;
 mod otel;
 mod responses;
 mod responses_decode;
-mod sse;
 mod stream;
 mod tools_json;
 mod wire;

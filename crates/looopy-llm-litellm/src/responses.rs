@@ -128,7 +128,7 @@ impl LlmProvider for OpenAiResponsesProvider {
                 |b| ResponsesDecoder::new(self.provider_name()).whole(b),
                 cx,
             )
-            .instrument(span.span.clone())
+            .instrument(span.span().clone())
             .await;
         span.outcome(&result);
         result

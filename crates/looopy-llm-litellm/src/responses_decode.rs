@@ -5,13 +5,13 @@
 
 use std::collections::VecDeque;
 
+use looopy_core::provider::snippet;
 use looopy_core::{
     FinishReason, LlmChunk, LlmError, LlmResponse, Message, Part, Reasoning, Role, ToolCall, Usage,
 };
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::client::snippet;
 use crate::error::from_stream_error;
 use crate::stream::EventDecoder;
 

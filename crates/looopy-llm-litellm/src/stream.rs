@@ -11,18 +11,18 @@ use std::pin::Pin;
 
 use bytes::Bytes;
 use futures::stream::{self, BoxStream, StreamExt};
+use looopy_core::provider::{SseParser, snippet};
 use looopy_core::{
-    FinishReason, LlmChunk, LlmError, LlmRequest, LlmResponse, LlmStream, TurnContext, Usage,
-    WhenCancelled,
+    ChatSpan, FinishReason, LlmChunk, LlmError, LlmRequest, LlmResponse, LlmStream, TurnContext,
+    Usage, WhenCancelled,
 };
 use reqwest::header;
 use tokio::time::Sleep;
 use tracing::Instrument;
 
-use crate::client::{CallSpan, LiteLlmProvider, after, snippet};
+use crate::client::{LiteLlmProvider, after};
 use crate::decode::{ChunkDecoder, completion_to_response};
 use crate::error::{from_reqwest, from_status};
-use crate::sse::SseParser;
 use crate::wire::{ChatChunk, ChatCompletion};
 
 type Body = BoxStream<'static, Result<Bytes, reqwest::Error>>;
@@ -175,7 +175,7 @@ type BodyItem = Result<Bytes, reqwest::Error>;
 
 struct State<'a, D> {
     limits: Limits<'a>,
-    span: CallSpan,
+    span: ChatSpan,
     phase: Phase,
     sse: SseParser,
     decoder: D,
@@ -197,7 +197,7 @@ pub(crate) fn chat_stream<'a>(
 /// reading the answer with `decoder`.
 pub(crate) fn event_stream<'a, D: EventDecoder + 'a>(
     provider: &'a LiteLlmProvider,
-    span: CallSpan,
+    span: ChatSpan,
     body: Result<Vec<u8>, LlmError>,
     decoder: D,
     cx: &'a TurnContext,
@@ -213,7 +213,7 @@ pub(crate) fn event_stream<'a, D: EventDecoder + 'a>(
         pending: VecDeque::new(),
     });
     stream::unfold(state, |mut state| async move {
-        let span = state.span.span.clone();
+        let span = state.span.span().clone();
         let item = next(&mut state).instrument(span).await;
         item.map(|item| (item, state))
     })

@@ -1,13 +1,20 @@
-//! Trace context and GenAI span fields (feature `otel`).
+//! Trace context and GenAI span fields (feature `otel`), of the chat
+//! completions and the Responses providers.
 //!
-//! The test installs what an application would: the W3C propagator and a
+//! The tests install what an application would: the W3C propagator and a
 //! tracing subscriber with an OpenTelemetry layer (exporting to memory).
 #![cfg(feature = "otel")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::support;
+#[path = "support/mod.rs"]
+mod support;
+
+use std::sync::Arc;
 
 use looopy_core::LlmProvider;
+use looopy_llm_litellm::{LiteLlmProvider, OpenAiResponsesProvider};
 use looopy_testkit::openai_fixture::openai;
+use looopy_testkit::provider_conformance::{OpenAiChatWire, OpenAiResponsesWire, chat_spans};
 use looopy_testkit::{FixtureReply, OpenAiFixture};
 use looopy_testkit::{SpanCapture, attribute as attr};
 use opentelemetry::Value;
@@ -150,4 +157,22 @@ async fn a_chat_span_opened_by_the_caller_is_used_not_nested() {
         let (_, sid) = parse_traceparent(request.header("traceparent").unwrap());
         assert_eq!(sid, outer_id);
     }
+}
+
+#[tokio::test]
+async fn chat_completions_spans_carry_the_cache_and_reasoning_counts() {
+    let make = |url: &str| -> Arc<dyn LlmProvider> {
+        Arc::new(LiteLlmProvider::new(support::config_for(url)).expect("a valid configuration"))
+    };
+    chat_spans(&OpenAiChatWire, &make).await;
+}
+
+#[tokio::test]
+async fn responses_spans_carry_the_cache_and_reasoning_counts() {
+    let make = |url: &str| -> Arc<dyn LlmProvider> {
+        Arc::new(
+            OpenAiResponsesProvider::new(support::config_for(url)).expect("a valid configuration"),
+        )
+    };
+    chat_spans(&OpenAiResponsesWire, &make).await;
 }

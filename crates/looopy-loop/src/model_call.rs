@@ -7,8 +7,8 @@ use std::time::Instant;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use looopy_core::{
-    EventSink, History, LlmChunk, LlmError, LlmRequest, LlmResponse, LlmStream, ResponseAssembler,
-    ToolChoice, ToolDefinition, TurnContext, WhenCancelled,
+    ChatSpan, EventSink, History, LlmChunk, LlmError, LlmRequest, LlmResponse, LlmStream,
+    ResponseAssembler, ToolChoice, ToolDefinition, TurnContext, WhenCancelled,
 };
 use tracing::Instrument;
 
@@ -74,23 +74,9 @@ pub(crate) fn call_model<'a>(
             .model
             .clone()
             .unwrap_or_else(|| llm.model_name().to_owned());
-        let span = tracing::info_span!(
-            "chat",
-            otel.name = %format_args!("chat {model}"),
-            otel.kind = "client",
-            otel.status_code = tracing::field::Empty,
-            gen_ai.operation.name = "chat",
-            gen_ai.provider.name = %llm.provider_name(),
-            gen_ai.request.model = %model,
-            gen_ai.response.finish_reasons = tracing::field::Empty,
-            gen_ai.usage.input_tokens = tracing::field::Empty,
-            gen_ai.usage.output_tokens = tracing::field::Empty,
-            gen_ai.usage.cache_read.input_tokens = tracing::field::Empty,
-            gen_ai.usage.cache_creation.input_tokens = tracing::field::Empty,
-            error.type = tracing::field::Empty,
-            looopy.iteration = iteration,
-            looopy.cache.hit = tracing::field::Empty,
-        );
+        let chat = ChatSpan::new(llm.provider_name(), &model);
+        let span = chat.span();
+        span.record("looopy.iteration", iteration);
         // Layers around the model (a cache) may add internal events to the turn.
         let forward = emit.clone();
         let cx = &cx
@@ -173,30 +159,11 @@ pub(crate) fn call_model<'a>(
         let elapsed = started.elapsed();
         match &result {
             Ok(response) => {
-                // The text is built only for a span that records it.
-                if !span.is_disabled() {
-                    span.record(
-                        "gen_ai.response.finish_reasons",
-                        format!("[\"{}\"]", response.finish_reason.as_str()),
-                    );
-                    if let Some(u) = response.usage {
-                        span.record("gen_ai.usage.input_tokens", u.input_tokens as i64);
-                        span.record("gen_ai.usage.output_tokens", u.output_tokens as i64);
-                        // Only where the provider has a prompt cache to report on.
-                        if u.cached_input_tokens > 0 {
-                            span.record(
-                                "gen_ai.usage.cache_read.input_tokens",
-                                u.cached_input_tokens as i64,
-                            );
-                        }
-                        if u.cache_creation_input_tokens > 0 {
-                            span.record(
-                                "gen_ai.usage.cache_creation.input_tokens",
-                                u.cache_creation_input_tokens as i64,
-                            );
-                        }
-                    }
-                }
+                chat.success(
+                    response.finish_reason.as_str(),
+                    response.usage,
+                    response.model.as_deref(),
+                );
                 emit.llm_response(
                     iteration,
                     response.finish_reason.clone(),
@@ -205,13 +172,11 @@ pub(crate) fn call_model<'a>(
                     elapsed.as_millis() as u64,
                 );
             }
-            Err(LlmError::Cancelled) => {
-                span.record("error.type", "cancelled");
-            }
             Err(e) => {
-                span.record("error.type", e.kind());
-                span.record("otel.status_code", "ERROR");
-                tracing::error!(parent: &span, error = %e, "LLM call failed");
+                chat.error(e);
+                if !matches!(e, LlmError::Cancelled) {
+                    tracing::error!(parent: span, error = %e, "LLM call failed");
+                }
             }
         }
         metrics.record_call(&model, llm.provider_name(), elapsed, &result);

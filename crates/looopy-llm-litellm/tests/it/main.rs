@@ -9,8 +9,6 @@ mod aimock;
 mod calls;
 #[path = "../conformance.rs"]
 mod conformance;
-#[path = "../otel.rs"]
-mod otel;
 #[path = "../request_options.rs"]
 mod request_options;
 #[path = "../responses.rs"]

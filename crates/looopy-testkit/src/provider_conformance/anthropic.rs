@@ -210,6 +210,10 @@ impl VendorWire for AnthropicWire {
         true
     }
 
+    fn reports_reasoning_tokens(&self) -> bool {
+        false
+    }
+
     fn sent_tool_calls(&self, body: &Value) -> Vec<(String, String, Value)> {
         blocks(body, "assistant")
             .filter(|b| b["type"] == "tool_use")
@@ -235,6 +239,11 @@ impl VendorWire for AnthropicWire {
                 .concat(),
             other => other.to_string(),
         })
+    }
+
+    fn sent_response_schema(&self, body: &Value) -> Option<Value> {
+        let format = body.get("output_config")?.get("format")?;
+        (format["type"] == "json_schema").then(|| format["schema"].clone())
     }
 
     fn sent_signatures(&self, body: &Value) -> Vec<String> {

@@ -178,6 +178,10 @@ impl VendorWire for GeminiWire {
         false
     }
 
+    fn reports_reasoning_tokens(&self) -> bool {
+        true
+    }
+
     fn sent_tool_calls(&self, body: &Value) -> Vec<(String, String, Value)> {
         parts(body)
             .filter_map(|p| p.get("functionCall"))
@@ -200,6 +204,17 @@ impl VendorWire for GeminiWire {
 
     fn streams_arguments(&self) -> bool {
         false
+    }
+
+    fn sent_response_schema(&self, body: &Value) -> Option<Value> {
+        let config = body.get("generationConfig")?;
+        if config["responseMimeType"] != "application/json" {
+            return None;
+        }
+        config
+            .get("responseJsonSchema")
+            .or_else(|| config.get("responseSchema"))
+            .cloned()
     }
 
     fn sent_signatures(&self, body: &Value) -> Vec<String> {

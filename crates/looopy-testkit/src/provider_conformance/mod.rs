@@ -23,7 +23,10 @@
 //!   answer keeps the reasoning with its signature, and the next request
 //!   sends the signature byte for byte; reasoning another provider made is
 //!   never sent.
-//! - Usage, cache tokens included, whole and streamed.
+//! - Usage, cache and reasoning tokens included, whole and streamed.
+//! - Structured output: the request carries the response format's schema
+//!   where the vendor takes it, and the answer's text is the JSON value,
+//!   whole and streamed.
 //! - Every error kind: authentication, rate limit with its retry-after,
 //!   overloaded, context length exceeded, content filter (as an error or
 //!   as the finish reason), bad request.
@@ -32,12 +35,18 @@
 //!   a malformed whole body, a stream that ends early and a cut connection
 //!   are errors, never a silently short answer.
 //!
+//! With the feature `otel`, [`chat_spans`] checks the `chat` span of a
+//! provider's calls (its name and token counts, as exported); it installs
+//! a span subscriber, so it runs apart from [`run_all`].
+//!
 //! Failures panic with a message naming the vendor and the broken rule.
 
 mod anthropic;
 mod gemini;
 mod openai_chat;
 mod openai_responses;
+#[cfg(feature = "otel")]
+mod otel;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,7 +54,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use looopy_core::{
     FinishReason, History, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, Message, Part,
-    Reasoning, ResponseAssembler, Role, ToolCall, ToolDefinition, ToolResult, TurnContext, Usage,
+    Reasoning, ResponseAssembler, ResponseFormat, Role, ToolCall, ToolDefinition, ToolResult,
+    TurnContext, Usage,
 };
 use serde_json::{Value, json};
 
@@ -55,6 +65,8 @@ pub use anthropic::AnthropicWire;
 pub use gemini::GeminiWire;
 pub use openai_chat::OpenAiChatWire;
 pub use openai_responses::OpenAiResponsesWire;
+#[cfg(feature = "otel")]
+pub use otel::chat_spans;
 
 /// Builds the provider under test for a fixture's base URL
 /// (`http://127.0.0.1:PORT/v1`), with retries off.
@@ -130,6 +142,9 @@ pub trait VendorWire: Send + Sync {
     fn slow_stream(&self) -> FixtureReply;
     /// Whether the vendor reports tokens written to its cache.
     fn reports_cache_creation(&self) -> bool;
+    /// Whether the vendor counts the output's reasoning tokens apart
+    /// (Anthropic counts thinking in the output tokens only).
+    fn reports_reasoning_tokens(&self) -> bool;
     /// The calls (id, name, arguments) the assistant turns of a request
     /// body carry.
     fn sent_tool_calls(&self, body: &Value) -> Vec<(String, String, Value)>;
@@ -138,6 +153,9 @@ pub trait VendorWire: Send + Sync {
     /// The reasoning signatures (or encrypted payloads) a request body
     /// sends back, in order.
     fn sent_signatures(&self, body: &Value) -> Vec<String>;
+    /// The JSON schema a request body asks the answer to follow, from the
+    /// vendor's structured-output parameter (`None` when there is none).
+    fn sent_response_schema(&self, body: &Value) -> Option<Value>;
     /// Whether the vendor streams a call's arguments in pieces (Gemini
     /// sends each call whole, in one event).
     fn streams_arguments(&self) -> bool {
@@ -154,6 +172,7 @@ pub async fn run_all(wire: &dyn VendorWire, make: MakeProvider<'_>) {
     tool_result_round_trip(wire, make).await;
     reasoning_round_trip(wire, make).await;
     usage(wire, make).await;
+    structured_output(wire, make).await;
     errors(wire, make).await;
     cancellation(wire, make).await;
     faults(wire, make).await;
@@ -584,21 +603,32 @@ pub async fn reasoning_round_trip(wire: &dyn VendorWire, make: MakeProvider<'_>)
     }
 }
 
-/// Token counts, cache reads and writes included, whole and streamed.
-pub async fn usage(wire: &dyn VendorWire, make: MakeProvider<'_>) {
-    let name = wire.name();
-    let want = Usage {
+/// Every count the vendor reports: cache reads, and cache writes and
+/// reasoning tokens where it counts them.
+fn full_usage(wire: &dyn VendorWire) -> Usage {
+    Usage {
         input_tokens: 1200,
         output_tokens: 34,
         total_tokens: 1234,
-        reasoning_tokens: 0,
+        reasoning_tokens: if wire.reports_reasoning_tokens() {
+            12
+        } else {
+            0
+        },
         cached_input_tokens: 1000,
         cache_creation_input_tokens: if wire.reports_cache_creation() {
             150
         } else {
             0
         },
-    };
+    }
+}
+
+/// Token counts, cache reads and writes and reasoning tokens included,
+/// whole and streamed.
+pub async fn usage(wire: &dyn VendorWire, make: MakeProvider<'_>) {
+    let name = wire.name();
+    let want = full_usage(wire);
     let f = fixture().await;
     f.push(wire.text("ok", want));
     f.push(wire.text_stream(&["o", "k"], want));
@@ -610,6 +640,71 @@ pub async fn usage(wire: &dyn VendorWire, make: MakeProvider<'_>) {
         streamed.usage,
         Some(want),
         "{name}: usage of a stream: {chunks:?}"
+    );
+}
+
+/// A response format goes out as the vendor's structured-output parameter,
+/// its schema unchanged, and the answer's text is the JSON value the model
+/// wrote, whole and streamed.
+pub async fn structured_output(wire: &dyn VendorWire, make: MakeProvider<'_>) {
+    let name = wire.name();
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "population": {"type": "integer"},
+            "districts": {"type": "array", "items": {"type": "string"}}
+        },
+        "required": ["city", "population", "districts"],
+        "additionalProperties": false
+    });
+    let want =
+        json!({"city": "Paris", "population": 2_102_650, "districts": ["Le Marais", "Montmartre"]});
+    let answer = want.to_string();
+    let request = LlmRequest {
+        response_format: Some(ResponseFormat::new("city_facts", schema.clone())),
+        ..ask("Facts about Paris?")
+    };
+    let f = fixture().await;
+    f.push(wire.text(&answer, some_usage()));
+    let (a, b) = answer.split_at(answer.len() / 2);
+    f.push(wire.text_stream(&[a, b], some_usage()));
+    let provider = make(&f.base_url());
+    let whole = call_ok(wire, provider.as_ref(), request.clone()).await;
+    let (_, streamed) = stream_ok(wire, provider.as_ref(), request).await;
+    for (how, r) in [("whole", &whole), ("streamed", &streamed)] {
+        let text = r.message.text();
+        let got: Value = serde_json::from_str(&text).unwrap_or_else(|e| {
+            panic!("{name}: the {how} structured answer is not JSON ({e}): {text:?}")
+        });
+        assert_eq!(got, want, "{name}: the {how} structured answer");
+        assert_eq!(
+            r.finish_reason,
+            FinishReason::Stop,
+            "{name}: the {how} structured answer's finish reason"
+        );
+    }
+    let requests = f.requests();
+    assert_eq!(requests.len(), 2, "{name}: two requests");
+    for sent in &requests {
+        assert_eq!(
+            wire.sent_response_schema(&sent.body),
+            Some(schema.clone()),
+            "{name}: the request carries the schema as structured output: {}",
+            sent.body_text
+        );
+    }
+    // Without a format, no structured output is asked for.
+    f.push(wire.text("plain", some_usage()));
+    let _ = call_ok(wire, provider.as_ref(), ask("Facts about Paris?")).await;
+    let sent = f
+        .last_request()
+        .unwrap_or_else(|| panic!("{name}: nothing was sent"));
+    assert_eq!(
+        wire.sent_response_schema(&sent.body),
+        None,
+        "{name}: a request without a format asks for no structured output: {}",
+        sent.body_text
     );
 }
 

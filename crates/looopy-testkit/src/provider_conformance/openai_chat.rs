@@ -19,7 +19,8 @@ fn usage_json(u: Usage) -> Value {
         "prompt_tokens": u.input_tokens,
         "completion_tokens": u.output_tokens,
         "total_tokens": u.total_tokens,
-        "prompt_tokens_details": {"cached_tokens": u.cached_input_tokens}
+        "prompt_tokens_details": {"cached_tokens": u.cached_input_tokens},
+        "completion_tokens_details": {"reasoning_tokens": u.reasoning_tokens}
     })
 }
 
@@ -129,6 +130,10 @@ impl VendorWire for OpenAiChatWire {
         false
     }
 
+    fn reports_reasoning_tokens(&self) -> bool {
+        true
+    }
+
     fn sent_tool_calls(&self, body: &Value) -> Vec<(String, String, Value)> {
         let mut out = Vec::new();
         for m in messages(body) {
@@ -154,6 +159,11 @@ impl VendorWire for OpenAiChatWire {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             })
+    }
+
+    fn sent_response_schema(&self, body: &Value) -> Option<Value> {
+        let format = body.get("response_format")?;
+        (format["type"] == "json_schema").then(|| format["json_schema"]["schema"].clone())
     }
 
     fn sent_signatures(&self, _: &Value) -> Vec<String> {

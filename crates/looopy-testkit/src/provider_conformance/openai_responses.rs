@@ -182,6 +182,10 @@ impl VendorWire for OpenAiResponsesWire {
         false
     }
 
+    fn reports_reasoning_tokens(&self) -> bool {
+        true
+    }
+
     fn sent_tool_calls(&self, body: &Value) -> Vec<(String, String, Value)> {
         items(body)
             .filter(|i| i["type"] == "function_call")
@@ -206,6 +210,11 @@ impl VendorWire for OpenAiResponsesWire {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             })
+    }
+
+    fn sent_response_schema(&self, body: &Value) -> Option<Value> {
+        let format = body.get("text")?.get("format")?;
+        (format["type"] == "json_schema").then(|| format["schema"].clone())
     }
 
     fn sent_signatures(&self, body: &Value) -> Vec<String> {

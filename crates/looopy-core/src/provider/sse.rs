@@ -4,11 +4,13 @@
 //! The parser is fed the response body's bytes as they arrive and keeps
 //! the data of the events they complete in one buffer that it reuses, so
 //! an event costs no allocation and no pass beyond finding its line ends.
-//! It replaced `eventsource-stream` on this path (the A2A client still
-//! uses that crate), whose parser combinators allocate a `String` per
-//! field, on every event of every model call. `sse-stream`, the other crate in the tree, refuses lines the
-//! standard says to ignore (an unknown field, a repeated `id`), and a model
-//! stream must not fail on those.
+//! Every provider's stream is read with it (chat completions, Responses,
+//! Anthropic, Gemini). It replaced `eventsource-stream` on these paths (the
+//! A2A client still uses that crate), whose parser combinators allocate a
+//! `String` per field, on every event of every model call. `sse-stream`,
+//! the other crate in the tree, refuses lines the standard says to ignore
+//! (an unknown field, a repeated `id`), and a model stream must not fail on
+//! those.
 //!
 //! It follows the WHATWG event stream rules that matter to the reader of
 //! one response: lines end in LF, CR or CRLF; a byte order mark before the
@@ -26,7 +28,7 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// An incremental event stream parser (see the module docs).
 #[derive(Debug, Default)]
-pub(crate) struct SseParser {
+pub struct SseParser {
     /// The end of a line that the last chunk cut.
     line: Vec<u8>,
     /// The data of completed events, then of the event being read.
@@ -45,7 +47,7 @@ pub(crate) struct SseParser {
 
 impl SseParser {
     /// Reads `bytes`, the next piece of the stream.
-    pub(crate) fn feed(&mut self, mut bytes: &[u8]) {
+    pub fn feed(&mut self, mut bytes: &[u8]) {
         if self.ends.is_empty() && self.read > 0 {
             // Every completed event was taken: reuse the buffer.
             self.data.drain(..self.read);
@@ -79,7 +81,7 @@ impl SseParser {
     }
 
     /// The data of the next completed event, oldest first.
-    pub(crate) fn next_event(&mut self) -> Option<&[u8]> {
+    pub fn next_event(&mut self) -> Option<&[u8]> {
         let end = self.ends.pop_front()?;
         let start = std::mem::replace(&mut self.read, end);
         Some(&self.data[start..end])
