@@ -295,23 +295,7 @@ async fn resubscription_replays_progress_to_opted_in_clients_only() {
         }
     }
 
-    let subscribe = |ext: bool, last: Option<String>| {
-        let url = server.url.clone();
-        let id = task_id.clone();
-        async move {
-            let mut headers: Vec<(&str, String)> = Vec::new();
-            if ext {
-                headers.push(("A2A-Extensions", EXT.to_owned()));
-            }
-            if let Some(l) = last {
-                headers.push(("Last-Event-ID", l));
-            }
-            let h: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            stream_all(&url, Some("1.0"), &h, "SubscribeToTask", json!({"id": id})).await
-        }
-    };
-    // Each subscription is being served (its response has begun) before
-    // the turn goes on past the gate.
+    // A subscription, its response begun but not read.
     let open = |ext: bool, last: Option<String>| {
         let url = server.url.clone();
         let id = task_id.clone();
@@ -327,6 +311,17 @@ async fn resubscription_replays_progress_to_opted_in_clients_only() {
             stream_request(&url, Some("1.0"), &h, "SubscribeToTask", json!({"id": id})).await
         }
     };
+    // A whole subscription: its headers and events.
+    let subscribe = |ext: bool, last: Option<String>| {
+        let response = open(ext, last);
+        async move {
+            let response = response.await;
+            let headers = response.headers().clone();
+            (headers, SseReader::new(response).rest().await)
+        }
+    };
+    // Each subscription is being served before the turn goes on past the
+    // gate.
     let opted = open(true, Some(after.clone())).await;
     let plain = open(false, Some(after.clone())).await;
     let from_start = open(true, None).await;

@@ -5,6 +5,7 @@
 
 use crate::support;
 
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -25,8 +26,20 @@ fn echo_model(body: &Value) -> FixtureReply {
     }
 }
 
-fn client_script() -> std::path::PathBuf {
-    repo_root().join("crates/looopy-cli/tests/fixtures/mcp_client.py")
+/// What `tests/fixtures/mcp_client.py`, run by `python` in `dir` with
+/// `args`, saw.
+async fn run_client(python: PathBuf, dir: PathBuf, args: Vec<String>) -> Value {
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(python)
+            .current_dir(dir)
+            .arg(repo_root().join("crates/looopy-cli/tests/fixtures/mcp_client.py"))
+            .args(args)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    json_output(&out)
 }
 
 /// The checks both transports share.
@@ -72,17 +85,8 @@ async fn the_python_mcp_sdk_calls_looopy_serve_at_mcp() {
     let rest = "[agent]\nname = \"mcp-agent\"\n[[auth.tokens]]\nprincipal = \"py\"\ntoken = \"mcp-token\"\n";
     let (_dir, config) = config_with_model(&llm, "m", rest);
     let (server, url) = serve(&config, &[]);
-    let endpoint = format!("{url}/mcp");
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new(python)
-            .arg(client_script())
-            .args(["http", &endpoint, "mcp-token"])
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let out = json_output(&out);
+    let args = vec!["http".into(), format!("{url}/mcp"), "mcp-token".into()];
+    let out = run_client(python, repo_root(), args).await;
     check_turns(&out);
     // The answer streamed as progress notifications.
     let progress = out["progress"].to_string();
@@ -107,19 +111,13 @@ async fn the_python_mcp_sdk_runs_looopy_mcp_over_stdio() {
     };
     let llm = model_answering(echo_model).await;
     let (dir, config) = config_with_model(&llm, "m", "[store]\nbackend = \"memory\"\n");
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new(python)
-            .current_dir(dir.path())
-            .arg(client_script())
-            .args(["stdio", support::BIN])
-            .arg(&config)
-            .env_remove("LOOOPY_LLM_BASE_URL")
-            .env_remove("LOOOPY_LLM_MODEL")
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let out = json_output(&out);
+    // The SDK starts `looopy mcp` with a small default environment (no
+    // LOOOPY_* variables of this process): the config file is all it reads.
+    let args = vec![
+        "stdio".into(),
+        support::BIN.into(),
+        config.display().to_string(),
+    ];
+    let out = run_client(python, dir.path().to_owned(), args).await;
     check_turns(&out);
 }
