@@ -21,6 +21,8 @@ mod fallback;
 mod otlp_export;
 #[path = "../otlp_protocols.rs"]
 mod otlp_protocols;
+#[path = "../postgres_restart.rs"]
+mod postgres_restart;
 #[path = "../providers.rs"]
 mod providers;
 #[path = "../python_sdk.rs"]
