@@ -51,8 +51,18 @@ const BENCHES: &[(&str, &str, &str)] = &[
     ),
     (
         "looopy-bench",
+        "sqlite_soak",
+        "Bounded disk and memory on SQLite: A2A streaming turns (100,000 by default, `BENCH_SOAK_TURNS`), each a new conversation, against `looopy serve` on its SQLite store with retention (30 s TTLs, a prune every 5 s) from 100 concurrent clients; the database file, its write-ahead log and the server's RSS after each tenth of the run",
+    ),
+    (
+        "looopy-bench",
         "redis_roundtrips",
         "Redis round trips and added latency: loop checkpoints (RedisCheckpointStore) per iteration, and whole Agent turns with every store in Redis, at history 10, 100 and 1000, on a private redis-server",
+    ),
+    (
+        "looopy-bench",
+        "store_roundtrips",
+        "What the durable stores cost an Agent turn, side by side in one run: SQLite (a temporary file), PostgreSQL (a private server) and Redis (a private redis-server), each bundle with its turn store, at history 10 and 1,000, the answer at once or after one tool call: per-turn latency against the memory stores, round trips (PostgreSQL, Redis) and statements (PostgreSQL) counted by TCP proxies, write transactions on SQLite",
     ),
     (
         "looopy-bench",

@@ -24,16 +24,15 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use common::{
-    Connections, OneTool, Proxy, RedisAgentStores, commands, connect, history, on_private_redis,
-    three_proxies,
+    Connections, NoopTools, OneTool, Proxy, RedisAgentStores, commands, connect, history,
+    on_private_redis, three_proxies,
 };
 use futures::StreamExt;
 use looopy_agent::Agent;
 use looopy_bench::{Case, comment, percentile, us};
 use looopy_core::store::{CheckpointStore, MessageStore, Stores};
 use looopy_core::{
-    History, LlmError, LlmProvider, LlmRequest, LlmResponse, Message, ToolCall, ToolDefinition,
-    ToolError, ToolProvider, ToolResult, TurnContext,
+    History, LlmError, LlmProvider, LlmRequest, LlmResponse, Message, ToolCall, TurnContext,
 };
 use looopy_loop::AgentLoop;
 use looopy_stores_redis::RedisConfig;
@@ -56,32 +55,6 @@ fn histories() -> Vec<usize> {
     {
         Some(h) => vec![h],
         None => HISTORIES.to_vec(),
-    }
-}
-
-/// Two tools that do nothing, declared idempotent or not (a call of a tool
-/// that is not idempotent waits for the checkpoint that holds it).
-#[derive(Default)]
-struct NoopTools {
-    idempotent: bool,
-}
-
-#[async_trait]
-impl ToolProvider for NoopTools {
-    async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
-        Ok(["noop_a", "noop_b"]
-            .into_iter()
-            .map(|name| {
-                ToolDefinition::without_parameters(name, "does nothing").idempotent(self.idempotent)
-            })
-            .collect())
-    }
-    async fn execute(&self, call: &ToolCall, _cx: &TurnContext) -> ToolResult {
-        ToolResult::text(&call.id, "ok")
-    }
-    // Rust tools made once: listed once per loop, as a library user declares.
-    fn tools_are_fixed(&self) -> bool {
-        true
     }
 }
 

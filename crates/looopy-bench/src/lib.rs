@@ -15,6 +15,10 @@
 //! - `serve_e2e`: `looopy serve` end to end under 1 to 1,000 concurrent
 //!   A2A streaming clients, next to a bare axum + reqwest floor and the
 //!   official `a2a-server-lf` peer.
+//! - `store_roundtrips`: an Agent turn on SQLite, PostgreSQL and Redis side
+//!   by side: latency, round trips, statements, write transactions;
+//! - `sqlite_soak`: `looopy serve` on SQLite with retention over many
+//!   turns: the database file, its write-ahead log and RSS.
 //! - `ownership`: what turn ownership (the Redis turn lease and the
 //!   registry of running turns) costs per Agent turn, before and after,
 //!   and how long after a process dies another one takes its turn over.

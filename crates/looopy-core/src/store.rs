@@ -34,6 +34,7 @@ use crate::tool::ToolResult;
 mod artifact_merge;
 pub mod follow;
 pub mod listing;
+pub mod on_history;
 mod push;
 mod stores;
 mod turn;

@@ -20,10 +20,13 @@ use sqlx::{AssertSqlSafe, Executor};
 use crate::error::PostgresError;
 
 /// The migrations, oldest first: `(version, name, SQL)`.
-pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[(1, "initial schema", V1)];
+pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (1, "initial schema", V1),
+    (2, "checkpoints on the stored history", V2),
+];
 
 /// The newest version this build knows.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 const V1: &str = r#"
 CREATE TABLE checkpoints (
@@ -134,6 +137,15 @@ CREATE TABLE cache_entries (
     expires_at TIMESTAMPTZ NOT NULL
 );
 CREATE INDEX cache_entries_expiry ON cache_entries (expires_at);
+"#;
+
+/// A checkpoint that builds on the conversation's stored history keeps only
+/// the turn's own messages: `messages` holds them (a JSON array) and `body`
+/// the checkpoint without its messages (its `storedHistory` says how many
+/// of the history's first messages go in front of them). A row written by
+/// version 1 has no `messages`: its `body` is the whole checkpoint.
+const V2: &str = r#"
+ALTER TABLE checkpoints ADD COLUMN messages TEXT;
 "#;
 
 /// A lock key for the schema's migrations (stable across builds).

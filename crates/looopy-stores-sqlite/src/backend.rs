@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -21,7 +22,10 @@ use crate::error::{Db, OpenError, hint};
 
 /// The embedded migrations, in order: version `n` is the `n`-th. A
 /// database records each one it applied in its `schema_version` table.
-const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_initial.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/0001_initial.sql"),
+    include_str!("../migrations/0002_checkpoints_on_history.sql"),
+];
 
 /// The schema version this build writes and reads.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -50,6 +54,8 @@ struct Inner {
     gate: Arc<tokio::sync::Mutex<()>>,
     /// Event followers of this process, by task: whom an append wakes.
     watchers: Mutex<HashMap<String, (Arc<Notify>, usize)>>,
+    /// Write transactions committed (see [`SqliteBackend::write_commits`]).
+    commits: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for SqliteBackend {
@@ -65,6 +71,7 @@ impl std::fmt::Debug for SqliteBackend {
 pub(crate) struct WriteTx {
     tx: Transaction<'static, sqlx::Sqlite>,
     _gate: OwnedMutexGuard<()>,
+    commits: Arc<AtomicU64>,
 }
 
 impl WriteTx {
@@ -75,7 +82,9 @@ impl WriteTx {
 
     /// Commits.
     pub(crate) async fn commit(self) -> Result<(), StoreError> {
-        self.tx.commit().await.db("commit")
+        self.tx.commit().await.db("commit")?;
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Rolls back and waits for it, so that SQLite's write lock is free
@@ -151,6 +160,7 @@ impl SqliteBackend {
                 config,
                 gate: Arc::new(tokio::sync::Mutex::new(())),
                 watchers: Mutex::new(HashMap::new()),
+                commits: Arc::new(AtomicU64::new(0)),
             }),
         };
         backend.migrate(&path).await?;
@@ -262,7 +272,19 @@ impl SqliteBackend {
             .begin_with("BEGIN IMMEDIATE")
             .await
             .db("begin a write")?;
-        Ok(WriteTx { tx, _gate: gate })
+        Ok(WriteTx {
+            tx,
+            _gate: gate,
+            commits: Arc::clone(&self.inner.commits),
+        })
+    }
+
+    /// How many write transactions this backend (and its clones) committed
+    /// since it was opened: each store write is one, and so is a turn's
+    /// start and a turn's end (a figure to watch: what an Agent turn
+    /// costs the file's one writer).
+    pub fn write_commits(&self) -> u64 {
+        self.inner.commits.load(Ordering::Relaxed)
     }
 
     /// Closes the pool (what is committed is on disk); later operations

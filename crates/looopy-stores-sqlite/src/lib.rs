@@ -40,14 +40,31 @@ pub use turns::SqliteTurnStore;
 /// (`Stores::turns`). Keep a clone of `backend` for what only SQLite has
 /// (the prune, the schema version).
 pub fn stores(backend: SqliteBackend) -> Stores {
-    let turns = SqliteTurnStore::new(backend.clone());
-    Stores {
-        checkpoints: Arc::new(SqliteCheckpointStore::new(backend.clone())),
+    // The turn store works over the bundle's own stores: an Agent then
+    // builds its checkpoints on the stored history and hands the turn's
+    // artifacts to the turn's end (it checks that they are the same).
+    let own = turns::TurnStores {
         messages: Arc::new(SqliteMessageStore::new(backend.clone())),
+        states: Arc::new(SqliteAgentStateStore::new(backend.clone())),
+        lock: Arc::new(SqliteTurnLock::new(backend.clone())),
+        checkpoints: Arc::new(SqliteCheckpointStore::new(backend.clone())),
         artifacts: Arc::new(SqliteArtifactStore::new(backend.clone())),
-        agents: Arc::new(SqliteAgentStateStore::new(backend.clone())),
+    };
+    let (checkpoints, messages, artifacts, agents, locks) = (
+        own.checkpoints.clone(),
+        own.messages.clone(),
+        own.artifacts.clone(),
+        own.states.clone(),
+        own.lock.clone(),
+    );
+    let turns = SqliteTurnStore::over(backend.clone(), own);
+    Stores {
+        checkpoints,
+        messages,
+        artifacts,
+        agents,
         events: Arc::new(SqliteEventLog::new(backend.clone())),
-        locks: Arc::new(SqliteTurnLock::new(backend.clone())),
+        locks,
         task_records: Arc::new(SqliteTaskRecordStore::new(backend.clone())),
         push_configs: Arc::new(SqlitePushConfigStore::new(backend)),
         turns: Some(Arc::new(turns)),

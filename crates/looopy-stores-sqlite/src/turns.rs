@@ -45,6 +45,29 @@ impl SqliteTurnStore {
             backend,
         }
     }
+
+    /// The turn store over the bundle's own stores (the very allocations
+    /// an Agent is given, so that it knows its checkpoints and artifacts
+    /// are the turn store's: see [`crate::stores`]).
+    pub(crate) fn over(backend: SqliteBackend, stores: TurnStores) -> Self {
+        SqliteTurnStore {
+            backend,
+            messages: stores.messages,
+            states: stores.states,
+            lock: stores.lock,
+            checkpoints: stores.checkpoints,
+            artifacts: stores.artifacts,
+        }
+    }
+}
+
+/// The stores a [`SqliteTurnStore`] works over.
+pub(crate) struct TurnStores {
+    pub(crate) messages: Arc<SqliteMessageStore>,
+    pub(crate) states: Arc<SqliteAgentStateStore>,
+    pub(crate) lock: Arc<SqliteTurnLock>,
+    pub(crate) checkpoints: Arc<SqliteCheckpointStore>,
+    pub(crate) artifacts: Arc<SqliteArtifactStore>,
 }
 
 #[async_trait]

@@ -10,7 +10,8 @@ use std::future::Future;
 
 use async_trait::async_trait;
 use looopy_core::{
-    LlmError, LlmProvider, LlmRequest, LlmResponse, Message, Role, ToolCall, TurnContext,
+    LlmError, LlmProvider, LlmRequest, LlmResponse, Message, Role, ToolCall, ToolDefinition,
+    ToolError, ToolProvider, ToolResult, TurnContext,
 };
 use looopy_stores_redis::{
     RedisAgentStateStore, RedisArtifactStore, RedisBackend, RedisCheckpointStore, RedisConfig,
@@ -20,21 +21,34 @@ use looopy_testkit::RedisServer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-/// A TCP proxy in front of Redis that counts round trips: a round trip
-/// begins each time the client sends after Redis last answered, so
-/// commands written together (a pipeline, concurrent commands on the
-/// multiplexed connection) count once.
+/// A TCP proxy in front of Redis (or PostgreSQL) that counts round trips:
+/// a round trip begins each time the client sends after the server last
+/// answered, so commands written together (a pipeline, concurrent commands
+/// on the multiplexed connection) count once.
 pub(crate) struct Proxy {
     pub(crate) url: String,
     round_trips: Arc<AtomicU64>,
+    statements: Arc<AtomicU64>,
 }
 
 impl Proxy {
+    /// A proxy in front of Redis (`redis://` URL).
     pub(crate) async fn start(upstream_port: u16) -> Proxy {
+        Proxy::start_for("redis", upstream_port, false).await
+    }
+
+    /// A proxy in front of PostgreSQL (`postgres://` address, without the
+    /// user and database) that also counts statements ([`Proxy::statements`]).
+    pub(crate) async fn start_postgres(upstream_port: u16) -> Proxy {
+        Proxy::start_for("postgres", upstream_port, true).await
+    }
+
+    async fn start_for(scheme: &str, upstream_port: u16, postgres: bool) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("redis://{}", listener.local_addr().unwrap());
+        let url = format!("{scheme}://{}", listener.local_addr().unwrap());
         let round_trips = Arc::new(AtomicU64::new(0));
-        let counter = round_trips.clone();
+        let statements = Arc::new(AtomicU64::new(0));
+        let (counter, stmts) = (round_trips.clone(), statements.clone());
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let server = TcpStream::connect(("127.0.0.1", upstream_port))
@@ -42,14 +56,74 @@ impl Proxy {
                     .unwrap();
                 let _ = client.set_nodelay(true);
                 let _ = server.set_nodelay(true);
-                tokio::spawn(pump(client, server, counter.clone()));
+                let watch = postgres.then(|| PgStatements::new(stmts.clone()));
+                tokio::spawn(pump(client, server, counter.clone(), watch));
             }
         });
-        Proxy { url, round_trips }
+        Proxy {
+            url,
+            round_trips,
+            statements,
+        }
     }
 
     pub(crate) fn round_trips(&self) -> u64 {
         self.round_trips.load(Ordering::SeqCst)
+    }
+
+    /// Statements the clients sent through a PostgreSQL proxy: simple
+    /// queries (`Q`) and executions of prepared ones (`E`), `BEGIN` and
+    /// `COMMIT` included.
+    pub(crate) fn statements(&self) -> u64 {
+        self.statements.load(Ordering::SeqCst)
+    }
+}
+
+/// Reads the PostgreSQL frontend protocol as it goes by and counts the
+/// statements in it. A connection opens with a startup message without a
+/// type byte (the URL must say `sslmode=disable`, so that no SSL request
+/// comes first); every later message is a type byte and a length.
+struct PgStatements {
+    count: Arc<AtomicU64>,
+    buf: Vec<u8>,
+    started: bool,
+}
+
+impl PgStatements {
+    fn new(count: Arc<AtomicU64>) -> Self {
+        PgStatements {
+            count,
+            buf: Vec::new(),
+            started: false,
+        }
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+        let mut at = 0;
+        loop {
+            let rest = &self.buf[at..];
+            let (header, kind) = if self.started {
+                (5, rest.first().copied())
+            } else {
+                (4, None)
+            };
+            if rest.len() < header {
+                break;
+            }
+            let len_at = header - 4;
+            let len = u32::from_be_bytes(rest[len_at..header].try_into().unwrap()) as usize;
+            let total = len_at + len;
+            if rest.len() < total {
+                break;
+            }
+            if matches!(kind, Some(b'Q' | b'E')) {
+                self.count.fetch_add(1, Ordering::SeqCst);
+            }
+            self.started = true;
+            at += total;
+        }
+        self.buf.drain(..at);
     }
 }
 
@@ -85,7 +159,12 @@ where
     });
 }
 
-async fn pump(client: TcpStream, server: TcpStream, round_trips: Arc<AtomicU64>) {
+async fn pump(
+    client: TcpStream,
+    server: TcpStream,
+    round_trips: Arc<AtomicU64>,
+    mut watch: Option<PgStatements>,
+) {
     let (mut cr, mut cw) = client.into_split();
     let (mut sr, mut sw) = server.into_split();
     // Whether Redis answered since the client last sent.
@@ -100,6 +179,9 @@ async fn pump(client: TcpStream, server: TcpStream, round_trips: Arc<AtomicU64>)
             };
             if a.swap(false, Ordering::SeqCst) {
                 round_trips.fetch_add(1, Ordering::SeqCst);
+            }
+            if let Some(watch) = &mut watch {
+                watch.feed(&buf[..n]);
             }
             if sw.write_all(&buf[..n]).await.is_err() {
                 break;
@@ -224,6 +306,32 @@ impl RedisAgentStores {
             lock: turn_lock,
             turns,
         }
+    }
+}
+
+/// Two tools that do nothing, declared idempotent or not (a call of a tool
+/// that is not idempotent waits for the checkpoint that holds it).
+#[derive(Default)]
+pub(crate) struct NoopTools {
+    pub(crate) idempotent: bool,
+}
+
+#[async_trait]
+impl ToolProvider for NoopTools {
+    async fn tools(&self, _cx: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
+        Ok(["noop_a", "noop_b"]
+            .into_iter()
+            .map(|name| {
+                ToolDefinition::without_parameters(name, "does nothing").idempotent(self.idempotent)
+            })
+            .collect())
+    }
+    async fn execute(&self, call: &ToolCall, _cx: &TurnContext) -> ToolResult {
+        ToolResult::text(&call.id, "ok")
+    }
+    // Rust tools made once: listed once per loop, as a library user declares.
+    fn tools_are_fixed(&self) -> bool {
+        true
     }
 }
 

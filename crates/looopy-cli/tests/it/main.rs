@@ -27,6 +27,8 @@ mod mcp_server;
 mod otlp_export;
 #[path = "../otlp_protocols.rs"]
 mod otlp_protocols;
+#[path = "../postgres_restart.rs"]
+mod postgres_restart;
 #[path = "../providers.rs"]
 mod providers;
 #[path = "../python_sdk.rs"]

@@ -1,6 +1,8 @@
 //! The integration tests of `looopy-stores-postgres`, linked as one binary: each
 //! module is a file of `tests/` (one link instead of one per file).
 
+#[path = "../checkpoint_on_history.rs"]
+mod checkpoint_on_history;
 #[path = "../conformance.rs"]
 mod conformance;
 #[path = "../faults.rs"]

@@ -23,7 +23,9 @@ const PAST_SHORT: Duration = Duration::from_millis(900);
 /// that names the held history reads only what others appended since and
 /// saves the input only when nobody did, and reads the whole history after
 /// a rewrite; a commit by an owner whose lease was taken over is refused
-/// with [`StoreError::LeaseLost`] and writes nothing. Sleeps about a second.
+/// with [`StoreError::LeaseLost`] and writes nothing; a checkpoint that
+/// builds on the stored history a start read loads whole until that
+/// history is rewritten ([`checkpoint_on_history`]). Sleeps about a second.
 pub async fn turn_store(store: Arc<dyn TurnStore>, ids: &UniqueIds) {
     let store = &*store;
     let ctx = ids.next("ctx");
@@ -260,6 +262,99 @@ pub async fn turn_store(store: Arc<dyn TurnStore>, ids: &UniqueIds) {
     assert_eq!(ok(messages.load(&ctx).await, "load"), rewritten);
 
     stale_commit(store, ids).await;
+    checkpoint_on_history(store, ids).await;
+}
+
+/// A checkpoint that builds on the stored history
+/// ([`TaskCheckpoint::stored_history`](looopy_core::store::TaskCheckpoint),
+/// with the mark a turn start read) loads whole, field by field, however
+/// the store keeps it: after each save, after another writer appended to
+/// the history (an append keeps the mark valid), and through a mark longer
+/// than its messages (which says nothing about them). Once the history is
+/// rewritten, a load is the whole checkpoint or
+/// [`StoreError::HistoryRewritten`], never a checkpoint with other
+/// messages. A store that reads no mark at a turn start is not checked.
+async fn checkpoint_on_history(store: &dyn TurnStore, ids: &UniqueIds) {
+    let ctx = ids.next("ctx");
+    let task = ids.next("task");
+    let messages = store.messages();
+    let checkpoints = store.checkpoints().expect("checkpoints");
+    let stored: Vec<Message> = (0..20).map(|n| full_message(&ctx, n)).collect();
+    ok(messages.append(&ctx, &stored).await, "append a history");
+    let TurnBegun::Begun(begun) = begin(store, &ctx, None, None, &[]).await else {
+        panic!("conformance: a start without a lease was refused")
+    };
+    let LoadedHistory::Whole {
+        mark: Some(mark), ..
+    } = begun.history
+    else {
+        return;
+    };
+    assert_eq!(mark.len, stored.len(), "the mark counts the history read");
+    let mut checkpoint = full_checkpoint(&task, &ctx, TaskState::Working, 0);
+    checkpoint.messages = stored.iter().cloned().collect();
+    checkpoint.turn_start = stored.len();
+    checkpoint.stored_history = Some(mark.clone());
+    for n in 0..3 {
+        checkpoint.messages.push(full_message(&task, n));
+        ok(checkpoints.save(&checkpoint).await, "save on the history");
+        assert_eq!(
+            ok(checkpoints.load(&task).await, "load on the history").as_ref(),
+            Some(&checkpoint),
+            "a checkpoint on the stored history loads whole (save {n})"
+        );
+    }
+    ok(
+        messages.append(&ctx, &[Message::user("later")]).await,
+        "append after the checkpoint",
+    );
+    assert_eq!(
+        ok(checkpoints.load(&task).await, "load after an append").as_ref(),
+        Some(&checkpoint),
+        "an append to the history keeps the checkpoint on it whole"
+    );
+    // A mark longer than the messages: the checkpoint is kept as it is.
+    let other = ids.next("task");
+    let mut short = full_checkpoint(&other, &ctx, TaskState::Working, 3);
+    short.stored_history = Some(HistoryMark {
+        len: 10,
+        ..mark.clone()
+    });
+    ok(checkpoints.save(&short).await, "save with a long mark");
+    let loaded = ok(checkpoints.load(&other).await, "load with a long mark")
+        .expect("the checkpoint is there");
+    assert_eq!(
+        loaded.messages.to_vec(),
+        short.messages.to_vec(),
+        "a mark longer than the messages says nothing about them"
+    );
+    ok(checkpoints.delete(&other).await, "delete");
+
+    ok(
+        messages
+            .replace_range(&ctx, 0..5, &[Message::user("summary")])
+            .await,
+        "rewrite",
+    );
+    match checkpoints.load(&task).await {
+        Ok(Some(loaded)) => assert_eq!(
+            loaded, checkpoint,
+            "a checkpoint loaded after a rewrite is the one saved"
+        ),
+        Err(StoreError::HistoryRewritten {
+            context_id,
+            task_id,
+        }) => assert_eq!(
+            (context_id.as_str(), task_id.as_str()),
+            (ctx.as_str(), task.as_str()),
+            "HistoryRewritten names the conversation and the task"
+        ),
+        other => panic!(
+            "conformance: a checkpoint on a rewritten history loaded as {other:?}; expected it whole or HistoryRewritten"
+        ),
+    }
+    ok(checkpoints.delete(&task).await, "delete");
+    assert_eq!(ok(checkpoints.load(&task).await, "load after delete"), None);
 }
 
 /// The stored history a start read, with the held part (`expected` up to

@@ -1,0 +1,138 @@
+//! A checkpoint that builds on the conversation's stored history
+//! (`TaskCheckpoint::stored_history`) keeps only the turn's own messages in
+//! its row, loads whole (also through another backend, as a replica that
+//! never saved it would), and fails with a typed error once that history
+//! was rewritten. A checkpoint written by schema version 1 (the whole
+//! checkpoint in `body`) still loads.
+
+use crate::support;
+
+use chrono::Utc;
+use looopy_core::store::{HistoryMark, TaskCheckpoint};
+use looopy_core::{History, Message, StoreError, TaskState};
+use looopy_stores_postgres::PostgresBackend;
+
+const STORED: usize = 50;
+
+fn checkpoint(
+    ctx: &str,
+    task: &str,
+    messages: History,
+    mark: Option<&HistoryMark>,
+) -> TaskCheckpoint {
+    TaskCheckpoint {
+        task_id: task.into(),
+        context_id: ctx.into(),
+        agent_id: "agent".into(),
+        iteration: 1,
+        state: TaskState::Working,
+        turn_start: mark.map_or(0, |m| m.len),
+        messages,
+        usage: Default::default(),
+        completed_tool_results: Vec::new(),
+        streamed_answers: Vec::new(),
+        stored_history: mark.cloned(),
+        created_at: Utc::now(),
+        updated_at: Utc::now(),
+        metadata: Default::default(),
+    }
+}
+
+/// How many messages the checkpoint's row holds.
+async fn kept(backend: &PostgresBackend, task: &str) -> i32 {
+    sqlx::query_scalar(
+        "SELECT json_array_length(messages::json) FROM checkpoints WHERE task_id = $1",
+    )
+    .bind(task)
+    .fetch_one(backend.pool())
+    .await
+    .expect("the row")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkpoint_on_the_stored_history_keeps_only_the_turns_messages_and_loads_whole() {
+    let Some(pg) = support::postgres("a_checkpoint_on_the_stored_history") else {
+        return;
+    };
+    let config = support::config(pg.url());
+    let backend = support::backend(config.clone()).await;
+    let stores = looopy_stores_postgres::stores(backend.clone());
+    let (ctx, task) = ("ctx-on-history", "task-on-history");
+    let stored: Vec<Message> = (0..STORED)
+        .map(|n| Message::user(format!("old {n}")))
+        .collect();
+    stores.messages.append(ctx, &stored).await.unwrap();
+    let epoch: String = sqlx::query_scalar("SELECT epoch FROM histories WHERE context_id = $1")
+        .bind(ctx)
+        .fetch_one(backend.pool())
+        .await
+        .unwrap();
+    let mark = HistoryMark { epoch, len: STORED };
+
+    let mut history = History::from(stored.clone());
+    history.push(Message::assistant("the turn's first"));
+    let first = checkpoint(ctx, task, history.clone(), Some(&mark));
+    stores.checkpoints.save(&first).await.unwrap();
+    assert_eq!(
+        kept(&backend, task).await,
+        1,
+        "only the turn's own message is written"
+    );
+    history.push(Message::assistant("the turn's second"));
+    let second = checkpoint(ctx, task, history.clone(), Some(&mark));
+    stores.checkpoints.save(&second).await.unwrap();
+    assert_eq!(kept(&backend, task).await, 2);
+    assert_eq!(stores.checkpoints.load(task).await.unwrap(), Some(second));
+
+    // Another replica loads it whole and saves on.
+    let other = looopy_stores_postgres::stores(support::backend(config).await);
+    let loaded = other.checkpoints.load(task).await.unwrap().unwrap();
+    assert_eq!(loaded.messages.to_vec(), history.to_vec());
+    history.push(Message::assistant("after the resume"));
+    let third = checkpoint(ctx, task, history.clone(), Some(&mark));
+    other.checkpoints.save(&third).await.unwrap();
+    assert_eq!(kept(&backend, task).await, 3);
+    assert_eq!(other.checkpoints.load(task).await.unwrap(), Some(third));
+
+    // A checkpoint without a mark keeps every message.
+    let whole = checkpoint(ctx, "task-whole", history.clone(), None);
+    stores.checkpoints.save(&whole).await.unwrap();
+    assert_eq!(kept(&backend, "task-whole").await as usize, history.len());
+    assert_eq!(
+        stores.checkpoints.load("task-whole").await.unwrap(),
+        Some(whole.clone())
+    );
+
+    // As schema version 1 wrote it: the whole checkpoint in `body`.
+    sqlx::query("INSERT INTO checkpoints (task_id, context_id, body) VALUES ($1, $2, $3)")
+        .bind("task-v1")
+        .bind(ctx)
+        .bind(serde_json::to_string(&whole).unwrap())
+        .execute(backend.pool())
+        .await
+        .unwrap();
+    let v1 = stores.checkpoints.load("task-v1").await.unwrap().unwrap();
+    assert_eq!(v1.messages.to_vec(), history.to_vec());
+
+    // The history is rewritten (a compaction): the checkpoint cannot be
+    // rebuilt, and says why; the one without a mark is untouched.
+    stores
+        .messages
+        .replace_range(ctx, 0..10, &[Message::user("summary")])
+        .await
+        .unwrap();
+    match stores.checkpoints.load(task).await {
+        Err(StoreError::HistoryRewritten {
+            context_id,
+            task_id,
+        }) => {
+            assert_eq!((context_id.as_str(), task_id.as_str()), (ctx, task));
+        }
+        other => panic!("expected HistoryRewritten, got {other:?}"),
+    }
+    assert_eq!(
+        stores.checkpoints.load("task-whole").await.unwrap(),
+        Some(whole)
+    );
+    support::drop_schema(&backend).await;
+}
