@@ -261,8 +261,14 @@ impl Agent {
                 .count(&self.inner.context_id)
                 .await?;
             Ok::<_, StoreError>(state)
+        };
+        // The tools start beside the load. One that does not start fails
+        // no turn: it is logged here and tries again on its next use.
+        let (loaded, tools) = futures::join!(loaded, self.inner.shared.agent_loop.start_tools());
+        tracing::Span::current().record("looopy.agent.tools_started", tools.is_ok());
+        if let Err(error) = tools {
+            tracing::warn!(context_id = %self.inner.context_id, %error, "a tool provider did not start; it tries again on its next use");
         }
-        .await;
         match loaded {
             Ok(stored) => {
                 tracing::Span::current().record("looopy.agent.state_loaded", stored.is_some());

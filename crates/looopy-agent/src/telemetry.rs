@@ -30,13 +30,15 @@ pub(crate) fn turn_span(context_id: &str, task_id: &str, resumed: bool) -> traci
     )
 }
 
-/// The span of loading the Agent's state and checking its message store
-/// (its start, or the first turn's when it was not started).
+/// The span of loading the Agent's state, checking its message store and
+/// starting its tools (its start, or the first turn's when it was not
+/// started).
 pub(crate) fn initialize_span(context_id: &str) -> tracing::Span {
     tracing::info_span!(
         "agent.initialize",
         gen_ai.conversation.id = %context_id,
         looopy.agent.state_loaded = Empty,
+        looopy.agent.tools_started = Empty,
         otel.status_code = Empty,
         error.type = Empty,
     )

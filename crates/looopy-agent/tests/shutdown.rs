@@ -54,8 +54,14 @@ async fn shutdown_ends_the_mcp_server_process_and_a_restart_starts_it_again() {
     let saved = stores.agents.load("c-shutdown").await.unwrap().unwrap();
     assert_eq!(saved.lifecycle, looopy_agent::LifecycleState::Shutdown);
 
-    // Started again, the agent's tools work again, in a new process.
+    // Started again, the agent starts its MCP server before any turn, and
+    // its tools work again, in a new process.
     agent.start().await.unwrap();
+    let started = mcp
+        .server_pid()
+        .await
+        .expect("the start started the server");
+    assert_ne!(started, pid);
     let (_, second) = turn(&agent, "again?").await;
     let again = second
         .new_messages

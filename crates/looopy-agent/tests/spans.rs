@@ -127,3 +127,74 @@ async fn a_start_is_its_own_initialize_span_and_a_failed_turn_says_so() {
     );
     assert!(matches!(turn.status, Status::Error { .. }));
 }
+
+/// Tools whose start takes a span of its own (and fails when told to).
+struct Starting {
+    fails: bool,
+    starts: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl looopy_core::ToolProvider for Starting {
+    async fn tools(
+        &self,
+        _cx: &looopy_core::TurnContext,
+    ) -> Result<Vec<looopy_core::ToolDefinition>, looopy_core::ToolError> {
+        Ok(Vec::new())
+    }
+
+    async fn execute(
+        &self,
+        call: &looopy_core::ToolCall,
+        _cx: &looopy_core::TurnContext,
+    ) -> looopy_core::ToolResult {
+        looopy_core::ToolResult::error(call.id.clone(), "no tools")
+    }
+
+    async fn start(&self) -> Result<(), looopy_core::ToolError> {
+        let _span = tracing::info_span!("test.tools_start").entered();
+        self.starts
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if self.fails {
+            return Err(looopy_core::ToolError::Unavailable {
+                message: "the server is down".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_start_starts_the_tools_inside_its_span_and_a_tool_that_fails_to_start_fails_nothing() {
+    for fails in [false, true] {
+        let capture = SpanCapture::install();
+        let tools = std::sync::Arc::new(Starting {
+            fails,
+            starts: Default::default(),
+        });
+        let llm = ScriptedLlm::new().respond(LlmResponse::text("hello"));
+        let stores = looopy_stores_memory::stores();
+        let agent = builder("c-spans-tools", &llm, &stores)
+            .tools_shared(tools.clone())
+            .build()
+            .unwrap();
+        agent.start().await.unwrap();
+        let (_, finished) = turn(&agent, "hi").await;
+        let spans = capture.finish();
+
+        assert_eq!(tools.starts.load(std::sync::atomic::Ordering::SeqCst), 1);
+        let initialize = one(&spans, "agent.initialize");
+        let start = one(&spans, "test.tools_start");
+        assert_eq!(start.parent_span_id, initialize.span_context.span_id());
+        assert_eq!(
+            attribute(initialize, "looopy.agent.tools_started").map(ToString::to_string),
+            Some((!fails).to_string())
+        );
+        // A tool that did not start is the tool's problem, not the turn's.
+        assert_eq!(
+            finished.state,
+            looopy_core::TaskState::Completed,
+            "fails: {fails}"
+        );
+    }
+}

@@ -125,6 +125,17 @@ pub trait ToolProvider: Send + Sync {
         false
     }
 
+    /// Starts what the provider needs before its first call (an MCP
+    /// server's child process and handshake), so that a server that is
+    /// slow or broken shows when the Agent starts rather than in its first
+    /// turn. The Agent's start calls it (`AgentLoop::start_tools`); a
+    /// provider started more than once, or used without being started,
+    /// must work all the same. The default does nothing; providers that
+    /// wrap another must pass it on.
+    async fn start(&self) -> Result<(), ToolError> {
+        Ok(())
+    }
+
     /// Releases what the provider holds (child processes, sessions,
     /// connections), for a clean stop: `Agent::shutdown` and a server's
     /// graceful stop call it. A provider shared by several agents may be
@@ -146,6 +157,9 @@ impl<P: ToolProvider + ?Sized> ToolProvider for Arc<P> {
     }
     fn tools_are_fixed(&self) -> bool {
         (**self).tools_are_fixed()
+    }
+    async fn start(&self) -> Result<(), ToolError> {
+        (**self).start().await
     }
     async fn shutdown(&self) -> Result<(), ToolError> {
         (**self).shutdown().await

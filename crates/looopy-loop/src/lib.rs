@@ -113,6 +113,21 @@ impl AgentLoop {
         self.parts.llm_stack.apply(model)
     }
 
+    /// Starts every tool provider of the loop ([`ToolProvider::start`]: MCP
+    /// servers' child processes and handshakes, for instance), all at once.
+    /// Each is asked even when another fails; the failures are logged and
+    /// the first is returned. A provider that failed to start tries again
+    /// on its next use.
+    pub async fn start_tools(&self) -> Result<(), looopy_core::ToolError> {
+        let results = futures::future::join_all(self.parts.tools.iter().map(|p| p.start())).await;
+        let mut first = None;
+        for error in results.into_iter().filter_map(Result::err) {
+            tracing::warn!(%error, "a tool provider did not start");
+            first.get_or_insert(error);
+        }
+        first.map_or(Ok(()), Err)
+    }
+
     /// Shuts every tool provider of the loop down
     /// ([`ToolProvider::shutdown`]: MCP servers' child processes end, for
     /// instance). Each is asked even when another fails; the failures are

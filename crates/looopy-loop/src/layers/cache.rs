@@ -332,6 +332,10 @@ impl ToolProvider for CachedTools {
         result
     }
 
+    async fn start(&self) -> Result<(), ToolError> {
+        self.inner.start().await
+    }
+
     async fn shutdown(&self) -> Result<(), ToolError> {
         self.inner.shutdown().await
     }

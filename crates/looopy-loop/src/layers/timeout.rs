@@ -189,6 +189,10 @@ impl<P: ToolProvider> ToolProvider for TimeoutTools<P> {
         }
     }
 
+    async fn start(&self) -> Result<(), ToolError> {
+        self.inner.start().await
+    }
+
     async fn shutdown(&self) -> Result<(), ToolError> {
         self.inner.shutdown().await
     }

@@ -694,6 +694,14 @@ impl ToolProvider for McpToolProvider {
         }
     }
 
+    /// Connects (spawns the child, or opens the HTTP session) now; a
+    /// provider already connected does nothing.
+    async fn start(&self) -> Result<(), ToolError> {
+        self.connect().await.map_err(|e| ToolError::Unavailable {
+            message: e.to_string(),
+        })
+    }
+
     /// Ends the child process (or the HTTP session) now; a later call
     /// starts a new one. [`McpToolProvider::shutdown`] ends it for good.
     async fn shutdown(&self) -> Result<(), ToolError> {
