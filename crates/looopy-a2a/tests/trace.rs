@@ -1,9 +1,11 @@
 //! W3C trace context: the client and `RemoteAgentTools` write `traceparent`,
 //! the server's request span continues the caller's trace (feature `otel`).
+//! Alone in its binary: the test installs a thread-local subscriber, which
+//! spans of tests running beside it could miss.
 #![cfg(feature = "otel")]
 #![allow(clippy::unwrap_used)]
 
-use crate::support;
+mod support;
 
 use looopy_a2a::{A2aClient, RemoteAgentTools, SendRequest};
 use looopy_core::{ToolCall, ToolProvider, TurnContext};

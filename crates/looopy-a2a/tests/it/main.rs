@@ -51,8 +51,6 @@ mod support;
 mod tool_call_deltas;
 #[path = "../tool_progress.rs"]
 mod tool_progress;
-#[path = "../trace.rs"]
-mod trace;
 #[path = "../turn_metadata.rs"]
 mod turn_metadata;
 #[path = "../web_ui.rs"]
