@@ -1,7 +1,8 @@
 //! A turn handed over to another process (its lease taken over while this
 //! process stalled) stops here without a final event, and the server writes
 //! no end for it: the new owner does. A turn whose events just stop, with no
-//! one holding its lease, still ends `failed`.
+//! one holding its lease, still ends `failed`. A cancel that reaches a
+//! process while it loses a stranded turn to another reaches the winner.
 #![allow(clippy::unwrap_used)]
 
 use crate::support;
@@ -11,8 +12,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use looopy_a2a::{RunnerError, TurnEvents, TurnRequest, TurnRunner};
-use looopy_core::store::{EventLog, TaskRecordStore, TurnLock};
+use looopy_a2a::{ResumeRequest, RunnerError, TurnEvents, TurnRequest, TurnRunner};
+use looopy_core::store::{EventLog, TaskRecord, TaskRecordStore, TurnLock};
 use looopy_core::{AgentEvent, EventPayload, TaskState, TaskStatus};
 use looopy_stores_memory::MemoryTurnLock;
 use serde_json::json;
@@ -102,4 +103,79 @@ async fn a_turn_handed_over_gets_no_end_from_the_process_that_lost_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_that_just_stops_still_ends_failed() {
     assert_eq!(one_turn(false).await, (TaskState::Failed, true));
+}
+
+/// Tries to resume stranded turns and loses each to another process
+/// (`Ok(None)`), once `lost` is raised: until then the attempt is under way.
+struct LosingRunner {
+    trying: tokio::sync::watch::Sender<bool>,
+    lost: tokio::sync::watch::Receiver<bool>,
+}
+
+#[async_trait]
+impl TurnRunner for LosingRunner {
+    async fn run_turn(&self, _request: TurnRequest) -> Result<TurnEvents, RunnerError> {
+        Err(RunnerError::new("this test starts no turn"))
+    }
+
+    async fn resume_turn(
+        &self,
+        _request: ResumeRequest,
+    ) -> Result<Option<TurnEvents>, RunnerError> {
+        self.trying.send_replace(true);
+        let _ = self.lost.clone().wait_for(|lost| *lost).await;
+        Ok(None)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_during_a_lost_resume_reaches_the_process_that_won() {
+    let stores = SharedStores::default();
+    let lock = Arc::new(MemoryTurnLock::new());
+    // A turn whose process died: working, its lease lapsed.
+    let (task_id, context_id) = ("t-stranded", "c-stranded");
+    let record = TaskRecord::new(
+        task_id,
+        context_id,
+        None,
+        TaskStatus::new(TaskState::Working),
+    );
+    assert!(stores.tasks.compare_and_put(&record).await.unwrap());
+    lock.try_acquire(
+        context_id,
+        "dead-process",
+        Some(task_id),
+        Duration::from_millis(20),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let (trying, mut tried) = tokio::sync::watch::channel(false);
+    let (lose, lost) = tokio::sync::watch::channel(false);
+    let server = builder(LosingRunner { trying, lost }, &stores)
+        .recovery(lock)
+        .recovery_scan_interval(Duration::from_millis(20))
+        .cancel_wait(Duration::from_millis(300))
+        .build();
+    let server = serve(server, &stores).await;
+    // The cancel arrives while this process still tries to resume the turn;
+    // then it loses it (the turn runs on in another process).
+    tried.wait_for(|t| *t).await.unwrap();
+    let losing = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        lose.send_replace(true);
+    };
+    let (cancelled, ()) = tokio::join!(
+        rpc_v1(&server.url, "CancelTask", json!({"id": task_id})),
+        losing
+    );
+    assert_eq!(
+        cancelled["result"]["status"]["state"], "TASK_STATE_WORKING",
+        "{cancelled}"
+    );
+    assert!(
+        stores.tasks.take_cancel(task_id).await.unwrap(),
+        "the process running the turn is asked to cancel it"
+    );
+    server.stop().await;
 }

@@ -33,8 +33,24 @@ impl Tasks {
         let record = match local {
             Some((token, phase)) => {
                 token.cancel();
-                let _ = tokio::time::timeout(self.cancel_wait, done(phase)).await;
-                self.owned(task_id, &auth.principal).await?
+                // The flag is raised too: what is registered here may be an
+                // attempt to resume a stranded turn that another process is
+                // winning, which this token does not reach. (A flag left
+                // after a turn that ended here is lowered by the task's
+                // next turn.)
+                let raise = async {
+                    if let Err(error) = self.store.request_cancel(task_id).await {
+                        tracing::warn!(%task_id, %error, "could not raise the cancel flag");
+                    }
+                };
+                let _ = tokio::join!(raise, tokio::time::timeout(self.cancel_wait, done(phase)));
+                let record = self.owned(task_id, &auth.principal).await?;
+                // The attempt to resume lost: wait for the winner's end.
+                if record.status.state.ends_turn() || self.running().contains_key(task_id) {
+                    record
+                } else {
+                    self.cancel_remote(record).await?
+                }
             }
             None if !record.status.state.ends_turn() => self.cancel_remote(record).await?,
             None => record,
