@@ -1,6 +1,8 @@
 //! The agent as an MCP server, through the real binary: the official MCP
 //! Python SDK calls `/mcp` of `looopy serve` (with the server's bearer
-//! token, and without) and `looopy mcp` over stdio.
+//! token, and without) and `looopy mcp` over stdio; the MCP inspector's CLI
+//! (`@modelcontextprotocol/inspector --cli`) lists and calls its tool on
+//! both.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support;
@@ -40,6 +42,31 @@ async fn run_client(python: PathBuf, dir: PathBuf, args: Vec<String>) -> Value {
     .await
     .unwrap();
     json_output(&out)
+}
+
+/// What `mcp-inspector --cli` with `args` printed (one JSON document: the
+/// result, or the error), with whether it exited 0.
+async fn run_inspector(inspector: PathBuf, args: Vec<String>) -> (bool, Value) {
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(inspector)
+            .arg("--cli")
+            .args(args)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    // A result goes to stdout, an error (as JSON too) to stderr.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let printed = if out.status.success() {
+        &stdout
+    } else {
+        &stderr
+    };
+    let value = serde_json::from_str(printed.trim())
+        .unwrap_or_else(|e| panic!("the inspector printed no JSON ({e}): {stdout}\n{stderr}"));
+    (out.status.success(), value)
 }
 
 /// The checks both transports share.
@@ -120,4 +147,85 @@ async fn the_python_mcp_sdk_runs_looopy_mcp_over_stdio() {
     ];
     let out = run_client(python, dir.path().to_owned(), args).await;
     check_turns(&out);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_inspector_lists_and_calls_the_agents_tool() {
+    let Some(inspector) = looopy_testkit::external::mcp_inspector() else {
+        return;
+    };
+    let llm = model_answering(echo_model).await;
+    let rest = "[agent]\nname = \"mcp-agent\"\n[store]\nbackend = \"memory\"\n[[auth.tokens]]\nprincipal = \"inspector\"\ntoken = \"mcp-token\"\n";
+    let (_dir, config) = config_with_model(&llm, "m", rest);
+    let (server, url) = serve(&config, &[]);
+    let http = |method: &str| {
+        vec![
+            format!("{url}/mcp"),
+            "--transport".into(),
+            "http".into(),
+            "--header".into(),
+            "Authorization: Bearer mcp-token".into(),
+            "--method".into(),
+            method.into(),
+        ]
+    };
+    // Over streamable HTTP, with the server's token.
+    let (ok, listed) = run_inspector(inspector.clone(), http("tools/list")).await;
+    assert!(ok, "{listed}");
+    let tools = listed["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 1, "{listed}");
+    assert_eq!(tools[0]["name"], "send_message");
+    assert_eq!(
+        tools[0]["inputSchema"]["required"][0], "message",
+        "{listed}"
+    );
+    let mut call = http("tools/call");
+    call.extend(
+        [
+            "--tool-name",
+            "send_message",
+            "--tool-arg",
+            "message=hello inspector",
+        ]
+        .map(String::from),
+    );
+    let (ok, called) = run_inspector(inspector.clone(), call).await;
+    assert!(ok, "{called}");
+    assert_eq!(called["isError"], false, "{called}");
+    assert_eq!(
+        called["content"][0]["text"], "You asked: hello inspector",
+        "{called}"
+    );
+    assert_eq!(
+        called["structuredContent"]["state"], "completed",
+        "{called}"
+    );
+    // Without the token the inspector is refused (it would start OAuth).
+    let (ok, refused) = run_inspector(
+        inspector.clone(),
+        vec![
+            format!("{url}/mcp"),
+            "--transport".into(),
+            "http".into(),
+            "--method".into(),
+            "tools/list".into(),
+        ],
+    )
+    .await;
+    assert!(!ok, "{refused}");
+    assert_eq!(refused["error"]["code"], "auth_required", "{refused}");
+    stop(server);
+    // Over stdio: the inspector starts `looopy mcp` itself.
+    let stdio = vec![
+        "--method".into(),
+        "tools/list".into(),
+        "--".into(),
+        support::BIN.into(),
+        "mcp".into(),
+        "--config".into(),
+        config.display().to_string(),
+    ];
+    let (ok, listed) = run_inspector(inspector, stdio).await;
+    assert!(ok, "{listed}");
+    assert_eq!(listed["tools"][0]["name"], "send_message", "{listed}");
 }

@@ -46,6 +46,17 @@ pub fn mcp_server_everything() -> Option<PathBuf> {
     )
 }
 
+/// The provisioned MCP inspector, `@modelcontextprotocol/inspector`
+/// (`$LOOOPY_MCP_INSPECTOR` when set; run with `--cli` for its CLI), found
+/// as [`require`] finds programs.
+pub fn mcp_inspector() -> Option<PathBuf> {
+    require(
+        "LOOOPY_MCP_INSPECTOR",
+        repo_root().join(".tools/node/node_modules/.bin/mcp-inspector"),
+        "@modelcontextprotocol/inspector",
+    )
+}
+
 /// Whether process `pid` runs (Linux `/proc`): false once it exited, even
 /// while it waits to be reaped (a zombie).
 pub fn process_alive(pid: u32) -> bool {
