@@ -29,6 +29,8 @@ async fn exercise(mcp: &McpToolProvider) {
             "py_pid",
             "py_pixel",
             "py_read_resource",
+            "py_roots",
+            "py_sample",
             "py_trace_context",
             "py_weather"
         ]
@@ -157,7 +159,7 @@ async fn the_provider_reconnects_after_the_child_dies() {
     );
 
     // Listing works on the new session too.
-    assert_eq!(mcp.tools(&cx()).await.unwrap().len(), 9);
+    assert_eq!(mcp.tools(&cx()).await.unwrap().len(), 11);
     mcp.shutdown().await.unwrap();
 }
 
