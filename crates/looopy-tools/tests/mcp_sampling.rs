@@ -65,6 +65,33 @@ async fn the_agents_model_answers_a_sampling_request_of_a_tool() {
     assert_eq!(last_text(&requests[2]), "scripted: Paris.");
 }
 
+/// The capabilities the server saw.
+async fn advertised(mcp: &McpToolProvider) -> serde_json::Value {
+    let r = support::call(mcp, "caps", "py_capabilities", "").await;
+    assert!(!r.is_error, "{}", r.text_content());
+    serde_json::from_str(&r.text_content()).unwrap()
+}
+
+#[tokio::test]
+async fn sampling_and_roots_are_advertised_only_when_offered() {
+    let (Some(plain), Some(offering)) = (support::stdio_provider(), support::stdio_provider())
+    else {
+        return;
+    };
+    let caps = advertised(&plain).await;
+    assert!(caps.get("sampling").is_none(), "{caps}");
+    assert!(caps.get("roots").is_none(), "{caps}");
+    plain.shutdown().await.unwrap();
+
+    let offering = offering
+        .with_sampling(McpSampling::new(Arc::new(ScriptedLlm::new())))
+        .with_roots([McpRoot::new("file:///srv").unwrap()]);
+    let caps = advertised(&offering).await;
+    assert!(caps["sampling"].is_object(), "{caps}");
+    assert!(caps["roots"].is_object(), "{caps}");
+    offering.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn with_sampling_off_the_tool_gets_an_error_and_the_turn_goes_on() {
     let Some(mcp) = support::stdio_provider() else {
