@@ -200,3 +200,23 @@ async fn the_configured_roots_are_listed_to_the_server() {
     );
     mcp.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn sampling_and_roots_work_over_streamable_http_too() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let server = support::HttpFixture::start(&python).await;
+    let mcp = McpToolProvider::new(looopy_tools::HttpServer::new(server.url.clone()))
+        .with_sampling(McpSampling::new(Arc::new(Named("gpt-4.1"))))
+        .with_roots([McpRoot::new("file:///srv/project").unwrap()]);
+    let r = support::call(&mcp, "1", "sample", r#"{"prompt": "hi"}"#).await;
+    assert_eq!(r.text_content(), "gpt-4.1: gpt-4.1 here");
+    let r = support::call(&mcp, "2", "roots", "").await;
+    assert!(
+        r.text_content().contains("file:///srv/project"),
+        "{}",
+        r.text_content()
+    );
+    mcp.shutdown().await.unwrap();
+}

@@ -441,3 +441,43 @@ async fn open_http(server: &HttpServer, client: Client) -> Result<Session, Strin
         .await
         .map_err(|e| format!("handshake failed: {e}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn running(notices: &Notices, id: u64, token: Option<&str>, task: &str) {
+        let call = RunningCall {
+            id,
+            token: token.map(str::to_owned),
+            span: tracing::Span::none(),
+            cx: looopy_core::TurnContext::new(task, "c"),
+        };
+        notices
+            .calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(call);
+    }
+
+    fn caller_task(notices: &Notices, token: Option<&str>) -> Option<String> {
+        notices.caller(token).map(|c| c.cx.task_id.to_string())
+    }
+
+    #[test]
+    fn a_request_belongs_to_the_call_of_its_token_else_to_the_only_call() {
+        let notices = Notices::default();
+        assert_eq!(caller_task(&notices, None), None, "no call runs");
+        running(&notices, 1, Some("7"), "first");
+        assert_eq!(caller_task(&notices, None).as_deref(), Some("first"));
+        assert_eq!(caller_task(&notices, Some("99")).as_deref(), Some("first"));
+        running(&notices, 2, Some("8"), "second");
+        assert_eq!(caller_task(&notices, Some("8")).as_deref(), Some("second"));
+        assert_eq!(caller_task(&notices, Some("7")).as_deref(), Some("first"));
+        assert_eq!(
+            caller_task(&notices, None),
+            None,
+            "two run: neither is guessed"
+        );
+    }
+}
