@@ -16,9 +16,9 @@ use looopy_loop::layers::timeout::TimeoutLayer;
 use looopy_loop::layers::{FallbackLayer, RetryPolicy};
 use looopy_loop::{AgentLoopConfig, ToolFailureMode};
 use looopy_stores::Stores;
-use looopy_tools::{HttpServer, McpToolProvider, StdioServer};
+use looopy_tools::{HttpServer, McpSampling, McpToolProvider, StdioServer};
 
-use crate::config::{Config, FailureMode, LlmSection, McpServerConfig};
+use crate::config::{Config, FailureMode, LlmSection, McpServerConfig, SamplingPolicy};
 
 /// What every turn of `looopy serve` / `looopy run` shares.
 #[derive(Clone)]
@@ -148,7 +148,14 @@ fn fallbacks(
         .collect()
 }
 
-fn mcp(server: &McpServerConfig) -> McpToolProvider {
+/// The provider of one `[[tools.mcp]]` server. With `sampling = "allowed"`,
+/// the agent's model answers the server's sampling requests, and a hint
+/// may pick one of the fallback models.
+fn mcp(
+    server: &McpServerConfig,
+    llm: &Arc<dyn LlmProvider>,
+    fallbacks: &[Arc<dyn LlmProvider>],
+) -> Result<McpToolProvider> {
     let provider = match (&server.command, &server.url) {
         (Some(command), _) => {
             let mut stdio = StdioServer::new(command).args(server.args.iter().cloned());
@@ -161,19 +168,32 @@ fn mcp(server: &McpServerConfig) -> McpToolProvider {
         // `Config::parse` refuses a server with neither.
         (None, None) => McpToolProvider::new(HttpServer::new("")),
     };
-    let provider = provider.with_name(&server.name);
-    match &server.prefix {
-        Some(prefix) => provider.with_prefix(prefix),
-        None => provider,
+    let mut provider = provider.with_name(&server.name);
+    if let Some(prefix) = &server.prefix {
+        provider = provider.with_prefix(prefix);
     }
+    if server.sampling == SamplingPolicy::Allowed {
+        let sampling = fallbacks.iter().fold(
+            McpSampling::new(llm.clone()).with_max_tokens(server.sampling_max_tokens),
+            |sampling, model| sampling.with_model(model.clone()),
+        );
+        provider = provider.with_sampling(sampling);
+    }
+    let roots = server.mcp_roots()?;
+    if !roots.is_empty() {
+        provider = provider.with_roots(roots);
+    }
+    Ok(provider)
 }
 
 impl App {
     /// Builds everything; connects to the stores (a wrong Redis URL fails here).
     pub async fn build(config: Config, env: &dyn Fn(&str) -> Option<String>) -> Result<App> {
+        let model = llm(config.llm.as_ref(), env)?;
+        let fallback_models = fallbacks(config.llm.as_ref(), env)?;
         let mut tools: Vec<Arc<dyn ToolProvider>> = Vec::new();
         for server in &config.tools.mcp {
-            tools.push(Arc::new(mcp(server)));
+            tools.push(Arc::new(mcp(server, &model, &fallback_models)?));
         }
         for remote in &config.tools.a2a {
             // The tool-progress extension: the called agent's own tool
@@ -199,9 +219,9 @@ impl App {
             .await
             .context("connecting to the stores")?;
         Ok(App {
-            llm: llm(config.llm.as_ref(), env)?,
+            llm: model,
             retry: retry_policy(config.llm.as_ref()),
-            fallbacks: fallbacks(config.llm.as_ref(), env)?,
+            fallbacks: fallback_models,
             tools,
             stores,
             config: Arc::new(config),

@@ -38,6 +38,9 @@
 //! name = "files"
 //! command = "npx"
 //! args = ["-y", "@modelcontextprotocol/server-filesystem", "./files"]
+//! sampling = "allowed"        # the server may ask the agent's model (default "off")
+//! sampling_max_tokens = 1024  # the most tokens one of its requests may ask for
+//! roots = [{ uri = "file:///srv/files", name = "files" }]  # answered to roots/list
 //!
 //! [[tools.a2a]]
 //! name = "researcher"
@@ -371,6 +374,62 @@ pub struct McpServerConfig {
     /// Prefix for its tool names (default: none).
     #[serde(default)]
     pub prefix: Option<String>,
+    /// Whether the server may ask the agent's model
+    /// (`sampling/createMessage`): `"off"` (the default) or `"allowed"`.
+    #[serde(default)]
+    pub sampling: SamplingPolicy,
+    /// The most tokens one sampling request may ask for (default 1024);
+    /// a request asking for more is refused.
+    #[serde(default = "default_sampling_max_tokens")]
+    pub sampling_max_tokens: u32,
+    /// The roots the server is told it may work in (`roots/list`):
+    /// `file://` URIs with optional names.
+    #[serde(default)]
+    pub roots: Vec<RootConfig>,
+}
+
+fn default_sampling_max_tokens() -> u32 {
+    looopy_tools::DEFAULT_SAMPLING_MAX_TOKENS
+}
+
+/// `[[tools.mcp]] sampling`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SamplingPolicy {
+    /// Not advertised; the server's requests are refused.
+    #[default]
+    Off,
+    /// The agent's model answers, within `sampling_max_tokens`.
+    Allowed,
+}
+
+/// One of `[[tools.mcp]] roots`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RootConfig {
+    /// A `file://` URI.
+    pub uri: String,
+    /// A name for it.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+impl McpServerConfig {
+    /// The roots as the MCP provider takes them; a URI that is not
+    /// `file://` is refused, naming the server.
+    pub fn mcp_roots(&self) -> Result<Vec<looopy_tools::McpRoot>> {
+        self.roots
+            .iter()
+            .map(|r| {
+                let root = looopy_tools::McpRoot::new(&r.uri)
+                    .with_context(|| format!("[[tools.mcp]] '{}': roots", self.name))?;
+                Ok(match &r.name {
+                    Some(name) => root.with_name(name),
+                    None => root,
+                })
+            })
+            .collect()
+    }
 }
 
 /// `[[tools.a2a]]`.
@@ -531,6 +590,13 @@ impl Config {
                     m.name
                 );
             }
+            if m.sampling_max_tokens == 0 {
+                bail!(
+                    "[[tools.mcp]] '{}': sampling_max_tokens must be at least 1",
+                    m.name
+                );
+            }
+            m.mcp_roots()?;
         }
         if self.agent.max_iterations == 0 {
             bail!("[agent] max_iterations must be at least 1");
@@ -731,6 +797,47 @@ mod tests {
         assert!(format!("{e:#}").contains("nmae"), "{e:#}");
         let e = Config::parse("[[tools.mcp]]\nname = \"x\"").unwrap_err();
         assert!(e.to_string().contains("exactly one of `command` and `url`"));
+    }
+
+    #[test]
+    fn mcp_sampling_and_roots_parse_and_are_checked() {
+        let server = "[[tools.mcp]]\nname = \"s\"\ncommand = \"x\"\n";
+        let c = Config::parse(server).unwrap();
+        let m = &c.tools.mcp[0];
+        assert_eq!(m.sampling, SamplingPolicy::Off, "off by default");
+        assert_eq!(m.sampling_max_tokens, 1024);
+        assert!(m.roots.is_empty());
+
+        let c = Config::parse(&format!(
+            "{server}sampling = \"allowed\"\nsampling_max_tokens = 300\n\
+             roots = [{{ uri = \"file:///srv/a\", name = \"a\" }}, {{ uri = \"file:///b\" }}]\n"
+        ))
+        .unwrap();
+        let m = &c.tools.mcp[0];
+        assert_eq!(m.sampling, SamplingPolicy::Allowed);
+        assert_eq!(m.sampling_max_tokens, 300);
+        let roots = m.mcp_roots().unwrap();
+        assert_eq!(roots[0].uri(), "file:///srv/a");
+        assert_eq!(roots[0].name(), Some("a"));
+        assert_eq!(roots[1].name(), None);
+
+        for (bad, named) in [
+            ("sampling = \"maybe\"", "expected `off` or `allowed`"),
+            ("sampling = true", "sampling"),
+            (
+                "sampling_max_tokens = 0",
+                "sampling_max_tokens must be at least 1",
+            ),
+            ("sampling_max_tokens = -5", "sampling_max_tokens"),
+            ("roots = [{ uri = \"https://a\" }]", "not a file:// URI"),
+            ("roots = [{ path = \"/a\" }]", "path"),
+        ] {
+            let e = format!(
+                "{:#}",
+                Config::parse(&format!("{server}{bad}\n")).unwrap_err()
+            );
+            assert!(e.contains(named), "{bad}: {e}");
+        }
     }
 
     #[test]

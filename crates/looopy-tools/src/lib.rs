@@ -24,7 +24,7 @@ pub use looopy_core::client_tool::{
 };
 #[cfg(feature = "mcp")]
 pub use mcp::{
-    HttpServer, IDEMPOTENCY_KEY_META, LIST_RESOURCES_TOOL, McpPrompt, McpPromptArgument,
-    McpPromptMessages, McpResource, McpResourceTemplate, McpToolProvider, McpTransport,
-    READ_RESOURCE_TOOL, StdioServer,
+    DEFAULT_SAMPLING_MAX_TOKENS, HttpServer, IDEMPOTENCY_KEY_META, LIST_RESOURCES_TOOL, McpPrompt,
+    McpPromptArgument, McpPromptMessages, McpResource, McpResourceTemplate, McpRoot, McpSampling,
+    McpToolProvider, McpTransport, READ_RESOURCE_TOOL, StdioServer,
 };

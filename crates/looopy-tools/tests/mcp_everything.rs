@@ -207,3 +207,69 @@ async fn a_servers_progress_becomes_tool_report_events_of_the_turn() {
     assert!(!r.is_error, "{}", r.text_content());
     mcp.shutdown().await.unwrap();
 }
+
+/// A model that answers every request with the same text.
+struct Fixed;
+
+#[async_trait::async_trait]
+impl looopy_core::LlmProvider for Fixed {
+    async fn call(
+        &self,
+        _request: looopy_core::LlmRequest,
+        _cx: &looopy_core::TurnContext,
+    ) -> Result<looopy_core::LlmResponse, looopy_core::LlmError> {
+        Ok(looopy_core::LlmResponse::text("sampled by looopy"))
+    }
+    fn model_name(&self) -> &str {
+        "fixed-model"
+    }
+}
+
+#[tokio::test]
+async fn server_everything_samples_and_lists_roots_only_when_offered() {
+    let Some(bin) = support::server_everything() else {
+        return;
+    };
+    // The server registers its sampling and roots tools only for a client
+    // that advertises the capabilities.
+    let plain = provider(&bin);
+    let names: Vec<String> = plain
+        .tools(&cx())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| d.name)
+        .collect();
+    assert!(
+        !names.iter().any(|n| n == "trigger-sampling-request"),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n == "get-roots-list"), "{names:?}");
+    plain.shutdown().await.unwrap();
+
+    let mcp = provider(&bin)
+        .with_sampling(looopy_tools::McpSampling::new(Arc::new(Fixed)))
+        .with_roots([looopy_tools::McpRoot::new("file:///srv/project")
+            .unwrap()
+            .with_name("project")]);
+    let r = call(
+        &mcp,
+        "1",
+        "trigger-sampling-request",
+        r#"{"prompt": "hello", "maxTokens": 50}"#,
+    )
+    .await;
+    assert!(!r.is_error, "{}", r.text_content());
+    let text = r.text_content();
+    assert!(text.contains("sampled by looopy"), "{text}");
+    assert!(text.contains("fixed-model"), "{text}");
+
+    let r = call(&mcp, "2", "get-roots-list", "{}").await;
+    assert!(!r.is_error, "{}", r.text_content());
+    let text = r.text_content();
+    assert!(
+        text.contains("file:///srv/project") && text.contains("project"),
+        "{text}"
+    );
+    mcp.shutdown().await.unwrap();
+}

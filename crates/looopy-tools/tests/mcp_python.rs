@@ -22,6 +22,7 @@ async fn exercise(mcp: &McpToolProvider) {
     assert_eq!(
         names,
         [
+            "py_capabilities",
             "py_echo_text",
             "py_fail",
             "py_grow",
@@ -29,6 +30,8 @@ async fn exercise(mcp: &McpToolProvider) {
             "py_pid",
             "py_pixel",
             "py_read_resource",
+            "py_roots",
+            "py_sample",
             "py_trace_context",
             "py_weather"
         ]
@@ -157,7 +160,7 @@ async fn the_provider_reconnects_after_the_child_dies() {
     );
 
     // Listing works on the new session too.
-    assert_eq!(mcp.tools(&cx()).await.unwrap().len(), 9);
+    assert_eq!(mcp.tools(&cx()).await.unwrap().len(), 12);
     mcp.shutdown().await.unwrap();
 }
 

@@ -21,6 +21,8 @@ mod defaults;
 mod fallback;
 #[path = "../frozen_store.rs"]
 mod frozen_store;
+#[path = "../mcp_sampling.rs"]
+mod mcp_sampling;
 #[path = "../mcp_server.rs"]
 mod mcp_server;
 #[path = "../otlp_export.rs"]

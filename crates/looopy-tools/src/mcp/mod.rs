@@ -4,6 +4,7 @@
 
 mod catalog;
 mod content;
+mod sampling;
 #[cfg(feature = "otel")]
 mod trace;
 mod transport;
@@ -33,10 +34,11 @@ pub use catalog::{
     LIST_RESOURCES_TOOL, McpPrompt, McpPromptArgument, McpPromptMessages, McpResource,
     McpResourceTemplate, READ_RESOURCE_TOOL,
 };
+pub use sampling::{DEFAULT_SAMPLING_MAX_TOKENS, McpRoot, McpSampling};
 pub use transport::{HttpServer, McpTransport, StdioServer};
 
 use crate::error::ToolsError;
-use transport::{Notices, ProgressRoute, Session};
+use transport::{Notices, Offers, ProgressRoute, RunningCall, Session};
 
 /// How long connecting (spawn or HTTP, then the MCP handshake) may take by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -97,6 +99,7 @@ struct Shared {
     prefix: String,
     connect_timeout: Duration,
     resource_tools: bool,
+    offers: Offers,
     state: Mutex<State>,
     /// Exposed name → what runs it, from the last listing.
     names: RwLock<HashMap<String, Target>>,
@@ -139,6 +142,7 @@ struct Settings {
     prefix: String,
     connect_timeout: Duration,
     resource_tools: bool,
+    offers: Offers,
 }
 
 impl fmt::Debug for McpToolProvider {
@@ -161,6 +165,7 @@ impl McpToolProvider {
             prefix: String::new(),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             resource_tools: true,
+            offers: Offers::default(),
         })
     }
 
@@ -172,6 +177,7 @@ impl McpToolProvider {
                 prefix: settings.prefix,
                 connect_timeout: settings.connect_timeout,
                 resource_tools: settings.resource_tools,
+                offers: settings.offers,
                 state: Mutex::new(State::default()),
                 names: RwLock::new(HashMap::new()),
                 listed: RwLock::new(None),
@@ -188,6 +194,7 @@ impl McpToolProvider {
             prefix: s.prefix.clone(),
             connect_timeout: s.connect_timeout,
             resource_tools: s.resource_tools,
+            offers: s.offers.clone(),
         };
         f(&mut settings);
         Self::build(settings)
@@ -217,6 +224,23 @@ impl McpToolProvider {
     /// the library can still read them. Call before first use.
     pub fn without_resource_tools(self) -> Self {
         self.rebuild(|s| s.resource_tools = false)
+    }
+
+    /// Lets the server sample the agent's model (`sampling/createMessage`)
+    /// as `sampling` says: the client advertises the `sampling` capability,
+    /// and the requests made during a call run under its span. Without it,
+    /// sampling is off: not advertised, and refused with an error. Call
+    /// before first use.
+    pub fn with_sampling(self, sampling: McpSampling) -> Self {
+        self.rebuild(|s| s.offers.sampling = Some(sampling))
+    }
+
+    /// The roots the server may work in, answered to `roots/list`; with
+    /// any, the client advertises the `roots` capability. Call before first
+    /// use.
+    pub fn with_roots(self, roots: impl IntoIterator<Item = McpRoot>) -> Self {
+        let roots: Vec<McpRoot> = roots.into_iter().collect();
+        self.rebuild(|s| s.offers.roots = roots)
     }
 
     /// The server's name in messages.
@@ -301,6 +325,7 @@ impl McpToolProvider {
                 &self.shared.transport,
                 &self.shared.name,
                 &self.shared.notices,
+                &self.shared.offers,
             ),
         )
         .await
@@ -429,12 +454,17 @@ impl McpToolProvider {
         peer: &Peer<RoleClient>,
         params: CallToolRequestParams,
         call: &ToolCall,
-        events: Option<&EventSink>,
+        cx: &TurnContext,
     ) -> Result<CallToolResponse, ServiceError> {
+        let events = cx.events.as_ref();
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        // Registered before it is sent: the server may ask for sampling as
+        // soon as it has the call.
+        let running = CallGuard::register(&self.shared.notices, cx);
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await?;
+        running.set_token(transport::progress_key(&handle.progress_token));
         let _progress = events.map(|sink| {
             let token = transport::progress_key(&handle.progress_token);
             ProgressGuard::register(&self.shared.notices, token, sink.clone(), call)
@@ -505,10 +535,7 @@ impl McpToolProvider {
         );
         #[cfg(feature = "otel")]
         trace::inject_current_context(&mut params);
-        match self
-            .call_tool(&peer, params, call, cx.events.as_ref())
-            .await
-        {
+        match self.call_tool(&peer, params, call, cx).await {
             Ok(CallToolResponse::Complete(result)) => {
                 content::to_tool_result(call.id.clone(), result)
             }
@@ -767,6 +794,54 @@ impl Drop for ProgressGuard {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(&self.token);
+    }
+}
+
+/// A running call in [`Notices::calls`], removed when the call ends (or is
+/// dropped, cancelled).
+struct CallGuard {
+    notices: Arc<Notices>,
+    id: u64,
+}
+
+impl CallGuard {
+    /// Registers the call running in the current span, of the turn `cx`.
+    fn register(notices: &Arc<Notices>, cx: &TurnContext) -> Self {
+        let id = notices.next_call.fetch_add(1, Ordering::Relaxed);
+        let call = RunningCall {
+            id,
+            token: None,
+            span: tracing::Span::current(),
+            cx: cx.clone(),
+        };
+        Self::lock(notices).push(call);
+        CallGuard {
+            notices: notices.clone(),
+            id,
+        }
+    }
+
+    /// Notes the call's progress token, once sent.
+    fn set_token(&self, token: String) {
+        if let Some(call) = Self::lock(&self.notices)
+            .iter_mut()
+            .find(|c| c.id == self.id)
+        {
+            call.token = Some(token);
+        }
+    }
+
+    fn lock(notices: &Notices) -> std::sync::MutexGuard<'_, Vec<RunningCall>> {
+        notices
+            .calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        Self::lock(&self.notices).retain(|c| c.id != self.id);
     }
 }
 

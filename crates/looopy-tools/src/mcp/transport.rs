@@ -12,13 +12,18 @@ use tracing::Instrument;
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::ClientHandler;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, NumberOrString, ProgressNotificationParam,
+    ClientCapabilities, ClientConfig, ErrorData, Implementation, NumberOrString,
+    ProgressNotificationParam, RootsCapabilities, SamplingCapability,
 };
-use rmcp::service::{NotificationContext, RunningService};
+#[allow(deprecated)] // sampling and roots, deprecated by SEP-2577 but spoken
+use rmcp::model::{CreateMessageRequestParams, CreateMessageResult, ListRootsResult};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
+
+use super::sampling::{self, Caller, McpRoot, McpSampling};
 
 /// An MCP server run as a child process, spoken to over its stdin and
 /// stdout. Its stderr is forwarded line by line to `tracing` (target
@@ -176,9 +181,6 @@ impl From<HttpServer> for McpTransport {
 /// A live client session.
 pub(crate) type Session = RunningService<RoleClient, Client>;
 
-/// The client side of a session: says who we are, and marks the tool
-/// listing stale when the server announces that its tools changed
-/// (`notifications/tools/list_changed`).
 /// What servers tell the client between and during calls, shared by a
 /// provider and the handlers of its sessions.
 #[derive(Default)]
@@ -187,6 +189,44 @@ pub(crate) struct Notices {
     pub(crate) tools_changed: AtomicBool,
     /// Progress token → the running call that asked for progress.
     pub(crate) progress: std::sync::Mutex<HashMap<String, ProgressRoute>>,
+    /// The running tool calls, oldest first: what a server's request made
+    /// during one of them (sampling) is made for.
+    pub(crate) calls: std::sync::Mutex<Vec<RunningCall>>,
+    /// The id of the next [`RunningCall`].
+    pub(crate) next_call: std::sync::atomic::AtomicU64,
+}
+
+/// A running tool call, registered before it is sent.
+pub(crate) struct RunningCall {
+    /// Unique within the provider.
+    pub(crate) id: u64,
+    /// Its progress token, once sent.
+    pub(crate) token: Option<String>,
+    /// The span it runs in (`execute_tool`).
+    pub(crate) span: tracing::Span,
+    /// Its turn's context.
+    pub(crate) cx: looopy_core::TurnContext,
+}
+
+impl Notices {
+    /// The call a server's request is made for: the one whose progress
+    /// token the request carries in `_meta`, else the only one running.
+    fn caller(&self, token: Option<&str>) -> Option<Caller> {
+        let calls = self
+            .calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let by_token = token.and_then(|t| calls.iter().find(|c| c.token.as_deref() == Some(t)));
+        let call = match (by_token, calls.as_slice()) {
+            (Some(call), _) => call,
+            (None, [only]) => only,
+            _ => return None,
+        };
+        Some(Caller {
+            span: call.span.clone(),
+            cx: call.cx.clone(),
+        })
+    }
 }
 
 /// Where a call's progress notifications go: the turn's events.
@@ -204,14 +244,56 @@ pub(crate) fn progress_key(token: &rmcp::model::ProgressToken) -> String {
     }
 }
 
+/// What a provider lets its servers ask of the client.
+#[derive(Clone, Default)]
+pub(crate) struct Offers {
+    /// Sampling by the agent's model; `None`: refused.
+    pub(crate) sampling: Option<McpSampling>,
+    /// The roots answered to `roots/list`; none: no `roots` capability.
+    pub(crate) roots: Vec<McpRoot>,
+}
+
+/// The client side of a session: says who we are and what we offer, marks
+/// the tool listing stale when the server announces that its tools changed
+/// (`notifications/tools/list_changed`), routes progress, and answers the
+/// server's sampling and roots requests.
 pub(crate) struct Client {
     config: ClientConfig,
     notices: Arc<Notices>,
+    server: String,
+    offers: Offers,
 }
 
 impl ClientHandler for Client {
     fn get_info(&self) -> ClientConfig {
         self.config.clone()
+    }
+
+    /// The agent's model answers when sampling is allowed; a typed error
+    /// otherwise.
+    #[allow(deprecated)] // sampling, deprecated by SEP-2577 but spoken
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let Some(policy) = &self.offers.sampling else {
+            return Err(sampling::refused(&self.server));
+        };
+        let token = context.meta.get_progress_token().map(|t| progress_key(&t));
+        let caller = self.notices.caller(token.as_deref());
+        sampling::create_message(policy, &self.server, params, caller, context.ct).await
+    }
+
+    /// The configured roots.
+    #[allow(deprecated)] // roots, deprecated by SEP-2577 but spoken
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        Ok(ListRootsResult::new(
+            self.offers.roots.iter().map(McpRoot::to_root).collect(),
+        ))
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -248,13 +330,24 @@ impl ClientHandler for Client {
     }
 }
 
-fn client(notices: &Arc<Notices>) -> Client {
+#[allow(deprecated)] // sampling and roots, deprecated by SEP-2577 but spoken
+fn client(notices: &Arc<Notices>, server: &str, offers: &Offers) -> Client {
+    let mut capabilities = ClientCapabilities::default();
+    if offers.sampling.is_some() {
+        capabilities.sampling = Some(SamplingCapability::default());
+    }
+    if !offers.roots.is_empty() {
+        // The roots are fixed for the session: no list_changed.
+        capabilities.roots = Some(RootsCapabilities::default());
+    }
     Client {
         config: ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("looopy", env!("CARGO_PKG_VERSION")),
         ),
         notices: notices.clone(),
+        server: server.to_owned(),
+        offers: offers.clone(),
     }
 }
 
@@ -273,11 +366,13 @@ pub(crate) async fn open(
     transport: &McpTransport,
     server_name: &str,
     notices: &Arc<Notices>,
+    offers: &Offers,
 ) -> Result<(Session, Option<u32>), String> {
+    let client = client(notices, server_name, offers);
     let opening = async {
         match transport {
-            McpTransport::Stdio(server) => open_stdio(server, server_name, notices).await,
-            McpTransport::Http(server) => open_http(server, notices).await.map(|s| (s, None)),
+            McpTransport::Stdio(server) => open_stdio(server, server_name, client).await,
+            McpTransport::Http(server) => open_http(server, client).await.map(|s| (s, None)),
         }
     };
     // `Span::none()` would not do: entering it leaves the turn's span current.
@@ -288,7 +383,7 @@ pub(crate) async fn open(
 async fn open_stdio(
     server: &StdioServer,
     server_name: &str,
-    notices: &Arc<Notices>,
+    client: Client,
 ) -> Result<(Session, Option<u32>), String> {
     let mut command = tokio::process::Command::new(&server.command);
     command
@@ -314,14 +409,14 @@ async fn open_stdio(
             }
         });
     }
-    let session = client(notices)
+    let session = client
         .serve(child)
         .await
         .map_err(|e| format!("handshake failed: {e}"))?;
     Ok((session, pid))
 }
 
-async fn open_http(server: &HttpServer, notices: &Arc<Notices>) -> Result<Session, String> {
+async fn open_http(server: &HttpServer, client: Client) -> Result<Session, String> {
     let mut headers = HashMap::new();
     for (name, value) in &server.headers {
         let name = HeaderName::from_bytes(name.as_bytes())
@@ -341,8 +436,48 @@ async fn open_http(server: &HttpServer, notices: &Arc<Notices>) -> Result<Sessio
         StreamableHttpClientTransport::with_client(super::trace::TracingHttpClient::new()?, config);
     #[cfg(not(feature = "otel"))]
     let transport = StreamableHttpClientTransport::from_config(config);
-    client(notices)
+    client
         .serve(transport)
         .await
         .map_err(|e| format!("handshake failed: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn running(notices: &Notices, id: u64, token: Option<&str>, task: &str) {
+        let call = RunningCall {
+            id,
+            token: token.map(str::to_owned),
+            span: tracing::Span::none(),
+            cx: looopy_core::TurnContext::new(task, "c"),
+        };
+        notices
+            .calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(call);
+    }
+
+    fn caller_task(notices: &Notices, token: Option<&str>) -> Option<String> {
+        notices.caller(token).map(|c| c.cx.task_id.to_string())
+    }
+
+    #[test]
+    fn a_request_belongs_to_the_call_of_its_token_else_to_the_only_call() {
+        let notices = Notices::default();
+        assert_eq!(caller_task(&notices, None), None, "no call runs");
+        running(&notices, 1, Some("7"), "first");
+        assert_eq!(caller_task(&notices, None).as_deref(), Some("first"));
+        assert_eq!(caller_task(&notices, Some("99")).as_deref(), Some("first"));
+        running(&notices, 2, Some("8"), "second");
+        assert_eq!(caller_task(&notices, Some("8")).as_deref(), Some("second"));
+        assert_eq!(caller_task(&notices, Some("7")).as_deref(), Some("first"));
+        assert_eq!(
+            caller_task(&notices, None),
+            None,
+            "two run: neither is guessed"
+        );
+    }
 }

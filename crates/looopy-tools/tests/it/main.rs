@@ -11,6 +11,8 @@ mod mcp_catalog;
 mod mcp_everything;
 #[path = "../mcp_python.rs"]
 mod mcp_python;
+#[path = "../mcp_sampling.rs"]
+mod mcp_sampling;
 #[path = "../mcp_trace.rs"]
 mod mcp_trace;
 #[path = "../support/mod.rs"]
