@@ -1,8 +1,9 @@
 //! What every HTTP model provider shares, written without an HTTP crate:
 //! the API key that is never printed, the quoting of a server's message,
 //! the `Retry-After` value, the error of a failed transport, the start of
-//! a body for error messages, the deadline of a call, and the parser of
-//! their server-sent event streams ([`SseParser`]).
+//! a body for error messages, the deadline of a call, the parser of
+//! their server-sent event streams ([`SseParser`]) and the decoding of one
+//! event's JSON ([`decode_event`]).
 //!
 //! The provider crates (`looopy-llm-litellm`, `looopy-llm-anthropic`,
 //! `looopy-llm-gemini`) each speak their vendor's API through `reqwest`;
@@ -96,6 +97,19 @@ pub fn snippet(bytes: &[u8]) -> String {
     }
 }
 
+/// One streamed event's data, decoded from its JSON as `T`. Data that is
+/// not UTF-8, or not `T`'s JSON, is [`LlmError::MalformedResponse`] quoting
+/// its start. The text is checked once here: parsing the bytes would check
+/// every string of the event on its own.
+pub fn decode_event<T: serde::de::DeserializeOwned>(data: &[u8]) -> Result<T, LlmError> {
+    let text = std::str::from_utf8(data).map_err(|e| LlmError::MalformedResponse {
+        message: format!("invalid event (not UTF-8: {e}): {}", snippet(data)),
+    })?;
+    serde_json::from_str(text).map_err(|e| LlmError::MalformedResponse {
+        message: format!("invalid event JSON ({e}): {}", snippet(data)),
+    })
+}
+
 /// A `Retry-After` value: delay seconds (fractions too), or an HTTP date
 /// (a date in the past means now). `None` for anything else.
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
@@ -155,6 +169,25 @@ pub fn deadline_after(now: Instant, limit: Duration) -> Instant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_event_is_decoded_or_a_malformed_response_quoting_it() {
+        let value: serde_json::Value = decode_event(br#"{"type":"ping"}"#).unwrap();
+        assert_eq!(value["type"], "ping");
+        let Err(LlmError::MalformedResponse { message }) =
+            decode_event::<serde_json::Value>(b"{\"a\":\xff}")
+        else {
+            panic!("not UTF-8 is malformed");
+        };
+        assert!(message.starts_with("invalid event (not UTF-8"), "{message}");
+        let Err(LlmError::MalformedResponse { message }) =
+            decode_event::<serde_json::Value>(b"{\"a\": nope}")
+        else {
+            panic!("bad JSON is malformed");
+        };
+        assert!(message.starts_with("invalid event JSON"), "{message}");
+        assert!(message.ends_with(r#"{"a": nope}"#), "{message}");
+    }
 
     #[test]
     fn the_key_is_never_printed() {

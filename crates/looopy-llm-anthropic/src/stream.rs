@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 
 use futures::stream::{self, BoxStream, StreamExt};
-use looopy_core::provider::{SseParser, snippet};
+use looopy_core::provider::{SseParser, decode_event, snippet};
 use looopy_core::{ChatSpan, LlmChunk, LlmError, LlmRequest, LlmStream, TurnContext};
 use reqwest::header;
 use tokio::time::Instant;
@@ -195,15 +195,7 @@ async fn read(state: &mut State<'_>, events: &mut Events) -> Result<bool, LlmErr
             if data.is_empty() {
                 continue;
             }
-            // Checked once here: parsing bytes would check every string of
-            // the event on its own.
-            let text = std::str::from_utf8(data).map_err(|e| LlmError::MalformedResponse {
-                message: format!("invalid event (not UTF-8: {e}): {}", snippet(data)),
-            })?;
-            let parsed: StreamEvent =
-                serde_json::from_str(text).map_err(|e| LlmError::MalformedResponse {
-                    message: format!("invalid event JSON ({e}): {}", snippet(data)),
-                })?;
+            let parsed: StreamEvent = decode_event(data)?;
             state.decoder.decode(parsed, &mut state.pending)?;
             if state.decoder.is_finished() {
                 return Ok(false);

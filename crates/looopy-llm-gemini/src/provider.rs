@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::stream::{self, BoxStream, StreamExt};
-use looopy_core::provider::{SseParser, deadline_after, snippet};
+use looopy_core::provider::{SseParser, deadline_after, decode_event, snippet};
 use looopy_core::{
     ChatSpan, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream,
     ResponseAssembler, TurnContext, WhenCancelled,
@@ -356,15 +356,7 @@ impl StreamState<'_> {
                 if data.is_empty() {
                     continue;
                 }
-                // Checked once here: parsing bytes would check every string
-                // of the event on its own.
-                let text = std::str::from_utf8(data).map_err(|e| LlmError::MalformedResponse {
-                    message: format!("invalid event (not UTF-8: {e}): {}", snippet(data)),
-                })?;
-                let answer: GenerateResponse =
-                    serde_json::from_str(text).map_err(|e| LlmError::MalformedResponse {
-                        message: format!("invalid event JSON ({e}): {}", snippet(data)),
-                    })?;
+                let answer: GenerateResponse = decode_event(data)?;
                 self.decoder.decode(answer, &mut self.pending)?;
                 continue;
             }
