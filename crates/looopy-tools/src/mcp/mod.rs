@@ -516,13 +516,7 @@ impl McpToolProvider {
         };
         let arguments = match parse_object(&call.arguments) {
             Ok(map) => map,
-            Err(message) => {
-                let error = ToolError::InvalidArguments {
-                    tool: call.name.clone(),
-                    message,
-                };
-                return ToolResult::from_error(call.id.clone(), &error);
-            }
+            Err(message) => return invalid_arguments(call, message),
         };
         let (peer, generation) = match self.peer().await {
             Ok(peer) => peer,
@@ -673,13 +667,7 @@ impl McpToolProvider {
         });
         let uri = match uri {
             Ok(uri) => uri,
-            Err(message) => {
-                let error = ToolError::InvalidArguments {
-                    tool: call.name.clone(),
-                    message,
-                };
-                return ToolResult::from_error(call.id.clone(), &error);
-            }
+            Err(message) => return invalid_arguments(call, message),
         };
         match self.read_resource(&uri).await {
             Ok(parts) => {
@@ -690,6 +678,15 @@ impl McpToolProvider {
             Err(e) => failed_result(call, &e),
         }
     }
+}
+
+/// The error result of a call whose arguments are not what its tool takes.
+fn invalid_arguments(call: &ToolCall, message: String) -> ToolResult {
+    let error = ToolError::InvalidArguments {
+        tool: call.name.clone(),
+        message,
+    };
+    ToolResult::from_error(call.id.clone(), &error)
 }
 
 /// The error result of a resource tool whose request failed.
