@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use looopy_core::{
-    EventSink, Part, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext,
+    Part, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext,
 };
 use rmcp::RoleClient;
 use rmcp::ServiceError;
@@ -38,7 +38,7 @@ pub use sampling::{DEFAULT_SAMPLING_MAX_TOKENS, McpRoot, McpSampling};
 pub use transport::{HttpServer, McpTransport, StdioServer};
 
 use crate::error::ToolsError;
-use transport::{Notices, Offers, ProgressRoute, RunningCall, Session};
+use transport::{Notices, Offers, RunningCall, Session};
 
 /// How long connecting (spawn or HTTP, then the MCP handshake) may take by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -456,19 +456,14 @@ impl McpToolProvider {
         call: &ToolCall,
         cx: &TurnContext,
     ) -> Result<CallToolResponse, ServiceError> {
-        let events = cx.events.as_ref();
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         // Registered before it is sent: the server may ask for sampling as
-        // soon as it has the call.
-        let running = CallGuard::register(&self.shared.notices, cx);
+        // soon as it has the call. Its progress token routes its progress.
+        let running = CallGuard::register(&self.shared.notices, call, cx);
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await?;
         running.set_token(transport::progress_key(&handle.progress_token));
-        let _progress = events.map(|sink| {
-            let token = transport::progress_key(&handle.progress_token);
-            ProgressGuard::register(&self.shared.notices, token, sink.clone(), call)
-        });
         let mut abandoned = Abandoned {
             peer: Some(peer.clone()),
             id: handle.id.clone(),
@@ -758,42 +753,6 @@ impl Drop for Abandoned {
     }
 }
 
-/// A call's route for its progress notifications, removed when the call
-/// ends (or is dropped, cancelled).
-struct ProgressGuard {
-    notices: Arc<Notices>,
-    token: String,
-}
-
-impl ProgressGuard {
-    fn register(notices: &Arc<Notices>, token: String, sink: EventSink, call: &ToolCall) -> Self {
-        let route = ProgressRoute {
-            sink,
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-        };
-        notices
-            .progress
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(token.clone(), route);
-        ProgressGuard {
-            notices: notices.clone(),
-            token,
-        }
-    }
-}
-
-impl Drop for ProgressGuard {
-    fn drop(&mut self) {
-        self.notices
-            .progress
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&self.token);
-    }
-}
-
 /// A running call in [`Notices::calls`], removed when the call ends (or is
 /// dropped, cancelled).
 struct CallGuard {
@@ -802,16 +761,18 @@ struct CallGuard {
 }
 
 impl CallGuard {
-    /// Registers the call running in the current span, of the turn `cx`.
-    fn register(notices: &Arc<Notices>, cx: &TurnContext) -> Self {
+    /// Registers `call`, running in the current span, of the turn `cx`.
+    fn register(notices: &Arc<Notices>, call: &ToolCall, cx: &TurnContext) -> Self {
         let id = notices.next_call.fetch_add(1, Ordering::Relaxed);
-        let call = RunningCall {
+        let running = RunningCall {
             id,
             token: None,
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
             span: tracing::Span::current(),
             cx: cx.clone(),
         };
-        Self::lock(notices).push(call);
+        notices.calls().push(running);
         CallGuard {
             notices: notices.clone(),
             id,
@@ -820,25 +781,15 @@ impl CallGuard {
 
     /// Notes the call's progress token, once sent.
     fn set_token(&self, token: String) {
-        if let Some(call) = Self::lock(&self.notices)
-            .iter_mut()
-            .find(|c| c.id == self.id)
-        {
+        if let Some(call) = self.notices.calls().iter_mut().find(|c| c.id == self.id) {
             call.token = Some(token);
         }
-    }
-
-    fn lock(notices: &Notices) -> std::sync::MutexGuard<'_, Vec<RunningCall>> {
-        notices
-            .calls
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
 impl Drop for CallGuard {
     fn drop(&mut self) {
-        Self::lock(&self.notices).retain(|c| c.id != self.id);
+        self.notices.calls().retain(|c| c.id != self.id);
     }
 }
 

@@ -187,10 +187,9 @@ pub(crate) type Session = RunningService<RoleClient, Client>;
 pub(crate) struct Notices {
     /// Set by `notifications/tools/list_changed`.
     pub(crate) tools_changed: AtomicBool,
-    /// Progress token → the running call that asked for progress.
-    pub(crate) progress: std::sync::Mutex<HashMap<String, ProgressRoute>>,
-    /// The running tool calls, oldest first: what a server's request made
-    /// during one of them (sampling) is made for.
+    /// The running tool calls, oldest first: where a call's progress
+    /// notifications go (its turn's events), and what a server's request
+    /// made during one of them (sampling) is made for.
     pub(crate) calls: std::sync::Mutex<Vec<RunningCall>>,
     /// The id of the next [`RunningCall`].
     pub(crate) next_call: std::sync::atomic::AtomicU64,
@@ -202,6 +201,10 @@ pub(crate) struct RunningCall {
     pub(crate) id: u64,
     /// Its progress token, once sent.
     pub(crate) token: Option<String>,
+    /// The model's id of the call.
+    pub(crate) call_id: String,
+    /// The tool's name as the model calls it.
+    pub(crate) tool: String,
     /// The span it runs in (`execute_tool`).
     pub(crate) span: tracing::Span,
     /// Its turn's context.
@@ -209,13 +212,17 @@ pub(crate) struct RunningCall {
 }
 
 impl Notices {
+    /// The running calls, locked.
+    pub(crate) fn calls(&self) -> std::sync::MutexGuard<'_, Vec<RunningCall>> {
+        self.calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// The call a server's request is made for: the one whose progress
     /// token the request carries in `_meta`, else the only one running.
     fn caller(&self, token: Option<&str>) -> Option<Caller> {
-        let calls = self
-            .calls
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let calls = self.calls();
         let by_token = token.and_then(|t| calls.iter().find(|c| c.token.as_deref() == Some(t)));
         let call = match (by_token, calls.as_slice()) {
             (Some(call), _) => call,
@@ -229,14 +236,7 @@ impl Notices {
     }
 }
 
-/// Where a call's progress notifications go: the turn's events.
-pub(crate) struct ProgressRoute {
-    pub(crate) sink: looopy_core::EventSink,
-    pub(crate) call_id: String,
-    pub(crate) tool: String,
-}
-
-/// A progress token as a key of [`Notices::progress`].
+/// A progress token as [`RunningCall::token`] keeps it.
 pub(crate) fn progress_key(token: &rmcp::model::ProgressToken) -> String {
     match &token.0 {
         NumberOrString::String(s) => s.to_string(),
@@ -308,16 +308,15 @@ impl ClientHandler for Client {
         _context: NotificationContext<RoleClient>,
     ) {
         let token = progress_key(&params.progress_token);
-        let routed = {
-            let routes = self
-                .notices
-                .progress
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            routes
-                .get(&token)
-                .map(|r| (r.sink.clone(), r.call_id.clone(), r.tool.clone()))
-        };
+        let routed = self
+            .notices
+            .calls()
+            .iter()
+            .find(|c| c.token.as_deref() == Some(&*token))
+            .and_then(|c| {
+                let sink = c.cx.events.clone()?;
+                Some((sink, c.call_id.clone(), c.tool.clone()))
+            });
         if let Some((sink, call_id, tool)) = routed {
             sink.emit(looopy_core::EventPayload::ToolReport {
                 call_id,
@@ -450,14 +449,12 @@ mod tests {
         let call = RunningCall {
             id,
             token: token.map(str::to_owned),
+            call_id: format!("call-{id}"),
+            tool: "t".into(),
             span: tracing::Span::none(),
             cx: looopy_core::TurnContext::new(task, "c"),
         };
-        notices
-            .calls
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(call);
+        notices.calls().push(call);
     }
 
     fn caller_task(notices: &Notices, token: Option<&str>) -> Option<String> {
