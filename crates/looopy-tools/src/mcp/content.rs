@@ -47,7 +47,8 @@ pub(crate) fn to_part(block: ContentBlock) -> Option<Part> {
     Some(part)
 }
 
-fn inline_file(name: Option<String>, mime_type: String, data: String) -> Part {
+/// A file part of base64 `data` of `mime_type`, held inline.
+pub(crate) fn inline_file(name: Option<String>, mime_type: String, data: String) -> Part {
     Part::file(FileContent {
         name,
         mime_type: Some(mime_type),

@@ -9,8 +9,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use looopy_core::{
-    CancellationToken, ChatSpan, FileContent, FinishReason, LlmError, LlmProvider, LlmRequest,
-    LlmResponse, Message, Part, Role, TurnContext,
+    CancellationToken, ChatSpan, FinishReason, LlmError, LlmProvider, LlmRequest, LlmResponse,
+    Message, Part, Role, TurnContext,
 };
 use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ErrorData, ModelPreferences, Root,
@@ -20,6 +20,7 @@ use serde_json::json;
 use tracing::Instrument;
 use tracing::field::Empty;
 
+use super::content::inline_file;
 use crate::error::ToolsError;
 
 /// The most tokens a sampling request may ask for unless
@@ -295,8 +296,8 @@ fn message_of(message: SamplingMessage) -> Result<Message, ErrorData> {
         .into_iter()
         .map(|block| match block {
             SamplingMessageContentBlock::Text(t) => Ok(Part::text(t.text)),
-            SamplingMessageContentBlock::Image(i) => Ok(inline_file(i.data, i.mime_type)),
-            SamplingMessageContentBlock::Audio(a) => Ok(inline_file(a.data, a.mime_type)),
+            SamplingMessageContentBlock::Image(i) => Ok(inline_file(None, i.mime_type, i.data)),
+            SamplingMessageContentBlock::Audio(a) => Ok(inline_file(None, a.mime_type, a.data)),
             _ => Err(ErrorData::invalid_params(
                 "tool use and tool results in sampling messages are not supported by this client",
                 None,
@@ -304,15 +305,6 @@ fn message_of(message: SamplingMessage) -> Result<Message, ErrorData> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Message::with_parts(role, parts))
-}
-
-fn inline_file(data: String, mime_type: String) -> Part {
-    Part::file(FileContent {
-        name: None,
-        mime_type: Some(mime_type),
-        uri: None,
-        bytes: Some(data),
-    })
 }
 
 /// The answer of a sampling request: the model's text, the model that
