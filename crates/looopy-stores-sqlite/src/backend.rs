@@ -18,7 +18,7 @@ use sqlx::{Row, Transaction};
 use tokio::sync::{Notify, OwnedMutexGuard};
 
 use crate::config::{Durability, SqliteConfig};
-use crate::error::{Db, OpenError, hint};
+use crate::error::{Db, Kind, OpenError, hint, kind};
 
 /// The embedded migrations, in order: version `n` is the `n`-th. A
 /// database records each one it applied in its `schema_version` table.
@@ -147,13 +147,31 @@ impl SqliteBackend {
             })
             .busy_timeout(Duration::from_millis(config.busy_timeout_ms))
             .foreign_keys(false);
-        let pool = SqlitePoolOptions::new()
+        let pool_options = SqlitePoolOptions::new()
             .max_connections(config.pool_size.max(1))
             .min_connections(1)
-            .acquire_timeout(Duration::from_millis(config.busy_timeout_ms.max(1_000)))
-            .connect_with(options)
-            .await
-            .map_err(open_error)?;
+            .acquire_timeout(Duration::from_millis(config.busy_timeout_ms.max(1_000)));
+        // The first connection turns a new file to WAL mode, which takes an
+        // exclusive lock SQLite's busy timeout does not wait for: a process
+        // that finds another one doing the same gets `SQLITE_BUSY` at once.
+        // It tries again, for up to `busy_timeout_ms` in all; once the file
+        // is in WAL mode, the pragma takes no lock and the pool's later
+        // connections open without this.
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(config.busy_timeout_ms);
+        let mut pause = Duration::from_millis(5);
+        let pool = loop {
+            match pool_options.clone().connect_with(options.clone()).await {
+                Ok(pool) => break pool,
+                Err(error)
+                    if kind(&error) == Kind::Busy
+                        && tokio::time::Instant::now() + pause < deadline =>
+                {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(100));
+                }
+                Err(error) => return Err(open_error(error)),
+            }
+        };
         let backend = SqliteBackend {
             inner: Arc::new(Inner {
                 pool,
