@@ -118,7 +118,7 @@ async fn reask(
         Role::Assistant,
         vec![
             Part::text(text.trim_end()),
-            input_required_part(&[], &waiting),
+            input_required_part(&[], &waiting, &[]),
         ],
     );
     let mut report = TurnReport::new(TurnEnd::InputRequired)

@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use looopy_core::approval::{ApprovalDecision, ApprovalRequest, Decision};
+use looopy_core::elicitation::{ElicitationAnswer, ElicitationAnswers};
 use looopy_core::{
     History, Message, Part, ResultSource, Role, ToolCall, ToolFailure, ToolResult, ToolSignal,
 };
@@ -82,6 +83,8 @@ pub(crate) struct Input {
 struct Answers {
     results: HashMap<String, Message>,
     decisions: HashMap<String, Decision>,
+    /// Answers to the questions the calls' tools asked, by call.
+    elicited: HashMap<String, ElicitationAnswer>,
     rest: Option<Message>,
 }
 
@@ -96,6 +99,7 @@ fn read_answers(
     let mut answers = Answers {
         results: HashMap::new(),
         decisions: HashMap::new(),
+        elicited: HashMap::new(),
         rest: None,
     };
     let Some(message) = user else {
@@ -116,6 +120,18 @@ fn read_answers(
         answers
             .results
             .insert(r.tool_call_id.clone(), r.into_message());
+    }
+    let (elicited, left) = match left {
+        Some(m) => split_elicitations(m)?,
+        None => (Vec::new(), None),
+    };
+    for a in elicited {
+        if !open.iter().any(|c| c.id == a.tool_call_id) {
+            return Err(AgentError::NotAwaitingAnswer {
+                tool_call_id: a.tool_call_id,
+            });
+        }
+        answers.elicited.insert(a.tool_call_id.clone(), a);
     }
     let (decisions, mut left) = match left {
         Some(m) => split_decisions(m)?,
@@ -171,6 +187,34 @@ fn split_decisions(
     Ok((decisions, Some(message)))
 }
 
+/// Splits the answers to tools' questions out of a message; `None` for the
+/// rest when it held only answers.
+fn split_elicitations(
+    message: Message,
+) -> Result<(Vec<ElicitationAnswer>, Option<Message>), AgentError> {
+    if !message
+        .parts
+        .iter()
+        .any(|p| ElicitationAnswer::from_part(p).is_some())
+    {
+        return Ok((Vec::new(), Some(message)));
+    }
+    let mut message = message;
+    let mut answers = Vec::new();
+    let mut rest = Vec::new();
+    for part in std::mem::take(&mut message.parts) {
+        match ElicitationAnswer::from_part(&part) {
+            Some(a) => answers.push(a?),
+            None => rest.push(part),
+        }
+    }
+    if rest.is_empty() {
+        return Ok((answers, None));
+    }
+    message.parts = rest;
+    Ok((answers, Some(message)))
+}
+
 /// The result of a call the person denied, as a denying hook gives it.
 fn denied(call: &ToolCall, reason: &str) -> Message {
     ToolResult::failed(
@@ -195,7 +239,9 @@ pub(crate) fn prepare_input(history: &History, user: Option<Message>) -> Result<
     let carries_answers = |m: &Message| {
         m.role == Role::User
             && m.parts.iter().any(|p| {
-                ClientToolResult::from_part(p).is_some() || ApprovalDecision::from_part(p).is_some()
+                ClientToolResult::from_part(p).is_some()
+                    || ApprovalDecision::from_part(p).is_some()
+                    || ElicitationAnswer::from_part(p).is_some()
             })
     };
     if open.is_empty()
@@ -211,9 +257,16 @@ pub(crate) fn prepare_input(history: &History, user: Option<Message>) -> Result<
     let mut answers = read_answers(&open, &asked, user)?;
     let mut messages = Vec::with_capacity(open.len() + 1);
     let mut approved = Vec::new();
+    let mut elicited = Vec::new();
     for call in &open {
         if let Some(result) = answers.results.remove(&call.id) {
             messages.push(result);
+            continue;
+        }
+        if let Some(answer) = answers.elicited.remove(&call.id) {
+            // The tool asked during the call: it runs again with the answer.
+            approved.push(call.clone());
+            elicited.push(answer);
             continue;
         }
         match answers.decisions.remove(&call.id) {
@@ -250,6 +303,7 @@ pub(crate) fn prepare_input(history: &History, user: Option<Message>) -> Result<
         approved: Some(Box::new(ApprovedCalls {
             calls: approved,
             then: answers.rest,
+            answers: ElicitationAnswers(elicited),
         })),
     })
 }

@@ -84,6 +84,16 @@ pub enum AgentError {
     /// one (see `looopy_core::approval`).
     #[error("{0}")]
     InvalidApproval(#[from] looopy_core::approval::InvalidDecision),
+    /// The user message carries an answer to a tool's question that does
+    /// not read as one (see `looopy_core::elicitation`).
+    #[error("{0}")]
+    InvalidElicitation(#[from] looopy_core::elicitation::InvalidElicitationAnswer),
+    /// The user message answers a question of a call that is not waiting.
+    #[error("answer for call '{tool_call_id}', whose tool asked no question that is waiting")]
+    NotAwaitingAnswer {
+        /// The id the user quoted.
+        tool_call_id: String,
+    },
     /// The user message decides on a call that is not waiting for approval.
     #[error("approval decision for call '{tool_call_id}', which is not waiting for approval")]
     NotAwaitingApproval {

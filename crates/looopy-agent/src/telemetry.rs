@@ -93,6 +93,8 @@ fn kind(error: &AgentError) -> &'static str {
         AgentError::UnknownToolCall { .. } => "unknown_tool_call",
         AgentError::InvalidApproval(_) => "invalid_approval",
         AgentError::NotAwaitingApproval { .. } => "not_awaiting_approval",
+        AgentError::InvalidElicitation(_) => "invalid_elicitation",
+        AgentError::NotAwaitingAnswer { .. } => "not_awaiting_answer",
         AgentError::Tools(_) => "tools",
         AgentError::EmptyTurn => "empty_turn",
     }

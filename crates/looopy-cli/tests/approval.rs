@@ -35,10 +35,12 @@ fn model(body: &Value) -> FixtureReply {
     FixtureReply::Text(format!("final: {}", results.join(" | ")))
 }
 
-struct Setup {
+/// A `looopy serve` configuration with the MCP tools of
+/// `durable_tools.py`, the model of the test, and the Python A2A client.
+pub(crate) struct Setup {
     _dir: tempfile::TempDir,
     journal: Journal,
-    config: PathBuf,
+    pub(crate) config: PathBuf,
     python: PathBuf,
     _llm: OpenAiFixture,
 }
@@ -47,6 +49,16 @@ impl Setup {
     /// A `looopy.toml` with the MCP tools of `durable_tools.py`, calls of
     /// `quick_note` waiting for approval, and `store` as its `[store]`.
     async fn new(store: &str) -> Option<Setup> {
+        Self::with(store, r#"approve_tools = ["quick_note"]"#, model).await
+    }
+
+    /// A `looopy.toml` with the MCP tools of `durable_tools.py`, these
+    /// lines in `[agent]`, `model` answering, and `store` as its `[store]`.
+    pub(crate) async fn with(
+        store: &str,
+        agent: &str,
+        model: fn(&Value) -> FixtureReply,
+    ) -> Option<Setup> {
         let python = support::python()?;
         let llm = support::model_answering(model).await;
         let dir = tempfile::tempdir().unwrap();
@@ -58,7 +70,7 @@ impl Setup {
                 r#"
 [agent]
 name = "approver"
-approve_tools = ["quick_note"]
+{agent}
 [llm]
 base_url = "{base}"
 model = "m"
@@ -80,7 +92,7 @@ token = "py-token"
         })
     }
 
-    fn journal(&self) -> Vec<String> {
+    pub(crate) fn journal(&self) -> Vec<String> {
         self.journal.lines()
     }
 
@@ -100,7 +112,7 @@ token = "py-token"
         support::json_output(&out)
     }
 
-    async fn ask(&self, url: &str, job: &str) -> Value {
+    pub(crate) async fn ask(&self, url: &str, job: &str) -> Value {
         self.client(vec![
             "ask".into(),
             url.into(),
@@ -111,13 +123,18 @@ token = "py-token"
     }
 
     async fn answer(&self, url: &str, task: &Value, approval: Value) -> Value {
+        self.reply(url, task, json!({ "approval": approval })).await
+    }
+
+    /// Sends one data part `data` on `task`.
+    pub(crate) async fn reply(&self, url: &str, task: &Value, data: Value) -> Value {
         self.client(vec![
-            "answer".into(),
+            "reply".into(),
             url.into(),
             "py-token".into(),
             task["id"].as_str().unwrap().into(),
             task["contextId"].as_str().unwrap().into(),
-            approval.to_string(),
+            data.to_string(),
         ])
         .await
     }
@@ -155,7 +172,7 @@ fn approval_request(task: &Value) -> Value {
 }
 
 /// The text of a task's status message.
-fn status_text(task: &Value) -> String {
+pub(crate) fn status_text(task: &Value) -> String {
     task["status"]["message"]["parts"]
         .as_array()
         .map(|parts| {

@@ -96,10 +96,18 @@ pub const REQUESTS_PART_KEY: &str = "approvalRequests";
 pub const PENDING_CALLS_PART_KEY: &str = "pendingToolCalls";
 
 /// The data part of an `input-required` status message: the calls waiting
-/// (`pendingToolCalls`) and the questions about those that wait for
-/// approval (`approvalRequests`), each written when it is not empty. The
-/// one place that shape is built; [`ApprovalRequest::in_message`] reads it.
-pub fn input_required_part(pending: &[ToolCall], requests: &[ApprovalRequest]) -> Part {
+/// (`pendingToolCalls`), the questions about those that wait for approval
+/// (`approvalRequests`) and the questions their tools ask
+/// (`elicitations`, see [`crate::elicitation`]), each written when it is
+/// not empty. The one place that shape is built;
+/// [`ApprovalRequest::in_message`] and
+/// [`ElicitationRequest::in_message`](crate::elicitation::ElicitationRequest::in_message)
+/// read it.
+pub fn input_required_part(
+    pending: &[ToolCall],
+    requests: &[ApprovalRequest],
+    elicitations: &[crate::elicitation::ElicitationRequest],
+) -> Part {
     let mut data = Map::new();
     if !pending.is_empty() {
         data.insert(
@@ -111,6 +119,12 @@ pub fn input_required_part(pending: &[ToolCall], requests: &[ApprovalRequest]) -
         data.insert(
             REQUESTS_PART_KEY.into(),
             serde_json::to_value(requests).unwrap_or(Value::Null),
+        );
+    }
+    if !elicitations.is_empty() {
+        data.insert(
+            crate::elicitation::ELICITATIONS_PART_KEY.into(),
+            serde_json::to_value(elicitations).unwrap_or(Value::Null),
         );
     }
     Part::data(Value::Object(data))

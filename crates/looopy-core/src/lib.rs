@@ -10,6 +10,7 @@ pub mod client_tool;
 mod context;
 pub mod cuts;
 mod deps;
+pub mod elicitation;
 mod event;
 mod event_sink;
 mod history;

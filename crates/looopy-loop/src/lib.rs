@@ -239,13 +239,18 @@ impl AgentLoop {
 }
 
 /// Tool calls a person approved (or approved with edited arguments) after
-/// a turn asked (see [`hooks::Approval::Ask`]): a new turn runs them before
-/// its first model call, appends their results, then `then` (the rest of
-/// the person's message, if any), and goes on.
+/// a turn asked (see [`hooks::Approval::Ask`]), or whose tools asked a
+/// question the person answered: a new turn runs them before its first
+/// model call, appends their results, then `then` (the rest of the
+/// person's message, if any), and goes on.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ApprovedCalls {
     /// The calls to run, with the arguments to run them with.
     pub calls: Vec<looopy_core::ToolCall>,
     /// A message to append after their results.
     pub then: Option<looopy_core::Message>,
+    /// Answers to questions these calls' tools asked when they last ran
+    /// (see `looopy_core::elicitation`): the turn carries them as a
+    /// dependency, for the tools to read when they ask again.
+    pub answers: looopy_core::elicitation::ElicitationAnswers,
 }

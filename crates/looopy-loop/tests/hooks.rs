@@ -640,6 +640,7 @@ async fn an_ask_ends_the_turn_input_required_and_approved_calls_run_without_aski
     let approved = ApprovedCalls {
         calls: vec![ToolCall::new("r1", "rm", r#"{"f":"b"}"#)],
         then: Some(Message::user("thanks")),
+        ..Default::default()
     };
     let stream = agent.start_turn_approved(
         history,

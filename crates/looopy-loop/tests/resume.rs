@@ -503,6 +503,7 @@ async fn approved_calls_interrupted_by_a_crash_run_again_on_resume_without_askin
     let approved = ApprovedCalls {
         calls: vec![ToolCall::new("cc", "c", "{}")],
         then: None,
+        ..Default::default()
     };
     let mut stream = agent.start_turn_approved(history, cx(), TurnSettings::default(), approved);
     // The approved call runs (and hangs): the process dies.

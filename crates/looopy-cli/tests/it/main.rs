@@ -17,6 +17,8 @@ mod chat_sub_agent;
 mod chat_tty;
 #[path = "../defaults.rs"]
 mod defaults;
+#[path = "../elicitation.rs"]
+mod elicitation;
 #[path = "../fallback.rs"]
 mod fallback;
 #[path = "../frozen_store.rs"]

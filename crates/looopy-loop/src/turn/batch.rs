@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use looopy_core::approval::{ApprovalRequest, input_required_part};
+use looopy_core::elicitation::ElicitationRequest;
 use looopy_core::{
     FailedToolCall, History, Message, Part, Role, TaskState, ToolCall, ToolFailure, ToolOutcome,
     ToolResult, ToolSignal, TurnEnd, WhenCancelled,
@@ -144,9 +145,11 @@ impl Turn {
         });
         let mut done: Option<Option<String>> = None;
         let mut waiting: Vec<ToolCall> = Vec::new();
+        let mut questions: Vec<ElicitationRequest> = Vec::new();
         for result in results {
             match &result.signal {
                 Some(ToolSignal::InputRequired) => {
+                    questions.extend(ElicitationRequest::from_result(&result));
                     if let Some((_, call)) =
                         all_calls.iter().find(|(_, c)| c.id == result.tool_call_id)
                     {
@@ -167,7 +170,7 @@ impl Turn {
             return Step::End(ending);
         }
         if !waiting.is_empty() {
-            return Step::End(self.input_required(waiting, &asked));
+            return Step::End(self.input_required(waiting, &asked, questions));
         }
         if let Some(message) = done {
             let text = message
@@ -179,14 +182,17 @@ impl Turn {
         Step::Continue
     }
 
-    /// The `input-required` end: the calls waiting for the client, and
-    /// those waiting for a person's approval (`asked`: their questions,
-    /// by call id), which are also recorded on the assistant message that
-    /// made them, so that they are stored with the conversation.
+    /// The `input-required` end: the calls waiting for the client, those
+    /// waiting for a person's approval (`asked`: their questions, by call
+    /// id), which are also recorded on the assistant message that made
+    /// them, so that they are stored with the conversation, and those
+    /// whose tools asked a question (`questions`, see
+    /// `looopy_core::elicitation`).
     pub(super) fn input_required(
         &mut self,
         waiting: Vec<ToolCall>,
         asked: &HashMap<String, String>,
+        questions: Vec<ElicitationRequest>,
     ) -> Ending {
         let requests: Vec<ApprovalRequest> = waiting
             .iter()
@@ -198,10 +204,21 @@ impl Turn {
             .collect();
         let client: Vec<&str> = waiting
             .iter()
-            .filter(|c| !asked.contains_key(&c.id))
+            .filter(|c| {
+                !asked.contains_key(&c.id) && !questions.iter().any(|q| q.tool_call_id == c.id)
+            })
             .map(|c| c.name.as_str())
             .collect();
         let mut lines: Vec<String> = requests.iter().map(|r| r.question.clone()).collect();
+        for q in &questions {
+            lines.push(match &q.error {
+                Some(error) => format!(
+                    "{} asks: {} (the last answer did not fit: {error})",
+                    q.tool, q.message
+                ),
+                None => format!("{} asks: {}", q.tool, q.message),
+            });
+        }
         if !client.is_empty() {
             lines.push(format!(
                 "Waiting for the client to run: {}",
@@ -215,7 +232,7 @@ impl Turn {
             Role::Assistant,
             vec![
                 Part::text(lines.join("\n")),
-                input_required_part(&waiting, &requests),
+                input_required_part(&waiting, &requests, &questions),
             ],
         );
         message.tool_calls = waiting.clone();

@@ -304,6 +304,10 @@ impl Turn {
             }
         } else if let Some(approved) = self.approved.take() {
             let approved = *approved;
+            if !approved.answers.0.is_empty() {
+                let deps = std::mem::take(&mut self.cx.deps);
+                self.cx.deps = deps.with(approved.answers.clone());
+            }
             // A crash while they run must find them: a resume runs them
             // again (idempotent tools) or reports them interrupted.
             self.checkpoint(TaskState::Working);

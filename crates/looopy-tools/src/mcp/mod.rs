@@ -4,6 +4,7 @@
 
 mod catalog;
 mod content;
+mod elicit;
 mod sampling;
 #[cfg(feature = "otel")]
 mod trace;
@@ -11,13 +12,15 @@ mod transport;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::Ordering;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use looopy_core::{
-    Part, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult, TurnContext,
+    Part, ToolCall, ToolDefinition, ToolError, ToolProvider, ToolResult, ToolSignal, TurnContext,
 };
 use rmcp::RoleClient;
 use rmcp::ServiceError;
@@ -38,6 +41,7 @@ pub use sampling::{DEFAULT_SAMPLING_MAX_TOKENS, McpRoot, McpSampling};
 pub use transport::{HttpServer, McpTransport, StdioServer};
 
 use crate::error::ToolsError;
+use elicit::Question;
 use transport::{Notices, Offers, RunningCall, Session};
 
 /// How long connecting (spawn or HTTP, then the MCP handshake) may take by default.
@@ -47,6 +51,11 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// reserves unprefixed names and prefixes whose second label is `mcp` or
 /// `modelcontextprotocol`; this one is prefixed, in reverse DNS notation.
 pub const IDEMPOTENCY_KEY_META: &str = "io.looopy/idempotencyKey";
+
+/// How long a call whose server asked the person a question stays paused in
+/// this process by default, waiting for the answer; after that it is
+/// cancelled, and an answer that comes later runs it again.
+pub const DEFAULT_ELICITATION_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
 /// How long [`McpToolProvider::shutdown`] waits for the session to close.
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -100,6 +109,7 @@ struct Shared {
     connect_timeout: Duration,
     resource_tools: bool,
     offers: Offers,
+    elicitation_timeout: Duration,
     state: Mutex<State>,
     /// Exposed name → what runs it, from the last listing.
     names: RwLock<HashMap<String, Target>>,
@@ -109,6 +119,58 @@ struct Shared {
     /// ...unless the server said they changed since
     /// (`notifications/tools/list_changed`); and where progress goes.
     notices: Arc<Notices>,
+    /// The calls paused on a question to the person, by conversation and
+    /// call id, each with the number it was paused under.
+    paused: std::sync::Mutex<HashMap<(Arc<str>, String), Paused>>,
+    /// The number of the next pause.
+    next_pause: AtomicU64,
+}
+
+/// A call paused on a question: what it waits for and the call itself.
+struct Paused {
+    number: u64,
+    question: Question,
+    flight: Flight,
+}
+
+/// A `tools/call` sent and not yet answered.
+struct Flight {
+    response: Pin<Box<dyn Future<Output = Result<ServerResult, ServiceError>> + Send>>,
+    /// The server's questions during the call.
+    questions: tokio::sync::mpsc::UnboundedReceiver<Question>,
+    guard: CallGuard,
+    abandoned: Abandoned,
+    /// The session generation it was sent on.
+    generation: u64,
+    /// The conversation it was made in.
+    context_id: Arc<str>,
+}
+
+/// Where a flight got to: the server's answer, or a question.
+enum Landed {
+    Answer(Result<CallToolResponse, ServiceError>, u64),
+    Asked(Flight, Question),
+}
+
+impl Flight {
+    /// Waits for the answer or for the server's next question.
+    async fn fly(mut self) -> Landed {
+        tokio::select! {
+            answer = &mut self.response => {
+                self.abandoned.peer = None;
+                let response = answer.and_then(|result| match result {
+                    ServerResult::CallToolResult(result) => Ok(CallToolResponse::Complete(result)),
+                    ServerResult::InputRequiredResult(result) => {
+                        Ok(CallToolResponse::InputRequired(result))
+                    }
+                    ServerResult::CreateTaskResult(result) => Ok(CallToolResponse::Task(result)),
+                    _ => Err(ServiceError::UnexpectedResponse),
+                });
+                Landed::Answer(response, self.generation)
+            }
+            Some(question) = self.questions.recv() => Landed::Asked(self, question),
+        }
+    }
 }
 
 /// What a listed tool name runs.
@@ -143,6 +205,7 @@ struct Settings {
     connect_timeout: Duration,
     resource_tools: bool,
     offers: Offers,
+    elicitation_timeout: Duration,
 }
 
 impl fmt::Debug for McpToolProvider {
@@ -166,6 +229,7 @@ impl McpToolProvider {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             resource_tools: true,
             offers: Offers::default(),
+            elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
         })
     }
 
@@ -178,10 +242,13 @@ impl McpToolProvider {
                 connect_timeout: settings.connect_timeout,
                 resource_tools: settings.resource_tools,
                 offers: settings.offers,
+                elicitation_timeout: settings.elicitation_timeout,
                 state: Mutex::new(State::default()),
                 names: RwLock::new(HashMap::new()),
                 listed: RwLock::new(None),
                 notices: Arc::default(),
+                paused: std::sync::Mutex::new(HashMap::new()),
+                next_pause: AtomicU64::new(0),
             }),
         }
     }
@@ -195,6 +262,7 @@ impl McpToolProvider {
             connect_timeout: s.connect_timeout,
             resource_tools: s.resource_tools,
             offers: s.offers.clone(),
+            elicitation_timeout: s.elicitation_timeout,
         };
         f(&mut settings);
         Self::build(settings)
@@ -241,6 +309,22 @@ impl McpToolProvider {
     pub fn with_roots(self, roots: impl IntoIterator<Item = McpRoot>) -> Self {
         let roots: Vec<McpRoot> = roots.into_iter().collect();
         self.rebuild(|s| s.offers.roots = roots)
+    }
+
+    /// Turns elicitation off: the client does not advertise it, and a
+    /// server's `elicitation/create` gets an error. It is on by default: a
+    /// question pauses its call and ends the turn `input-required` (see
+    /// `looopy_core::elicitation`). Call before first use.
+    pub fn without_elicitation(self) -> Self {
+        self.rebuild(|s| s.offers.elicitation = false)
+    }
+
+    /// How long a call paused on a question waits in this process for the
+    /// answer ([`DEFAULT_ELICITATION_TIMEOUT`] by default). After that it is
+    /// cancelled; an answer that comes later runs the call again, and the
+    /// answer is given when the server asks the same question.
+    pub fn with_elicitation_timeout(self, timeout: Duration) -> Self {
+        self.rebuild(|s| s.elicitation_timeout = timeout)
     }
 
     /// The server's name in messages.
@@ -448,35 +532,154 @@ impl McpToolProvider {
 
     /// `tools/call` as rmcp's `call_tool_once` sends it (with a
     /// `notifications/cancelled` when dropped before the answer), the
-    /// server's progress for it going to `events` as `tool-report`s.
+    /// server's progress for it going to `events` as `tool-report`s, until
+    /// the answer or the server's first question.
     async fn call_tool(
         &self,
         peer: &Peer<RoleClient>,
         params: CallToolRequestParams,
         call: &ToolCall,
         cx: &TurnContext,
-    ) -> Result<CallToolResponse, ServiceError> {
+        generation: u64,
+    ) -> Landed {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         // Registered before it is sent: the server may ask for sampling as
         // soon as it has the call. Its progress token routes its progress.
-        let running = CallGuard::register(&self.shared.notices, call, cx);
-        let handle = peer
+        let (asks, questions) = tokio::sync::mpsc::unbounded_channel();
+        let guard = CallGuard::register(&self.shared.notices, call, cx, asks);
+        let handle = match peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
-            .await?;
-        running.set_token(transport::progress_key(&handle.progress_token));
-        let mut abandoned = Abandoned {
+            .await
+        {
+            Ok(handle) => handle,
+            Err(e) => return Landed::Answer(Err(e), generation),
+        };
+        guard.set_token(transport::progress_key(&handle.progress_token));
+        let abandoned = Abandoned {
             peer: Some(peer.clone()),
             id: handle.id.clone(),
         };
-        let answer = handle.await_response().await;
-        abandoned.peer = None;
-        match answer? {
-            ServerResult::CallToolResult(result) => Ok(CallToolResponse::Complete(result)),
-            ServerResult::InputRequiredResult(result) => {
-                Ok(CallToolResponse::InputRequired(result))
+        Flight {
+            response: Box::pin(handle.await_response()),
+            questions,
+            guard,
+            abandoned,
+            generation,
+            context_id: cx.context_id.clone(),
+        }
+        .fly()
+        .await
+    }
+
+    /// The tool result of where a call got to: its answer, or (the server
+    /// asked the person) an `input-required` result with the question,
+    /// the call paused until the answer comes.
+    async fn land(&self, landed: Landed, call: &ToolCall) -> ToolResult {
+        let (answer, generation) = match landed {
+            Landed::Asked(flight, question) => return self.pause(flight, question, call),
+            Landed::Answer(answer, generation) => (answer, generation),
+        };
+        match answer {
+            Ok(CallToolResponse::Complete(result)) => {
+                content::to_tool_result(call.id.clone(), result)
             }
-            ServerResult::CreateTaskResult(result) => Ok(CallToolResponse::Task(result)),
-            _ => Err(ServiceError::UnexpectedResponse),
+            Ok(_) => ToolResult::error(
+                call.id.clone(),
+                format!(
+                    "MCP server '{}' asked for client input or started a task, which is not supported",
+                    self.shared.name
+                ),
+            ),
+            Err(e) if is_transport_failure(&e) => {
+                self.forget(generation).await;
+                self.unavailable_result(call, e.to_string())
+            }
+            Err(ServiceError::McpError(e)) => {
+                let error = ToolError::Execution {
+                    message: e.message.into_owned(),
+                };
+                ToolResult::error(call.id.clone(), error.to_string())
+            }
+            Err(e) => ToolResult::error(call.id.clone(), e.to_string()),
+        }
+    }
+
+    /// Keeps `flight` paused on `question` (for the elicitation timeout)
+    /// and returns the `input-required` result that asks it.
+    fn pause(&self, flight: Flight, question: Question, call: &ToolCall) -> ToolResult {
+        let part = question.request.to_part();
+        let key = (flight.context_id.clone(), call.id.clone());
+        let number = self.shared.next_pause.fetch_add(1, Ordering::Relaxed);
+        let paused = Paused {
+            number,
+            question,
+            flight,
+        };
+        let earlier = self.paused().insert(key.clone(), paused);
+        drop(earlier);
+        let shared = Arc::downgrade(&self.shared);
+        let timeout = self.shared.elicitation_timeout;
+        tokio::spawn(async move {
+            tokio::time::sleep(timeout).await;
+            let Some(shared) = shared.upgrade() else {
+                return;
+            };
+            let mut paused = shared
+                .paused
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if paused.get(&key).is_some_and(|p| p.number == number) {
+                // Dropped: the server is told the call is cancelled.
+                let expired = paused.remove(&key);
+                drop(paused);
+                drop(expired);
+            }
+        });
+        ToolResult {
+            content: vec![part],
+            ..ToolResult::text(call.id.clone(), "")
+        }
+        .with_signal(ToolSignal::InputRequired)
+    }
+
+    /// The paused calls, locked.
+    fn paused(&self) -> std::sync::MutexGuard<'_, HashMap<(Arc<str>, String), Paused>> {
+        self.shared
+            .paused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Goes on with a paused call in the turn `cx`: the answer the turn
+    /// carries for its question is sent and the call runs on; without one
+    /// (or with content that does not fit), it stays paused and asks again.
+    async fn resume(&self, paused: Paused, call: &ToolCall, cx: &TurnContext) -> ToolResult {
+        let Paused {
+            question, flight, ..
+        } = paused;
+        flight.guard.move_to(cx);
+        let answer = cx
+            .deps
+            .get::<looopy_core::elicitation::ElicitationAnswers>()
+            .and_then(|answers| answers.for_call(&call.id).cloned())
+            .filter(|a| a.request_id == question.request.request_id);
+        let Some(answer) = answer else {
+            return self.pause(flight, question, call);
+        };
+        flight.guard.answered();
+        match elicit::to_result(&answer, &question.request) {
+            Ok(result) => {
+                // A server that stopped waiting answers the call anyway.
+                let _ = question.respond.send(result);
+                self.land(flight.fly().await, call).await
+            }
+            Err(error) => {
+                let question = Question {
+                    request: question.request.with_error(error),
+                    respond: question.respond,
+                };
+                self.pause(flight, question, call)
+            }
         }
     }
 
@@ -485,6 +688,11 @@ impl McpToolProvider {
     }
 
     async fn call(&self, call: &ToolCall, cx: &TurnContext) -> ToolResult {
+        let key = (cx.context_id.clone(), call.id.clone());
+        let paused = self.paused().remove(&key);
+        if let Some(paused) = paused {
+            return self.resume(paused, call, cx).await;
+        }
         let idempotency_key = cx.idempotency_key().unwrap_or(&call.id);
         let target = match self.target_of(&call.name) {
             Some(target) => target,
@@ -524,29 +732,8 @@ impl McpToolProvider {
         );
         #[cfg(feature = "otel")]
         trace::inject_current_context(&mut params);
-        match self.call_tool(&peer, params, call, cx).await {
-            Ok(CallToolResponse::Complete(result)) => {
-                content::to_tool_result(call.id.clone(), result)
-            }
-            Ok(_) => ToolResult::error(
-                call.id.clone(),
-                format!(
-                    "MCP server '{}' asked for client input or started a task, which is not supported",
-                    self.shared.name
-                ),
-            ),
-            Err(e) if is_transport_failure(&e) => {
-                self.forget(generation).await;
-                self.unavailable_result(call, e.to_string())
-            }
-            Err(ServiceError::McpError(e)) => {
-                let error = ToolError::Execution {
-                    message: e.message.into_owned(),
-                };
-                ToolResult::error(call.id.clone(), error.to_string())
-            }
-            Err(e) => ToolResult::error(call.id.clone(), e.to_string()),
-        }
+        let landed = self.call_tool(&peer, params, call, cx, generation).await;
+        self.land(landed, call).await
     }
 }
 
@@ -761,8 +948,14 @@ struct CallGuard {
 }
 
 impl CallGuard {
-    /// Registers `call`, running in the current span, of the turn `cx`.
-    fn register(notices: &Arc<Notices>, call: &ToolCall, cx: &TurnContext) -> Self {
+    /// Registers `call`, running in the current span, of the turn `cx`;
+    /// the server's questions during it go to `asks`.
+    fn register(
+        notices: &Arc<Notices>,
+        call: &ToolCall,
+        cx: &TurnContext,
+        asks: tokio::sync::mpsc::UnboundedSender<Question>,
+    ) -> Self {
         let id = notices.next_call.fetch_add(1, Ordering::Relaxed);
         let running = RunningCall {
             id,
@@ -771,6 +964,8 @@ impl CallGuard {
             tool: call.name.clone(),
             span: tracing::Span::current(),
             cx: cx.clone(),
+            asks,
+            answered: false,
         };
         notices.calls().push(running);
         CallGuard {
@@ -779,11 +974,30 @@ impl CallGuard {
         }
     }
 
+    /// Changes the registered call with `f`.
+    fn update(&self, f: impl FnOnce(&mut RunningCall)) {
+        if let Some(call) = self.notices.calls().iter_mut().find(|c| c.id == self.id) {
+            f(call);
+        }
+    }
+
     /// Notes the call's progress token, once sent.
     fn set_token(&self, token: String) {
-        if let Some(call) = self.notices.calls().iter_mut().find(|c| c.id == self.id) {
-            call.token = Some(token);
-        }
+        self.update(|call| call.token = Some(token));
+    }
+
+    /// A paused call goes on in the turn `cx`, in the current span: its
+    /// progress and questions belong to that turn now.
+    fn move_to(&self, cx: &TurnContext) {
+        self.update(|call| {
+            call.cx = cx.clone();
+            call.span = tracing::Span::current();
+        });
+    }
+
+    /// The answer the turn carries for the call was given.
+    fn answered(&self) {
+        self.update(|call| call.answered = true);
     }
 }
 

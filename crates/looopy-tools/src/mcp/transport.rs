@@ -12,7 +12,8 @@ use tracing::Instrument;
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::ClientHandler;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ErrorData, Implementation, NumberOrString,
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability,
+    ErrorData, FormElicitationCapability, Implementation, NumberOrString,
     ProgressNotificationParam, RootsCapabilities, SamplingCapability,
 };
 #[allow(deprecated)] // sampling and roots, deprecated by SEP-2577 but spoken
@@ -23,6 +24,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+use super::elicit::{self, Question};
 use super::sampling::{self, Caller, McpRoot, McpSampling};
 
 /// An MCP server run as a child process, spoken to over its stdin and
@@ -207,8 +209,15 @@ pub(crate) struct RunningCall {
     pub(crate) tool: String,
     /// The span it runs in (`execute_tool`).
     pub(crate) span: tracing::Span,
-    /// Its turn's context.
+    /// Its turn's context (the one it runs in now: a paused call goes on
+    /// in the turn that answers it).
     pub(crate) cx: looopy_core::TurnContext,
+    /// Where the server's questions (`elicitation/create`) go: to the call,
+    /// which pauses.
+    pub(crate) asks: tokio::sync::mpsc::UnboundedSender<Question>,
+    /// Whether the answer the turn carries for this call was given: it
+    /// answers one question, once.
+    pub(crate) answered: bool,
 }
 
 impl Notices {
@@ -222,17 +231,27 @@ impl Notices {
     /// The call a server's request is made for: the one whose progress
     /// token the request carries in `_meta`, else the only one running.
     fn caller(&self, token: Option<&str>) -> Option<Caller> {
-        let calls = self.calls();
-        let by_token = token.and_then(|t| calls.iter().find(|c| c.token.as_deref() == Some(t)));
-        let call = match (by_token, calls.as_slice()) {
-            (Some(call), _) => call,
-            (None, [only]) => only,
-            _ => return None,
-        };
-        Some(Caller {
+        self.with_caller(token, |call| Caller {
             span: call.span.clone(),
             cx: call.cx.clone(),
         })
+    }
+
+    /// Runs `f` on the call a server's request is made for (see
+    /// [`caller`](Self::caller)); `None` when no call is.
+    pub(crate) fn with_caller<T>(
+        &self,
+        token: Option<&str>,
+        f: impl FnOnce(&mut RunningCall) -> T,
+    ) -> Option<T> {
+        let mut calls = self.calls();
+        let by_token = token.and_then(|t| calls.iter().position(|c| c.token.as_deref() == Some(t)));
+        let index = match (by_token, calls.len()) {
+            (Some(index), _) => index,
+            (None, 1) => 0,
+            _ => return None,
+        };
+        Some(f(&mut calls[index]))
     }
 }
 
@@ -245,12 +264,25 @@ pub(crate) fn progress_key(token: &rmcp::model::ProgressToken) -> String {
 }
 
 /// What a provider lets its servers ask of the client.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) struct Offers {
     /// Sampling by the agent's model; `None`: refused.
     pub(crate) sampling: Option<McpSampling>,
     /// The roots answered to `roots/list`; none: no `roots` capability.
     pub(crate) roots: Vec<McpRoot>,
+    /// Whether a server may ask the person (`elicitation/create`, form
+    /// mode): on by default.
+    pub(crate) elicitation: bool,
+}
+
+impl Default for Offers {
+    fn default() -> Self {
+        Offers {
+            sampling: None,
+            roots: Vec::new(),
+            elicitation: true,
+        }
+    }
 }
 
 /// The client side of a session: says who we are and what we offer, marks
@@ -283,6 +315,28 @@ impl ClientHandler for Client {
         let token = context.meta.get_progress_token().map(|t| progress_key(&t));
         let caller = self.notices.caller(token.as_deref());
         sampling::create_message(policy, &self.server, params, caller, context.ct).await
+    }
+
+    /// A question for the person: the call that asked pauses and its turn
+    /// ends `input-required` (see `looopy_core::elicitation`), or the
+    /// answer the turn carries for the call is given at once.
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        if !self.offers.elicitation {
+            return Err(elicit::refused(&self.server));
+        }
+        let token = context.meta.get_progress_token().map(|t| progress_key(&t));
+        elicit::ask(
+            &self.notices,
+            &self.server,
+            token.as_deref(),
+            request,
+            context.ct,
+        )
+        .await
     }
 
     /// The configured roots.
@@ -338,6 +392,14 @@ fn client(notices: &Arc<Notices>, server: &str, offers: &Offers) -> Client {
     if !offers.roots.is_empty() {
         // The roots are fixed for the session: no list_changed.
         capabilities.roots = Some(RootsCapabilities::default());
+    }
+    if offers.elicitation {
+        // Form mode only: a URL is for the person's browser, which an A2A
+        // client may not have. Answers are checked against the schema.
+        capabilities.elicitation = Some(
+            ElicitationCapability::new()
+                .with_form(FormElicitationCapability::new().with_schema_validation(true)),
+        );
     }
     Client {
         config: ClientConfig::new(
@@ -453,6 +515,8 @@ mod tests {
             tool: "t".into(),
             span: tracing::Span::none(),
             cx: looopy_core::TurnContext::new(task, "c"),
+            asks: tokio::sync::mpsc::unbounded_channel().0,
+            answered: false,
         };
         notices.calls().push(call);
     }

@@ -1,0 +1,171 @@
+//! An MCP server's question (`elicitation/create`) as an A2A
+//! `input-required` turn, through the real `looopy serve` binary and the
+//! official Python A2A SDK: the `order` tool of `durable_tools.py` asks how
+//! many; the task waits with the question and its schema; an answer that
+//! does not fit is refused with the validation error and the question
+//! stays; a fitting one reaches the tool, which goes on where it paused.
+//! On Redis, a second binary finishes a turn whose question the first one
+//! asked: the call runs again and the answer meets the same question.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::{Value, json};
+
+use crate::approval::{Setup, status_text};
+use crate::support::{self, serve_running};
+use looopy_testkit::FixtureReply;
+use looopy_testkit::openai_fixture::openai;
+
+/// The model: orders the user's item; once the call's result is in,
+/// answers `final: <result>`.
+fn model(body: &Value) -> FixtureReply {
+    let (item, results) = support::last_user_turn(body);
+    if results.is_empty() {
+        let args = json!({ "item": item }).to_string();
+        return FixtureReply::json(openai::tool_calls_completion(&[(
+            &format!("call-{item}"),
+            "order",
+            &args,
+        )]));
+    }
+    FixtureReply::Text(format!("final: {}", results.join(" | ")))
+}
+
+/// The question of an `input-required` task's status message.
+fn question(task: &Value) -> Value {
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{task}"
+    );
+    task["status"]["message"]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|p| p["data"]["elicitations"].get(0).cloned())
+        .unwrap_or_else(|| panic!("no question in {task}"))
+}
+
+/// Orders `item`: the task waits with the tool's question.
+async fn asked(setup: &Setup, url: &str, item: &str) -> (Value, Value) {
+    let out = setup.ask(url, item).await;
+    let task = out["task"].clone();
+    let asked = question(&task);
+    assert_eq!(asked["toolCallId"], format!("call-{item}"));
+    assert_eq!(asked["tool"], "order");
+    assert_eq!(asked["server"], "durable");
+    assert_eq!(asked["message"], format!("How many {item}?"));
+    let schema = &asked["requestedSchema"];
+    assert_eq!(
+        schema["properties"]["quantity"]["type"], "integer",
+        "{schema}"
+    );
+    assert!(
+        status_text(&task).contains(&format!("order asks: How many {item}?")),
+        "{task}"
+    );
+    (task, asked)
+}
+
+fn answer(asked: &Value, action: &str, content: Option<Value>) -> Value {
+    let mut answer = json!({
+        "toolCallId": asked["toolCallId"],
+        "requestId": asked["requestId"],
+        "action": action,
+    });
+    if let Some(content) = content {
+        answer["content"] = content;
+    }
+    json!({ "elicitation": answer })
+}
+
+fn count(setup: &Setup, prefix: &str) -> usize {
+    setup
+        .journal()
+        .iter()
+        .filter(|l| l.starts_with(prefix))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_question_becomes_input_required_and_the_answer_reaches_it() {
+    let Some(setup) = Setup::with("", "", model).await else {
+        return;
+    };
+    let (server, url) = serve_running(&setup.config, &[]);
+    let (task, asked) = asked(&setup, &url, "apples").await;
+
+    // Content that does not fit the schema is not sent: the question stays,
+    // with the validation error.
+    let bad = setup
+        .reply(
+            &url,
+            &task,
+            answer(&asked, "accept", Some(json!({"quantity": "lots"}))),
+        )
+        .await;
+    let again = question(&bad["task"]);
+    assert_eq!(again["requestId"], asked["requestId"]);
+    let error = again["error"].as_str().unwrap_or_default();
+    assert!(error.contains("quantity: must be an integer"), "{again}");
+    assert!(status_text(&bad["task"]).contains("did not fit"), "{bad}");
+
+    // A fitting answer: the paused call goes on, and the turn completes.
+    let done = setup
+        .reply(
+            &url,
+            &task,
+            answer(&asked, "accept", Some(json!({"quantity": 3}))),
+        )
+        .await;
+    let done = &done["task"];
+    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+    assert_eq!(status_text(done), "final: ordered 3 apples");
+    assert_eq!(count(&setup, "asked"), 1, "one call: {:?}", setup.journal());
+    assert_eq!(count(&setup, "ordered 3 apples"), 1);
+
+    // Declined: the tool hears it and goes on without.
+    let (task, asked) = self::asked(&setup, &url, "pears").await;
+    let done = setup
+        .reply(&url, &task, answer(&asked, "decline", None))
+        .await;
+    let done = &done["task"];
+    assert_eq!(
+        status_text(done),
+        "final: decline: no pears ordered",
+        "{done}"
+    );
+    server.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_binary_on_redis_answers_a_question_the_first_one_asked() {
+    let redis = looopy_testkit::test_redis().unwrap();
+    let prefix = format!("elicit-{}", uuid::Uuid::new_v4().simple());
+    let store = format!(
+        "[store]\nbackend = \"redis\"\nurl = \"{}\"\nkey_prefix = \"{prefix}\"\n",
+        redis.url()
+    );
+    let Some(setup) = Setup::with(&store, "", model).await else {
+        return;
+    };
+    let (mut first, url) = serve_running(&setup.config, &[]);
+    let (task, asked) = asked(&setup, &url, "plums").await;
+    // The first process dies (SIGKILL), and its paused call with it.
+    first.kill().unwrap();
+    first.wait();
+
+    let (second, url) = serve_running(&setup.config, &[]);
+    let done = setup
+        .reply(
+            &url,
+            &task,
+            answer(&asked, "accept", Some(json!({"quantity": 2}))),
+        )
+        .await;
+    let done = &done["task"];
+    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+    assert_eq!(status_text(done), "final: ordered 2 plums");
+    // The call ran again, asked the same question, and got the answer.
+    assert_eq!(count(&setup, "asked"), 2, "{:?}", setup.journal());
+    assert_eq!(count(&setup, "ordered 2 plums"), 1, "{:?}", setup.journal());
+    second.stop();
+}
