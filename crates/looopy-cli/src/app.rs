@@ -18,7 +18,9 @@ use looopy_loop::{AgentLoopConfig, ToolFailureMode};
 use looopy_stores::Stores;
 use looopy_tools::{HttpServer, McpSampling, McpToolProvider, StdioServer};
 
-use crate::config::{Config, FailureMode, LlmSection, McpServerConfig, SamplingPolicy};
+use crate::config::{
+    Config, ElicitationPolicy, FailureMode, LlmSection, McpServerConfig, SamplingPolicy,
+};
 
 /// What every turn of `looopy serve` / `looopy run` shares.
 #[derive(Clone)]
@@ -183,6 +185,11 @@ fn mcp(
     if !roots.is_empty() {
         provider = provider.with_roots(roots);
     }
+    if server.elicitation == ElicitationPolicy::Off {
+        provider = provider.without_elicitation();
+    }
+    provider =
+        provider.with_elicitation_timeout(Duration::from_secs(server.elicitation_timeout_secs));
     Ok(provider)
 }
 

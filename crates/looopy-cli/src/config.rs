@@ -41,6 +41,8 @@
 //! sampling = "allowed"        # the server may ask the agent's model (default "off")
 //! sampling_max_tokens = 1024  # the most tokens one of its requests may ask for
 //! roots = [{ uri = "file:///srv/files", name = "files" }]  # answered to roots/list
+//! elicitation = "ask"         # its questions end the turn input-required (default), or "off"
+//! elicitation_timeout_secs = 900  # how long a call waits here for the answer
 //!
 //! [[tools.a2a]]
 //! name = "researcher"
@@ -386,6 +388,31 @@ pub struct McpServerConfig {
     /// `file://` URIs with optional names.
     #[serde(default)]
     pub roots: Vec<RootConfig>,
+    /// Whether the server may ask the person (`elicitation/create`):
+    /// `"ask"` (the default: the call pauses and the turn ends
+    /// `input-required` with the question) or `"off"`.
+    #[serde(default)]
+    pub elicitation: ElicitationPolicy,
+    /// How long a paused call waits in this process for the answer, in
+    /// seconds (default 900); an answer that comes later runs the call
+    /// again.
+    #[serde(default = "default_elicitation_timeout_secs")]
+    pub elicitation_timeout_secs: u64,
+}
+
+fn default_elicitation_timeout_secs() -> u64 {
+    looopy_tools::DEFAULT_ELICITATION_TIMEOUT.as_secs()
+}
+
+/// `[[tools.mcp]] elicitation`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ElicitationPolicy {
+    /// The server's questions are asked as `input-required` turns.
+    #[default]
+    Ask,
+    /// Not advertised; the server's questions are refused.
+    Off,
 }
 
 fn default_sampling_max_tokens() -> u32 {
@@ -593,6 +620,12 @@ impl Config {
             if m.sampling_max_tokens == 0 {
                 bail!(
                     "[[tools.mcp]] '{}': sampling_max_tokens must be at least 1",
+                    m.name
+                );
+            }
+            if m.elicitation_timeout_secs == 0 {
+                bail!(
+                    "[[tools.mcp]] '{}': elicitation_timeout_secs must be at least 1",
                     m.name
                 );
             }
@@ -807,6 +840,14 @@ mod tests {
         assert_eq!(m.sampling, SamplingPolicy::Off, "off by default");
         assert_eq!(m.sampling_max_tokens, 1024);
         assert!(m.roots.is_empty());
+        assert_eq!(m.elicitation, ElicitationPolicy::Ask, "asked by default");
+        assert_eq!(m.elicitation_timeout_secs, 900);
+        let off = Config::parse(&format!(
+            "{server}elicitation = \"off\"\nelicitation_timeout_secs = 60\n"
+        ))
+        .unwrap();
+        assert_eq!(off.tools.mcp[0].elicitation, ElicitationPolicy::Off);
+        assert_eq!(off.tools.mcp[0].elicitation_timeout_secs, 60);
 
         let c = Config::parse(&format!(
             "{server}sampling = \"allowed\"\nsampling_max_tokens = 300\n\
@@ -831,6 +872,11 @@ mod tests {
             ("sampling_max_tokens = -5", "sampling_max_tokens"),
             ("roots = [{ uri = \"https://a\" }]", "not a file:// URI"),
             ("roots = [{ path = \"/a\" }]", "path"),
+            ("elicitation = \"always\"", "expected `ask` or `off`"),
+            (
+                "elicitation_timeout_secs = 0",
+                "elicitation_timeout_secs must be at least 1",
+            ),
         ] {
             let e = format!(
                 "{:#}",

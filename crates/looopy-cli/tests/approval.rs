@@ -49,14 +49,16 @@ impl Setup {
     /// A `looopy.toml` with the MCP tools of `durable_tools.py`, calls of
     /// `quick_note` waiting for approval, and `store` as its `[store]`.
     async fn new(store: &str) -> Option<Setup> {
-        Self::with(store, r#"approve_tools = ["quick_note"]"#, model).await
+        Self::with(store, r#"approve_tools = ["quick_note"]"#, "", model).await
     }
 
-    /// A `looopy.toml` with the MCP tools of `durable_tools.py`, these
-    /// lines in `[agent]`, `model` answering, and `store` as its `[store]`.
+    /// A `looopy.toml` with the MCP tools of `durable_tools.py` (`mcp`:
+    /// more lines of its `[[tools.mcp]]`), these lines in `[agent]`,
+    /// `model` answering, and `store` as its `[store]`.
     pub(crate) async fn with(
         store: &str,
         agent: &str,
+        mcp: &str,
         model: fn(&Value) -> FixtureReply,
     ) -> Option<Setup> {
         let python = support::python()?;
@@ -74,7 +76,7 @@ name = "approver"
 [llm]
 base_url = "{base}"
 model = "m"
-{tools}
+{tools}{mcp}
 [[auth.tokens]]
 principal = "python"
 token = "py-token"

@@ -6,6 +6,7 @@
 //! stays; a fitting one reaches the tool, which goes on where it paused.
 //! On Redis, a second binary finishes a turn whose question the first one
 //! asked: the call runs again and the answer meets the same question.
+//! With `elicitation = "off"` the server is refused and the tool says so.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::{Value, json};
@@ -87,7 +88,7 @@ fn count(setup: &Setup, prefix: &str) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tools_question_becomes_input_required_and_the_answer_reaches_it() {
-    let Some(setup) = Setup::with("", "", model).await else {
+    let Some(setup) = Setup::with("", "", "", model).await else {
         return;
     };
     let (server, url) = serve_running(&setup.config, &[]);
@@ -144,7 +145,7 @@ async fn a_second_binary_on_redis_answers_a_question_the_first_one_asked() {
         "[store]\nbackend = \"redis\"\nurl = \"{}\"\nkey_prefix = \"{prefix}\"\n",
         redis.url()
     );
-    let Some(setup) = Setup::with(&store, "", model).await else {
+    let Some(setup) = Setup::with(&store, "", "", model).await else {
         return;
     };
     let (mut first, url) = serve_running(&setup.config, &[]);
@@ -168,4 +169,20 @@ async fn a_second_binary_on_redis_answers_a_question_the_first_one_asked() {
     assert_eq!(count(&setup, "asked"), 2, "{:?}", setup.journal());
     assert_eq!(count(&setup, "ordered 2 plums"), 1, "{:?}", setup.journal());
     second.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_elicitation_off_the_server_is_refused_and_the_turn_goes_on() {
+    let Some(setup) = Setup::with("", "", "elicitation = \"off\"", model).await else {
+        return;
+    };
+    let (server, url) = serve_running(&setup.config, &[]);
+    let out = setup.ask(&url, "figs").await;
+    let task = &out["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
+    let text = status_text(task);
+    assert!(text.starts_with("final: Error"), "{text}");
+    assert!(text.contains("elicitation is off"), "{text}");
+    assert_eq!(count(&setup, "ordered"), 0);
+    server.stop();
 }
