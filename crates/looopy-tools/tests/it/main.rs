@@ -7,6 +7,8 @@ mod done_and_client;
 mod local;
 #[path = "../mcp_catalog.rs"]
 mod mcp_catalog;
+#[path = "../mcp_elicitation.rs"]
+mod mcp_elicitation;
 #[path = "../mcp_everything.rs"]
 mod mcp_everything;
 #[path = "../mcp_python.rs"]
