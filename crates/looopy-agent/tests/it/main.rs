@@ -23,6 +23,8 @@ mod defaults;
 mod deps;
 #[path = "../done_tool.rs"]
 mod done_tool;
+#[path = "../elicitation.rs"]
+mod elicitation;
 #[path = "../failure.rs"]
 mod failure;
 #[path = "../lifecycle.rs"]
