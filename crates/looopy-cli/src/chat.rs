@@ -5,10 +5,12 @@
 //! Keys: the usual line editing and history (↑/↓) at the prompt; Ctrl-C
 //! during a turn cancels it, a second Ctrl-C leaves; at the prompt Ctrl-C
 //! or Ctrl-D (or `/quit`, or an empty line) leaves. A turn that waits for
-//! the approval of tool calls asks y/n for each; the answers go back as the
-//! next message.
+//! the approval of tool calls asks y/n for each, and one whose tool asked a
+//! question asks for its fields one by one; the answers go back as the next
+//! message.
 
 mod approval;
+mod elicit;
 mod input;
 mod turn;
 
@@ -42,13 +44,25 @@ pub async fn chat(url: &str, token: Option<String>) -> Result<()> {
     let mut conversation = Conversation::default();
     loop {
         let approvals = std::mem::take(&mut conversation.approvals);
-        let request = if approvals.is_empty() {
+        let questions = std::mem::take(&mut conversation.questions);
+        let request = if approvals.is_empty() && questions.is_empty() {
             None
         } else {
-            match approval::ask(&reader, &approvals).await {
-                Some(message) => Some(SendRequest::new(message)),
-                None => break,
+            let mut parts = Vec::new();
+            if !approvals.is_empty() {
+                match approval::ask(&reader, &approvals).await {
+                    Some(message) => parts.extend(message.parts),
+                    None => break,
+                }
             }
+            if !questions.is_empty() {
+                match elicit::ask(&reader, &questions).await {
+                    Some(message) => parts.extend(message.parts),
+                    None => break,
+                }
+            }
+            let message = looopy_core::Message::with_parts(looopy_core::Role::User, parts);
+            Some(SendRequest::new(message))
         };
         let mut request = match request {
             Some(request) => request,

@@ -7,6 +7,7 @@
 //! On Redis, a second binary finishes a turn whose question the first one
 //! asked: the call runs again and the answer meets the same question.
 //! With `elicitation = "off"` the server is refused and the tool says so.
+//! `looopy chat` asks for the fields at its prompt.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use serde_json::{Value, json};
@@ -185,4 +186,37 @@ async fn with_elicitation_off_the_server_is_refused_and_the_turn_goes_on() {
     assert!(text.contains("elicitation is off"), "{text}");
     assert_eq!(count(&setup, "ordered"), 0);
     server.stop();
+}
+
+/// `looopy chat` on a pseudo-terminal: the tool's question, a prompt for
+/// its one field (a word where a number goes is asked again), and the
+/// answer with the tool's result follows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn looopy_chat_asks_for_each_field_and_sends_the_answer() {
+    use std::io::Write;
+
+    let Some(setup) = Setup::with("", "", "", model).await else {
+        return;
+    };
+    let (server, url) = serve_running(&setup.config, &[]);
+    let screen = tokio::task::spawn_blocking(move || {
+        let (mut child, mut master, screen) = support::chat_on_pty(&url, Some("py-token"));
+        screen.wait_for("> ");
+        master.write_all(b"lemons\r").unwrap();
+        screen.wait_for("(integer, required): ");
+        master.write_all(b"lots\r").unwrap();
+        screen.wait_for("(a whole number)");
+        master.write_all(b"4\r").unwrap();
+        screen.wait_for("final: ordered 4 lemons");
+        support::ctrl_c_until_it_leaves(&mut child, &mut master);
+        screen.text()
+    })
+    .await
+    .unwrap();
+    assert!(screen.contains("order asks: How many lemons?"), "{screen}");
+    assert!(screen.contains("Quantity [quantity]"), "{screen}");
+    assert_eq!(count(&setup, "ordered 4 lemons"), 1, "{screen}");
+    tokio::task::spawn_blocking(move || server.stop())
+        .await
+        .unwrap();
 }

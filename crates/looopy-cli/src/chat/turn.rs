@@ -12,6 +12,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use looopy_a2a::{A2aClient, A2aClientError, A2aStream, StreamEvent, ToolProgress};
 use looopy_core::approval::ApprovalRequest;
+use looopy_core::elicitation::ElicitationRequest;
 use looopy_core::{EventPayload, TaskState, TaskStatus, Usage};
 
 use crate::render::{
@@ -39,6 +40,8 @@ pub(crate) struct Conversation {
     pub(crate) waiting_task: Option<String>,
     /// The tool calls of that task waiting for the user's approval.
     pub(crate) approvals: Vec<ApprovalRequest>,
+    /// The questions its tools asked.
+    pub(crate) questions: Vec<ElicitationRequest>,
 }
 
 /// One turn as it is followed.
@@ -136,6 +139,7 @@ impl Turn {
                         } = &*event.payload
                         {
                             conversation.approvals = ApprovalRequest::in_message(message);
+                            conversation.questions = ElicitationRequest::in_message(message);
                         }
                     }
                     return true;
