@@ -7,14 +7,18 @@
 //! On Redis, a second binary finishes a turn whose question the first one
 //! asked: the call runs again and the answer meets the same question.
 //! With `elicitation = "off"` the server is refused and the tool says so.
-//! `looopy chat` asks for the fields at its prompt.
+//! `looopy chat` asks for the fields at its prompt, and the chat page
+//! (headless Chromium) shows a form built from the schema.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::approval::{Setup, status_text};
 use crate::support::{self, serve_running};
 use looopy_testkit::FixtureReply;
+use looopy_testkit::external::browser;
 use looopy_testkit::openai_fixture::openai;
 
 /// The model: orders the user's item; once the call's result is in,
@@ -219,4 +223,30 @@ async fn looopy_chat_asks_for_each_field_and_sends_the_answer() {
     tokio::task::spawn_blocking(move || server.stop())
         .await
         .unwrap();
+}
+
+/// The chat page in headless Chromium (`tests/fixtures/web_elicitation.cjs`):
+/// the question as a form built from the schema; sending it answers with
+/// the typed data part and the turn completes with the tool's result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chat_page_shows_the_question_as_a_form() {
+    let Some(browser) = browser() else {
+        return;
+    };
+    let Some(setup) = Setup::with("", "", "", model).await else {
+        return;
+    };
+    let (server, url) = serve_running(&setup.config, &[]);
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/web_elicitation.cjs");
+    let env: [(&str, &dyn AsRef<std::ffi::OsStr>); 2] = [("URL", &url), ("TOKEN", &"py-token")];
+    let run = browser
+        .run_script(&script, &env, Duration::from_secs(180))
+        .await
+        .unwrap();
+    tokio::task::spawn_blocking(move || server.stop())
+        .await
+        .unwrap();
+    assert!(run.all_ok(), "the browser script failed: {run:?}");
+    assert_eq!(count(&setup, "ordered 2 melons"), 1);
 }

@@ -33,7 +33,7 @@
   const {
     STATE_LABELS, el, announce, when, createTurn, scrollToEnd, setState, answerText,
     setAnswer, setArtifact, showProblem, renderInfo, onProgress, finishTools,
-    approvalRequests, textOf, showApprovals,
+    approvalRequests, textOf, showApprovals, elicitations, showQuestions,
   } = window.ChatView;
 
   // ------------------------------------------------------------- helpers
@@ -185,9 +185,11 @@
     if (!ENDED.includes(state)) return;
     const text = status.message ? A2A.partsText(status.message.parts) : '';
     const requests = state === 'input-required' ? approvalRequests(status.message) : [];
-    if (requests.length) {
+    const questions = state === 'input-required' ? elicitations(status.message) : [];
+    if (requests.length || questions.length) {
       setAnswer(view, textOf(status.message));
-      showApprovals(view, requests, decide);
+      if (requests.length) showApprovals(view, requests, decide);
+      if (questions.length) showQuestions(view, questions, reply);
     } else if (state === 'failed' || state === 'rejected') {
       showProblem(view, explainFailure(metadata, text), text);
     } else if (text && !answerText(view).trim()) {
@@ -326,6 +328,16 @@
     send(label, [{ data: { approval: { toolCallId: request.toolCallId, decision } } }]);
   }
 
+  /** Answers a tool's question with the typed data part
+   * (`{"elicitation": {"toolCallId", "requestId", "action", "content"}}`)
+   * on the waiting task. */
+  function reply(question, action, content) {
+    const label = { accept: 'Answered', decline: 'Declined', cancel: 'Cancelled' }[action] + ': ' + (question.message || 'question');
+    const answer = { toolCallId: question.toolCallId, requestId: question.requestId, action };
+    if (action === 'accept') answer.content = content || {};
+    send(label, [{ data: { elicitation: answer } }]);
+  }
+
   async function sendCancel(run) {
     if (run.cancelSent) return;
     run.cancelSent = true;
@@ -461,9 +473,11 @@
     setState(view, state);
     view.ended = true;
     const requests = state === 'input-required' ? approvalRequests(task.status.message) : [];
-    if (requests.length) {
+    const questions = state === 'input-required' ? elicitations(task.status.message) : [];
+    if (requests.length || questions.length) {
       setAnswer(view, textOf(task.status.message));
-      showApprovals(view, requests, decide);
+      if (requests.length) showApprovals(view, requests, decide);
+      if (questions.length) showQuestions(view, questions, reply);
     } else if (state === 'failed' || state === 'rejected') {
       if (answerText(view) === statusText) setAnswer(view, '');
       showProblem(view, explainFailure(task.metadata, statusText), statusText);

@@ -331,9 +331,128 @@
     if (buttons[0]) buttons[0].focus();
   }
 
+  // --------------------------------------------------- tools' questions
+
+  /** The questions tools asked in an `input-required` status message (its
+   * data part's `elicitations`), or none. */
+  function elicitations(message) {
+    for (const p of (message && message.parts) || []) {
+      const list = p.data && p.data.elicitations;
+      if (Array.isArray(list)) {
+        return list.filter((q) => q && typeof q.toolCallId === 'string' && typeof q.requestId === 'string');
+      }
+    }
+    return [];
+  }
+
+  /** The allowed values of an enum property (or of a multi-select's
+   * items): `[{value, label}]`, none when it is no enum. */
+  function choicesOf(property) {
+    const p = property || {};
+    if (Array.isArray(p.enum)) {
+      return p.enum.map((v, i) => ({ value: v, label: (p.enumNames && p.enumNames[i]) || String(v) }));
+    }
+    const options = p.oneOf || p.anyOf;
+    if (Array.isArray(options)) {
+      return options.filter((o) => o && 'const' in o).map((o) => ({ value: o.const, label: o.title || String(o.const) }));
+    }
+    return [];
+  }
+
+  /** One form field for a property of the requested schema; `read()`
+   * gives its value, or undefined when left empty. */
+  function fieldFor(name, property, required) {
+    const p = property || {};
+    const id = 'f-' + Math.random().toString(36).slice(2);
+    const label = el('label', { for: id }, (p.title || name) + (required ? ' *' : ''));
+    const help = p.description ? el('small', { class: 'help' }, p.description) : null;
+    let input;
+    let read;
+    const choices = p.type === 'array' ? choicesOf(p.items) : choicesOf(p);
+    if (p.type === 'array') {
+      input = el('select', { id, name, multiple: true });
+      for (const c of choices) input.append(el('option', { value: JSON.stringify(c.value) }, c.label));
+      read = () => {
+        const picked = [...input.selectedOptions].map((o) => JSON.parse(o.value));
+        return picked.length ? picked : undefined;
+      };
+    } else if (choices.length) {
+      input = el('select', { id, name });
+      input.append(el('option', { value: '' }, required ? 'Choose…' : '(none)'));
+      for (const c of choices) input.append(el('option', { value: JSON.stringify(c.value) }, c.label));
+      read = () => (input.value === '' ? undefined : JSON.parse(input.value));
+    } else if (p.type === 'boolean') {
+      input = el('input', { id, name, type: 'checkbox' });
+      if (p.default === true) input.checked = true;
+      read = () => input.checked;
+    } else if (p.type === 'integer' || p.type === 'number') {
+      input = el('input', {
+        id, name, type: 'number', step: p.type === 'integer' ? '1' : 'any',
+        min: p.minimum, max: p.maximum, required: required || null,
+      });
+      read = () => (input.value === '' ? undefined : Number(input.value));
+    } else {
+      const type = { email: 'email', uri: 'url', date: 'date', 'date-time': 'datetime-local' }[p.format] || 'text';
+      input = el('input', {
+        id, name, type, minlength: p.minLength, maxlength: p.maxLength, required: required || null,
+      });
+      read = () => (input.value === '' ? undefined : input.value);
+    }
+    if (p.default !== undefined && p.type !== 'boolean' && p.type !== 'array' && !choices.length) {
+      input.value = String(p.default);
+    }
+    return { node: el('div', { class: 'field' }, label, input, help), read };
+  }
+
+  /** Shows each question as a form built from its schema, with Send,
+   * Decline and Cancel; `reply(question, action, content)` is called once
+   * (every form of the turn is then disabled). */
+  function showQuestions(view, questions, reply) {
+    if (view.questions) view.questions.remove();
+    const box = el('div', { class: 'elicitations', role: 'group', 'aria-label': 'A tool asks' });
+    const controls = [];
+    for (const q of questions) {
+      const schema = q.requestedSchema || {};
+      const required = Array.isArray(schema.required) ? schema.required : [];
+      const fields = Object.entries(schema.properties || {})
+        .map(([name, p]) => [name, fieldFor(name, p, required.includes(name))]);
+      const send = el('button', { type: 'submit', class: 'send' }, 'Send');
+      const decline = el('button', { type: 'button', class: 'decline' }, 'Decline');
+      const cancel = el('button', { type: 'button', class: 'cancel' }, 'Cancel');
+      const form = el('form', { class: 'elicitation', 'data-call-id': q.toolCallId },
+        el('p', { class: 'question' }, q.message || 'The tool asks:'),
+        q.error ? el('p', { class: 'error', role: 'alert' }, 'The last answer did not fit: ' + q.error) : null,
+        ...fields.map(([, f]) => f.node),
+        el('div', { class: 'elicitation-buttons' }, send, decline, cancel));
+      const answer = (action, content) => {
+        for (const c of controls) c.disabled = true;
+        box.dataset.answered = action;
+        reply(q, action, content);
+      };
+      form.addEventListener('submit', (e) => {
+        e.preventDefault();
+        const content = {};
+        for (const [name, f] of fields) {
+          const v = f.read();
+          if (v !== undefined) content[name] = v;
+        }
+        answer('accept', content);
+      });
+      decline.addEventListener('click', () => answer('decline'));
+      cancel.addEventListener('click', () => answer('cancel'));
+      controls.push(send, decline, cancel, ...form.querySelectorAll('input, select'));
+      box.append(form);
+    }
+    view.questions = box;
+    (view.approvals || view.answer).after(box);
+    scrollToEnd();
+    const first = box.querySelector('input, select');
+    if (first) first.focus();
+  }
+
   window.ChatView = {
     STATE_LABELS, el, announce, duration, when, pretty, createTurn, scrollToEnd, setState,
     answerText, setAnswer, setArtifact, showProblem, renderInfo, onProgress, finishTools,
-    approvalRequests, textOf, showApprovals,
+    approvalRequests, textOf, showApprovals, elicitations, showQuestions,
   };
 })();
