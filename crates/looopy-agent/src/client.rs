@@ -16,6 +16,12 @@
 //! open calls, then appends what is left of the user message, so the model
 //! continues where it stopped. An open call the client did not answer gets
 //! an error result, because a provider refuses a call without a result.
+//!
+//! The same message answers approvals (`looopy_core::approval`) and the
+//! questions tools asked during a call (`looopy_core::elicitation`): an
+//! approved call, and a call whose question is answered, run again first
+//! in the next turn (`ApprovedCalls`), the answers carried as the turn
+//! dependency `ElicitationAnswers`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
