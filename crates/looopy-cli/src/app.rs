@@ -174,11 +174,14 @@ fn mcp(
     if let Some(prefix) = &server.prefix {
         provider = provider.with_prefix(prefix);
     }
-    if server.sampling == SamplingPolicy::Allowed {
-        let sampling = fallbacks.iter().fold(
+    if server.sampling != SamplingPolicy::Off {
+        let mut sampling = fallbacks.iter().fold(
             McpSampling::new(llm.clone()).with_max_tokens(server.sampling_max_tokens),
             |sampling, model| sampling.with_model(model.clone()),
         );
+        if server.sampling == SamplingPolicy::Ask {
+            sampling = sampling.with_approval();
+        }
         provider = provider.with_sampling(sampling);
     }
     let roots = server.mcp_roots()?;

@@ -38,7 +38,8 @@
 //! name = "files"
 //! command = "npx"
 //! args = ["-y", "@modelcontextprotocol/server-filesystem", "./files"]
-//! sampling = "allowed"        # the server may ask the agent's model (default "off")
+//! sampling = "allowed"        # the server may ask the agent's model (default "off";
+//!                             # "ask": each request waits for a person's approval)
 //! sampling_max_tokens = 1024  # the most tokens one of its requests may ask for
 //! roots = [{ uri = "file:///srv/files", name = "files" }]  # answered to roots/list
 //! elicitation = "ask"         # its questions end the turn input-required (default), or "off"
@@ -377,7 +378,8 @@ pub struct McpServerConfig {
     #[serde(default)]
     pub prefix: Option<String>,
     /// Whether the server may ask the agent's model
-    /// (`sampling/createMessage`): `"off"` (the default) or `"allowed"`.
+    /// (`sampling/createMessage`): `"off"` (the default), `"allowed"`, or
+    /// `"ask"` (each request waits for a person's approval).
     #[serde(default)]
     pub sampling: SamplingPolicy,
     /// The most tokens one sampling request may ask for (default 1024);
@@ -428,6 +430,9 @@ pub enum SamplingPolicy {
     Off,
     /// The agent's model answers, within `sampling_max_tokens`.
     Allowed,
+    /// As `Allowed`, once a person approves the request: its call pauses
+    /// and the turn ends `input-required` with the question.
+    Ask,
 }
 
 /// One of `[[tools.mcp]] roots`.
@@ -857,13 +862,18 @@ mod tests {
         let m = &c.tools.mcp[0];
         assert_eq!(m.sampling, SamplingPolicy::Allowed);
         assert_eq!(m.sampling_max_tokens, 300);
+        let asking = Config::parse(&format!("{server}sampling = \"ask\"\n")).unwrap();
+        assert_eq!(asking.tools.mcp[0].sampling, SamplingPolicy::Ask);
         let roots = m.mcp_roots().unwrap();
         assert_eq!(roots[0].uri(), "file:///srv/a");
         assert_eq!(roots[0].name(), Some("a"));
         assert_eq!(roots[1].name(), None);
 
         for (bad, named) in [
-            ("sampling = \"maybe\"", "expected `off` or `allowed`"),
+            (
+                "sampling = \"maybe\"",
+                "expected one of `off`, `allowed`, `ask`",
+            ),
             ("sampling = true", "sampling"),
             (
                 "sampling_max_tokens = 0",

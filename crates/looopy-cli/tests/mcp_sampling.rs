@@ -1,7 +1,8 @@
 //! MCP sampling through the real `looopy run`: a `[[tools.mcp]]` server
 //! with `sampling = "allowed"` asks the agent's model during a tool call
 //! (the Python fixture's `sample` tool), and the sampled answer reaches the
-//! tool's result and the turn's answer.
+//! tool's result and the turn's answer. With `sampling = "ask"` the turn
+//! stops `input-required` with the question before the model is sampled.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support;
@@ -115,4 +116,22 @@ async fn without_the_policy_the_server_is_refused_and_the_turn_goes_on() {
     assert_eq!(requests.len(), 2, "the model was not sampled");
     let result = tool_result(&requests[1].body);
     assert!(result.contains("sampling is off"), "{result}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_asking_server_waits_for_a_persons_approval_before_sampling() {
+    if support::python().is_none() {
+        return;
+    }
+    let (stdout, requests) = run("sampling = \"ask\"", model(None)).await;
+    assert!(
+        stdout.contains("sample asks: MCP server 'fixture' asks the agent's model"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("Capital of France?"), "{stdout}");
+    assert_eq!(
+        requests.len(),
+        1,
+        "the model was not sampled before the approval"
+    );
 }

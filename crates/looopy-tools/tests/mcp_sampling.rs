@@ -1,6 +1,8 @@
 //! What an MCP server asks of the client during a call: the agent's model
 //! (`sampling/createMessage`) and the roots (`roots/list`), against the
-//! Python fixture's `sample` and `roots` tools, through an agent loop.
+//! Python fixture's `sample` and `roots` tools, through an agent loop; and
+//! sampling that waits for a person's approval (the call pauses with the
+//! question, as for elicitation).
 #![cfg(feature = "mcp")]
 #![allow(clippy::unwrap_used)]
 
@@ -218,5 +220,93 @@ async fn sampling_and_roots_work_over_streamable_http_too() {
         "{}",
         r.text_content()
     );
+    mcp.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn with_approval_a_sampling_request_waits_for_a_persons_yes() {
+    use looopy_core::elicitation::{ElicitationAnswer, ElicitationAnswers, ElicitationRequest};
+    use looopy_core::{ToolProvider, ToolSignal};
+
+    let Some(mcp) = support::stdio_provider() else {
+        return;
+    };
+    let llm = ScriptedLlm::new().respond(LlmResponse::text("Paris."));
+    let mcp = mcp.with_sampling(McpSampling::new(Arc::new(llm.clone())).with_approval());
+    let question = |result: &looopy_core::ToolResult| {
+        assert_eq!(
+            result.signal,
+            Some(ToolSignal::InputRequired),
+            "{}",
+            result.text_content()
+        );
+        ElicitationRequest::from_result(result).remove(0)
+    };
+    let answering = |answer: ElicitationAnswer| {
+        TurnContext::new("t", "c").with_dep(ElicitationAnswers(vec![answer]))
+    };
+    let allow = |allow: bool| {
+        serde_json::json!({ "allow": allow })
+            .as_object()
+            .cloned()
+            .unwrap()
+    };
+
+    // The request waits: its call pauses with the question, the model is
+    // not called yet.
+    let call = sample_call(r#"{"prompt": "Capital of France?"}"#)
+        .message
+        .tool_calls[0]
+        .clone();
+    let asked = question(&mcp.execute(&call, &TurnContext::new("t", "c")).await);
+    assert!(
+        asked
+            .message
+            .contains("MCP server 'py' asks the agent's model (up to 100 tokens)"),
+        "{}",
+        asked.message
+    );
+    assert!(
+        asked.message.contains("Capital of France?"),
+        "{}",
+        asked.message
+    );
+    assert_eq!(
+        asked.requested_schema["properties"]["allow"]["type"],
+        "boolean"
+    );
+    assert!(llm.requests().is_empty(), "asked before sampling");
+
+    // Allowed: the model answers and the tool goes on.
+    let done = mcp
+        .execute(
+            &call,
+            &answering(ElicitationAnswer::accept(&asked, allow(true))),
+        )
+        .await;
+    assert!(!done.is_error, "{}", done.text_content());
+    assert!(
+        done.text_content().ends_with(": Paris."),
+        "{}",
+        done.text_content()
+    );
+    assert_eq!(llm.requests().len(), 1);
+
+    // Not allowed: the server is refused and the model is not called.
+    let call = ToolCall::new("call-2", "py_sample", r#"{"prompt": "Capital of Peru?"}"#);
+    let asked = question(&mcp.execute(&call, &TurnContext::new("t", "c")).await);
+    let refused = mcp
+        .execute(
+            &call,
+            &answering(ElicitationAnswer::accept(&asked, allow(false))),
+        )
+        .await;
+    assert!(refused.is_error, "{}", refused.text_content());
+    assert!(
+        refused.text_content().contains("did not allow"),
+        "{}",
+        refused.text_content()
+    );
+    assert_eq!(llm.requests().len(), 1);
     mcp.shutdown().await.unwrap();
 }

@@ -71,6 +71,21 @@ pub(crate) async fn ask(
             ));
         }
     };
+    ask_form(notices, server, token, message, schema, cancel).await
+}
+
+/// Asks the person `message`, the answer's content of `schema`, on behalf
+/// of the call of `server` that `token` names (see [`ask`]): the
+/// elicitation of a server, or the client's own question about one of the
+/// server's requests (a sampling request that waits for approval).
+pub(crate) async fn ask_form(
+    notices: &Notices,
+    server: &str,
+    token: Option<&str>,
+    message: String,
+    schema: Value,
+    cancel: CancellationToken,
+) -> Result<ElicitResult, ErrorData> {
     let (respond, answer) = oneshot::channel();
     let asked = notices.with_caller(token, |call| {
         let mut request =

@@ -46,6 +46,10 @@ pub const DEFAULT_SAMPLING_MAX_TOKENS: u32 = 1024;
 ///   capability says so) and refused; `includeContext` is not offered and
 ///   read as `none`; stop sequences and the request's `metadata` are not
 ///   passed on, since providers take neither.
+/// - [`with_approval`](Self::with_approval): each request first asks the
+///   person, as a question of the call that caused it (an `input-required`
+///   turn, see `looopy_core::elicitation`); only an approved one reaches
+///   the model.
 /// - Each request runs in an `mcp.sampling` span, a child of the
 ///   `execute_tool` span of the call that caused it: the call whose progress
 ///   token the request carries in `_meta`, else the server's one running
@@ -55,6 +59,7 @@ pub struct McpSampling {
     /// The agent's own model first, then the others a hint may pick.
     models: Vec<Arc<dyn LlmProvider>>,
     max_tokens: u32,
+    approval: bool,
 }
 
 impl McpSampling {
@@ -63,7 +68,22 @@ impl McpSampling {
         McpSampling {
             models: vec![model],
             max_tokens: DEFAULT_SAMPLING_MAX_TOKENS,
+            approval: false,
         }
+    }
+
+    /// Asks the person before each request reaches the model: the call
+    /// that made it pauses, its turn ends `input-required` with the
+    /// question (`Allow` yes or no, with the request's prompt), and the
+    /// request is answered once the answer allows it (refused otherwise).
+    pub fn with_approval(mut self) -> Self {
+        self.approval = true;
+        self
+    }
+
+    /// Whether each request waits for the person's approval.
+    pub fn needs_approval(&self) -> bool {
+        self.approval
     }
 
     /// Adds a model a request's hint may pick (a fallback model, say).
@@ -116,6 +136,7 @@ impl fmt::Debug for McpSampling {
                     .collect::<Vec<_>>(),
             )
             .field("max_tokens", &self.max_tokens)
+            .field("approval", &self.approval)
             .finish()
     }
 }
@@ -170,6 +191,53 @@ impl McpRoot {
 pub(crate) struct Caller {
     pub(crate) span: tracing::Span,
     pub(crate) cx: TurnContext,
+}
+
+/// The question about a sampling request that waits for approval: its
+/// message (the request's prompt, cut to 2,000 characters) and the schema
+/// of the answer, one required boolean `allow`.
+pub(crate) fn approval_question(
+    sampling: &McpSampling,
+    server: &str,
+    params: &CreateMessageRequestParams,
+) -> (String, serde_json::Value) {
+    let mut prompt: String = params
+        .messages
+        .iter()
+        .flat_map(|m| m.content.clone().into_vec())
+        .filter_map(|block| match block {
+            SamplingMessageContentBlock::Text(t) => Some(t.text),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    if prompt.chars().count() > 2_000 {
+        prompt = prompt.chars().take(2_000).collect::<String>() + "…";
+    }
+    let tokens = params.max_tokens.min(sampling.max_tokens);
+    let message = format!(
+        "MCP server '{server}' asks the agent's model (up to {tokens} tokens): {prompt}\nAllow it?"
+    );
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "allow": {
+                "type": "boolean",
+                "title": "Allow",
+                "description": "Let the agent's model answer this request"
+            }
+        },
+        "required": ["allow"]
+    });
+    (message, schema)
+}
+
+/// The refusal of a sampling request the person did not allow.
+pub(crate) fn not_allowed(server: &str) -> ErrorData {
+    ErrorData::invalid_request(
+        format!("the person did not allow MCP server '{server}' to sample the agent's model"),
+        None,
+    )
 }
 
 /// The refusal of a server whose provider has no sampling.

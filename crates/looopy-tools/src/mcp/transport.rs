@@ -313,6 +313,28 @@ impl ClientHandler for Client {
             return Err(sampling::refused(&self.server));
         };
         let token = context.meta.get_progress_token().map(|t| progress_key(&t));
+        if policy.needs_approval() {
+            let (message, schema) = sampling::approval_question(policy, &self.server, &params);
+            let answer = elicit::ask_form(
+                &self.notices,
+                &self.server,
+                token.as_deref(),
+                message,
+                schema,
+                context.ct.clone(),
+            )
+            .await?;
+            let allowed = answer.action == rmcp::model::ElicitationAction::Accept
+                && answer
+                    .content
+                    .as_ref()
+                    .and_then(|c| c.get("allow"))
+                    .and_then(serde_json::Value::as_bool)
+                    == Some(true);
+            if !allowed {
+                return Err(sampling::not_allowed(&self.server));
+            }
+        }
         let caller = self.notices.caller(token.as_deref());
         sampling::create_message(policy, &self.server, params, caller, context.ct).await
     }
