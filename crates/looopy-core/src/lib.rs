@@ -15,6 +15,7 @@ mod event;
 mod event_sink;
 mod history;
 mod llm;
+pub mod mcp_ref;
 mod message;
 pub mod models;
 pub mod provider;

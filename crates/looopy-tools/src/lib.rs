@@ -25,7 +25,7 @@ pub use looopy_core::client_tool::{
 #[cfg(feature = "mcp")]
 pub use mcp::{
     DEFAULT_ELICITATION_TIMEOUT, DEFAULT_SAMPLING_MAX_TOKENS, HttpServer, IDEMPOTENCY_KEY_META,
-    LIST_RESOURCES_TOOL, McpPrompt, McpPromptArgument, McpPromptMessages, McpResource,
-    McpResourceTemplate, McpRoot, McpSampling, McpToolProvider, McpTransport, READ_RESOURCE_TOOL,
-    StdioServer,
+    LIST_RESOURCES_TOOL, McpPrompt, McpPromptArgument, McpPromptMessages, McpReferences,
+    McpResource, McpResourceTemplate, McpRoot, McpSampling, McpToolProvider, McpTransport,
+    READ_RESOURCE_TOOL, StdioServer,
 };

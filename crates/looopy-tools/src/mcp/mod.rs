@@ -5,6 +5,7 @@
 mod catalog;
 mod content;
 mod elicit;
+mod references;
 mod sampling;
 #[cfg(feature = "otel")]
 mod trace;
@@ -37,6 +38,7 @@ pub use catalog::{
     LIST_RESOURCES_TOOL, McpPrompt, McpPromptArgument, McpPromptMessages, McpResource,
     McpResourceTemplate, READ_RESOURCE_TOOL,
 };
+pub use references::McpReferences;
 pub use sampling::{DEFAULT_SAMPLING_MAX_TOKENS, McpRoot, McpSampling};
 pub use transport::{HttpServer, McpTransport, StdioServer};
 
