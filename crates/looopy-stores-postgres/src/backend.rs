@@ -2,6 +2,17 @@
 //! rule, the `LISTEN` connection of the event followers and the
 //! background prune.
 //!
+//! The pool does not ping a connection before lending it (a round trip
+//! per operation): a connection that died while idle fails the operation
+//! with an I/O error, which is tried again like any lost connection (see
+//! below), the dead connection closed. The operations of an Agent turn
+//! (its start and end, the checkpoint saves) also skip the ping sqlx sends
+//! when a connection goes back to the pool: they take their connection
+//! with [`PostgresBackend::lend`], which keeps it out of the pool between
+//! operations ("parked", at most half the pool, for at most
+//! [`PARKED_FOR`]) after a success and gives it back to the pool (pinged,
+//! closed when broken) after a failure, so that each is one round trip.
+//!
 //! Operations that are safe to repeat (reads, whole replacements,
 //! compare-and-set, leases) are tried again while the server cannot be
 //! reached, with a growing pause, until the retry budget is spent; then
@@ -9,12 +20,15 @@
 //! when nothing reached the server (no connection could be had): a batch
 //! whose reply was lost may have landed, and must not land twice.
 
+use std::ops::{Deref, DerefMut};
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use looopy_core::StoreError;
-use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
+use sqlx::Postgres;
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool, PgPoolOptions};
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
@@ -41,8 +55,115 @@ impl Drop for Background {
     }
 }
 
+/// How long a parked connection may wait for its next operation; one
+/// parked longer goes back to the pool (which checks it and applies its
+/// idle and lifetime limits).
+pub(crate) const PARKED_FOR: Duration = Duration::from_secs(30);
+
+/// Connections kept checked out of the pool between the operations that
+/// [`PostgresBackend::lend`] serves, with when each was parked (the most
+/// recent last).
+struct Parked {
+    conns: Mutex<Vec<(PoolConnection<Postgres>, Instant)>>,
+    cap: usize,
+}
+
+impl Parked {
+    /// The most recently parked connection still fresh; the stale ones
+    /// are given back to the pool.
+    fn take(&self) -> Option<PoolConnection<Postgres>> {
+        let (fresh, stale) = {
+            let Ok(mut conns) = self.conns.lock() else {
+                return None;
+            };
+            let stale = self.stale(&mut conns);
+            (conns.pop().map(|(conn, _)| conn), stale)
+        };
+        drop(stale);
+        fresh
+    }
+
+    /// Parks `conn`, or gives it back to the pool when enough are parked.
+    fn put(&self, conn: PoolConnection<Postgres>) {
+        if let Ok(mut conns) = self.conns.lock()
+            && conns.len() < self.cap
+        {
+            conns.push((conn, Instant::now()));
+        }
+    }
+
+    /// Takes out the connections parked longer than [`PARKED_FOR`].
+    fn stale(
+        &self,
+        conns: &mut Vec<(PoolConnection<Postgres>, Instant)>,
+    ) -> Vec<(PoolConnection<Postgres>, Instant)> {
+        let fresh_from = conns.partition_point(|(_, at)| at.elapsed() > PARKED_FOR);
+        conns.drain(..fresh_from).collect()
+    }
+
+    /// Gives the stale connections back to the pool.
+    fn sweep(&self) {
+        let stale = match self.conns.lock() {
+            Ok(mut conns) => self.stale(&mut conns),
+            Err(_) => return,
+        };
+        drop(stale);
+    }
+}
+
+impl Drop for Parked {
+    fn drop(&mut self) {
+        let conns = match self.conns.get_mut() {
+            Ok(conns) => std::mem::take(conns),
+            Err(_) => return,
+        };
+        // Given back to the pool takes a task; without a runtime, closed.
+        if tokio::runtime::Handle::try_current().is_err() {
+            for (conn, _) in conns {
+                drop(conn.detach());
+            }
+        }
+    }
+}
+
+/// A connection lent by [`PostgresBackend::lend`]: parked again by
+/// [`Lent::park`] after its operation succeeded, given back to the pool
+/// when dropped otherwise.
+pub(crate) struct Lent<'a> {
+    conn: Option<PoolConnection<Postgres>>,
+    parked: &'a Parked,
+}
+
+impl Lent<'_> {
+    /// The operation succeeded: the connection waits for the next one.
+    pub(crate) fn park(mut self) {
+        if let Some(conn) = self.conn.take() {
+            self.parked.put(conn);
+        }
+    }
+}
+
+impl Deref for Lent<'_> {
+    type Target = PgConnection;
+
+    fn deref(&self) -> &PgConnection {
+        self.conn
+            .as_deref()
+            .expect("a lent connection until parked")
+    }
+}
+
+impl DerefMut for Lent<'_> {
+    fn deref_mut(&mut self) -> &mut PgConnection {
+        self.conn
+            .as_deref_mut()
+            .expect("a lent connection until parked")
+    }
+}
+
 struct Inner {
     pool: PgPool,
+    parked: Parked,
     config: PostgresConfig,
     channel: String,
     wakeups: broadcast::Sender<Arc<str>>,
@@ -102,6 +223,7 @@ impl PostgresBackend {
         let pool = PgPoolOptions::new()
             .max_connections(config.pool_size)
             .acquire_timeout(config.connect_timeout())
+            .test_before_acquire(false)
             .connect_with(options.clone())
             .await
             .map_err(|source| PostgresError::Unreachable {
@@ -123,6 +245,10 @@ impl PostgresBackend {
         let backend = PostgresBackend {
             inner: Arc::new(Inner {
                 pool,
+                parked: Parked {
+                    conns: Mutex::new(Vec::new()),
+                    cap: usize::try_from(config.pool_size / 2).unwrap_or(0),
+                },
                 channel,
                 wakeups,
                 config,
@@ -131,7 +257,21 @@ impl PostgresBackend {
         };
         backend.start_listener(listener);
         backend.start_pruning();
+        backend.start_sweeping();
         Ok(backend)
+    }
+
+    /// A connection for one operation of an Agent turn: a parked one when
+    /// there is one, else one from the pool (see the module docs).
+    pub(crate) async fn lend(&self) -> Result<Lent<'_>, sqlx::Error> {
+        let conn = match self.inner.parked.take() {
+            Some(conn) => conn,
+            None => self.inner.pool.acquire().await?,
+        };
+        Ok(Lent {
+            conn: Some(conn),
+            parked: &self.inner.parked,
+        })
     }
 
     /// The settings.
@@ -218,6 +358,24 @@ impl PostgresBackend {
                 if let Err(e) = backend.prune().await {
                     tracing::warn!(error = %e, "postgres prune failed; trying again later");
                 }
+            }
+        });
+        self.keep(task);
+    }
+
+    fn start_sweeping(&self) {
+        if self.inner.parked.cap == 0 {
+            return;
+        }
+        // The task holds no backend: a dropped backend stops it.
+        let weak = Arc::downgrade(&self.inner);
+        let task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(PARKED_FOR);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(inner) = weak.upgrade() else { return };
+                inner.parked.sweep();
             }
         });
         self.keep(task);
