@@ -67,17 +67,16 @@ async fn begin(
             known,
             input: &input,
         })
-        .await
-        .unwrap();
+        .await;
     match begun {
-        TurnBegun::Begun(begun) => *begun,
-        refused => panic!("the turn was refused: {refused:?}"),
+        Ok(TurnBegun::Begun(begun)) => *begun,
+        other => panic!("the turn did not start: {other:?}"),
     }
 }
 
 async fn commit(turns: &dyn TurnStore, ctx: &str, task: &str, messages: &[Arc<Message>]) {
     let end_state = state(ctx);
-    turns
+    let committed = turns
         .commit_turn(TurnCommit {
             context_id: ctx,
             lease_owner: Some("owner"),
@@ -86,8 +85,10 @@ async fn commit(turns: &dyn TurnStore, ctx: &str, task: &str, messages: &[Arc<Me
             forget_checkpoint: Some(task),
             artifacts: None,
         })
-        .await
-        .unwrap();
+        .await;
+    if let Err(e) = committed {
+        panic!("the turn did not end: {e}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
