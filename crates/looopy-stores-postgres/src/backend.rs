@@ -2,16 +2,20 @@
 //! rule, the `LISTEN` connection of the event followers and the
 //! background prune.
 //!
-//! The pool does not ping a connection before lending it (a round trip
-//! per operation): a connection that died while idle fails the operation
-//! with an I/O error, which is tried again like any lost connection (see
-//! below), the dead connection closed. The operations of an Agent turn
-//! (its start and end, the checkpoint saves) also skip the ping sqlx sends
-//! when a connection goes back to the pool: they take their connection
-//! with [`PostgresBackend::lend`], which keeps it out of the pool between
-//! operations ("parked", at most half the pool, for at most
-//! [`PARKED_FOR`]) after a success and gives it back to the pool (pinged,
-//! closed when broken) after a failure, so that each is one round trip.
+//! Round trips: the pool does not ping a connection before lending it
+//! unless it sat idle longer than [`PARKED_FOR`]. A connection that died
+//! since its last use fails the operation with an I/O error, which is
+//! tried again like any lost connection (see below), the dead connection
+//! closed. sqlx also pings every connection given back to the pool, one
+//! more round trip per operation; the operations of an Agent turn (its
+//! start, its end, the checkpoint saves) avoid it: they take their
+//! connection with [`PostgresBackend::lend`], which keeps it out of the
+//! pool ("parked", at most half the pool) after a success, for the next
+//! such operation, and gives it back to the pool after a failure (pinged
+//! there, closed when broken). A connection parked longer than
+//! [`PARKED_FOR`] goes back to the pool when next looked for, or by a
+//! sweep every [`PARKED_FOR`]. So each of a turn's operations is one round
+//! trip.
 //!
 //! Operations that are safe to repeat (reads, whole replacements,
 //! compare-and-set, leases) are tried again while the server cannot be
@@ -26,9 +30,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use looopy_core::StoreError;
-use sqlx::Postgres;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool, PgPoolOptions};
+use sqlx::{Connection, Postgres};
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
@@ -224,6 +228,14 @@ impl PostgresBackend {
             .max_connections(config.pool_size)
             .acquire_timeout(config.connect_timeout())
             .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for > PARKED_FOR {
+                        conn.ping().await?;
+                    }
+                    Ok(true)
+                })
+            })
             .connect_with(options.clone())
             .await
             .map_err(|source| PostgresError::Unreachable {
@@ -280,6 +292,9 @@ impl PostgresBackend {
     }
 
     /// The pool (for what the stores do not cover: reporting, backups).
+    /// Up to half its connections may be parked for a turn's operations,
+    /// kept out of it between them; they go back to it within a minute of
+    /// their last use, or when the backend is dropped.
     pub fn pool(&self) -> &PgPool {
         &self.inner.pool
     }
