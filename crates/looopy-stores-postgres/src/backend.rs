@@ -2,20 +2,22 @@
 //! rule, the `LISTEN` connection of the event followers and the
 //! background prune.
 //!
-//! Round trips: the pool does not ping a connection before lending it
-//! unless it sat idle longer than [`PARKED_FOR`]. A connection that died
-//! since its last use fails the operation with an I/O error, which is
-//! tried again like any lost connection (see below), the dead connection
-//! closed. sqlx also pings every connection given back to the pool, one
-//! more round trip per operation; the operations of an Agent turn (its
-//! start, its end, the checkpoint saves) avoid it: they take their
-//! connection with [`PostgresBackend::lend`], which keeps it out of the
-//! pool ("parked", at most half the pool) after a success, for the next
-//! such operation, and gives it back to the pool after a failure (pinged
-//! there, closed when broken). A connection parked longer than
-//! [`PARKED_FOR`] goes back to the pool when next looked for, or by a
-//! sweep every [`PARKED_FOR`]. So each of a turn's operations is one round
-//! trip.
+//! Round trips: sqlx pings a connection before the pool lends it and
+//! again when it is given back, a round trip each beside the operation's
+//! own. The operations of an Agent turn (its start, its end, the
+//! checkpoint saves) avoid both: they take their connection with
+//! [`PostgresBackend::lend`], which keeps it out of the pool ("parked", at
+//! most half the pool) after a success, for the next such operation, and
+//! gives it back to the pool after a failure (pinged there, closed when
+//! broken). So each of a turn's operations is one round trip. A parked
+//! connection is not checked before it is lent again; to keep dead ones
+//! from being lent, every parked connection goes back to the pool when an
+//! operation fails for want of the server and when the `LISTEN`
+//! connection (which waits on the server all the time) is lost, and one
+//! parked longer than [`PARKED_FOR`] goes back when next looked for, or
+//! by a sweep every [`PARKED_FOR`]. Other operations keep the pool's
+//! checks: one that must not be repeated (an append) then never goes to a
+//! connection that died while idle.
 //!
 //! Operations that are safe to repeat (reads, whole replacements,
 //! compare-and-set, leases) are tried again while the server cannot be
@@ -30,9 +32,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use looopy_core::StoreError;
+use sqlx::Postgres;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool, PgPoolOptions};
-use sqlx::{Connection, Postgres};
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
@@ -103,6 +105,16 @@ impl Parked {
     ) -> Vec<(PoolConnection<Postgres>, Instant)> {
         let fresh_from = conns.partition_point(|(_, at)| at.elapsed() > PARKED_FOR);
         conns.drain(..fresh_from).collect()
+    }
+
+    /// Gives every parked connection back to the pool (after a connection
+    /// failure: the others may be dead too).
+    fn clear(&self) {
+        let all = match self.conns.lock() {
+            Ok(mut conns) => std::mem::take(&mut *conns),
+            Err(_) => return,
+        };
+        drop(all);
     }
 
     /// Gives the stale connections back to the pool.
@@ -227,15 +239,6 @@ impl PostgresBackend {
         let pool = PgPoolOptions::new()
             .max_connections(config.pool_size)
             .acquire_timeout(config.connect_timeout())
-            .test_before_acquire(false)
-            .before_acquire(|conn, meta| {
-                Box::pin(async move {
-                    if meta.idle_for > PARKED_FOR {
-                        conn.ping().await?;
-                    }
-                    Ok(true)
-                })
-            })
             .connect_with(options.clone())
             .await
             .map_err(|source| PostgresError::Unreachable {
@@ -326,6 +329,15 @@ impl PostgresBackend {
     fn start_listener(&self, mut listener: PgListener) {
         let wakeups = self.inner.wakeups.clone();
         let channel = self.inner.channel.clone();
+        let weak = Arc::downgrade(&self.inner);
+        // The `LISTEN` connection waits on the server all the time: when it
+        // is lost, the server (or the way to it) went away, and the parked
+        // connections are likely dead too.
+        let lost = move || {
+            if let Some(inner) = weak.upgrade() {
+                inner.parked.clear();
+            }
+        };
         let task = tokio::spawn(async move {
             let mut listening = false;
             loop {
@@ -344,10 +356,13 @@ impl PostgresBackend {
                         let _ = wakeups.send(Arc::from(note.payload()));
                     }
                     Ok(None) => {
-                        // Reconnected: what was sent meanwhile is lost.
+                        // Lost (and taken again by the next call): what was
+                        // sent meanwhile is lost.
+                        lost();
                         let _ = wakeups.send(Arc::from(""));
                     }
                     Err(e) => {
+                        lost();
                         tracing::debug!(error = %e, "postgres LISTEN connection failed; retrying");
                         tokio::time::sleep(Duration::from_millis(500)).await;
                     }
@@ -410,6 +425,9 @@ impl PostgresBackend {
             match op().await {
                 Ok(value) => return Ok(value),
                 Err(e) => {
+                    if is_unavailable(&e) {
+                        self.inner.parked.clear();
+                    }
                     let again = match retry {
                         Retry::Safe => is_unavailable(&e),
                         Retry::Never => sent_nothing(&e),
