@@ -327,6 +327,8 @@ impl PostgresBackend {
     }
 
     fn start_listener(&self, mut listener: PgListener) {
+        // A lost connection is reported at once, taken again here.
+        listener.eager_reconnect(false);
         let wakeups = self.inner.wakeups.clone();
         let channel = self.inner.channel.clone();
         let weak = Arc::downgrade(&self.inner);
@@ -340,6 +342,8 @@ impl PostgresBackend {
         };
         let task = tokio::spawn(async move {
             let mut listening = false;
+            // Lost and not taken again yet.
+            let mut dropped = false;
             loop {
                 if !listening {
                     match listener.listen(&channel).await {
@@ -351,15 +355,28 @@ impl PostgresBackend {
                         }
                     }
                 }
+                if dropped {
+                    // Connects again, listening on the channel as before.
+                    match listener.listen_all(std::iter::empty::<&str>()).await {
+                        Ok(()) => {
+                            dropped = false;
+                            // What was sent meanwhile is lost.
+                            let _ = wakeups.send(Arc::from(""));
+                        }
+                        Err(e) => {
+                            tracing::debug!(error = %e, "postgres LISTEN connection lost; retrying");
+                            tokio::time::sleep(Duration::from_millis(500)).await;
+                            continue;
+                        }
+                    }
+                }
                 match listener.try_recv().await {
                     Ok(Some(note)) => {
                         let _ = wakeups.send(Arc::from(note.payload()));
                     }
                     Ok(None) => {
-                        // Lost (and taken again by the next call): what was
-                        // sent meanwhile is lost.
                         lost();
-                        let _ = wakeups.send(Arc::from(""));
+                        dropped = true;
                     }
                     Err(e) => {
                         lost();
