@@ -150,9 +150,9 @@ ALTER TABLE checkpoints ADD COLUMN messages TEXT;
 "#;
 
 /// A turn's start and its end as one function each, so that each is one
-/// statement (one round trip) and still one transaction: the statements
-/// the turn store used to send one by one inside `BEGIN` … `COMMIT`, in the
-/// same order and with the same locks. Tables are found through the
+/// statement (one round trip) and still one transaction: the steps a
+/// client-side transaction would send one statement at a time, in the same
+/// order and with the same locks. Tables are found through the
 /// caller's `search_path` (the schema), as every other statement's are.
 ///
 /// `looopy_append_messages` is the append of `messages.rs` (the history's
