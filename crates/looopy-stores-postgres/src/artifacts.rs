@@ -30,10 +30,14 @@ fn parts_json(parts: &[Part]) -> Result<Vec<String>, StoreError> {
 
 /// One prepared write: what [`write`] sends.
 pub(crate) struct PreparedWrite {
-    put: bool,
-    artifact_id: String,
-    meta: String,
-    parts: Vec<String>,
+    /// A put (else an append).
+    pub(crate) put: bool,
+    /// The artifact.
+    pub(crate) artifact_id: String,
+    /// Its JSON without the parts.
+    pub(crate) meta: String,
+    /// Each part's JSON.
+    pub(crate) parts: Vec<String>,
 }
 
 impl PreparedWrite {

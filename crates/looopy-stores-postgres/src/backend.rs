@@ -2,6 +2,23 @@
 //! rule, the `LISTEN` connection of the event followers and the
 //! background prune.
 //!
+//! Round trips: sqlx pings a connection before the pool lends it and
+//! again when it is given back, a round trip each beside the operation's
+//! own. The operations of an Agent turn (its start, its end, the
+//! checkpoint saves) avoid both: they take their connection with
+//! [`PostgresBackend::lend`], which keeps it out of the pool ("parked", at
+//! most half the pool) after a success, for the next such operation, and
+//! gives it back to the pool after a failure (pinged there, closed when
+//! broken). So each of a turn's operations is one round trip. A parked
+//! connection is not checked before it is lent again; to keep dead ones
+//! from being lent, every parked connection goes back to the pool when an
+//! operation fails for want of the server and when the `LISTEN`
+//! connection (which waits on the server all the time) is lost, and one
+//! parked longer than [`PARKED_FOR`] goes back when next looked for, or
+//! by a sweep every [`PARKED_FOR`]. Other operations keep the pool's
+//! checks: one that must not be repeated (an append) then never goes to a
+//! connection that died while idle.
+//!
 //! Operations that are safe to repeat (reads, whole replacements,
 //! compare-and-set, leases) are tried again while the server cannot be
 //! reached, with a growing pause, until the retry budget is spent; then
@@ -9,12 +26,15 @@
 //! when nothing reached the server (no connection could be had): a batch
 //! whose reply was lost may have landed, and must not land twice.
 
+use std::ops::{Deref, DerefMut};
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use looopy_core::StoreError;
-use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
+use sqlx::Postgres;
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool, PgPoolOptions};
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
@@ -41,8 +61,125 @@ impl Drop for Background {
     }
 }
 
+/// How long a parked connection may wait for its next operation; one
+/// parked longer goes back to the pool (which checks it and applies its
+/// idle and lifetime limits).
+pub(crate) const PARKED_FOR: Duration = Duration::from_secs(30);
+
+/// Connections kept checked out of the pool between the operations that
+/// [`PostgresBackend::lend`] serves, with when each was parked (the most
+/// recent last).
+struct Parked {
+    conns: Mutex<Vec<(PoolConnection<Postgres>, Instant)>>,
+    cap: usize,
+}
+
+impl Parked {
+    /// The most recently parked connection still fresh; the stale ones
+    /// are given back to the pool.
+    fn take(&self) -> Option<PoolConnection<Postgres>> {
+        let (fresh, stale) = {
+            let Ok(mut conns) = self.conns.lock() else {
+                return None;
+            };
+            let stale = self.stale(&mut conns);
+            (conns.pop().map(|(conn, _)| conn), stale)
+        };
+        drop(stale);
+        fresh
+    }
+
+    /// Parks `conn`, or gives it back to the pool when enough are parked.
+    fn put(&self, conn: PoolConnection<Postgres>) {
+        if let Ok(mut conns) = self.conns.lock()
+            && conns.len() < self.cap
+        {
+            conns.push((conn, Instant::now()));
+        }
+    }
+
+    /// Takes out the connections parked longer than [`PARKED_FOR`].
+    fn stale(
+        &self,
+        conns: &mut Vec<(PoolConnection<Postgres>, Instant)>,
+    ) -> Vec<(PoolConnection<Postgres>, Instant)> {
+        let fresh_from = conns.partition_point(|(_, at)| at.elapsed() > PARKED_FOR);
+        conns.drain(..fresh_from).collect()
+    }
+
+    /// Gives every parked connection back to the pool (after a connection
+    /// failure: the others may be dead too).
+    fn clear(&self) {
+        let all = match self.conns.lock() {
+            Ok(mut conns) => std::mem::take(&mut *conns),
+            Err(_) => return,
+        };
+        drop(all);
+    }
+
+    /// Gives the stale connections back to the pool.
+    fn sweep(&self) {
+        let stale = match self.conns.lock() {
+            Ok(mut conns) => self.stale(&mut conns),
+            Err(_) => return,
+        };
+        drop(stale);
+    }
+}
+
+impl Drop for Parked {
+    fn drop(&mut self) {
+        let conns = match self.conns.get_mut() {
+            Ok(conns) => std::mem::take(conns),
+            Err(_) => return,
+        };
+        // Given back to the pool takes a task; without a runtime, closed.
+        if tokio::runtime::Handle::try_current().is_err() {
+            for (conn, _) in conns {
+                drop(conn.detach());
+            }
+        }
+    }
+}
+
+/// A connection lent by [`PostgresBackend::lend`]: parked again by
+/// [`Lent::park`] after its operation succeeded, given back to the pool
+/// when dropped otherwise.
+pub(crate) struct Lent<'a> {
+    conn: Option<PoolConnection<Postgres>>,
+    parked: &'a Parked,
+}
+
+impl Lent<'_> {
+    /// The operation succeeded: the connection waits for the next one.
+    pub(crate) fn park(mut self) {
+        if let Some(conn) = self.conn.take() {
+            self.parked.put(conn);
+        }
+    }
+}
+
+impl Deref for Lent<'_> {
+    type Target = PgConnection;
+
+    fn deref(&self) -> &PgConnection {
+        self.conn
+            .as_deref()
+            .expect("a lent connection until parked")
+    }
+}
+
+impl DerefMut for Lent<'_> {
+    fn deref_mut(&mut self) -> &mut PgConnection {
+        self.conn
+            .as_deref_mut()
+            .expect("a lent connection until parked")
+    }
+}
+
 struct Inner {
     pool: PgPool,
+    parked: Parked,
     config: PostgresConfig,
     channel: String,
     wakeups: broadcast::Sender<Arc<str>>,
@@ -123,6 +260,10 @@ impl PostgresBackend {
         let backend = PostgresBackend {
             inner: Arc::new(Inner {
                 pool,
+                parked: Parked {
+                    conns: Mutex::new(Vec::new()),
+                    cap: usize::try_from(config.pool_size / 2).unwrap_or(0),
+                },
                 channel,
                 wakeups,
                 config,
@@ -131,7 +272,21 @@ impl PostgresBackend {
         };
         backend.start_listener(listener);
         backend.start_pruning();
+        backend.start_sweeping();
         Ok(backend)
+    }
+
+    /// A connection for one operation of an Agent turn: a parked one when
+    /// there is one, else one from the pool (see the module docs).
+    pub(crate) async fn lend(&self) -> Result<Lent<'_>, sqlx::Error> {
+        let conn = match self.inner.parked.take() {
+            Some(conn) => conn,
+            None => self.inner.pool.acquire().await?,
+        };
+        Ok(Lent {
+            conn: Some(conn),
+            parked: &self.inner.parked,
+        })
     }
 
     /// The settings.
@@ -140,6 +295,9 @@ impl PostgresBackend {
     }
 
     /// The pool (for what the stores do not cover: reporting, backups).
+    /// Up to half its connections may be parked for a turn's operations,
+    /// kept out of it between them; they go back to it within a minute of
+    /// their last use, or when the backend is dropped.
     pub fn pool(&self) -> &PgPool {
         &self.inner.pool
     }
@@ -169,10 +327,23 @@ impl PostgresBackend {
     }
 
     fn start_listener(&self, mut listener: PgListener) {
+        // A lost connection is reported at once, taken again here.
+        listener.eager_reconnect(false);
         let wakeups = self.inner.wakeups.clone();
         let channel = self.inner.channel.clone();
+        let weak = Arc::downgrade(&self.inner);
+        // The `LISTEN` connection waits on the server all the time: when it
+        // is lost, the server (or the way to it) went away, and the parked
+        // connections are likely dead too.
+        let lost = move || {
+            if let Some(inner) = weak.upgrade() {
+                inner.parked.clear();
+            }
+        };
         let task = tokio::spawn(async move {
             let mut listening = false;
+            // Lost and not taken again yet.
+            let mut dropped = false;
             loop {
                 if !listening {
                     match listener.listen(&channel).await {
@@ -184,15 +355,31 @@ impl PostgresBackend {
                         }
                     }
                 }
+                if dropped {
+                    // Connects again, listening on the channel as before.
+                    match listener.listen_all(std::iter::empty::<&str>()).await {
+                        Ok(()) => {
+                            dropped = false;
+                            // What was sent meanwhile is lost.
+                            let _ = wakeups.send(Arc::from(""));
+                        }
+                        Err(e) => {
+                            tracing::debug!(error = %e, "postgres LISTEN connection lost; retrying");
+                            tokio::time::sleep(Duration::from_millis(500)).await;
+                            continue;
+                        }
+                    }
+                }
                 match listener.try_recv().await {
                     Ok(Some(note)) => {
                         let _ = wakeups.send(Arc::from(note.payload()));
                     }
                     Ok(None) => {
-                        // Reconnected: what was sent meanwhile is lost.
-                        let _ = wakeups.send(Arc::from(""));
+                        lost();
+                        dropped = true;
                     }
                     Err(e) => {
+                        lost();
                         tracing::debug!(error = %e, "postgres LISTEN connection failed; retrying");
                         tokio::time::sleep(Duration::from_millis(500)).await;
                     }
@@ -223,6 +410,24 @@ impl PostgresBackend {
         self.keep(task);
     }
 
+    fn start_sweeping(&self) {
+        if self.inner.parked.cap == 0 {
+            return;
+        }
+        // The task holds no backend: a dropped backend stops it.
+        let weak = Arc::downgrade(&self.inner);
+        let task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(PARKED_FOR);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(inner) = weak.upgrade() else { return };
+                inner.parked.sweep();
+            }
+        });
+        self.keep(task);
+    }
+
     /// Runs `op`, trying again after a connection failure as `retry` allows
     /// within the retry budget.
     pub(crate) async fn run<T, F, Fut>(&self, retry: Retry, mut op: F) -> Result<T, StoreError>
@@ -237,6 +442,9 @@ impl PostgresBackend {
             match op().await {
                 Ok(value) => return Ok(value),
                 Err(e) => {
+                    if is_unavailable(&e) {
+                        self.inner.parked.clear();
+                    }
                     let again = match retry {
                         Retry::Safe => is_unavailable(&e),
                         Retry::Never => sent_nothing(&e),

@@ -50,11 +50,13 @@ type Loaded = (String, Option<String>, Option<String>, Option<Vec<String>>);
 impl CheckpointStore for PostgresCheckpointStore {
     async fn save(&self, checkpoint: &TaskCheckpoint) -> Result<(), StoreError> {
         let encoded = on_history::encode(checkpoint)?;
-        let pool = self.backend.pool();
+        let backend = &self.backend;
         let (task, ctx) = (&*checkpoint.task_id, &*checkpoint.context_id);
         let (head, messages) = (&encoded.head, &encoded.messages);
+        // A turn's operation: on a lent connection (one round trip).
         self.backend
             .run(Retry::Safe, || async move {
+                let mut conn = backend.lend().await?;
                 sqlx::query(
                     "INSERT INTO checkpoints (task_id, context_id, body, messages)
                      VALUES ($1, $2, $3, $4)
@@ -66,8 +68,10 @@ impl CheckpointStore for PostgresCheckpointStore {
                 .bind(ctx)
                 .bind(head)
                 .bind(messages)
-                .execute(pool)
-                .await
+                .execute(&mut *conn)
+                .await?;
+                conn.park();
+                Ok(())
             })
             .await?;
         Ok(())

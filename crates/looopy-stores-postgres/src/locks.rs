@@ -54,24 +54,6 @@ pub(crate) async fn acquire(
     })
 }
 
-/// The lease of `context_id` held (or stranded) by `owner`, locked until
-/// the transaction ends; `false` when another owner holds it or it is free.
-pub(crate) async fn holds(
-    conn: &mut PgConnection,
-    context_id: &str,
-    owner: &str,
-) -> Result<bool, sqlx::Error> {
-    let found: Option<String> = sqlx::query_scalar(
-        "SELECT owner FROM leases WHERE context_id = $1
-           AND (task_id IS NOT NULL OR expires_at > clock_timestamp())
-         FOR UPDATE",
-    )
-    .bind(context_id)
-    .fetch_optional(conn)
-    .await?;
-    Ok(found.as_deref() == Some(owner))
-}
-
 /// Gives the lease back for its owner; `true` when released.
 pub(crate) async fn release(
     conn: &mut PgConnection,

@@ -1,5 +1,5 @@
 //! [`PostgresTurnStore`]: an Agent turn's start and its end, each one
-//! transaction.
+//! transaction sent as one statement (one round trip).
 //!
 //! The start takes the lease, reads the agent state and the history (only
 //! its new tail when the caller's [`HistoryMark`] still holds) and saves
@@ -7,7 +7,10 @@
 //! artifacts the turn held back, checks the lease, appends the messages,
 //! stores the state, releases the lease and deletes the checkpoint: it
 //! commits whole or not at all, so that no half-saved turn is ever read,
-//! after a crash either.
+//! after a crash either. Each is a function of the schema
+//! (`looopy_begin_turn`, `looopy_commit_turn`, migration 3): the server
+//! runs the steps one after another in the statement's own transaction,
+//! so that a turn's start and end each wait for the network once.
 
 use std::sync::Arc;
 
@@ -15,15 +18,14 @@ use async_trait::async_trait;
 use chrono::Utc;
 use looopy_core::StoreError;
 use looopy_core::store::{
-    AgentStateStore, ArtifactStore, BegunTurn, CheckpointStore, HistoryMark, LoadedHistory,
-    MessageStore, TurnBegin, TurnBegun, TurnCommit, TurnLock, TurnStore,
+    Acquire, AgentStateStore, ArtifactStore, BegunTurn, CheckpointStore, HistoryMark,
+    LoadedHistory, MessageStore, TurnBegin, TurnBegun, TurnCommit, TurnLock, TurnStore,
 };
 
-use crate::agents::{decode_state, load_state, save_state};
-use crate::artifacts::{PreparedWrite, write};
-use crate::backend::{PostgresBackend, Retry, int, uint};
-use crate::locks::{acquire, holds, release};
-use crate::messages::{append_bodies, decode, encode, load_bodies};
+use crate::agents::decode_state;
+use crate::artifacts::PreparedWrite;
+use crate::backend::{PostgresBackend, Retry, int, millis, nanos, new_epoch, uint};
+use crate::messages::{decode, encode};
 use crate::{
     PostgresAgentStateStore, PostgresArtifactStore, PostgresCheckpointStore, PostgresMessageStore,
     PostgresTurnLock,
@@ -67,12 +69,6 @@ impl PostgresTurnStore {
     }
 }
 
-/// What a commit found: done, or refused because the lease is another's.
-enum Committed {
-    Done,
-    LeaseLost,
-}
-
 #[async_trait]
 impl TurnStore for PostgresTurnStore {
     fn messages(&self) -> &dyn MessageStore {
@@ -98,7 +94,7 @@ impl TurnStore for PostgresTurnStore {
     async fn begin_turn(&self, begin: TurnBegin<'_>) -> Result<TurnBegun, StoreError> {
         let input = encode(begin.input)?;
         let sends_input = begin.known.is_some() && !input.is_empty();
-        let pool = self.backend.pool();
+        let backend = &self.backend;
         let input = &input;
         // With input, not repeated once sent: after a lost reply the input
         // may be stored.
@@ -107,59 +103,38 @@ impl TurnStore for PostgresTurnStore {
         } else {
             Retry::Safe
         };
-        let read = self
+        let lease = begin.lease.as_ref();
+        let row: BeginRow = self
             .backend
             .run(retry, || async move {
-                let mut tx = pool.begin().await?;
-                if let Some(lease) = begin.lease {
-                    let got = acquire(
-                        &mut tx,
-                        begin.context_id,
-                        lease.owner,
-                        lease.task_id,
-                        lease.ttl,
-                    )
-                    .await?;
-                    if got != looopy_core::store::Acquire::Acquired {
-                        tx.rollback().await?;
-                        return Ok(Err(got));
-                    }
-                }
-                let state = if begin.load_state {
-                    load_state(&mut tx, begin.context_id).await?
-                } else {
-                    None
-                };
-                // Locks the history (made when missing, so that it has an
-                // epoch to mark): no append slips in before the input.
-                let (len, epoch): (i64, String) = sqlx::query_as(
-                    "INSERT INTO histories AS h (context_id, len, epoch) VALUES ($1, 0, $2)
-                     ON CONFLICT (context_id) DO UPDATE SET len = h.len RETURNING len, epoch",
+                let mut conn = backend.lend().await?;
+                let row = sqlx::query_as(
+                    "SELECT r_refused, r_held_task, r_state, r_len, r_epoch, r_from, r_bodies, r_saved
+                     FROM looopy_begin_turn($1, $2, $3, $4, $5, $6, $7, $8, $9)",
                 )
                 .bind(begin.context_id)
-                .bind(crate::backend::new_epoch())
-                .fetch_one(&mut *tx)
+                .bind(lease.map(|l| l.owner))
+                .bind(lease.and_then(|l| l.task_id))
+                .bind(lease.map_or(1, |l| millis(l.ttl).max(1)))
+                .bind(begin.load_state)
+                .bind(begin.known.map(|k| k.epoch.as_str()))
+                .bind(begin.known.map_or(0, |k| int(k.len)))
+                .bind(if sends_input { &input[..] } else { &[][..] })
+                .bind(new_epoch())
+                .fetch_one(&mut *conn)
                 .await?;
-                let from = match begin.known {
-                    Some(known) if known.epoch == epoch && int(known.len) <= len => int(known.len),
-                    _ => 0,
-                };
-                let bodies = load_bodies(&mut tx, begin.context_id, from, len).await?;
-                let saved = sends_input
-                    && begin
-                        .known
-                        .is_some_and(|k| k.epoch == epoch && int(k.len) == len);
-                if saved {
-                    append_bodies(&mut tx, begin.context_id, input).await?;
-                }
-                tx.commit().await?;
-                Ok(Ok((state, len, epoch, from, bodies, saved)))
+                conn.park();
+                Ok(row)
             })
             .await?;
-        let (state, len, epoch, from, bodies, saved) = match read {
-            Ok(read) => read,
-            Err(refused) => return Ok(TurnBegun::Refused(refused)),
-        };
+        let (refused, held_task, state, len, epoch, from, bodies, saved) = row;
+        match (refused.as_deref(), held_task) {
+            (None, _) => {}
+            (Some("stranded"), Some(task_id)) => {
+                return Ok(TurnBegun::Refused(Acquire::Stranded { task_id }));
+            }
+            _ => return Ok(TurnBegun::Refused(Acquire::Held)),
+        }
         let messages = decode(bodies)?;
         let mark = HistoryMark {
             epoch,
@@ -196,55 +171,101 @@ impl TurnStore for PostgresTurnStore {
             })
             .transpose()?
             .unwrap_or_default();
+        let writes = WriteArrays::new(writes);
         let task_of_writes = commit.artifacts.map_or("", |held| held.task_id);
         let messages = encode(commit.messages.iter().map(|m| &**m))?;
         let state = commit
             .state
             .map(|s| serde_json::to_string(&**s))
             .transpose()?;
-        let pool = self.backend.pool();
+        // The state's row, when both are there (as before: both or none).
+        let state = commit.state.zip(state);
+        let backend = &self.backend;
         let (writes, messages, state) = (&writes, &messages, &state);
         let ctx = commit.context_id;
         // Not repeated once sent: the messages may have landed.
-        let outcome = self
+        let done: bool = self
             .backend
             .run(Retry::Never, || async move {
-                let mut tx = pool.begin().await?;
-                let now = Utc::now();
-                for w in writes {
-                    write(&mut tx, ctx, task_of_writes, w, now).await?;
-                }
-                if let Some(owner) = commit.lease_owner
-                    && !holds(&mut tx, ctx, owner).await?
-                {
-                    // The artifacts stand, as if written while they streamed.
-                    tx.commit().await?;
-                    return Ok(Committed::LeaseLost);
-                }
-                if !messages.is_empty() {
-                    append_bodies(&mut tx, ctx, messages).await?;
-                }
-                if let (Some(state), Some(body)) = (commit.state, state) {
-                    save_state(&mut tx, state, body).await?;
-                }
-                if let Some(owner) = commit.lease_owner {
-                    release(&mut tx, ctx, owner).await?;
-                }
-                if let Some(task_id) = commit.forget_checkpoint {
-                    sqlx::query("DELETE FROM checkpoints WHERE task_id = $1")
-                        .bind(task_id)
-                        .execute(&mut *tx)
-                        .await?;
-                }
-                tx.commit().await?;
-                Ok(Committed::Done)
+                let mut conn = backend.lend().await?;
+                let done = sqlx::query_scalar(
+                    "SELECT looopy_commit_turn($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
+                         $12, $13, $14, $15, $16)",
+                )
+                .bind(ctx)
+                .bind(commit.lease_owner)
+                .bind(messages)
+                .bind(state.as_ref().map(|(s, _)| s.context_id.as_str()))
+                .bind(state.as_ref().and_then(|(s, _)| s.owner.as_deref()))
+                .bind(state.as_ref().map_or(0, |(s, _)| nanos(s.last_activity)))
+                .bind(state.as_ref().map(|(_, body)| body.as_str()))
+                .bind(commit.forget_checkpoint)
+                .bind(new_epoch())
+                .bind(task_of_writes)
+                .bind(nanos(Utc::now()))
+                .bind(&writes.put)
+                .bind(&writes.ids)
+                .bind(&writes.metas)
+                .bind(&writes.nparts)
+                .bind(&writes.parts)
+                .fetch_one(&mut *conn)
+                .await?;
+                conn.park();
+                Ok(done)
             })
             .await?;
-        match outcome {
-            Committed::Done => Ok(()),
-            Committed::LeaseLost => Err(StoreError::LeaseLost {
+        if done {
+            Ok(())
+        } else {
+            Err(StoreError::LeaseLost {
                 context_id: ctx.to_owned(),
-            }),
+            })
         }
+    }
+}
+
+/// What `looopy_begin_turn` returns: the refusal (`held`, `stranded`) and
+/// the stranded lease's task, the state, the history's length and epoch,
+/// where the messages read start, the messages, whether the input was
+/// saved.
+type BeginRow = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    i64,
+    String,
+    i64,
+    Vec<String>,
+    bool,
+);
+
+/// The turn's artifact writes as the parallel arrays `looopy_commit_turn`
+/// takes: each write's kind, id, metadata and count of parts, and all the
+/// parts one after another.
+struct WriteArrays {
+    put: Vec<bool>,
+    ids: Vec<String>,
+    metas: Vec<String>,
+    nparts: Vec<i64>,
+    parts: Vec<String>,
+}
+
+impl WriteArrays {
+    fn new(writes: Vec<PreparedWrite>) -> Self {
+        let mut arrays = WriteArrays {
+            put: Vec::with_capacity(writes.len()),
+            ids: Vec::with_capacity(writes.len()),
+            metas: Vec::with_capacity(writes.len()),
+            nparts: Vec::with_capacity(writes.len()),
+            parts: Vec::new(),
+        };
+        for w in writes {
+            arrays.put.push(w.put);
+            arrays.ids.push(w.artifact_id);
+            arrays.metas.push(w.meta);
+            arrays.nparts.push(int(w.parts.len()));
+            arrays.parts.extend(w.parts);
+        }
+        arrays
     }
 }

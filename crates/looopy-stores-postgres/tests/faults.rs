@@ -108,3 +108,58 @@ async fn a_lost_server_is_waited_for_within_the_budget_then_fails_with_a_message
     server.restart().expect("restart");
     assert_eq!(short.messages.count("ctx").await.unwrap(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_begun_before_a_server_restart_ends_after_it() {
+    use std::sync::Arc;
+
+    use looopy_core::store::{LeaseRequest, TurnBegin, TurnBegun, TurnCommit};
+
+    let Some(pg) = looopy_testkit::own_postgres_or_skip("a_turn_begun_before_a_restart") else {
+        return;
+    };
+    let stores = support::stores(support::config(pg.url())).await;
+    let turns = stores.turns.clone().expect("a turn store");
+    let input = [Message::user("go")];
+    let begun = turns
+        .begin_turn(TurnBegin {
+            context_id: "ctx",
+            lease: Some(LeaseRequest {
+                owner: "owner",
+                task_id: Some("task"),
+                ttl: Duration::from_secs(60),
+            }),
+            load_state: false,
+            known: None,
+            input: &input,
+        })
+        .await;
+    assert!(matches!(begun, Ok(TurnBegun::Begun(_))), "{begun:?}");
+
+    // The server restarts while the turn waits for its model: the
+    // connection its start used (kept for the turn's next operation) died.
+    let mut server = pg.into_server().expect("a server of the test's own");
+    server.stop();
+    std::thread::sleep(Duration::from_millis(500));
+    server.restart().expect("restart");
+
+    // Its end is not tried again once sent (the messages may have landed),
+    // so it must not go to a dead connection.
+    let produced = [
+        Arc::new(Message::user("go")),
+        Arc::new(Message::assistant("done")),
+    ];
+    turns
+        .commit_turn(TurnCommit {
+            context_id: "ctx",
+            lease_owner: Some("owner"),
+            messages: &produced,
+            state: None,
+            forget_checkpoint: Some("task"),
+            artifacts: None,
+        })
+        .await
+        .expect("the turn's end goes through after the restart");
+    assert_eq!(stores.messages.count("ctx").await.unwrap(), 2);
+    assert_eq!(stores.locks.lease("ctx").await.unwrap(), None, "released");
+}

@@ -13,6 +13,8 @@ mod follow;
 mod migrations;
 #[path = "../retention.rs"]
 mod retention;
+#[path = "../roundtrips.rs"]
+mod roundtrips;
 #[path = "../support/mod.rs"]
 mod support;
 #[path = "../turn_atomic.rs"]
