@@ -12,11 +12,12 @@ use looopy_agent::{Agent, AgentError, AgentTemplate};
 use looopy_core::models::{ModelLimits, ModelRef, ProviderKind};
 use looopy_core::{LlmError, LlmProvider, LlmRequest, LlmResponse, ToolProvider, TurnContext};
 use looopy_llm_litellm::{LiteLlmConfig, LiteLlmProvider};
+use looopy_loop::hooks::{BeforeLlm, Hook, HookContext, HookError, HookPoints};
 use looopy_loop::layers::timeout::TimeoutLayer;
 use looopy_loop::layers::{FallbackLayer, RetryPolicy};
 use looopy_loop::{AgentLoopConfig, ToolFailureMode};
 use looopy_stores::Stores;
-use looopy_tools::{HttpServer, McpSampling, McpToolProvider, StdioServer};
+use looopy_tools::{HttpServer, McpReferences, McpSampling, McpToolProvider, StdioServer};
 
 use crate::config::{
     Config, ElicitationPolicy, FailureMode, LlmSection, McpServerConfig, SamplingPolicy,
@@ -39,8 +40,40 @@ pub struct App {
     /// Tool providers (MCP servers, remote agents), unwrapped: each Agent's
     /// loop bounds their calls by `[agent] tool_timeout_secs`.
     pub tools: Vec<Arc<dyn ToolProvider>>,
+    /// The MCP servers among them, by name: what the resource and prompt
+    /// references of a conversation are filled in from, before each model
+    /// call (see [`McpReferenceHook`]).
+    pub references: McpReferences,
     /// The stores.
     pub stores: Stores,
+}
+
+/// Fills in the resource and prompt references of the messages a model is
+/// sent (`looopy_core::mcp_ref`) from the agent's MCP servers: the hook
+/// over [`McpReferences::expand`]. The stored conversation keeps the
+/// references.
+pub struct McpReferenceHook(pub McpReferences);
+
+#[async_trait]
+impl Hook for McpReferenceHook {
+    fn name(&self) -> &str {
+        "mcp-references"
+    }
+
+    fn points(&self) -> HookPoints {
+        HookPoints::BEFORE_LLM
+    }
+
+    async fn before_llm(
+        &self,
+        _cx: &HookContext,
+        request: &mut LlmRequest,
+    ) -> Result<BeforeLlm, HookError> {
+        if let Some(messages) = self.0.expand(request.messages.iter()).await {
+            request.messages = messages.into();
+        }
+        Ok(BeforeLlm::Continue)
+    }
 }
 
 /// The model when none is configured: every call fails saying how to set one.
@@ -202,8 +235,11 @@ impl App {
         let model = llm(config.llm.as_ref(), env)?;
         let fallback_models = fallbacks(config.llm.as_ref(), env)?;
         let mut tools: Vec<Arc<dyn ToolProvider>> = Vec::new();
+        let mut servers = Vec::new();
         for server in &config.tools.mcp {
-            tools.push(Arc::new(mcp(server, &model, &fallback_models)?));
+            let provider = mcp(server, &model, &fallback_models)?;
+            servers.push(provider.clone());
+            tools.push(Arc::new(provider));
         }
         for remote in &config.tools.a2a {
             // The tool-progress extension: the called agent's own tool
@@ -233,6 +269,7 @@ impl App {
             retry: retry_policy(config.llm.as_ref()),
             fallbacks: fallback_models,
             tools,
+            references: McpReferences::new(servers),
             stores,
             config: Arc::new(config),
         })
@@ -305,12 +342,19 @@ impl App {
         let retry = self.retry.clone();
         let timeouts = self.tool_timeouts();
         let fallback = FallbackLayer::new(self.fallbacks.iter().cloned()).with_retry(retry.clone());
+        let references = (!self.references.is_empty()).then(|| self.references.clone());
         let mut builder = AgentTemplate::builder()
             .llm_shared(self.llm.clone())
             // The loop's default layers, with the configured values: the
             // model and the tools are wrapped there, once. The fallback
             // models come after the model's retries (none: no layer).
-            .configure_loop(move |l| l.retry(retry).tool_timeouts(timeouts).llm_layer(fallback))
+            .configure_loop(move |l| {
+                let l = l.retry(retry).tool_timeouts(timeouts).llm_layer(fallback);
+                match references {
+                    Some(references) => l.hook(McpReferenceHook(references)),
+                    None => l,
+                }
+            })
             .loop_config(self.loop_config())
             .stores(&self.stores)
             .lock_ttl(self.config.durability.lease_ttl())

@@ -7,11 +7,15 @@
 //! or Ctrl-D (or `/quit`, or an empty line) leaves. A turn that waits for
 //! the approval of tool calls asks y/n for each, and one whose tool asked a
 //! question asks for its fields one by one; the answers go back as the next
-//! message.
+//! message. `@server:uri` in a line attaches that resource of one of the
+//! agent's MCP servers, and `/prompt server:name key=value ...` starts from
+//! one of their prompts: both go by reference, filled in by the server
+//! before each model call.
 
 mod approval;
 mod elicit;
 mod input;
+mod refs;
 mod turn;
 
 use anyhow::{Context, Result};
@@ -67,7 +71,13 @@ pub async fn chat(url: &str, token: Option<String>) -> Result<()> {
         let mut request = match request {
             Some(request) => request,
             None => match next_line(&reader).await {
-                Some(line) => SendRequest::text(&line),
+                Some(line) => match refs::message_of(&line) {
+                    Ok(message) => SendRequest::new(message),
+                    Err(usage) => {
+                        eprintln!("looopy: {usage}");
+                        continue;
+                    }
+                },
                 None => break,
             },
         };

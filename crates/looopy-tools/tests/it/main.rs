@@ -13,6 +13,8 @@ mod mcp_elicitation;
 mod mcp_everything;
 #[path = "../mcp_python.rs"]
 mod mcp_python;
+#[path = "../mcp_references.rs"]
+mod mcp_references;
 #[path = "../mcp_sampling.rs"]
 mod mcp_sampling;
 #[path = "../mcp_trace.rs"]
