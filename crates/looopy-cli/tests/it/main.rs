@@ -23,6 +23,8 @@ mod elicitation;
 mod fallback;
 #[path = "../frozen_store.rs"]
 mod frozen_store;
+#[path = "../mcp_references.rs"]
+mod mcp_references;
 #[path = "../mcp_sampling.rs"]
 mod mcp_sampling;
 #[path = "../mcp_server.rs"]
