@@ -22,6 +22,7 @@ async fn exercise(mcp: &McpToolProvider) {
     assert_eq!(
         names,
         [
+            "py_ask_count",
             "py_capabilities",
             "py_echo_text",
             "py_fail",
@@ -32,6 +33,7 @@ async fn exercise(mcp: &McpToolProvider) {
             "py_read_resource",
             "py_roots",
             "py_sample",
+            "py_set_note",
             "py_trace_context",
             "py_weather"
         ]
@@ -160,7 +162,7 @@ async fn the_provider_reconnects_after_the_child_dies() {
     );
 
     // Listing works on the new session too.
-    assert_eq!(mcp.tools(&cx()).await.unwrap().len(), 12);
+    assert_eq!(mcp.tools(&cx()).await.unwrap().len(), 14);
     mcp.shutdown().await.unwrap();
 }
 
