@@ -46,6 +46,11 @@ const BENCHES: &[(&str, &str, &str)] = &[
     ),
     (
         "looopy-bench",
+        "serve_providers",
+        "What each model provider costs `looopy serve` on the peer workload, side by side in one run: A2A 1.0 streaming turns from 1 and 100 concurrent clients, each turn three streamed model calls and four local Rust tools, with the chat-completions provider, the Responses API, Anthropic Messages and Gemini, each against a fast mock of its vendor's SSE form in its own process: turns/s, first SSE event, server CPU per turn, server peak RSS, and each provider's CPU per turn against the chat-completions provider's",
+    ),
+    (
+        "looopy-bench",
         "serve_soak",
         "Bounded memory: 100,000 A2A streaming turns, each a new conversation, against `looopy serve` on the memory store from 100 concurrent clients, the server's RSS read every 10,000 turns; with the memory store capped (`[store] max_entries`) and without a cap",
     ),

@@ -14,11 +14,15 @@ use super::workload::NoopTools;
 /// Runs `looopy serve` on an ephemeral port until stdin closes; prints the
 /// binary's "looopy listening on ..." line. `BENCH_TOML` is appended to its
 /// `looopy.toml` (the soak bench sets the memory store's retention there).
+/// `BENCH_MODEL` is its `[llm] model`: a bare name (the chat-completions
+/// provider at `base`) by default, or a `provider:model` whose provider
+/// then posts to `base` (`serve_providers`).
 pub(crate) async fn serve(base: &str) {
     let _telemetry = Telemetry::init(&TelemetryConfig::from_env()).expect("telemetry");
+    let model = std::env::var("BENCH_MODEL").unwrap_or_else(|_| "bench-model".into());
     let toml = format!(
         "[agent]\nname = \"bench\"\nsystem_prompt = \"bench\"\n\
-         [llm]\nbase_url = \"{base}\"\nmodel = \"bench-model\"\n{}",
+         [llm]\nbase_url = \"{base}\"\nmodel = \"{model}\"\n{}",
         std::env::var("BENCH_TOML").unwrap_or_default()
     );
     let env = |k: &str| std::env::var(k).ok();
