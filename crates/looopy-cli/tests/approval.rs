@@ -159,8 +159,9 @@ token = "py-token"
     }
 }
 
-/// The approval request of an `input-required` task's status message.
-fn approval_request(task: &Value) -> Value {
+/// The first entry of the list `key` (`approvalRequests`, `elicitations`)
+/// in the data part of an `input-required` task's status message.
+pub(crate) fn waiting_on(task: &Value, key: &str) -> Value {
     assert_eq!(
         task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
         "{task}"
@@ -169,8 +170,13 @@ fn approval_request(task: &Value) -> Value {
         .as_array()
         .unwrap()
         .iter()
-        .find_map(|p| p["data"]["approvalRequests"].get(0).cloned())
-        .unwrap_or_else(|| panic!("no approval request in {task}"))
+        .find_map(|p| p["data"][key].get(0).cloned())
+        .unwrap_or_else(|| panic!("no {key} in {task}"))
+}
+
+/// The approval request of an `input-required` task's status message.
+fn approval_request(task: &Value) -> Value {
+    waiting_on(task, "approvalRequests")
 }
 
 /// The text of a task's status message.

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::approval::{Setup, status_text};
+use crate::approval::{Setup, status_text, waiting_on};
 use crate::support::{self, serve_running};
 use looopy_testkit::FixtureReply;
 use looopy_testkit::external::browser;
@@ -38,16 +38,7 @@ fn model(body: &Value) -> FixtureReply {
 
 /// The question of an `input-required` task's status message.
 fn question(task: &Value) -> Value {
-    assert_eq!(
-        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
-        "{task}"
-    );
-    task["status"]["message"]["parts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find_map(|p| p["data"]["elicitations"].get(0).cloned())
-        .unwrap_or_else(|| panic!("no question in {task}"))
+    waiting_on(task, "elicitations")
 }
 
 /// Orders `item`: the task waits with the tool's question.

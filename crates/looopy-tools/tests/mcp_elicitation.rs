@@ -128,7 +128,7 @@ async fn a_pause_longer_than_the_timeout_ends_the_call_and_the_answer_runs_it_ag
     };
     let mcp = mcp.with_elicitation_timeout(Duration::from_millis(200));
     let asked = question(&mcp.execute(&ask("call-1", "kiwis"), &cx()).await);
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     let answer = ElicitationAnswer::accept(&asked, content(json!({"count": 5})));
     let done = mcp
         .execute(&ask("call-1", "kiwis"), &answering(answer))
