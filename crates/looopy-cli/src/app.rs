@@ -69,8 +69,8 @@ impl Hook for McpReferenceHook {
         _cx: &HookContext,
         request: &mut LlmRequest,
     ) -> Result<BeforeLlm, HookError> {
-        if let Some(messages) = self.0.expand(request.messages.iter()).await {
-            request.messages = messages.into();
+        if let Some(messages) = self.0.expand(&request.messages).await {
+            request.messages = messages;
         }
         Ok(BeforeLlm::Continue)
     }

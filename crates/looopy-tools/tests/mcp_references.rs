@@ -9,7 +9,7 @@
 use crate::support;
 
 use looopy_core::mcp_ref::{McpPromptRef, McpRef, McpResourceRef};
-use looopy_core::{Message, Part, Role, ToolCall, ToolProvider};
+use looopy_core::{History, Message, Part, Role, ToolCall, ToolProvider};
 use looopy_tools::McpReferences;
 use serde_json::json;
 use support::cx;
@@ -28,9 +28,9 @@ async fn resources_are_filled_in_as_they_are_now_and_prompts_as_messages() {
         return;
     };
     let references = McpReferences::new([mcp.clone()]);
-    let plain = [Message::user("hello")];
+    let plain = History::from(vec![Message::user("hello")]);
     assert!(
-        references.expand(plain.iter()).await.is_none(),
+        references.expand(&plain).await.is_none(),
         "nothing to fill in"
     );
 
@@ -41,10 +41,10 @@ async fn resources_are_filled_in_as_they_are_now_and_prompts_as_messages() {
             resource("py", "mem://notes/live"),
         ],
     );
-    let history = [Message::user("earlier"), asked];
-    let sent = references.expand(history.iter()).await.unwrap();
+    let history = History::from(vec![Message::user("earlier"), asked]);
+    let sent = references.expand(&history).await.unwrap().to_vec();
     assert_eq!(sent.len(), 2);
-    assert_eq!(sent[0], history[0]);
+    assert_eq!(Some(&sent[0]), history.get(0));
     assert_eq!(
         sent[1].parts,
         [
@@ -54,14 +54,14 @@ async fn resources_are_filled_in_as_they_are_now_and_prompts_as_messages() {
         ]
     );
     assert!(
-        McpRef::in_message(&history[1]),
+        McpRef::in_message(history.get(1).unwrap()),
         "the stored message keeps the reference"
     );
 
     // The resource changes: the next call is sent it as it is now.
     let set = ToolCall::new("s1", "py_set_note", r#"{"text": "second draft"}"#);
     assert!(!mcp.execute(&set, &cx()).await.is_error);
-    let again = references.expand(history.iter()).await.unwrap();
+    let again = references.expand(&history).await.unwrap().to_vec();
     assert_eq!(again[1].parts[2], Part::text("second draft"));
 
     // A prompt: its messages, then what else the message said.
@@ -73,21 +73,21 @@ async fn resources_are_filled_in_as_they_are_now_and_prompts_as_messages() {
             .cloned()
             .unwrap(),
     });
-    let started = [Message::with_parts(
+    let started = History::from(vec![Message::with_parts(
         Role::User,
         vec![prompt.to_part(), Part::text("Be brief.")],
-    )];
-    let sent = references.expand(started.iter()).await.unwrap();
+    )]);
+    let sent = references.expand(&started).await.unwrap().to_vec();
     assert_eq!(sent.len(), 2, "{sent:?}");
     assert_eq!(sent[0].text(), "Review this Rust code:\nfn main() {}");
     assert_eq!(sent[1].text(), "Be brief.");
 
     // What cannot be filled in says why.
-    let broken = [Message::with_parts(
+    let broken = History::from(vec![Message::with_parts(
         Role::User,
         vec![resource("nope", "mem://x"), resource("py", "mem://nothing")],
-    )];
-    let sent = references.expand(broken.iter()).await.unwrap();
+    )]);
+    let sent = references.expand(&broken).await.unwrap().to_vec();
     let text = sent[0].text();
     assert!(
         text.contains("MCP server 'nope' is not one of this agent's (py)"),

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use looopy_core::mcp_ref::{McpPromptRef, McpRef, McpResourceRef};
-use looopy_core::{Message, Part};
+use looopy_core::{History, Message, Part};
 use serde_json::Value;
 
 use super::McpToolProvider;
@@ -45,23 +45,20 @@ impl McpReferences {
         self.servers.is_empty()
     }
 
-    /// The messages with their references filled in; `None` when none
-    /// carries a reference (nothing to change).
-    pub async fn expand<'a>(
-        &self,
-        messages: impl IntoIterator<Item = &'a Message>,
-    ) -> Option<Vec<Message>> {
-        let messages: Vec<&Message> = messages.into_iter().collect();
-        if !messages.iter().any(|m| McpRef::in_message(m)) {
+    /// The history with its references filled in; `None` when no message
+    /// carries a reference (nothing to change). Messages without one are
+    /// shared with `history`, not copied.
+    pub async fn expand(&self, history: &History) -> Option<History> {
+        if !history.iter().any(McpRef::in_message) {
             return None;
         }
-        let mut out = Vec::with_capacity(messages.len());
-        for message in messages {
+        let mut out = History::new();
+        for message in history.iter_from(0) {
             if !McpRef::in_message(message) {
-                out.push(message.clone());
+                out.push_shared(message.clone());
                 continue;
             }
-            let mut rest = message.clone();
+            let mut rest = Message::clone(message);
             let mut parts = Vec::with_capacity(message.parts.len());
             for part in std::mem::take(&mut rest.parts) {
                 match McpRef::from_part(&part) {
