@@ -263,9 +263,9 @@ pub(super) const STEPS: &[Step] = &[
         what: "the response's bytes",
     },
     Step {
-        krate: "looopy-llm-litellm",
-        file: "sse.rs",
-        what: "the model's server-sent events parsed",
+        krate: "looopy-core",
+        file: "provider/sse.rs",
+        what: "the model's server-sent events parsed (`SseParser`)",
     },
     Step {
         krate: "looopy-llm-litellm",
