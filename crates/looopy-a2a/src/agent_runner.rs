@@ -10,6 +10,7 @@ use futures::StreamExt;
 use looopy_agent::{Agent, AgentError, LifecycleState, TurnOptions};
 use looopy_core::approval::input_required_part;
 use looopy_core::client_tool::ClientTools;
+use looopy_core::elicitation::ElicitationRequest;
 use looopy_core::{
     AgentEvent, Artifact, EventPayload, Message, Part, Role, StatusMetadata, TaskState, TaskStatus,
     TurnEnd, TurnError, TurnReport,
@@ -98,11 +99,13 @@ fn cancelled(request: &TurnRequest) -> TurnEvents {
     futures::stream::iter([event]).boxed()
 }
 
-/// An answer to tool-call approvals that could not be read (malformed, or
-/// for a call that is not waiting): nothing ran and nothing was saved, so
-/// the task asks again. It ends `input-required` with the error and the
-/// calls still waiting, in the shape of the turn that asked
-/// (`approvalRequests` in the message's data part and the metadata).
+/// An answer that could not be read: approval decisions or answers to a
+/// tool's question that are malformed, or meant for a call that is not
+/// waiting. Nothing ran and nothing was saved, so the task asks again: it
+/// ends `input-required` with the error, the approvals still waiting (the
+/// conversation's record of them) and the questions the last turn asked
+/// (its status message), each question with the error, in the shape of
+/// the turn that asked.
 async fn reask(
     agent: &Agent,
     request: &TurnRequest,
@@ -112,17 +115,35 @@ async fn reask(
         .pending_approvals()
         .await
         .map_err(|e| RunnerError::new(e.to_string()))?;
-    let questions: Vec<&str> = waiting.iter().map(|r| r.question.as_str()).collect();
+    let elicitations: Vec<ElicitationRequest> = request
+        .asked
+        .as_deref()
+        .map(ElicitationRequest::in_message)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|q| q.with_error(error.to_string()))
+        .collect();
+    let questions: Vec<&str> = waiting
+        .iter()
+        .map(|r| r.question.as_str())
+        .chain(elicitations.iter().map(|q| q.message.as_str()))
+        .collect();
     let text = format!("{error}. {}", questions.join("\n"));
     let message = Message::with_parts(
         Role::Assistant,
         vec![
             Part::text(text.trim_end()),
-            input_required_part(&[], &waiting, &[]),
+            input_required_part(&[], &waiting, &elicitations),
         ],
     );
-    let mut report = TurnReport::new(TurnEnd::InputRequired)
-        .with_error(TurnError::new("invalid_approval", error.to_string()));
+    let code = match error {
+        AgentError::InvalidElicitation(_) | AgentError::NotAwaitingAnswer { .. } => {
+            "invalid_elicitation"
+        }
+        _ => "invalid_approval",
+    };
+    let mut report =
+        TurnReport::new(TurnEnd::InputRequired).with_error(TurnError::new(code, error.to_string()));
     report.approval_requests = waiting;
     let metadata = StatusMetadata::report(report);
     let event = AgentEvent::new(
@@ -170,7 +191,10 @@ impl TurnRunner for AgentRunner {
                     wait = (wait * 2).min(Duration::from_secs(1));
                 }
                 Err(
-                    e @ (AgentError::InvalidApproval(_) | AgentError::NotAwaitingApproval { .. }),
+                    e @ (AgentError::InvalidApproval(_)
+                    | AgentError::NotAwaitingApproval { .. }
+                    | AgentError::InvalidElicitation(_)
+                    | AgentError::NotAwaitingAnswer { .. }),
                 ) => return reask(&agent, &request, &e).await,
                 Err(e) => return Err(RunnerError::new(e.to_string())),
             }

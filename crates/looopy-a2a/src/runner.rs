@@ -36,6 +36,10 @@ pub struct TurnRequest {
     /// Whether this message answers a task that ended its last turn
     /// `input-required` (or `auth-required`).
     pub continues_task: bool,
+    /// For a continued task, the status message its last turn ended with:
+    /// the questions it asked (approvals, a tool's elicitation), which a
+    /// runner shows again when the answer cannot be read.
+    pub asked: Option<Arc<Message>>,
     /// The request's metadata.
     pub metadata: Map<String, Value>,
     /// Whether a client follows the turn's tool progress (its streaming

@@ -2,8 +2,8 @@
 //! `input-required` turn, through the real `looopy serve` binary and the
 //! official Python A2A SDK: the `order` tool of `durable_tools.py` asks how
 //! many; the task waits with the question and its schema; an answer that
-//! does not fit is refused with the validation error and the question
-//! stays; a fitting one reaches the tool, which goes on where it paused.
+//! does not fit, does not read as one or names another call is refused
+//! with the error and the question stays; a fitting one reaches the tool, which goes on where it paused.
 //! On Redis, a second binary finishes a turn whose question the first one
 //! asked: the call runs again and the answer meets the same question.
 //! With `elicitation = "off"` the server is refused and the tool says so.
@@ -104,6 +104,39 @@ async fn a_tools_question_becomes_input_required_and_the_answer_reaches_it() {
     let error = again["error"].as_str().unwrap_or_default();
     assert!(error.contains("quantity: must be an integer"), "{again}");
     assert!(status_text(&bad["task"]).contains("did not fit"), "{bad}");
+
+    // An answer that does not read as one (`accept` without its content)
+    // or that names a call that asked nothing is not taken either: the
+    // task asks again, with the error, and the paused call still waits.
+    let unreadable = setup
+        .reply(&url, &task, answer(&asked, "accept", None))
+        .await;
+    let unreadable = &unreadable["task"];
+    assert_eq!(
+        unreadable["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{unreadable}"
+    );
+    let again = question(unreadable);
+    assert_eq!(again["requestId"], asked["requestId"]);
+    let error = again["error"].as_str().unwrap_or_default();
+    assert!(error.contains("`accept` needs `content`"), "{again}");
+    assert!(
+        status_text(unreadable).contains("How many apples?"),
+        "{unreadable}"
+    );
+    let mut stray = asked.clone();
+    stray["toolCallId"] = json!("call-none");
+    let stray = setup
+        .reply(
+            &url,
+            &task,
+            answer(&stray, "accept", Some(json!({"quantity": 1}))),
+        )
+        .await;
+    let again = question(&stray["task"]);
+    assert_eq!(again["requestId"], asked["requestId"], "{stray}");
+    let error = again["error"].as_str().unwrap_or_default();
+    assert!(error.contains("call-none"), "{again}");
 
     // A fitting answer: the paused call goes on, and the turn completes.
     let done = setup

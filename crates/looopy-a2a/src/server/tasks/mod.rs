@@ -363,6 +363,7 @@ impl Tasks {
         };
         let task_id = record.task_id.clone();
         let context_id = record.context_id.clone();
+        let asked = continues.then(|| record.status.message.clone()).flatten();
 
         let cancel = CancellationToken::new();
         let Some(registered) = self.register(&task_id, &cancel) else {
@@ -400,6 +401,7 @@ impl Tasks {
             auth: auth.clone(),
             cancel,
             continues_task: continues,
+            asked,
             metadata: params.metadata,
             // Set by `drive`, which knows whether progress is followed.
             tool_progress: false,
