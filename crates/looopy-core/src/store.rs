@@ -1,5 +1,6 @@
-//! Persistence traits. Implementations live in `looopy-stores-memory` and
-//! `looopy-stores-redis`; `looopy-testkit` has one conformance suite that
+//! Persistence traits. Implementations live in `looopy-stores-memory`,
+//! `looopy-stores-sqlite`, `looopy-stores-redis` and
+//! `looopy-stores-postgres`; `looopy-testkit` has one conformance suite that
 //! every implementation must pass. [`Stores`] bundles one of each.
 //!
 //! | trait | holds | keyed by |

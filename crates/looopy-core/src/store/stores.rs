@@ -37,7 +37,7 @@ pub struct Stores {
     /// A2A push notification configs.
     pub push_configs: Arc<dyn PushConfigStore>,
     /// A turn's start and end in one operation each, for a backend that
-    /// has it (Redis); `None`: an Agent calls the stores above one after
+    /// has it (Redis, SQLite, PostgreSQL); `None`: an Agent calls the stores above one after
     /// the other.
     pub turns: Option<Arc<dyn TurnStore>>,
 }
