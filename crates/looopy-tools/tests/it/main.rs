@@ -11,6 +11,8 @@ mod mcp_catalog;
 mod mcp_elicitation;
 #[path = "../mcp_everything.rs"]
 mod mcp_everything;
+#[path = "../mcp_faults.rs"]
+mod mcp_faults;
 #[path = "../mcp_python.rs"]
 mod mcp_python;
 #[path = "../mcp_references.rs"]
