@@ -22,7 +22,6 @@ use looopy_agent::{AgentTemplate, TurnOptions};
 use looopy_core::{
     Artifact, AuthContext, EventPayload, Message, Part, TaskState, ToolOutcome, fold_artifact,
 };
-use looopy_loop::TurnSettings;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
     Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
@@ -125,19 +124,18 @@ impl AgentMcpServer {
         skills.iter().find(|s| s.id == name).map(Some)
     }
 
-    /// The settings of a turn of `skill`: the agent's system prompt, then
-    /// a line naming the skill asked for.
-    fn skill_settings(&self, skill: &SkillConfig) -> TurnSettings {
+    /// The system prompt of a turn of `skill`: the agent's, then a line
+    /// naming the skill asked for.
+    fn skill_prompt(&self, skill: &SkillConfig) -> String {
         let asked = format!(
             "The caller asked for the skill '{}': {}",
             skill.name(),
             skill.description
         );
-        let prompt = match self.shared.system_prompt.as_deref() {
+        match self.shared.system_prompt.as_deref() {
             Some(prompt) if !prompt.trim().is_empty() => format!("{prompt}\n\n{asked}"),
             _ => asked,
-        };
-        TurnSettings::new().with_system_prompt(prompt)
+        }
     }
 
     /// Runs one turn for `call` (told of `skill`, for a skill's tool),
@@ -172,7 +170,7 @@ impl AgentMcpServer {
             .with_auth(auth)
             .with_cancel(context.ct.child_token());
         if let Some(skill) = skill {
-            options = options.with_settings(self.skill_settings(skill));
+            options = options.with_system_prompt(self.skill_prompt(skill));
         }
         // A conversation busy with another turn, or a store that cannot be
         // read, is the call's failure, with the reason.

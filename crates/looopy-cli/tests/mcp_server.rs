@@ -278,8 +278,9 @@ async fn an_agent_with_skills_has_a_tool_per_skill_on_mcp_and_lists_them_on_its_
                 description = \"Summarises a text in a line\"\ntags = [\"text\"]\n\
                 examples = [\"Summarise this note\"]\n\
                 [[agent.skills]]\nid = \"report\"\ndescription = \"Writes a report as an artifact\"\n\
+                [store]\nbackend = \"memory\"\n\
                 [[auth.tokens]]\nprincipal = \"py\"\ntoken = \"mcp-token\"\n";
-    let (_dir, config) = config_with_model(&llm, "m", rest);
+    let (dir, config) = config_with_model(&llm, "m", rest);
     let (server, url) = serve(&config, &[]);
 
     // The card lists the skills as configured.
@@ -301,7 +302,7 @@ async fn an_agent_with_skills_has_a_tool_per_skill_on_mcp_and_lists_them_on_its_
     assert_eq!(skills[1]["name"], "report", "the id names it: {card}");
 
     let args = vec!["skills".into(), format!("{url}/mcp"), "mcp-token".into()];
-    let out = run_client(python, repo_root(), args).await;
+    let out = run_client(python.clone(), repo_root(), args).await;
     // A tool per skill, named by its id, described by its description,
     // and no `send_message`.
     let tools = out["tools"].as_array().unwrap();
@@ -369,4 +370,42 @@ async fn an_agent_with_skills_has_a_tool_per_skill_on_mcp_and_lists_them_on_its_
         "the artifact is no chunk of the answer: {progress:?}"
     );
     stop(server);
+
+    // `looopy mcp` on stdio offers the same tools.
+    let args = vec![
+        "skills-stdio".into(),
+        support::BIN.into(),
+        config.display().to_string(),
+    ];
+    let stdio = run_client(python, dir.path().to_owned(), args).await;
+    assert_eq!(stdio["tools"], out["tools"], "{stdio}");
+}
+
+#[test]
+fn looopy_mcp_refuses_skills_that_cannot_be_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let skill = |id: &str| format!("[[agent.skills]]\nid = \"{id}\"\ndescription = \"d\"\n");
+    for (skills, named) in [
+        (
+            format!("{}{}", skill("triage"), skill("triage")),
+            "'triage': two skills have this id",
+        ),
+        (
+            skill("triage tickets"),
+            "'triage tickets': the id is its MCP tool's name",
+        ),
+    ] {
+        let config = support::write_config(&dir, &skills);
+        // Stdin closed: a server that started would end at once, and well.
+        let out = Command::new(support::BIN)
+            .arg("mcp")
+            .arg("--config")
+            .arg(&config)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{skills}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(named), "{skills}: {err}");
+    }
 }
