@@ -19,6 +19,13 @@
 //! [agent.tool_timeouts]       # seconds, by tool name (0: no limit)
 //! slow_report = 120
 //!
+//! [[agent.skills]]            # listed on the agent card; each is a tool of `looopy mcp`
+//! id = "summarise"            # the MCP tool's name: letters, digits, `_` and `-`, at most 64
+//! name = "Summarise"          # default: the id
+//! description = "Summarises a document in five lines"
+//! tags = ["text"]
+//! examples = ["Summarise this release note"]
+//!
 //! [llm]                       # LOOOPY_LLM_BASE_URL / _MODEL / _API_KEY override these
 //! base_url = "http://localhost:4000/v1"
 //! model = "gpt-4o-mini"
@@ -225,6 +232,58 @@ pub struct AgentSection {
     /// denies or edits each call (none by default).
     #[serde(default)]
     pub approve_tools: Vec<String>,
+    /// `[[agent.skills]]`: what the agent can do, listed on the agent card;
+    /// over MCP each is a tool of its own (none by default: one tool,
+    /// `send_message`).
+    #[serde(default)]
+    pub skills: Vec<SkillConfig>,
+}
+
+/// `[[agent.skills]]`: a skill of the agent, as the A2A agent card lists
+/// it. Over MCP it is a tool named by its id: a call runs a turn told which
+/// skill was asked for (docs/mcp.md).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillConfig {
+    /// Unique among the agent's skills; the MCP tool's name, so a name
+    /// clients and models accept: [`is_tool_name`].
+    pub id: String,
+    /// For people; the id when not given.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// What it does: the card's description of it, the MCP tool's
+    /// description, and what a turn that runs it is told.
+    pub description: String,
+    /// Keywords.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Example requests.
+    #[serde(default)]
+    pub examples: Vec<String>,
+}
+
+impl SkillConfig {
+    /// Its name, else its id.
+    pub fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.id)
+    }
+
+    /// The skill as the agent card lists it.
+    pub fn card_skill(&self) -> looopy_a2a::AgentSkill {
+        let mut skill = looopy_a2a::AgentSkill::new(&self.id, self.name(), &self.description);
+        skill.tags.clone_from(&self.tags);
+        skill.examples.clone_from(&self.examples);
+        skill
+    }
+}
+
+/// Whether `name` is a tool name both MCP clients and the models they pass
+/// tools to accept: 1 to 64 ASCII letters, digits, `_` and `-`.
+pub fn is_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// `[agent] tool_failure_mode`.
@@ -269,6 +328,7 @@ impl Default for AgentSection {
             tool_failure_mode: FailureMode::Continue,
             artifact_tools: false,
             approve_tools: Vec::new(),
+            skills: Vec::new(),
         }
     }
 }
@@ -647,6 +707,7 @@ impl Config {
         if self.agent.approve_tools.iter().any(|t| t.trim().is_empty()) {
             bail!("[agent] approve_tools must name tools; an empty name was given");
         }
+        self.validate_skills()?;
         for (tool, secs) in &self.agent.tool_timeouts {
             if !(0.0..=86_400.0).contains(secs) {
                 bail!(
@@ -664,6 +725,32 @@ impl Config {
             }
         }
         self.push.validate()?;
+        Ok(())
+    }
+
+    fn validate_skills(&self) -> Result<()> {
+        let skills = &self.agent.skills;
+        for (i, skill) in skills.iter().enumerate() {
+            if !is_tool_name(&skill.id) {
+                bail!(
+                    "[[agent.skills]] '{}': the id is its MCP tool's name: give 1 to 64 \
+                     letters, digits, `_` or `-`",
+                    skill.id
+                );
+            }
+            if skills[..i].iter().any(|s| s.id == skill.id) {
+                bail!("[[agent.skills]] '{}': two skills have this id", skill.id);
+            }
+            if skill.description.trim().is_empty() {
+                bail!(
+                    "[[agent.skills]] '{}': give a description (the card and the MCP tool show it)",
+                    skill.id
+                );
+            }
+            if skill.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
+                bail!("[[agent.skills]] '{}': the name is empty", skill.id);
+            }
+        }
         Ok(())
     }
 
@@ -743,6 +830,8 @@ mod tests {
         assert_eq!(c.tools.mcp[0].args.len(), 3);
         assert!(matches!(c.store, Some(StoreConfig::Redis(_))));
         assert_eq!(c.auth.tokens[0].principal, "alice");
+        assert_eq!(c.agent.skills[0].id, "summarise");
+        assert_eq!(c.agent.skills[0].examples.len(), 1);
         assert_eq!(c.durability.lease_ttl(), std::time::Duration::from_secs(30));
         assert_eq!(
             c.durability.scan_interval(),
@@ -894,6 +983,63 @@ mod tests {
             );
             assert!(e.contains(named), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn skills_parse_for_the_card_and_are_checked() {
+        assert!(Config::parse("").unwrap().agent.skills.is_empty());
+        let c = Config::parse(
+            "[[agent.skills]]\nid = \"triage\"\ndescription = \"Sorts tickets\"\n\
+             tags = [\"support\"]\n\
+             [[agent.skills]]\nid = \"draft-reply\"\nname = \"Draft a reply\"\n\
+             description = \"Writes an answer\"\nexamples = [\"Answer ticket 12\"]\n",
+        )
+        .unwrap();
+        let [triage, reply] = c.agent.skills.as_slice() else {
+            panic!("two skills: {:?}", c.agent.skills);
+        };
+        assert_eq!(triage.name(), "triage", "the id when no name is given");
+        let card = reply.card_skill();
+        assert_eq!(
+            (
+                card.id.as_str(),
+                card.name.as_str(),
+                card.description.as_str()
+            ),
+            ("draft-reply", "Draft a reply", "Writes an answer")
+        );
+        assert_eq!(card.examples, ["Answer ticket 12"]);
+        assert_eq!(triage.card_skill().tags, ["support"]);
+
+        let skill = |id: &str| format!("[[agent.skills]]\nid = \"{id}\"\ndescription = \"d\"\n");
+        for (bad, named) in [
+            (
+                skill("has space"),
+                "'has space': the id is its MCP tool's name",
+            ),
+            (skill(""), "the id is its MCP tool's name"),
+            (skill(&"x".repeat(65)), "1 to 64"),
+            (skill("dotted.name"), "'dotted.name'"),
+            (
+                format!("{}{}", skill("a"), skill("a")),
+                "'a': two skills have this id",
+            ),
+            (
+                "[[agent.skills]]\nid = \"a\"\ndescription = \" \"\n".to_owned(),
+                "'a': give a description",
+            ),
+            (
+                "[[agent.skills]]\nid = \"a\"\ndescription = \"d\"\nname = \"\"\n".to_owned(),
+                "'a': the name is empty",
+            ),
+            ("[[agent.skills]]\nid = \"a\"\n".to_owned(), "description"),
+            (format!("{}input_modes = []\n", skill("a")), "input_modes"),
+        ] {
+            let e = format!("{:#}", Config::parse(&bad).unwrap_err());
+            assert!(e.contains(named), "{bad}: {e}");
+        }
+        assert!(is_tool_name(&"x".repeat(64)));
+        assert!(is_tool_name("send_message"));
     }
 
     #[test]

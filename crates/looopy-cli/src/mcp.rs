@@ -1,13 +1,17 @@
 //! The agent as an MCP server: `looopy mcp` over stdio, and `/mcp` of
 //! `looopy serve` over streamable HTTP (docs/mcp.md).
 //!
-//! One tool, [`SEND_MESSAGE_TOOL`], runs a turn with the given message. A
-//! session keeps one conversation unless a call names another
+//! Each skill of the agent (`[[agent.skills]]`) is a tool named by its id;
+//! an agent without skills has one tool, [`SEND_MESSAGE_TOOL`]. Either runs
+//! a turn with the given message; a skill's turn is told which skill was
+//! asked for. A session keeps one conversation unless a call names another
 //! (`conversation_id`); the result says which conversation it was, so that
-//! a client can come back to it. The turn's streamed answer arrives as
-//! progress notifications when the call asks for them (a `progressToken`):
-//! each chunk of the answer's text is one notification's message,
-//! and the client's cancellation cancels the turn.
+//! a client can come back to it, and carries the answer and the artifacts
+//! the turn's tools made. The turn's streamed answer and its tool calls
+//! arrive as progress notifications when the call asks for them (a
+//! `progressToken`): each chunk of the answer's text, and each tool call's
+//! start and end, is one notification's message. The client's cancellation
+//! cancels the turn.
 
 use std::sync::Arc;
 
@@ -15,17 +19,22 @@ use anyhow::{Context, Result};
 
 use futures::StreamExt;
 use looopy_agent::{AgentTemplate, TurnOptions};
-use looopy_core::{AuthContext, EventPayload, Message, Part, TaskState};
+use looopy_core::{
+    Artifact, AuthContext, EventPayload, Message, Part, TaskState, ToolOutcome, fold_artifact,
+};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
     Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ResourceContents, ServerCapabilities, ServerConfig, Tool,
+    ProgressToken, ResourceContents, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{Peer, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 
-/// The name of the tool that runs a turn.
+use crate::config::{AgentSection, SkillConfig};
+
+/// The name of the tool that runs a turn, the only tool of an agent
+/// without skills.
 pub const SEND_MESSAGE_TOOL: &str = "send_message";
 
 /// The principal of calls that carry no credentials: `looopy mcp` over
@@ -45,18 +54,25 @@ struct Shared {
     template: AgentTemplate,
     name: String,
     description: String,
+    /// The agent's system prompt, which a skill's turn extends.
+    system_prompt: Option<String>,
+    /// One tool each; none: `send_message` alone.
+    skills: Vec<SkillConfig>,
 }
 
 impl AgentMcpServer {
-    /// A server for one session, running turns of `template`'s Agents;
-    /// `name` and `description` are the agent's (the server's name and
-    /// its instructions).
-    pub fn new(template: AgentTemplate, name: &str, description: &str) -> Self {
+    /// A server for one session, running turns of `template`'s Agents as
+    /// `agent` describes them: its name and description (the server's
+    /// name and instructions), its skills (the tools) and the system
+    /// prompt a skill's turn extends.
+    pub fn new(template: AgentTemplate, agent: &AgentSection) -> Self {
         AgentMcpServer {
             shared: Arc::new(Shared {
                 template,
-                name: name.to_owned(),
-                description: description.to_owned(),
+                name: agent.name.clone(),
+                description: agent.description.clone(),
+                system_prompt: agent.system_prompt.clone(),
+                skills: agent.skills.clone(),
             }),
             session_context: uuid::Uuid::new_v4().to_string(),
         }
@@ -70,41 +86,65 @@ impl AgentMcpServer {
         }
     }
 
-    fn tool(&self) -> Tool {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "message": {
-                    "type": "string",
-                    "description": "What to ask or tell the agent."
-                },
-                "conversation_id": {
-                    "type": "string",
-                    "description": "The conversation to continue (a result's conversationId); \
-                                    without it, the session's own conversation."
-                }
-            },
-            "required": ["message"],
-            "additionalProperties": false
-        });
-        let Value::Object(schema) = schema else {
-            unreachable!("a JSON object literal")
-        };
-        Tool::new(
-            SEND_MESSAGE_TOOL,
-            format!(
-                "Sends a message to the agent '{}' and returns its answer. {}",
-                self.shared.name, self.shared.description
-            ),
-            schema,
-        )
+    /// The tools: one per skill, else `send_message`.
+    fn tools(&self) -> Vec<Tool> {
+        let shared = &self.shared;
+        if shared.skills.is_empty() {
+            return vec![Tool::new(
+                SEND_MESSAGE_TOOL,
+                format!(
+                    "Sends a message to the agent '{}' and returns its answer. {}",
+                    shared.name, shared.description
+                ),
+                message_schema(),
+            )];
+        }
+        shared
+            .skills
+            .iter()
+            .map(|skill| {
+                Tool::new(
+                    skill.id.clone(),
+                    skill.description.clone(),
+                    message_schema(),
+                )
+                .with_title(skill.name())
+            })
+            .collect()
     }
 
-    /// Runs one turn for `call`, streaming its text as progress when the
-    /// caller asked for progress.
+    /// What the tool `name` runs: `Some(None)` for `send_message` of an
+    /// agent without skills, `Some(Some(skill))` for a skill's tool, `None`
+    /// for a tool the server does not have.
+    fn tool_named(&self, name: &str) -> Option<Option<&SkillConfig>> {
+        let skills = &self.shared.skills;
+        if skills.is_empty() {
+            return (name == SEND_MESSAGE_TOOL).then_some(None);
+        }
+        skills.iter().find(|s| s.id == name).map(Some)
+    }
+
+    /// The system prompt of a turn of `skill`: the agent's, then a line
+    /// naming the skill asked for.
+    fn skill_prompt(&self, skill: &SkillConfig) -> String {
+        let asked = format!(
+            "The caller asked for the skill '{}': {}",
+            skill.name(),
+            skill.description
+        );
+        match self.shared.system_prompt.as_deref() {
+            Some(prompt) if !prompt.trim().is_empty() => format!("{prompt}\n\n{asked}"),
+            _ => asked,
+        }
+    }
+
+    /// Runs one turn for `call` (told of `skill`, for a skill's tool),
+    /// sending its text and tool calls as progress when the caller asked
+    /// for progress.
     async fn send_message(
         &self,
         call: CallToolRequestParams,
+        skill: Option<&SkillConfig>,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let arguments = call.arguments.unwrap_or_default();
@@ -126,9 +166,12 @@ impl AgentMcpServer {
             .template
             .agent_owned_by(&conversation, &auth.principal)
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        let options = TurnOptions::new()
+        let mut options = TurnOptions::new()
             .with_auth(auth)
             .with_cancel(context.ct.child_token());
+        if let Some(skill) = skill {
+            options = options.with_system_prompt(self.skill_prompt(skill));
+        }
         // A conversation busy with another turn, or a store that cannot be
         // read, is the call's failure, with the reason.
         let mut turn = match agent
@@ -139,24 +182,43 @@ impl AgentMcpServer {
             Err(e) => return refused(&e.to_string()),
         };
         let task_id = turn.task_id().to_owned();
-        let progress_token = context.meta.get_progress_token();
-        let mut streamed = 0u32;
+        let mut progress = Progress {
+            token: context.meta.get_progress_token(),
+            peer: &context.peer,
+            sent: 0,
+        };
+        // What the turn's tools made; the model's own text is the answer.
+        let mut artifacts: Vec<Artifact> = Vec::new();
         while let Some(event) = turn.next().await {
-            // The answer streams as chunks of its artifact.
-            let (Some(token), EventPayload::ArtifactUpdate { artifact, .. }) =
-                (&progress_token, &*event.payload)
-            else {
-                continue;
-            };
-            let text: String = artifact.parts.iter().filter_map(Part::as_text).collect();
-            if text.is_empty() {
-                continue;
+            match &*event.payload {
+                EventPayload::ArtifactUpdate {
+                    artifact, append, ..
+                } if !looopy_loop::is_response_artifact(&task_id, &artifact.artifact_id) => {
+                    fold_artifact(&mut artifacts, artifact, *append);
+                }
+                // The answer streams as chunks of its artifact.
+                EventPayload::ArtifactUpdate { artifact, .. } => {
+                    let text: String = artifact.parts.iter().filter_map(Part::as_text).collect();
+                    progress.send(text).await;
+                }
+                EventPayload::ToolStart { call, .. } => {
+                    progress.send(format!("calling tool {}", call.name)).await;
+                }
+                EventPayload::ToolComplete {
+                    name,
+                    outcome,
+                    duration_ms,
+                    ..
+                } => {
+                    let how = match outcome {
+                        ToolOutcome::Success => format!("done in {duration_ms} ms"),
+                        ToolOutcome::Timeout => "timed out".to_owned(),
+                        _ => "failed".to_owned(),
+                    };
+                    progress.send(format!("tool {name} {how}")).await;
+                }
+                _ => {}
             }
-            streamed += 1;
-            let progress = ProgressNotificationParam::new(token.clone(), f64::from(streamed))
-                .with_message(text);
-            // A client gone mid-turn is seen by the cancellation.
-            let _ = context.peer.notify_progress(progress).await;
         }
         let Some(finished) = turn.summary() else {
             return Err(ErrorData::internal_error(
@@ -175,6 +237,11 @@ impl AgentMcpServer {
                 state => format!("the turn ended {}", state.as_str()),
             }));
         }
+        content.extend(
+            artifacts
+                .iter()
+                .flat_map(|a| a.parts.iter().filter_map(to_content)),
+        );
         let failed = matches!(
             finished.state,
             TaskState::Failed | TaskState::Canceled | TaskState::Rejected
@@ -191,8 +258,78 @@ impl AgentMcpServer {
             "state".into(),
             Value::String(finished.state.as_str().to_owned()),
         );
+        if !artifacts.is_empty() {
+            let listed = artifacts.iter().map(artifact_entry).collect();
+            structured.insert("artifacts".into(), Value::Array(listed));
+        }
         result.structured_content = Some(Value::Object(structured));
         Ok(result)
+    }
+}
+
+/// The arguments of every tool: the message, and the conversation to
+/// continue.
+fn message_schema() -> Map<String, Value> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "message": {
+                "type": "string",
+                "description": "What to ask or tell the agent."
+            },
+            "conversation_id": {
+                "type": "string",
+                "description": "The conversation to continue (a result's conversationId); \
+                                without it, the session's own conversation."
+            }
+        },
+        "required": ["message"],
+        "additionalProperties": false
+    });
+    let Value::Object(schema) = schema else {
+        unreachable!("a JSON object literal")
+    };
+    schema
+}
+
+/// What `structuredContent.artifacts` says of an artifact whose parts are
+/// in the content: its id, name and description, and how many parts.
+fn artifact_entry(artifact: &Artifact) -> Value {
+    let mut entry = json!({
+        "artifactId": artifact.artifact_id,
+        "parts": artifact.parts.iter().filter(|p| to_content(p).is_some()).count(),
+    });
+    if let Some(name) = &artifact.name {
+        entry["name"] = json!(name);
+    }
+    if let Some(description) = &artifact.description {
+        entry["description"] = json!(description);
+    }
+    entry
+}
+
+/// The progress notifications of one call: none when it sent no
+/// `progressToken`.
+struct Progress<'a> {
+    token: Option<ProgressToken>,
+    peer: &'a Peer<RoleServer>,
+    sent: u32,
+}
+
+impl Progress<'_> {
+    /// Sends `message` as the next notification (an empty one is not sent).
+    async fn send(&mut self, message: String) {
+        let Some(token) = &self.token else {
+            return;
+        };
+        if message.is_empty() {
+            return;
+        }
+        self.sent += 1;
+        let progress = ProgressNotificationParam::new(token.clone(), f64::from(self.sent))
+            .with_message(message);
+        // A client gone mid-turn is seen by the cancellation.
+        let _ = self.peer.notify_progress(progress).await;
     }
 }
 
@@ -251,7 +388,7 @@ impl ServerHandler for AgentMcpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(vec![self.tool()]))
+        Ok(ListToolsResult::with_all_items(self.tools()))
     }
 
     async fn call_tool(
@@ -259,13 +396,13 @@ impl ServerHandler for AgentMcpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if request.name != SEND_MESSAGE_TOOL {
+        let Some(skill) = self.tool_named(&request.name) else {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool '{}'", request.name),
                 None,
             ));
-        }
-        self.send_message(request, context)
+        };
+        self.send_message(request, skill, context)
             .await
             .map(CallToolResponse::Complete)
     }
@@ -275,11 +412,7 @@ impl ServerHandler for AgentMcpServer {
 /// closes stdin (one session, one conversation unless calls name others).
 pub async fn serve_stdio(app: &crate::app::App) -> Result<()> {
     use rmcp::ServiceExt;
-    let server = AgentMcpServer::new(
-        app.agent_template()?,
-        &app.config.agent.name,
-        &app.config.agent.description,
-    );
+    let server = AgentMcpServer::new(app.agent_template()?, &app.config.agent);
     let running = server
         .serve(rmcp::transport::io::stdio())
         .await
@@ -323,3 +456,57 @@ pub fn http_routes(
 
 /// Where `looopy serve` serves MCP.
 pub const MCP_PATH: &str = "/mcp";
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use looopy_core::FileContent;
+
+    use super::*;
+
+    fn file(mime: &str, uri: Option<&str>, bytes: Option<&str>) -> Part {
+        Part::file(FileContent {
+            name: None,
+            mime_type: Some(mime.to_owned()),
+            uri: uri.map(str::to_owned),
+            bytes: bytes.map(str::to_owned),
+        })
+    }
+
+    #[test]
+    fn parts_become_text_images_and_embedded_blobs() {
+        let cases = [
+            (
+                Part::text("hello"),
+                json!({"type": "text", "text": "hello"}),
+            ),
+            (
+                file("image/png", None, Some("iVBO")),
+                json!({"type": "image", "data": "iVBO", "mimeType": "image/png"}),
+            ),
+            (
+                file("application/pdf", Some("file:///r.pdf"), Some("JVBE")),
+                json!({"type": "resource", "resource":
+                    {"uri": "file:///r.pdf", "mimeType": "application/pdf", "blob": "JVBE"}}),
+            ),
+            (
+                file("application/pdf", None, Some("JVBE")),
+                json!({"type": "resource", "resource":
+                    {"uri": "looopy:file", "mimeType": "application/pdf", "blob": "JVBE"}}),
+            ),
+            (
+                file("text/csv", Some("https://example.com/a.csv"), None),
+                json!({"type": "text", "text": "https://example.com/a.csv"}),
+            ),
+            (
+                Part::data(json!({"total": 3})),
+                json!({"type": "text", "text": r#"{"total":3}"#}),
+            ),
+        ];
+        for (part, expected) in cases {
+            let content = serde_json::to_value(to_content(&part)).unwrap();
+            assert_eq!(content, expected, "{part:?}");
+        }
+    }
+}

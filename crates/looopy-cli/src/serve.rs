@@ -28,17 +28,16 @@ pub fn server(
     for token in &config.auth.tokens {
         auth = auth.bearer(token.resolve(env)?, token.principal.clone());
     }
-    let card = AgentCardConfig::new(config.agent.name.clone(), config.agent.description.clone())
-        .version(env!("CARGO_PKG_VERSION"))
-        .public_url(public_url);
+    let card = config.agent.skills.iter().fold(
+        AgentCardConfig::new(config.agent.name.clone(), config.agent.description.clone())
+            .version(env!("CARGO_PKG_VERSION"))
+            .public_url(public_url),
+        |card, skill| card.skill(skill.card_skill()),
+    );
     let push = config.push.settings();
     // Each new conversation's Agent shares the loop, its layers and tools.
     let template = app.agent_template()?;
-    let mcp = crate::mcp::AgentMcpServer::new(
-        template.clone(),
-        &config.agent.name,
-        &config.agent.description,
-    );
+    let mcp = crate::mcp::AgentMcpServer::new(template.clone(), &config.agent);
     let runner =
         AgentRunner::new(move |context_id, owner| template.agent_owned_by(context_id, owner))
             .max_cached(agents_cached(&config.store()));

@@ -41,7 +41,7 @@ pub use llm::{
 };
 pub use message::{FileContent, Message, Part, Reasoning, Role};
 pub use store::StoreError;
-pub use task::{Artifact, TaskState, TaskStatus};
+pub use task::{Artifact, TaskState, TaskStatus, fold_artifact};
 pub use tool::{
     CutOutput, ResultSource, ToolCall, ToolDefinition, ToolFailure, ToolResult, ToolSignal,
 };

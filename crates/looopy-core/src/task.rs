@@ -136,6 +136,25 @@ impl Artifact {
     }
 }
 
+/// Applies an `artifact-update` to a list of artifacts: a chunk with
+/// `append` extends the artifact of that id (adjacent text is joined),
+/// otherwise it replaces it (or adds it).
+pub fn fold_artifact(artifacts: &mut Vec<Artifact>, update: &Artifact, append: bool) {
+    match artifacts
+        .iter_mut()
+        .find(|a| a.artifact_id == update.artifact_id)
+    {
+        Some(existing) if append => {
+            Part::extend_joined(&mut existing.parts, update.parts.iter().cloned());
+            if existing.name.is_none() {
+                existing.name.clone_from(&update.name);
+            }
+        }
+        Some(existing) => *existing = update.clone(),
+        None => artifacts.push(update.clone()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,25 @@ use serde_json::Map;
 use crate::interest::InternalEvents;
 use crate::queue::EventQueue;
 
+/// The artifact the model's text of task `task_id` streams to: that of
+/// `iteration`, or, with `None`, that of the wrap-up call after a limit.
+pub fn response_artifact_id(task_id: &str, iteration: Option<u32>) -> String {
+    match iteration {
+        Some(n) => format!("{task_id}-response-{n}"),
+        None => format!("{task_id}-response-final"),
+    }
+}
+
+/// Whether `artifact_id` is one the model's text of task `task_id` streamed
+/// to ([`response_artifact_id`]: the answer, or what the model said beside
+/// its tool calls), not an artifact a tool made.
+pub fn is_response_artifact(task_id: &str, artifact_id: &str) -> bool {
+    artifact_id
+        .strip_prefix(task_id)
+        .and_then(|rest| rest.strip_prefix("-response-"))
+        .is_some_and(|rest| rest == "final" || rest.parse::<u32>().is_ok())
+}
+
 /// Sends a turn's events, stamped with its task and context.
 #[derive(Clone)]
 pub(crate) struct Emitter {
@@ -312,5 +331,27 @@ impl Emitter {
             message: message.to_owned(),
             fatal,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn response_artifacts_are_told_from_other_artifacts() {
+        for id in [
+            response_artifact_id("t-1", Some(3)),
+            response_artifact_id("t-1", None),
+        ] {
+            assert!(is_response_artifact("t-1", &id), "{id}");
+            assert!(!is_response_artifact("t-2", &id), "another task's: {id}");
+        }
+        for made_by_a_tool in ["report", "t-1-response-", "t-1-response-x", "t-1"] {
+            assert!(
+                !is_response_artifact("t-1", made_by_a_tool),
+                "{made_by_a_tool}"
+            );
+        }
     }
 }

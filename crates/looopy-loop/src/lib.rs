@@ -32,6 +32,7 @@ pub use builder::AgentLoopBuilder;
 pub use config::AgentLoopConfig;
 pub use context::{CONTEXT_LENGTH, CountedRequests, RequestEstimator, TurnCompactor};
 pub use error::LoopError;
+pub use events::{is_response_artifact, response_artifact_id};
 pub use input::TurnInput;
 pub use interest::InternalEvents;
 pub use limits::{ToolFailureMode, TurnSettings};

@@ -52,24 +52,7 @@ pub(crate) fn joined(artifact: Artifact) -> Artifact {
     Artifact { parts, ..artifact }
 }
 
-/// Applies an `artifact-update` to a list of artifacts: a chunk with
-/// `append` extends the artifact of that id (adjacent text is joined),
-/// otherwise it replaces it (or adds it).
-pub(crate) fn fold_artifact(artifacts: &mut Vec<Artifact>, update: &Artifact, append: bool) {
-    match artifacts
-        .iter_mut()
-        .find(|a| a.artifact_id == update.artifact_id)
-    {
-        Some(existing) if append => {
-            Part::extend_joined(&mut existing.parts, update.parts.iter().cloned());
-            if existing.name.is_none() {
-                existing.name.clone_from(&update.name);
-            }
-        }
-        Some(existing) => *existing = update.clone(),
-        None => artifacts.push(update.clone()),
-    }
-}
+pub(crate) use looopy_core::fold_artifact;
 
 /// Folds the artifact updates among `events` into `artifacts`.
 pub(crate) fn fold_events(artifacts: &mut Vec<Artifact>, events: &[StoredEvent]) {

@@ -87,7 +87,7 @@ impl Turn {
         if let Err(ending) = self.fit(&mut request, &flatten, true).await {
             return ending;
         }
-        let artifact_id = format!("{}-response-final", self.cx.task_id);
+        let artifact_id = crate::events::response_artifact_id(&self.cx.task_id, None);
         let result = model_call::call_model(
             &self.agent,
             &self.config,

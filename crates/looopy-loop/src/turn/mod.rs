@@ -487,7 +487,7 @@ impl Turn {
             Err(skipped) => return self.after_llm(&hooks, skipped, None).await,
         };
         let iteration = self.iteration;
-        let artifact_id = format!("{}-response-{iteration}", self.cx.task_id);
+        let artifact_id = crate::events::response_artifact_id(&self.cx.task_id, Some(iteration));
         let called = model_call::call_model(
             &self.agent,
             &self.config,
