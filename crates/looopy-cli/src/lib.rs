@@ -10,6 +10,7 @@ pub mod chat;
 pub mod config;
 pub mod history;
 pub mod mcp;
+pub mod prompts;
 pub mod push;
 pub mod render;
 pub mod run;

@@ -52,7 +52,8 @@ pub fn server(
             mcp_shutdown,
             public_url,
             config.server.max_body_bytes,
-        ));
+        ))
+        .routes(crate::prompts::routes(app.references.clone()));
     let builder = match config.server.card_default_version {
         Some(version) => builder.card_default_version(version),
         None => builder,

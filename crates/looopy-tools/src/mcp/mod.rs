@@ -770,9 +770,16 @@ impl McpToolProvider {
         Ok(catalog::resource_parts(result))
     }
 
-    /// The server's prompts, every page of them.
+    /// The server's prompts, every page of them; none when the server
+    /// declares no `prompts` capability (it is not asked).
     pub async fn prompts(&self) -> Result<Vec<McpPrompt>, ToolsError> {
         let (peer, generation) = self.peer().await.map_err(|m| self.unavailable(m))?;
+        if !peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.prompts.is_some())
+        {
+            return Ok(Vec::new());
+        }
         let listed = peer.list_all_prompts().await;
         let prompts = self.answer(generation, "listing prompts", listed).await?;
         Ok(prompts.into_iter().map(Into::into).collect())

@@ -9,7 +9,8 @@ use looopy_core::mcp_ref::{McpPromptRef, McpRef, McpResourceRef};
 use looopy_core::{History, Message, Part};
 use serde_json::Value;
 
-use super::McpToolProvider;
+use super::{McpPrompt, McpToolProvider};
+use crate::error::ToolsError;
 
 /// The agent's MCP servers, by name, as the references of a conversation
 /// name them.
@@ -76,6 +77,17 @@ impl McpReferences {
             }
         }
         Some(out)
+    }
+
+    /// Every server's prompts, by server name in name order: what a person
+    /// picks a prompt reference from (the chat page's menu). A server that
+    /// cannot be asked gives its error instead of a list.
+    pub async fn prompts(&self) -> Vec<(String, Result<Vec<McpPrompt>, ToolsError>)> {
+        let mut out = Vec::with_capacity(self.servers.len());
+        for (name, server) in self.servers.iter() {
+            out.push((name.clone(), server.prompts().await));
+        }
+        out
     }
 
     fn server(&self, name: &str) -> Result<&McpToolProvider, String> {
