@@ -28,7 +28,7 @@ pub use client::{
 };
 pub use jsonrpc::{RpcError, UNAUTHENTICATED};
 pub use loop_runner::LoopRunner;
-pub use model::{SendResponse, StreamEvent, TaskSnapshot};
+pub use model::{SendRequest, SendResponse, StreamEvent, TaskSnapshot, WireMessage};
 #[cfg(feature = "client")]
 pub use remote_tool::RemoteAgentTools;
 pub use runner::{ResumeRequest, RunnerError, TurnEvents, TurnRequest, TurnRunner};
@@ -39,5 +39,3 @@ pub use server::{
 };
 pub use tool_progress::ToolProgress;
 pub use version::{ProtocolVersion, VERSION_HEADER};
-pub use wire::SendRequest;
-pub use wire::WireMessage;

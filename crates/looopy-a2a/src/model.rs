@@ -1,9 +1,12 @@
 //! Version-neutral views of what A2A exchanges, in looopy-core's vocabulary:
-//! the server encodes them for the request's version, the client decodes
-//! both versions into them.
+//! the server decodes requests of either version into them and encodes its
+//! answers for the request's version; the client does the reverse.
 
-use looopy_core::{AgentEvent, Artifact, Message, TaskStatus};
+use chrono::{DateTime, Utc};
+use looopy_core::{AgentEvent, Artifact, Message, TaskState, TaskStatus};
 use serde_json::{Map, Value};
+
+use crate::RpcError;
 
 /// A task as A2A shows it (`Task` in both versions).
 #[derive(Debug, Clone, PartialEq)]
@@ -102,5 +105,103 @@ impl WireMessage {
             context_id: None,
             reference_task_ids: Vec::new(),
         }
+    }
+}
+
+/// A message to send to a remote agent (the client's side of
+/// `SendMessage` / `message/send`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SendRequest {
+    /// The message (its role is sent as the user's).
+    pub message: Message,
+    /// Continue this conversation.
+    pub context_id: Option<String>,
+    /// Continue this task (one waiting for input).
+    pub task_id: Option<String>,
+    /// Wait for the turn to end (default) or return at once.
+    pub blocking: bool,
+    /// How many history messages the returned task should carry.
+    pub history_length: Option<usize>,
+    /// Request metadata.
+    pub metadata: Map<String, Value>,
+}
+
+impl SendRequest {
+    /// A blocking request with one user text message.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::new(Message::user(text))
+    }
+
+    /// A blocking request with this message.
+    pub fn new(message: Message) -> Self {
+        SendRequest {
+            message,
+            context_id: None,
+            task_id: None,
+            blocking: true,
+            history_length: None,
+            metadata: Map::new(),
+        }
+    }
+
+    /// Continues a conversation.
+    pub fn in_context(mut self, context_id: impl Into<String>) -> Self {
+        self.context_id = Some(context_id.into());
+        self
+    }
+
+    /// Continues a task.
+    pub fn for_task(mut self, task_id: impl Into<String>) -> Self {
+        self.task_id = Some(task_id.into());
+        self
+    }
+
+    /// Returns at once instead of waiting for the turn to end.
+    pub fn non_blocking(mut self) -> Self {
+        self.blocking = false;
+        self
+    }
+}
+
+/// Send params as the server reads them.
+#[derive(Debug, Clone)]
+pub(crate) struct SendParams {
+    pub(crate) message: WireMessage,
+    pub(crate) blocking: bool,
+    pub(crate) history_length: Option<usize>,
+    pub(crate) metadata: Map<String, Value>,
+    /// The push notification config sent with the message, as sent (read
+    /// by `server::push`).
+    pub(crate) push: Option<Value>,
+}
+
+/// A task id with an optional history length.
+#[derive(Debug, Clone)]
+pub(crate) struct TaskQuery {
+    pub(crate) id: String,
+    pub(crate) history_length: Option<usize>,
+}
+
+/// `ListTasks` params.
+#[derive(Debug, Clone)]
+pub(crate) struct ListQuery {
+    pub(crate) context_id: Option<String>,
+    pub(crate) state: Option<TaskState>,
+    pub(crate) page_size: usize,
+    pub(crate) offset: usize,
+    pub(crate) history_length: Option<usize>,
+    pub(crate) include_artifacts: bool,
+    pub(crate) updated_after: Option<DateTime<Utc>>,
+}
+
+/// A requested history length: absent (no limit), 0 (none) or at most N;
+/// a negative one is refused (-32602).
+pub(crate) fn history_length(n: Option<i64>) -> Result<Option<usize>, RpcError> {
+    match n {
+        None => Ok(None),
+        Some(n) => usize::try_from(n).map(Some).map_err(|_| {
+            RpcError::invalid_params(format!("historyLength: must not be negative, got {n}"))
+                .with_meta("field", "historyLength")
+        }),
     }
 }

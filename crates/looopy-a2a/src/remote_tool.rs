@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 use tracing::Instrument;
 
 use crate::client::{A2aClient, A2aClientError, A2aStream, Credentials};
+use crate::model::SendRequest;
 use crate::model::{SendResponse, StreamEvent, TaskSnapshot};
 use crate::server::record::fold_artifact;
-use crate::wire::SendRequest;
 
 /// The remote side of one local conversation.
 #[derive(Debug, Clone, Default)]

@@ -129,7 +129,7 @@ pub(super) const STEPS: &[Step] = &[
     },
     Step {
         krate: "looopy-a2a",
-        file: "server/push/mod.rs",
+        file: "server/push/methods.rs",
         what: "`push::inline` (no push config on this request)",
     },
     Step {
@@ -360,7 +360,7 @@ pub(super) const STEPS: &[Step] = &[
     Step {
         krate: "looopy-a2a",
         file: "wire/mod.rs",
-        what: "`update_result` → `format(v)` → the `WireFormat` method",
+        what: "`update_result`: the version's encoder",
     },
     Step {
         krate: "looopy-a2a",

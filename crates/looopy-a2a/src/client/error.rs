@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::RpcError;
+use crate::jsonrpc::ResponseError;
 
 /// A request that could not be sent or a response that could not be read,
 /// with the error that caused it as its [`source`](std::error::Error::source)
@@ -82,6 +83,15 @@ impl A2aClientError {
             A2aClientError::Rpc(e) => Some(e.code),
             _ => None,
         }
+    }
+}
+
+/// The client error of a JSON-RPC response that carries an error (or is
+/// not a JSON-RPC response).
+pub(super) fn rpc_error(e: ResponseError) -> A2aClientError {
+    match e {
+        ResponseError::Rpc(e) => A2aClientError::Rpc(e),
+        ResponseError::Malformed(m) => A2aClientError::Decode(m),
     }
 }
 

@@ -8,33 +8,21 @@ mod sse;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use futures::stream::BoxStream;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
 pub use builder::{A2aClientBuilder, Credentials};
 pub use card::AgentCard;
 pub use error::{A2aClientError, TransportError};
+pub use sse::{A2aStream, StreamItem};
 
-use crate::jsonrpc::{self, ResponseError};
-use crate::model::{SendResponse, StreamEvent, TaskSnapshot};
+use crate::jsonrpc;
+use crate::model::{SendRequest, SendResponse, TaskSnapshot};
 use crate::server::API_KEY_HEADER;
 use crate::trace;
 use crate::version::{ProtocolVersion, VERSION_HEADER};
-use crate::wire::{self, SendRequest};
-
-/// One item of a stream with its SSE event id (pass the last one seen to
-/// [`A2aClient::resubscribe`] to get only what came after it).
-#[derive(Debug, Clone, PartialEq)]
-pub struct StreamItem {
-    /// The SSE `id:` (the server's event log id), when the event had one.
-    pub id: Option<String>,
-    /// The item.
-    pub event: StreamEvent,
-}
-
-/// The items of a stream, until the server closes it (after the turn's end).
-pub type A2aStream = BoxStream<'static, Result<StreamItem, A2aClientError>>;
+use crate::wire;
+use error::rpc_error;
 
 /// One page of [`A2aClient::list_tasks`].
 #[derive(Debug, Clone, PartialEq)]
@@ -83,10 +71,14 @@ fn transport(e: reqwest::Error) -> A2aClientError {
     A2aClientError::Transport(TransportError::new(e))
 }
 
-fn rpc_error(e: ResponseError) -> A2aClientError {
-    match e {
-        ResponseError::Rpc(e) => A2aClientError::Rpc(e),
-        ResponseError::Malformed(m) => A2aClientError::Decode(m),
+/// The items of an SSE response; the error of a JSON one.
+fn stream_of(version: ProtocolVersion, answer: Answer) -> Result<A2aStream, A2aClientError> {
+    match answer {
+        Answer::Stream(response) => Ok(sse::events(version, response)),
+        Answer::Json(value) => Err(match jsonrpc::into_result(value) {
+            Err(e) => rpc_error(e),
+            Ok(_) => A2aClientError::Decode("expected an event stream".into()),
+        }),
     }
 }
 
@@ -280,7 +272,7 @@ impl A2aClient {
                 None,
             )
             .await?;
-        sse::events(version, response).await
+        stream_of(version, response)
     }
 
     /// Streams a task again (`SubscribeToTask` / `tasks/resubscribe`): with
@@ -300,7 +292,7 @@ impl A2aClient {
                 last_event_id,
             )
             .await?;
-        sse::events(version, response).await
+        stream_of(version, response)
     }
 
     /// A task (`GetTask` / `tasks/get`), with at most `history_length` messages.

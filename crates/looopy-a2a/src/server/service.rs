@@ -11,13 +11,15 @@ use looopy_core::{AuthContext, Part, Role};
 use serde_json::Value;
 
 use crate::RpcError;
-use crate::model::{SendResponse, StreamEvent, TaskSnapshot};
+use crate::model::{
+    ListQuery, SendParams, SendResponse, StreamEvent, TaskQuery, TaskSnapshot, WireMessage,
+};
 use crate::server::push::{self, ConfigInput, ConfigQuery};
 use crate::server::sse::{Opened, StreamSpec};
 use crate::server::state::ServerState;
 use crate::trace;
 use crate::version::ProtocolVersion;
-use crate::wire::{self, ListQuery, SendParams, TaskQuery, WireMessage};
+use crate::wire;
 
 /// Who calls, in which version, with which extensions: what every
 /// operation is given beside its parameters.

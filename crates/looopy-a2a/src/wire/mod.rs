@@ -11,114 +11,15 @@ mod v1_stream;
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
-use looopy_core::{AgentEvent, Message, TaskState};
+use looopy_core::AgentEvent;
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::RpcError;
-use crate::model::{SendResponse, StreamEvent, TaskSnapshot};
+use crate::model::{
+    ListQuery, SendParams, SendRequest, SendResponse, StreamEvent, TaskQuery, TaskSnapshot,
+};
 use crate::version::ProtocolVersion;
-
-pub use crate::model::WireMessage;
-
-/// A message to send to a remote agent (the client's side of
-/// `SendMessage` / `message/send`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct SendRequest {
-    /// The message (its role is sent as the user's).
-    pub message: Message,
-    /// Continue this conversation.
-    pub context_id: Option<String>,
-    /// Continue this task (one waiting for input).
-    pub task_id: Option<String>,
-    /// Wait for the turn to end (default) or return at once.
-    pub blocking: bool,
-    /// How many history messages the returned task should carry.
-    pub history_length: Option<usize>,
-    /// Request metadata.
-    pub metadata: Map<String, Value>,
-}
-
-impl SendRequest {
-    /// A blocking request with one user text message.
-    pub fn text(text: impl Into<String>) -> Self {
-        Self::new(Message::user(text))
-    }
-
-    /// A blocking request with this message.
-    pub fn new(message: Message) -> Self {
-        SendRequest {
-            message,
-            context_id: None,
-            task_id: None,
-            blocking: true,
-            history_length: None,
-            metadata: Map::new(),
-        }
-    }
-
-    /// Continues a conversation.
-    pub fn in_context(mut self, context_id: impl Into<String>) -> Self {
-        self.context_id = Some(context_id.into());
-        self
-    }
-
-    /// Continues a task.
-    pub fn for_task(mut self, task_id: impl Into<String>) -> Self {
-        self.task_id = Some(task_id.into());
-        self
-    }
-
-    /// Returns at once instead of waiting for the turn to end.
-    pub fn non_blocking(mut self) -> Self {
-        self.blocking = false;
-        self
-    }
-}
-
-/// Send params as the server reads them.
-#[derive(Debug, Clone)]
-pub(crate) struct SendParams {
-    pub(crate) message: WireMessage,
-    pub(crate) blocking: bool,
-    pub(crate) history_length: Option<usize>,
-    pub(crate) metadata: Map<String, Value>,
-    /// The push notification config sent with the message, as sent (read
-    /// by `server::push`).
-    pub(crate) push: Option<Value>,
-}
-
-/// A task id with an optional history length.
-#[derive(Debug, Clone)]
-pub(crate) struct TaskQuery {
-    pub(crate) id: String,
-    pub(crate) history_length: Option<usize>,
-}
-
-/// `ListTasks` params.
-#[derive(Debug, Clone)]
-pub(crate) struct ListQuery {
-    pub(crate) context_id: Option<String>,
-    pub(crate) state: Option<TaskState>,
-    pub(crate) page_size: usize,
-    pub(crate) offset: usize,
-    pub(crate) history_length: Option<usize>,
-    pub(crate) include_artifacts: bool,
-    pub(crate) updated_after: Option<DateTime<Utc>>,
-}
-
-/// A requested history length: absent (no limit), 0 (none) or at most N;
-/// a negative one is refused (-32602).
-pub(crate) fn history_length(n: Option<i64>) -> Result<Option<usize>, RpcError> {
-    match n {
-        None => Ok(None),
-        Some(n) => usize::try_from(n).map(Some).map_err(|_| {
-            RpcError::invalid_params(format!("historyLength: must not be negative, got {n}"))
-                .with_meta("field", "historyLength")
-        }),
-    }
-}
 
 /// A stream item (the `result` of a stream's JSON-RPC response, or the bare
 /// HTTP+JSON item) in its version's typed form. It is serialised once,
@@ -127,8 +28,8 @@ pub(crate) fn history_length(n: Option<i64>) -> Result<Option<usize>, RpcError> 
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub(crate) enum StreamResult {
-    /// A 1.0 `StreamResponse` (boxed, as the 0.3 form: both are large,
-    /// and items queue).
+    /// A 1.0 `StreamResponse` holding a task or a message (boxed, as the
+    /// 0.3 form: both are large, and items queue).
     V1(Box<a2a::StreamResponse>),
     /// A logged event in the 1.0 form, written from the event itself.
     V1Update(v1_stream::StreamUpdate),
@@ -253,18 +154,24 @@ pub(crate) fn encode_send_response(v: ProtocolVersion, r: &SendResponse) -> Valu
     }
 }
 
-/// The stream result for an item in its typed form; `None` for events
-/// that never leave the process (`internal:*`).
+/// The stream result for an item; `None` for events that never leave the
+/// process (`internal:*`). An event gets the form [`update_result`] gives
+/// it.
 pub(crate) fn stream_result(v: ProtocolVersion, e: &StreamEvent) -> Option<StreamResult> {
     match v {
-        ProtocolVersion::V1_0 => v1::stream_result(e).map(|r| StreamResult::V1(Box::new(r))),
+        ProtocolVersion::V1_0 => match e {
+            StreamEvent::Task(t) => Some(StreamResult::V1(Box::new(v1::stream_task(t)))),
+            StreamEvent::Message(m) => Some(StreamResult::V1(Box::new(v1::stream_message(m)))),
+            StreamEvent::Update(event) => update_result(v, &Arc::new(event.clone())),
+        },
         ProtocolVersion::V0_3 => v03::stream_result(e).map(|r| StreamResult::V03(Box::new(r))),
     }
 }
 
 /// The stream result for a logged event, written from the shared event
-/// itself (not from a copy in the `a2a-lf` types); `None` for events that
-/// never leave the process.
+/// itself; `None` for events that never leave the process. In 1.0 this is
+/// the one encoder of an event (`v1_stream`), tested against the official
+/// `a2a-lf` types.
 pub(crate) fn update_result(v: ProtocolVersion, e: &Arc<AgentEvent>) -> Option<StreamResult> {
     match v {
         ProtocolVersion::V1_0 => v1_stream::StreamUpdate::of(e).map(StreamResult::V1Update),
@@ -309,8 +216,9 @@ pub(crate) fn decode_stream_event(v: ProtocolVersion, value: Value) -> Result<St
 
 #[cfg(test)]
 mod tests {
-    use looopy_core::{Artifact, EventPayload, FileContent, Part, TaskStatus};
-    use serde_json::json;
+    use chrono::{TimeZone, Utc};
+    use looopy_core::{Artifact, EventPayload, FileContent, Message, Part, TaskState, TaskStatus};
+    use serde_json::{Map, json};
 
     use super::*;
 
@@ -348,6 +256,23 @@ mod tests {
             event(EventPayload::Task {
                 status: TaskStatus::new(TaskState::Submitted),
                 metadata: metadata.clone(),
+            }),
+            // Timestamps on a whole second (no fraction written in 1.0) and
+            // with microseconds (cut to milliseconds).
+            event(EventPayload::Task {
+                status: TaskStatus {
+                    timestamp: Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap(),
+                    ..TaskStatus::new(TaskState::Working)
+                },
+                metadata: Map::new(),
+            }),
+            event(EventPayload::StatusUpdate {
+                status: TaskStatus {
+                    timestamp: Utc.timestamp_micros(1_767_323_045_123_456).unwrap(),
+                    ..TaskStatus::new(TaskState::Failed)
+                },
+                is_final: true,
+                metadata: looopy_core::StatusMetadata::default(),
             }),
             event(EventPayload::StatusUpdate {
                 status: TaskStatus::new(TaskState::Working),
@@ -427,8 +352,7 @@ mod tests {
                 }
                 let bare: Value = serde_json::from_str(&result.frame(None)).unwrap();
                 assert_eq!(bare, value, "{v:?} {}", e.kind());
-                // The typed item of a stream event is the logged event's
-                // (in 1.0, the `a2a-lf` types against the borrowed writer).
+                // A stream event's item is the logged event's.
                 let item = stream_result(v, &StreamEvent::Update((*e).clone())).unwrap();
                 assert_eq!(item.to_value(), value, "{v:?} {}", e.kind());
             }
@@ -436,8 +360,54 @@ mod tests {
     }
 
     #[test]
+    fn the_1_0_writer_writes_what_the_official_types_serialize_to() {
+        for e in events() {
+            let written: Value = serde_json::from_str(
+                &update_result(ProtocolVersion::V1_0, &e)
+                    .unwrap()
+                    .frame(None),
+            )
+            .unwrap();
+            let official = serde_json::to_value(v1::stream_response(&e).unwrap()).unwrap();
+            assert_eq!(written, official, "{}", e.kind());
+            // And the official types read it back.
+            let read: a2a::StreamResponse = serde_json::from_value(written).unwrap();
+            assert_eq!(
+                serde_json::to_value(read).unwrap(),
+                official,
+                "{}",
+                e.kind()
+            );
+        }
+    }
+
+    #[test]
+    fn a_file_whose_bytes_are_not_base64_is_written_as_the_official_types_write_it() {
+        let bad = Part::file(FileContent {
+            name: Some("f.bin".into()),
+            mime_type: None,
+            uri: None,
+            bytes: Some("not base64!".into()),
+        });
+        let e = event(EventPayload::ArtifactUpdate {
+            artifact: Artifact::new("a", vec![bad]),
+            append: false,
+            last_chunk: true,
+        });
+        let written = update_result(ProtocolVersion::V1_0, &e).unwrap().to_value();
+        assert_eq!(
+            written["artifactUpdate"]["artifact"]["parts"][0]["text"],
+            "[file f.bin: its bytes are not valid base64]"
+        );
+        assert_eq!(
+            written,
+            serde_json::to_value(v1::stream_response(&e).unwrap()).unwrap()
+        );
+    }
+
+    #[test]
     fn an_artifact_chunk_is_framed_as_each_version_spells_it() {
-        let chunk = &events()[3];
+        let chunk = &events()[5];
         let v1: Value = serde_json::from_str(
             &update_result(ProtocolVersion::V1_0, chunk)
                 .unwrap()

@@ -15,9 +15,10 @@ use looopy_core::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::WireMessage;
-use crate::model::{SendResponse, StreamEvent, TaskSnapshot};
-use crate::wire::{SendParams, SendRequest, TaskQuery};
+use crate::model::{
+    SendParams, SendRequest, SendResponse, StreamEvent, TaskQuery, TaskSnapshot, WireMessage,
+    history_length,
+};
 
 /// A part (`TextPart` | `FilePart` | `DataPart`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -490,7 +491,7 @@ pub(super) fn decode_send_params(params: Value) -> Result<SendParams, crate::Rpc
         message,
         // 0.3 sends block unless `blocking` is false (as the Python SDK does).
         blocking: config.blocking.unwrap_or(true),
-        history_length: super::history_length(config.history_length)?,
+        history_length: history_length(config.history_length)?,
         metadata: p.metadata.unwrap_or_default(),
         push: config.push_notification_config,
     })
@@ -502,7 +503,7 @@ pub(super) fn decode_task_query(params: Value) -> Result<TaskQuery, crate::RpcEr
     let q: TaskQuery03 = crate::jsonrpc::params(params)?;
     Ok(TaskQuery {
         id: q.id,
-        history_length: super::history_length(q.history_length)?,
+        history_length: history_length(q.history_length)?,
     })
 }
 

@@ -16,10 +16,11 @@ use looopy_core::{
 };
 use serde_json::{Map, Value};
 
-use super::WireMessage;
 use crate::RpcError;
-use crate::model::{SendResponse, StreamEvent, TaskSnapshot};
-use crate::wire::{ListQuery, SendParams, SendRequest, TaskQuery};
+use crate::model::{
+    ListQuery, SendParams, SendRequest, SendResponse, StreamEvent, TaskQuery, TaskSnapshot,
+    WireMessage, history_length,
+};
 
 // ----------------------------------------------------------------- core -> wire
 
@@ -32,6 +33,7 @@ fn unmeta(map: Option<HashMap<String, Value>>) -> Map<String, Value> {
 }
 
 /// A status update's metadata, as the wire's one object.
+#[cfg(test)]
 fn status_meta(metadata: &StatusMetadata) -> Option<HashMap<String, Value>> {
     (!metadata.is_empty()).then(|| metadata.to_map().into_iter().collect())
 }
@@ -156,16 +158,21 @@ pub(super) fn encode_send_response(r: &SendResponse) -> Value {
     })
 }
 
-/// A `StreamResponse`.
-pub(super) fn stream_result(e: &StreamEvent) -> Option<StreamResponse> {
-    Some(match e {
-        StreamEvent::Task(t) => StreamResponse::Task(task(t)),
-        StreamEvent::Message(m) => StreamResponse::Message(wire_message(m)),
-        StreamEvent::Update(event) => stream_response(event)?,
-    })
+/// A `StreamResponse` holding a task (the first item of a task stream).
+pub(super) fn stream_task(t: &TaskSnapshot) -> StreamResponse {
+    StreamResponse::Task(task(t))
 }
 
-fn stream_response(e: &AgentEvent) -> Option<StreamResponse> {
+/// A `StreamResponse` holding a direct message (the only item of a
+/// message stream).
+pub(super) fn stream_message(m: &WireMessage) -> StreamResponse {
+    StreamResponse::Message(wire_message(m))
+}
+
+/// A logged event in the official types: what the stream writer
+/// (`v1_stream`, the one encoder of a logged event) is tested against.
+#[cfg(test)]
+pub(super) fn stream_response(e: &AgentEvent) -> Option<StreamResponse> {
     let (task_id, context_id) = (&*e.task_id, &*e.context_id);
     Some(match &*e.payload {
         EventPayload::Task {
@@ -322,7 +329,7 @@ pub(super) fn decode_send_params(params: Value) -> Result<SendParams, RpcError> 
             "message.role: must be \"ROLE_USER\"",
         ));
     }
-    let (return_immediately, history_length) = match &p.configuration {
+    let (return_immediately, history) = match &p.configuration {
         Some(c) => (c.return_immediately.unwrap_or(false), c.history_length),
         None => (false, None),
     };
@@ -334,7 +341,7 @@ pub(super) fn decode_send_params(params: Value) -> Result<SendParams, RpcError> 
         message: core_message(p.message),
         // 1.0 sends block unless `returnImmediately` (spec §3.2.2).
         blocking: !return_immediately,
-        history_length: super::history_length(history_length.map(i64::from))?,
+        history_length: history_length(history.map(i64::from))?,
         metadata: unmeta(p.metadata),
         push,
     })
@@ -345,7 +352,7 @@ pub(super) fn decode_task_query(params: Value) -> Result<TaskQuery, RpcError> {
     let q: a2a::GetTaskRequest = crate::jsonrpc::params(params)?;
     Ok(TaskQuery {
         id: q.id,
-        history_length: super::history_length(q.history_length.map(i64::from))?,
+        history_length: history_length(q.history_length.map(i64::from))?,
     })
 }
 
@@ -377,7 +384,7 @@ pub(super) fn decode_list_query(params: Value) -> Result<ListQuery, RpcError> {
             .map(|s| core_state(&s)),
         page_size,
         offset,
-        history_length: super::history_length(q.history_length.map(i64::from))?,
+        history_length: history_length(q.history_length.map(i64::from))?,
         include_artifacts: q.include_artifacts.unwrap_or(false),
         updated_after: q.status_timestamp_after,
     })
@@ -517,7 +524,9 @@ mod tests {
                 metadata: looopy_core::StatusMetadata::default(),
             },
         );
-        let v = serde_json::to_value(stream_response(&e).unwrap()).unwrap();
+        let v = super::super::update_result(crate::ProtocolVersion::V1_0, &Arc::new(e))
+            .unwrap()
+            .to_value();
         let u = &v["statusUpdate"];
         assert_eq!(u["taskId"], "t");
         assert_eq!(u["status"]["state"], "TASK_STATE_INPUT_REQUIRED");

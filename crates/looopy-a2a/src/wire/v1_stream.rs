@@ -1,11 +1,12 @@
 //! A logged event as an A2A 1.0 `StreamResponse`, written straight from the
-//! borrowed event into the bytes sent: the JSON that the `a2a-lf` types
-//! give (`v1::stream_result`), without building them first. A stream sends
-//! each of its turn's events this way, so that an item costs no copy of the
-//! event's ids, parts, message or metadata, and its fields are written by
-//! the small writer in `json` rather than serde's map machinery; the typed
-//! form stays for everything else (and the tests hold the two to the same
-//! JSON).
+//! borrowed event into the bytes sent. This is the one 1.0 encoder of an
+//! event: a stream sends each of its turn's events this way, so that an
+//! item costs no copy of the event's ids, parts, message or metadata, and
+//! its fields are written by the small writer in `json` rather than serde's
+//! map machinery. Its JSON is the official `a2a-lf` types' JSON for the
+//! same event: the tests (in `wire/mod.rs`) build those types from each
+//! kind of event and compare. Tasks and messages (the first item of a task
+//! stream, a direct reply) are the official types, built in `v1`.
 
 use std::sync::Arc;
 
@@ -25,8 +26,8 @@ use super::v1;
 pub(crate) struct StreamUpdate(Arc<AgentEvent>);
 
 impl StreamUpdate {
-    /// The event's stream form; `None` for events that never leave (the
-    /// ones `v1::stream_result` has no form for).
+    /// The event's stream form; `None` for events that never leave (any
+    /// but a task, status or artifact event).
     pub(crate) fn of(event: &Arc<AgentEvent>) -> Option<Self> {
         matches!(
             *event.payload,
@@ -84,7 +85,7 @@ impl StreamUpdate {
 }
 
 /// The same JSON for serde's other writers (a `Value` for the gRPC binding
-/// and push bodies; not on a stream's path).
+/// and push bodies; not on a stream's SSE path).
 impl Serialize for StreamUpdate {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut out = Vec::with_capacity(256);

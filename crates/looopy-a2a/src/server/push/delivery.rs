@@ -1,7 +1,7 @@
-//! Delivery: a follower per task turn reads the turn's events from the
-//! event log (as a stream does) and hands each one to a bounded queue per
-//! webhook; a worker per webhook POSTs what its queue holds, in order,
-//! retrying with exponential backoff.
+//! Delivery, by [`Push`] (the push side of a server): a follower per task
+//! turn reads the turn's events from the event log (as a stream does) and
+//! hands each one to a bounded queue per webhook; a worker per webhook
+//! POSTs what its queue holds, in order, retrying with exponential backoff.
 //!
 //! Nothing here runs inside a turn: the turn writes its events to the log
 //! and never waits on a webhook. A slow webhook only makes its own queue
@@ -14,14 +14,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use looopy_core::store::{PushConfig, StoredEvent};
+use looopy_core::CancellationToken;
+use looopy_core::store::{PushConfig, PushConfigStore, StoredEvent};
 use looopy_core::{EventPayload, TaskStatus};
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use serde_json::Value;
 use tokio::sync::Notify;
 
+use super::settings::PushSettings;
 use super::ssrf::{self, GuardedResolver};
-use super::{Push, PushSettings};
 use crate::server::progress;
 use crate::server::tasks::{Tasks, TurnReader};
 use crate::version::ProtocolVersion;
@@ -41,7 +42,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// The HTTP client of deliveries: no redirects (a redirect could lead to
 /// a forbidden address), no proxy (it would resolve names itself), and,
 /// unless private webhooks are allowed, the guarded resolver.
-pub(super) fn client(settings: &PushSettings) -> Result<reqwest::Client, String> {
+fn client(settings: &PushSettings) -> Result<reqwest::Client, String> {
     let mut builder = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
@@ -127,7 +128,54 @@ struct Worker {
     handle: tokio::task::JoinHandle<()>,
 }
 
+/// The push side of a server: the configs, the HTTP client, the followers.
+pub(crate) struct Push {
+    /// The configs (read by the methods too).
+    pub(super) store: Arc<dyn PushConfigStore>,
+    pub(super) settings: PushSettings,
+    client: Result<reqwest::Client, String>,
+    /// Followed turns, by task id and the log id the turn starts after;
+    /// `true` when the follower should read the task's configs again.
+    followers: Mutex<HashMap<(String, Option<String>), bool>>,
+    /// Webhook workers running.
+    active: Arc<AtomicUsize>,
+    /// Ends every follower and worker (after the server's turns ended).
+    stop: CancellationToken,
+}
+
 impl Push {
+    /// The push side of a server whose configs are in `store`, calling
+    /// webhooks as `settings` says.
+    pub(crate) fn new(store: Arc<dyn PushConfigStore>, settings: PushSettings) -> Self {
+        let client = client(&settings);
+        if let Err(error) = &client {
+            tracing::error!(%error, "push: could not build the HTTP client");
+        }
+        Push {
+            store,
+            settings,
+            client,
+            followers: Mutex::default(),
+            active: Arc::default(),
+            stop: CancellationToken::new(),
+        }
+    }
+
+    /// At shutdown, once the turns ended: lets the followers and workers
+    /// send what they hold (the turns' last updates) for at most `wait`,
+    /// then stops them.
+    pub(crate) async fn drain(&self, wait: Duration) {
+        let until = Instant::now() + wait;
+        while Instant::now() < until {
+            let followers = lock(&self.followers).len();
+            if followers == 0 && self.active.load(Ordering::Acquire) == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.stop.cancel();
+    }
+
     /// Starts following a turn's events for the task's webhooks, unless
     /// this process already follows that turn (then the follower reads the
     /// configs again at its next event). `turn`: the log id the turn's

@@ -7,7 +7,8 @@ use looopy_core::{AuthContext, TaskState};
 use serde_json::Value;
 
 use super::config::{self, ConfigInput, ConfigQuery};
-use super::{Push, ssrf};
+use super::delivery::Push;
+use super::ssrf;
 use crate::RpcError;
 use crate::server::state::ServerState;
 use crate::server::tasks::Started;

@@ -11,8 +11,8 @@
 //! The readers that follow the turn while it runs in this process (the
 //! stream of the request that started it, a subscription, the follower
 //! that feeds the task's webhooks) read the chunks as they came: the
-//! compaction waits until each has read the final event (or gone), at
-//! most [`READER_WAIT`]. Any other reader is never left short:
+//! compaction waits until each has read the final event (or gone, see
+//! `reader.rs`), at most [`READER_WAIT`]. Any other reader is never left short:
 //! one that had read up to a chunk reads the whole artifact next, with
 //! `append: false`, which replaces its partial copy (the A2A rule for an
 //! update without `append`); one that had read past the last chunk reads
@@ -25,7 +25,6 @@ use std::time::Duration;
 
 use looopy_core::store::StoredEvent;
 use looopy_core::{AgentEvent, EventPayload};
-use tokio::sync::oneshot;
 
 use super::{Tasks, TurnState};
 use crate::server::record::fold_artifact;
@@ -33,29 +32,6 @@ use crate::server::record::fold_artifact;
 /// How long a finished turn's chunks wait for the readers that follow it
 /// here: a reader slower than this reads the artifact whole.
 const READER_WAIT: Duration = Duration::from_secs(10);
-
-/// Held by each reader that follows a turn running in this process until
-/// it has read the turn's final event (or was dropped): until every copy
-/// is gone, the turn's chunks stay as they came.
-#[derive(Debug, Clone)]
-pub(crate) struct TurnReader {
-    _reading: Arc<oneshot::Sender<()>>,
-}
-
-/// What the turn waits on before it compacts its chunks: every
-/// [`TurnReader`]'s end.
-pub(super) type ReadersGone = oneshot::Receiver<()>;
-
-/// A [`TurnReader`] and what tells the turn that every copy is gone.
-pub(super) fn turn_reader() -> (TurnReader, ReadersGone) {
-    let (reading, gone) = oneshot::channel();
-    (
-        TurnReader {
-            _reading: Arc::new(reading),
-        },
-        gone,
-    )
-}
 
 /// What a finished turn's log loses and gains.
 #[derive(Debug, PartialEq)]

@@ -27,16 +27,17 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::RpcError;
+use crate::model::SendParams;
 use crate::runner::{RunnerError, TurnEvents, TurnRequest, TurnRunner};
 use crate::server::progress;
-use crate::wire::SendParams;
 
 mod cancel;
 mod compact;
 mod query;
+mod reader;
 mod recovery;
 
-pub(crate) use compact::TurnReader;
+pub(crate) use reader::TurnReader;
 
 /// Where a started turn is.
 #[derive(Debug)]
@@ -64,7 +65,7 @@ struct Registered {
     /// For the readers that start with the turn.
     reader: TurnReader,
     /// What the turn's end waits on before it compacts its chunks.
-    readers: compact::ReadersGone,
+    readers: reader::ReadersGone,
 }
 
 /// How far a turn running here has got with its end.
@@ -154,7 +155,7 @@ struct TurnState {
     final_event_id: Option<String>,
     /// Resolves once every reader that started with the turn here has
     /// read its end or gone (taken by the compaction at the turn's end).
-    readers: Option<compact::ReadersGone>,
+    readers: Option<reader::ReadersGone>,
 }
 
 impl TurnState {
@@ -164,7 +165,7 @@ impl TurnState {
         context_id: Arc<str>,
         turn: u32,
         phase: watch::Sender<Phase>,
-        readers: compact::ReadersGone,
+        readers: reader::ReadersGone,
     ) -> Self {
         TurnState {
             task_id,
@@ -420,7 +421,7 @@ impl Tasks {
             return None;
         }
         let (phase, watched) = watch::channel(Phase::Running);
-        let (reader, readers) = compact::turn_reader();
+        let (reader, readers) = reader::turn_reader();
         running.insert(
             task_id.to_owned(),
             Running {

@@ -9,9 +9,9 @@ use looopy_core::{Artifact, AuthContext, Message};
 
 use super::{Tasks, store_error};
 use crate::RpcError;
+use crate::model::ListQuery;
 use crate::model::TaskSnapshot;
 use crate::server::record;
-use crate::wire::ListQuery;
 
 /// How many events a snapshot reads from the log at most to fold the
 /// artifacts of a running turn (or of every turn, for a runner that keeps
