@@ -88,3 +88,76 @@ async fn looopy_chat_attaches_a_resource_and_starts_from_a_prompt() {
         .await
         .unwrap();
 }
+
+/// The chat page in headless Chromium (`tests/fixtures/web_prompts.cjs`):
+/// the Prompts menu lists the MCP server's prompts, asks for the chosen
+/// one's arguments and sends it as a reference part, which the server
+/// fills in. `GET /web/prompts` is behind the server's tokens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chat_page_offers_the_servers_prompts_as_a_menu() {
+    let Some(browser) = looopy_testkit::external::browser() else {
+        return;
+    };
+    let Some(python) = support::python() else {
+        return;
+    };
+    let llm = OpenAiFixture::start().await.unwrap();
+    llm.push(FixtureReply::Text("reviewed".into()));
+    let dir = tempfile::tempdir().unwrap();
+    let script = repo_root().join("crates/looopy-tools/tests/fixtures/mcp_server.py");
+    let config = write_config(
+        &dir,
+        &format!(
+            "[llm]\nbase_url = \"{base}\"\nmodel = \"m\"\n\
+             [[auth.tokens]]\nprincipal = \"web\"\ntoken = \"web-token\"\n\
+             [[tools.mcp]]\nname = \"fixture\"\ncommand = \"{python}\"\n\
+             args = [\"{script}\", \"stdio\"]\n",
+            base = llm.base_url(),
+            python = python.display(),
+            script = script.display(),
+        ),
+    );
+    let (server, url) = serve_running(&config, &[]);
+
+    let http = reqwest::Client::new();
+    let refused = http.get(format!("{url}/web/prompts")).send().await.unwrap();
+    assert_eq!(refused.status(), 401);
+    let listed: Value = http
+        .get(format!("{url}/web/prompts"))
+        .bearer_auth("web-token")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let review = listed["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "review")
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(review["server"], "fixture");
+    assert_eq!(review["arguments"][0]["name"], "code");
+    assert_eq!(review["arguments"][0]["required"], true);
+    assert_eq!(listed["errors"], serde_json::json!([]));
+
+    let page = repo_root().join("crates/looopy-cli/tests/fixtures/web_prompts.cjs");
+    let env: [(&str, &dyn AsRef<std::ffi::OsStr>); 2] = [("URL", &url), ("TOKEN", &"web-token")];
+    let run = browser
+        .run_script(&page, &env, std::time::Duration::from_secs(180))
+        .await
+        .unwrap();
+    tokio::task::spawn_blocking(move || server.stop())
+        .await
+        .unwrap();
+    assert!(run.all_ok(), "the browser script failed: {run:?}");
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 1);
+    let sent = sent_text(&requests[0].body);
+    assert!(
+        sent.contains("Review this Rust code:\nfn main() {}"),
+        "{sent}"
+    );
+    assert!(sent.contains("Be brief."), "{sent}");
+}

@@ -774,9 +774,9 @@ impl McpToolProvider {
     /// declares no `prompts` capability (it is not asked).
     pub async fn prompts(&self) -> Result<Vec<McpPrompt>, ToolsError> {
         let (peer, generation) = self.peer().await.map_err(|m| self.unavailable(m))?;
-        if !peer
+        if peer
             .peer_info()
-            .is_some_and(|info| info.capabilities.prompts.is_some())
+            .is_none_or(|info| info.capabilities.prompts.is_none())
         {
             return Ok(Vec::new());
         }

@@ -26,6 +26,8 @@
     /** The turn being streamed: {view, taskId, controller, lastEventId, ...}. */
     run: null,
     tokenPrompt: null,
+    /** The MCP servers' prompts, for the prompt menu. */
+    prompts: [],
   };
 
   class NoTokenError extends Error {}
@@ -537,7 +539,88 @@
 
   // ------------------------------------------------------------- start
 
+  // ------------------------------------------------------------- prompts
+
+  /** Lists the MCP servers' prompts; the Prompts button shows when there
+   * are any. Quiet: a server without the route or a missing token just
+   * leaves the menu out. */
+  async function loadPrompts() {
+    let listed;
+    try {
+      listed = await A2A.prompts();
+    } catch (_) {
+      return;
+    }
+    S.prompts = Array.isArray(listed.prompts) ? listed.prompts : [];
+    $('prompt-button').hidden = S.prompts.length === 0;
+  }
+
+  /** The prompt chosen in the dialog's select. */
+  function chosenPrompt() {
+    return S.prompts[Number($('prompt-select').value)] || null;
+  }
+
+  /** One input per argument of the chosen prompt. */
+  function showPromptArgs() {
+    const prompt = chosenPrompt();
+    const box = $('prompt-args');
+    box.textContent = '';
+    $('prompt-description').textContent = (prompt && prompt.description) || '';
+    if (!prompt) return;
+    (prompt.arguments || []).forEach((arg, i) => {
+      const id = 'prompt-arg-' + i;
+      const help = arg.description ? id + '-help' : null;
+      box.append(
+        el('label', { for: id }, arg.name + (arg.required ? ' (required)' : '')),
+        el('input', {
+          id, type: 'text', name: arg.name, autocomplete: 'off',
+          required: !!arg.required, 'aria-describedby': help,
+        }),
+      );
+      if (help) box.append(el('p', { class: 'help', id: help }, arg.description));
+    });
+  }
+
+  /** The prompt menu: pick a prompt, fill in its arguments, and send it as
+   * an `mcpPrompt` reference part before what the message box holds. */
+  function openPrompts() {
+    const dialog = $('prompt-dialog');
+    const select = $('prompt-select');
+    select.textContent = '';
+    S.prompts.forEach((p, i) => {
+      select.append(el('option', { value: String(i) }, p.server + ': ' + (p.title || p.name)));
+    });
+    showPromptArgs();
+    dialog.showModal();
+    select.focus();
+  }
+
+  function sendPrompt() {
+    const prompt = chosenPrompt();
+    if (!prompt || S.run) return;
+    const args = {};
+    const shown = [];
+    for (const input of $('prompt-args').querySelectorAll('input')) {
+      const value = input.value.trim();
+      if (!value && input.required) { input.focus(); return; }
+      if (value) { args[input.name] = value; shown.push(input.name + '=' + value); }
+    }
+    $('prompt-dialog').close();
+    const input = $('composer-input');
+    const text = input.value.trim();
+    input.value = '';
+    const parts = [{ data: { mcpPrompt: { server: prompt.server, name: prompt.name, arguments: args } } }];
+    if (text) parts.push({ text });
+    const label = ['/prompt ' + prompt.server + ':' + prompt.name].concat(shown).join(' ') + (text ? '\n' + text : '');
+    send(label, parts);
+    input.focus();
+  }
+
   function wire() {
+    $('prompt-button').addEventListener('click', openPrompts);
+    $('prompt-select').addEventListener('change', showPromptArgs);
+    $('prompt-form').addEventListener('submit', (ev) => { ev.preventDefault(); sendPrompt(); });
+    $('prompt-cancel').addEventListener('click', () => { $('prompt-dialog').close(); $('composer-input').focus(); });
     const input = $('composer-input');
     $('composer').addEventListener('submit', (ev) => {
       ev.preventDefault();
@@ -555,7 +638,7 @@
       }
     });
     document.addEventListener('keydown', (ev) => {
-      if (ev.key !== 'Escape' || $('token-dialog').open) return;
+      if (ev.key !== 'Escape' || $('token-dialog').open || $('prompt-dialog').open) return;
       if ($('sidebar').classList.contains('open') && narrow()) {
         ev.preventDefault();
         closeSidebar(true);
@@ -607,6 +690,7 @@
       showBanner(friendly(e));
     }
     await refreshList(false);
+    await loadPrompts();
     const id = contextFromHash();
     if (id) await loadConversation(id, false);
     $('composer-input').focus();

@@ -10,6 +10,7 @@
   /** The JSON-RPC endpoint: the page's own path (`POST /` is the endpoint). */
   const ENDPOINT = new URL('.', location.href).href;
   const CARD_URL = new URL('.well-known/agent-card.json', ENDPOINT).href;
+  const PROMPTS_URL = new URL('web/prompts', ENDPOINT).href;
 
   /** The server could not be reached (or the connection broke). */
   class NetworkError extends Error {}
@@ -100,6 +101,25 @@
     try { body = await res.json(); } catch (_) { throw new HttpError(res.status, 'not JSON'); }
     if (body.error) throw new RpcError(body.error, res.status);
     return body.result;
+  }
+
+  /** The prompts of the agent's MCP servers (`GET web/prompts`, served by
+   * `looopy serve`): `{prompts: [...], errors: [...]}`; none when the
+   * server has no such route. */
+  async function prompts() {
+    const h = { 'Accept': 'application/json' };
+    const t = token.get();
+    if (t) h['Authorization'] = 'Bearer ' + t;
+    let res;
+    try {
+      res = await fetch(PROMPTS_URL, { headers: h, cache: 'no-store', credentials: 'omit' });
+    } catch (e) {
+      throw new NetworkError(String(e && e.message ? e.message : e));
+    }
+    if (res.status === 401) throw new AuthError(!!token.get());
+    if (res.status === 404) return { prompts: [], errors: [] };
+    if (!res.ok) throw await failure(res);
+    return res.json();
   }
 
   /** Parses one SSE block (the lines between blank lines). */
@@ -201,7 +221,7 @@
   }
 
   window.A2A = {
-    TOOL_PROGRESS, call, stream, card, token, stateName, partsText, newId,
+    TOOL_PROGRESS, call, stream, card, prompts, token, stateName, partsText, newId,
     NetworkError, AuthError, RpcError, HttpError,
   };
 })();
