@@ -12,7 +12,6 @@ use crate::support;
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::Duration;
 
 use looopy_testkit::external::{browser, repo_root};
 use looopy_testkit::openai_fixture::openai;
@@ -302,17 +301,7 @@ async fn the_chat_page_approves_a_tool_call_with_a_click() {
         return;
     };
     let (server, url) = serve_running(&setup.config, &[]);
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/web_approval.cjs");
-    let env: [(&str, &dyn AsRef<std::ffi::OsStr>); 2] = [("URL", &url), ("TOKEN", &"py-token")];
-    let run = browser
-        .run_script(&script, &env, Duration::from_secs(180))
-        .await
-        .unwrap();
-    tokio::task::spawn_blocking(move || server.stop())
-        .await
-        .unwrap();
-    assert!(run.all_ok(), "the browser script failed: {run:?}");
+    support::run_page_script(&browser, "web_approval.cjs", server, &url, "py-token", &[]).await;
     assert_eq!(setup.quick_runs(), 1, "the tool ran once, after the click");
 }
 

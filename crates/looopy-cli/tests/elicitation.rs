@@ -11,8 +11,6 @@
 //! (headless Chromium) shows a form built from the schema.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
 use crate::approval::{Setup, status_text, waiting_on};
@@ -261,16 +259,14 @@ async fn the_chat_page_shows_the_question_as_a_form() {
         return;
     };
     let (server, url) = serve_running(&setup.config, &[]);
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/web_elicitation.cjs");
-    let env: [(&str, &dyn AsRef<std::ffi::OsStr>); 2] = [("URL", &url), ("TOKEN", &"py-token")];
-    let run = browser
-        .run_script(&script, &env, Duration::from_secs(180))
-        .await
-        .unwrap();
-    tokio::task::spawn_blocking(move || server.stop())
-        .await
-        .unwrap();
-    assert!(run.all_ok(), "the browser script failed: {run:?}");
+    support::run_page_script(
+        &browser,
+        "web_elicitation.cjs",
+        server,
+        &url,
+        "py-token",
+        &[],
+    )
+    .await;
     assert_eq!(count(&setup, "ordered 2 melons"), 1);
 }

@@ -9,7 +9,6 @@ use crate::support;
 
 use std::io::Write;
 
-use looopy_testkit::external::repo_root;
 use looopy_testkit::{FixtureReply, OpenAiFixture};
 use serde_json::Value;
 use support::{serve_running, write_config};
@@ -34,16 +33,12 @@ async fn looopy_chat_attaches_a_resource_and_starts_from_a_prompt() {
     llm.push(FixtureReply::Text("read the note".into()));
     llm.push(FixtureReply::Text("reviewed".into()));
     let dir = tempfile::tempdir().unwrap();
-    let script = repo_root().join("crates/looopy-tools/tests/fixtures/mcp_server.py");
     let config = write_config(
         &dir,
         &format!(
-            "[llm]\nbase_url = \"{base}\"\nmodel = \"m\"\n\
-             [[tools.mcp]]\nname = \"fixture\"\ncommand = \"{python}\"\n\
-             args = [\"{script}\", \"stdio\"]\n",
+            "[llm]\nbase_url = \"{base}\"\nmodel = \"m\"\n{mcp}",
             base = llm.base_url(),
-            python = python.display(),
-            script = script.display(),
+            mcp = support::mcp_fixture_section(&python, "fixture"),
         ),
     );
     let (server, url) = serve_running(&config, &[]);
@@ -104,17 +99,13 @@ async fn the_chat_page_offers_the_servers_prompts_as_a_menu() {
     let llm = OpenAiFixture::start().await.unwrap();
     llm.push(FixtureReply::Text("reviewed".into()));
     let dir = tempfile::tempdir().unwrap();
-    let script = repo_root().join("crates/looopy-tools/tests/fixtures/mcp_server.py");
     let config = write_config(
         &dir,
         &format!(
             "[llm]\nbase_url = \"{base}\"\nmodel = \"m\"\n\
-             [[auth.tokens]]\nprincipal = \"web\"\ntoken = \"web-token\"\n\
-             [[tools.mcp]]\nname = \"fixture\"\ncommand = \"{python}\"\n\
-             args = [\"{script}\", \"stdio\"]\n",
+             [[auth.tokens]]\nprincipal = \"web\"\ntoken = \"web-token\"\n{mcp}",
             base = llm.base_url(),
-            python = python.display(),
-            script = script.display(),
+            mcp = support::mcp_fixture_section(&python, "fixture"),
         ),
     );
     let (server, url) = serve_running(&config, &[]);
@@ -142,16 +133,7 @@ async fn the_chat_page_offers_the_servers_prompts_as_a_menu() {
     assert_eq!(review["arguments"][0]["required"], true);
     assert_eq!(listed["errors"], serde_json::json!([]));
 
-    let page = repo_root().join("crates/looopy-cli/tests/fixtures/web_prompts.cjs");
-    let env: [(&str, &dyn AsRef<std::ffi::OsStr>); 2] = [("URL", &url), ("TOKEN", &"web-token")];
-    let run = browser
-        .run_script(&page, &env, std::time::Duration::from_secs(180))
-        .await
-        .unwrap();
-    tokio::task::spawn_blocking(move || server.stop())
-        .await
-        .unwrap();
-    assert!(run.all_ok(), "the browser script failed: {run:?}");
+    support::run_page_script(&browser, "web_prompts.cjs", server, &url, "web-token", &[]).await;
     let requests = llm.requests();
     assert_eq!(requests.len(), 1);
     let sent = sent_text(&requests[0].body);

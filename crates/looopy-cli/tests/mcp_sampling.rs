@@ -9,7 +9,6 @@ use crate::support;
 
 use std::process::Command;
 
-use looopy_testkit::external::repo_root;
 use looopy_testkit::openai_fixture::openai;
 use looopy_testkit::{FixtureReply, OpenAiFixture};
 use serde_json::Value;
@@ -50,16 +49,12 @@ async fn run(
         llm.push(reply);
     }
     let dir = tempfile::tempdir().unwrap();
-    let script = repo_root().join("crates/looopy-tools/tests/fixtures/mcp_server.py");
     let config = write_config(
         &dir,
         &format!(
-            "[llm]\nbase_url = \"{base}\"\nmodel = \"m\"\n\
-             [[tools.mcp]]\nname = \"fixture\"\ncommand = \"{python}\"\n\
-             args = [\"{script}\", \"stdio\"]\n{sampling}\n",
+            "[llm]\nbase_url = \"{base}\"\nmodel = \"m\"\n{mcp}{sampling}\n",
             base = llm.base_url(),
-            python = python.display(),
-            script = script.display(),
+            mcp = support::mcp_fixture_section(&python, "fixture"),
         ),
     );
     let out = tokio::task::spawn_blocking(move || {

@@ -9,9 +9,7 @@
 
 use crate::support;
 
-use std::ffi::OsStr;
 use std::path::Path;
-use std::time::Duration;
 
 use looopy_testkit::external::browser;
 use looopy_testkit::{FixtureReply, OpenAiFixture};
@@ -56,16 +54,15 @@ async fn the_chat_page_renders_markdown_answers_without_injecting_html() {
     let (server, url) = serve_running(&config, &[]);
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("web-markdown");
     std::fs::create_dir_all(&shots).unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/web_markdown.cjs");
-    let env: [(&str, &dyn AsRef<OsStr>); 2] = [("URL", &url), ("SHOTS", &shots)];
-    let run = browser
-        .run_script(&script, &env, Duration::from_secs(180))
-        .await
-        .unwrap();
     eprintln!("screenshots in {}", shots.display());
-    tokio::task::spawn_blocking(move || server.stop())
-        .await
-        .unwrap();
-    assert!(run.all_ok(), "the browser script failed: {run:?}");
+    support::run_page_script(
+        &browser,
+        "web_markdown.cjs",
+        server,
+        &url,
+        "",
+        &[("SHOTS", shots.as_path())],
+    )
+    .await;
     assert_eq!(llm.requests().len(), 1, "one turn");
 }

@@ -552,3 +552,47 @@ pub fn chat_on_pty(url: &str, token: Option<&str>) -> (Running, std::fs::File, C
     let screen = Captured::spawn(master.try_clone().unwrap());
     (child, master, screen)
 }
+
+/// Runs the browser script `tests/fixtures/<script>` (headless Chromium,
+/// see `fixtures/browser.cjs`) against the chat page of `server` at `url`,
+/// with `URL`, `TOKEN` and the `extra` variables in its environment; then
+/// stops the server and asserts that every check of the script held.
+pub async fn run_page_script(
+    browser: &looopy_testkit::external::Browser,
+    script: &str,
+    server: Running,
+    url: &str,
+    token: &str,
+    extra: &[(&str, &Path)],
+) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(script);
+    let mut env: Vec<(&str, &dyn AsRef<std::ffi::OsStr>)> = vec![("URL", &url), ("TOKEN", &token)];
+    env.extend(
+        extra
+            .iter()
+            .map(|(k, v)| (*k, v as &dyn AsRef<std::ffi::OsStr>)),
+    );
+    let run = browser
+        .run_script(&script, &env, Duration::from_secs(180))
+        .await
+        .unwrap();
+    tokio::task::spawn_blocking(move || server.stop())
+        .await
+        .unwrap();
+    assert!(run.all_ok(), "the browser script failed: {run:?}");
+}
+
+/// The `[[tools.mcp]]` section of looopy-tools' Python fixture server
+/// (`crates/looopy-tools/tests/fixtures/mcp_server.py`) over stdio, named
+/// `name`, run by `python`.
+pub fn mcp_fixture_section(python: &Path, name: &str) -> String {
+    let script = looopy_testkit::external::repo_root()
+        .join("crates/looopy-tools/tests/fixtures/mcp_server.py");
+    format!(
+        "[[tools.mcp]]\nname = \"{name}\"\ncommand = \"{}\"\nargs = [\"{}\", \"stdio\"]\n",
+        python.display(),
+        script.display()
+    )
+}
