@@ -7,31 +7,12 @@
 
 use crate::support;
 
-use chrono::Utc;
-use looopy_core::store::{HistoryMark, TaskCheckpoint};
-use looopy_core::{History, Message, StoreError, TaskState};
+use looopy_core::store::HistoryMark;
+use looopy_core::{History, Message};
 use looopy_stores_redis::RedisBackend;
+use looopy_testkit::checkpoints::{assert_history_rewritten, on_history};
 
 const STORED: usize = 50;
-
-fn checkpoint(ctx: &str, task: &str, messages: History, mark: &HistoryMark) -> TaskCheckpoint {
-    TaskCheckpoint {
-        task_id: task.into(),
-        context_id: ctx.into(),
-        agent_id: "agent".into(),
-        iteration: 1,
-        state: TaskState::Working,
-        messages,
-        turn_start: mark.len,
-        usage: Default::default(),
-        completed_tool_results: Vec::new(),
-        streamed_answers: Vec::new(),
-        stored_history: Some(mark.clone()),
-        created_at: Utc::now(),
-        updated_at: Utc::now(),
-        metadata: Default::default(),
-    }
-}
 
 /// How many messages the checkpoint's own list holds in Redis.
 async fn listed(url: &str, backend: &RedisBackend, task: &str) -> usize {
@@ -74,7 +55,7 @@ async fn a_checkpoint_on_the_stored_history_stores_only_the_turns_messages_and_l
     history.push(Message::assistant("the turn's first"));
     stores
         .checkpoints
-        .save(&checkpoint(ctx, task, history.clone(), &mark))
+        .save(&on_history(ctx, task, history.clone(), Some(&mark)))
         .await
         .unwrap();
     assert_eq!(
@@ -83,7 +64,7 @@ async fn a_checkpoint_on_the_stored_history_stores_only_the_turns_messages_and_l
         "only the turn's own message is written"
     );
     history.push(Message::assistant("the turn's second"));
-    let second = checkpoint(ctx, task, history.clone(), &mark);
+    let second = on_history(ctx, task, history.clone(), Some(&mark));
     stores.checkpoints.save(&second).await.unwrap();
     assert_eq!(listed(redis.url(), &backend, task).await, 2);
 
@@ -95,7 +76,7 @@ async fn a_checkpoint_on_the_stored_history_stores_only_the_turns_messages_and_l
     let loaded = other.checkpoints.load(task).await.unwrap().unwrap();
     assert_eq!(loaded.messages.to_vec(), history.to_vec());
     history.push(Message::assistant("after the resume"));
-    let third = checkpoint(ctx, task, history.clone(), &mark);
+    let third = on_history(ctx, task, history.clone(), Some(&mark));
     other.checkpoints.save(&third).await.unwrap();
     assert_eq!(listed(redis.url(), &backend, task).await, 3);
     assert_eq!(other.checkpoints.load(task).await.unwrap().unwrap(), third);
@@ -107,14 +88,6 @@ async fn a_checkpoint_on_the_stored_history_stores_only_the_turns_messages_and_l
         .replace_range(ctx, 0..10, &[Message::user("summary")])
         .await
         .unwrap();
-    match stores.checkpoints.load(task).await {
-        Err(StoreError::HistoryRewritten {
-            context_id,
-            task_id,
-        }) => {
-            assert_eq!((context_id.as_str(), task_id.as_str()), (ctx, task));
-        }
-        other => panic!("expected HistoryRewritten, got {other:?}"),
-    }
+    assert_history_rewritten(stores.checkpoints.load(task).await, ctx, task);
     support::cleanup(redis.url(), backend.keys().prefix()).await;
 }

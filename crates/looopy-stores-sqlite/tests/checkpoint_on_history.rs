@@ -6,37 +6,14 @@
 //! (the whole checkpoint in `body`) still loads after the upgrade.
 
 use chrono::Utc;
-use looopy_core::store::{HistoryMark, TaskCheckpoint};
-use looopy_core::{History, Message, StoreError, TaskState};
+use looopy_core::store::HistoryMark;
+use looopy_core::{History, Message};
 use looopy_stores_sqlite::{SqliteBackend, SqliteConfig};
+use looopy_testkit::checkpoints::{assert_history_rewritten, on_history};
 use sqlx::Row;
 use sqlx::sqlite::SqlitePool;
 
 const STORED: usize = 50;
-
-fn checkpoint(
-    ctx: &str,
-    task: &str,
-    messages: History,
-    mark: Option<&HistoryMark>,
-) -> TaskCheckpoint {
-    TaskCheckpoint {
-        task_id: task.into(),
-        context_id: ctx.into(),
-        agent_id: "agent".into(),
-        iteration: 1,
-        state: TaskState::Working,
-        turn_start: mark.map_or(0, |m| m.len),
-        messages,
-        usage: Default::default(),
-        completed_tool_results: Vec::new(),
-        streamed_answers: Vec::new(),
-        stored_history: mark.cloned(),
-        created_at: Utc::now(),
-        updated_at: Utc::now(),
-        metadata: Default::default(),
-    }
-}
 
 /// A second look at the file, past the stores.
 async fn raw(path: &std::path::Path) -> SqlitePool {
@@ -77,7 +54,7 @@ async fn a_checkpoint_on_the_stored_history_keeps_only_the_turns_messages_and_lo
 
     let mut history = History::from(stored.clone());
     history.push(Message::assistant("the turn's first"));
-    let first = checkpoint(ctx, task, history.clone(), Some(&mark));
+    let first = on_history(ctx, task, history.clone(), Some(&mark));
     stores.checkpoints.save(&first).await.unwrap();
     assert_eq!(
         kept(&pool, task).await,
@@ -85,7 +62,7 @@ async fn a_checkpoint_on_the_stored_history_keeps_only_the_turns_messages_and_lo
         "only the turn's own message is written"
     );
     history.push(Message::assistant("the turn's second"));
-    let second = checkpoint(ctx, task, history.clone(), Some(&mark));
+    let second = on_history(ctx, task, history.clone(), Some(&mark));
     stores.checkpoints.save(&second).await.unwrap();
     assert_eq!(kept(&pool, task).await, 2);
     assert_eq!(stores.checkpoints.load(task).await.unwrap(), Some(second));
@@ -95,13 +72,13 @@ async fn a_checkpoint_on_the_stored_history_keeps_only_the_turns_messages_and_lo
     let loaded = other.checkpoints.load(task).await.unwrap().unwrap();
     assert_eq!(loaded.messages.to_vec(), history.to_vec());
     history.push(Message::assistant("after the resume"));
-    let third = checkpoint(ctx, task, history.clone(), Some(&mark));
+    let third = on_history(ctx, task, history.clone(), Some(&mark));
     other.checkpoints.save(&third).await.unwrap();
     assert_eq!(kept(&pool, task).await, 3);
     assert_eq!(other.checkpoints.load(task).await.unwrap(), Some(third));
 
     // A checkpoint without a mark keeps every message.
-    let whole = checkpoint(ctx, "task-whole", history.clone(), None);
+    let whole = on_history(ctx, "task-whole", history.clone(), None);
     stores.checkpoints.save(&whole).await.unwrap();
     assert_eq!(kept(&pool, "task-whole").await, history.len() as i64);
     assert_eq!(
@@ -116,15 +93,7 @@ async fn a_checkpoint_on_the_stored_history_keeps_only_the_turns_messages_and_lo
         .replace_range(ctx, 0..10, &[Message::user("summary")])
         .await
         .unwrap();
-    match stores.checkpoints.load(task).await {
-        Err(StoreError::HistoryRewritten {
-            context_id,
-            task_id,
-        }) => {
-            assert_eq!((context_id.as_str(), task_id.as_str()), (ctx, task));
-        }
-        other => panic!("expected HistoryRewritten, got {other:?}"),
-    }
+    assert_history_rewritten(stores.checkpoints.load(task).await, ctx, task);
     assert_eq!(
         stores.checkpoints.load("task-whole").await.unwrap(),
         Some(whole)
@@ -135,7 +104,7 @@ async fn a_checkpoint_on_the_stored_history_keeps_only_the_turns_messages_and_lo
 async fn a_version_1_checkpoint_loads_after_the_upgrade() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("looopy.db");
-    let old = checkpoint(
+    let old = on_history(
         "ctx",
         "task",
         History::from(vec![Message::user("a"), Message::assistant("b")]),

@@ -31,6 +31,7 @@
 
 pub mod aimock;
 pub mod anthropic_fixture;
+pub mod checkpoints;
 pub mod conformance;
 pub mod events;
 pub mod external;
