@@ -13,6 +13,7 @@ mod deps;
 pub mod elicitation;
 mod event;
 mod event_sink;
+pub mod genai_content;
 mod history;
 mod llm;
 pub mod mcp_ref;

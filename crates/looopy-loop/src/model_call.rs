@@ -77,6 +77,7 @@ pub(crate) fn call_model<'a>(
         let chat = ChatSpan::new(llm.provider_name(), &model);
         let span = chat.span();
         span.record("looopy.iteration", iteration);
+        chat.input(&request);
         // Layers around the model (a cache) may add internal events to the turn.
         let forward = emit.clone();
         let cx = &cx
@@ -164,6 +165,7 @@ pub(crate) fn call_model<'a>(
                     response.usage,
                     response.model.as_deref(),
                 );
+                chat.output(response);
                 emit.llm_response(
                     iteration,
                     response.finish_reason.clone(),

@@ -379,8 +379,25 @@ pub(crate) fn call_futures<'a>(
                 gen_ai.tool.call.id = %call.id,
                 error.type = tracing::field::Empty,
                 looopy.cache.hit = tracing::field::Empty,
+                gen_ai.tool.call.arguments = tracing::field::Empty,
+                gen_ai.tool.call.result = tracing::field::Empty,
             );
-            env.run(call).instrument(span).boxed()
+            if !looopy_core::genai_content::capture_content() {
+                return env.run(call).instrument(span).boxed();
+            }
+            // Content capture: the call's arguments and its result's text.
+            span.record("gen_ai.tool.call.arguments", call.arguments.as_str());
+            let recorded = span.clone();
+            async move {
+                let finished = env.run(call).await;
+                recorded.record(
+                    "gen_ai.tool.call.result",
+                    finished.result.text_content().as_str(),
+                );
+                finished
+            }
+            .instrument(span)
+            .boxed()
         })
         .collect()
 }

@@ -4,7 +4,7 @@
 
 use tracing::field::Empty;
 
-use super::{LlmError, LlmResponse, Usage};
+use super::{LlmError, LlmRequest, LlmResponse, Usage};
 
 /// The span a model call runs in, and whether its maker records the
 /// outcome on it.
@@ -24,6 +24,7 @@ use super::{LlmError, LlmResponse, Usage};
 /// | `gen_ai.usage.reasoning.output_tokens` | the output's reasoning tokens, when any |
 /// | `error.type`, `otel.status_code` | the [`LlmError::kind`] and `ERROR` on failure (`cancelled` without the status) |
 /// | `looopy.iteration`, `looopy.cache.hit` | by the agent loop and its cache layer |
+/// | `gen_ai.system_instructions`, `gen_ai.input.messages`, `gen_ai.output.messages` | only with [content capture](crate::genai_content) on: the request ([`input`](Self::input)) and the answer |
 ///
 /// A provider opens one per call with [`for_call`](Self::for_call): inside
 /// the agent loop, the loop's span is the current one and is used as it is
@@ -58,6 +59,9 @@ impl ChatSpan {
             error.type = Empty,
             looopy.iteration = Empty,
             looopy.cache.hit = Empty,
+            gen_ai.system_instructions = Empty,
+            gen_ai.input.messages = Empty,
+            gen_ai.output.messages = Empty,
         );
         ChatSpan { span, owned: true }
     }
@@ -89,13 +93,54 @@ impl ChatSpan {
         self.owned
     }
 
-    /// Records the outcome of a call: [`success`](Self::success) or
-    /// [`error`](Self::error).
+    /// Records the outcome of a call: [`success`](Self::success) and
+    /// [`output`](Self::output), or [`error`](Self::error).
     pub fn outcome(&self, result: &Result<LlmResponse, LlmError>) {
         match result {
-            Ok(r) => self.success(r.finish_reason.as_str(), r.usage, r.model.as_deref()),
+            Ok(r) => {
+                self.success(r.finish_reason.as_str(), r.usage, r.model.as_deref());
+                self.output(r);
+            }
             Err(e) => self.error(e),
         }
+    }
+
+    /// Records what the call sends (its system prompt and messages), when
+    /// [content capture](crate::genai_content::capture_content) is on and this
+    /// value records the outcome.
+    pub fn input(&self, request: &LlmRequest) {
+        if !self.records_content() {
+            return;
+        }
+        if let Some(prompt) = &request.system_prompt {
+            self.span.record(
+                "gen_ai.system_instructions",
+                crate::genai_content::system_instructions(prompt),
+            );
+        }
+        self.span.record(
+            "gen_ai.input.messages",
+            crate::genai_content::input_messages(&request.messages),
+        );
+    }
+
+    /// Records the answer, when [content capture](crate::genai_content::capture_content)
+    /// is on and this value records the outcome.
+    pub fn output(&self, response: &LlmResponse) {
+        if !self.records_content() {
+            return;
+        }
+        self.span.record(
+            "gen_ai.output.messages",
+            crate::genai_content::output_messages(
+                &response.message,
+                response.finish_reason.as_str(),
+            ),
+        );
+    }
+
+    fn records_content(&self) -> bool {
+        self.owned && !self.span.is_disabled() && crate::genai_content::capture_content()
     }
 
     /// Records a finished answer: its finish reason, its token counts and
