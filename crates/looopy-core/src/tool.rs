@@ -2,11 +2,13 @@
 //! (in `tool/result.rs`: a result is made of message parts, and a message
 //! of tool calls).
 
+mod error;
 mod result;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use error::ToolError;
 pub use result::ToolResult;
 
 /// A tool offered to the model.
@@ -180,7 +182,7 @@ impl std::fmt::Display for ToolFailure {
 /// Who answered a tool call, when it was not a tool run by the loop.
 ///
 /// Stored on the result ([`ToolResult::source`]) and on its tool message
-/// ([`Message::source`]) as `"source"`: `"client"` or `"synthetic"`.
+/// ([`Message::source`](crate::Message::source)) as `"source"`: `"client"` or `"synthetic"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{CutOutput, ResultSource, ToolFailure, ToolSignal, legacy};
+use super::{CutOutput, ResultSource, ToolError, ToolFailure, ToolSignal, legacy};
 use crate::message::{Message, Part, Role};
 use crate::task::Artifact;
 
@@ -255,6 +255,14 @@ impl ToolResult {
         message.source = self.source;
         message.cut_output = self.cut_output.map(Box::new);
         message
+    }
+}
+
+impl ToolResult {
+    /// The failed result of a call that ended with `error`: its message for
+    /// the model, its [`ToolError::failure`] kind.
+    pub fn from_error(tool_call_id: impl Into<String>, error: &ToolError) -> Self {
+        ToolResult::failed(tool_call_id, error.failure(), error.to_string())
     }
 }
 
