@@ -17,20 +17,20 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use chrono::Utc;
 use looopy_core::store::{
-    Acquire, AgentState, AgentStateStore, ArtifactStore, CheckpointStore, HistoryMark,
-    LifecycleState, MessageStore, StoredArtifact, TurnLock, TurnStore,
+    Acquire, AgentState, ArtifactStore, CheckpointStore, HistoryMark, LifecycleState,
+    StoredArtifact,
 };
-use looopy_core::{History, LlmProvider, Message, StoreError, TurnContext};
+use looopy_core::{History, Message, StoreError, TurnContext};
 use looopy_loop::AgentLoop;
 use serde_json::{Map, Value};
 use tokio::sync::OwnedMutexGuard;
 use tracing::Instrument;
 
-use crate::builder::AgentBuilder;
 use crate::compaction::{self, CompactionReport};
-use crate::config::{MAX_COMPACTION_RECORDS, Settings, keys};
+use crate::config::{MAX_COMPACTION_RECORDS, keys};
 use crate::error::{AgentBusy, AgentError, BusyHolder};
 use crate::lease::{Lease, renewed};
+use crate::parts::Parts;
 use crate::size_warning::SizeWarnings;
 use crate::telemetry;
 
@@ -86,20 +86,6 @@ impl Status {
     }
 }
 
-/// What the builder hands over: everything of an Agent but its
-/// conversation and its owner.
-pub(crate) struct Parts {
-    pub(crate) agent_loop: AgentLoop,
-    pub(crate) summarizer: Arc<dyn LlmProvider>,
-    /// A turn's start and end (over the stores below).
-    pub(crate) turns: Arc<dyn TurnStore>,
-    pub(crate) messages: Arc<dyn MessageStore>,
-    pub(crate) artifacts: Arc<dyn ArtifactStore>,
-    pub(crate) states: Option<Arc<dyn AgentStateStore>>,
-    pub(crate) turn_lock: Option<Arc<dyn TurnLock>>,
-    pub(crate) settings: Settings,
-}
-
 fn fresh_state(context_id: &str, agent_id: &str, owner: Option<String>) -> AgentState {
     let now = Utc::now();
     AgentState {
@@ -116,11 +102,6 @@ fn fresh_state(context_id: &str, agent_id: &str, owner: Option<String>) -> Agent
 }
 
 impl Agent {
-    /// Starts configuring an agent for the conversation `context_id`.
-    pub fn builder(context_id: impl Into<Arc<str>>) -> AgentBuilder {
-        AgentBuilder::new(context_id.into())
-    }
-
     /// The Agent of `context_id`, owned by `owner` (when given) or by the
     /// settings' owner.
     pub(crate) fn from_parts(

@@ -11,14 +11,30 @@ use looopy_core::{LlmProvider, ToolProvider};
 use looopy_loop::tool_output::ToolOutputCache;
 use looopy_loop::{AgentLoop, AgentLoopBuilder, AgentLoopConfig, CountedRequests};
 
-use crate::agent::{Agent, Parts};
+use crate::agent::Agent;
 use crate::artifact_tools::ArtifactTools;
 use crate::compaction::{CompactionConfig, TurnSummariser};
 use crate::config::Settings;
 use crate::error::AgentError;
+use crate::parts::Parts;
 use crate::template::AgentTemplate;
 use crate::tokens::{SharedCounter, TokenCounter};
 use crate::window::{WindowConfig, WindowEstimate, WindowedLlm};
+
+impl Agent {
+    /// Starts configuring an agent for the conversation `context_id`.
+    pub fn builder(context_id: impl Into<Arc<str>>) -> AgentBuilder {
+        AgentBuilder::new(context_id.into())
+    }
+}
+
+impl AgentTemplate {
+    /// A builder for a template: [`Agent::builder`]'s settings, finished
+    /// with [`AgentBuilder::template`].
+    pub fn builder() -> AgentBuilder {
+        Agent::builder("")
+    }
+}
 
 /// Builds an [`Agent`] for one conversation (`contextId`).
 ///

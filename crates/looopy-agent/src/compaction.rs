@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use looopy_core::cuts::safe_cut_points;
 use looopy_core::store::MessageStore;
 use looopy_core::{LlmError, LlmProvider, LlmRequest, Message, Part, Role, TurnContext};
 use looopy_loop::TurnCompactor;
@@ -26,7 +27,6 @@ use serde_json::{Value, json};
 
 use crate::error::AgentError;
 use crate::tokens::{SharedCounter, TokenCounter};
-use crate::window::safe_cut_points;
 
 /// Metadata key of a summary message (and of compaction records).
 pub const COMPACTION_KEY: &str = "compaction";

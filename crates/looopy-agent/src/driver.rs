@@ -1,4 +1,5 @@
-//! The task that runs one turn to its end and saves what it produced.
+//! The task that runs one turn to its end and saves what it produced, and
+//! what it says of the end ([`FinishedTurn`]).
 //!
 //! Order of work: compaction (when due) -> window -> loop (or the loop's
 //! resume from a checkpoint), forwarding events and writing artifacts ->
@@ -14,7 +15,7 @@ use futures::{FutureExt, StreamExt};
 use looopy_core::store::{HistoryMark, LastTurn, LifecycleState};
 use looopy_core::{
     AgentEvent, AgentTurnReport, EventPayload, History, Message, StatusMetadata, TaskState,
-    TaskStatus, ToolResult, TurnContext, TurnError, TurnReport, WhenCancelled,
+    TaskStatus, ToolCall, ToolResult, TurnContext, TurnError, TurnReport, Usage, WhenCancelled,
 };
 use looopy_loop::{EventSender, InternalEvents, TurnEnd, TurnStream};
 use tokio::sync::OwnedMutexGuard;
@@ -26,8 +27,44 @@ use crate::commit;
 use crate::compaction::{self, CompactionReport};
 use crate::lease::{Lease, renewing};
 use crate::pause::PauseRelay;
-use crate::turn::FinishedTurn;
 use crate::window;
+
+/// How a turn ended, once it has.
+#[derive(Debug, Clone)]
+pub struct FinishedTurn {
+    /// The turn's task id.
+    pub task_id: String,
+    /// 1-based number of the turn in the conversation.
+    pub turn_number: u64,
+    /// Why it ended (model finished, max iterations, input required,
+    /// cancelled, error...).
+    pub end: TurnEnd,
+    /// The task state it ended in.
+    pub state: TaskState,
+    /// The final message (answer, error text, pending client calls),
+    /// shared with the history and the final event.
+    pub message: Option<Arc<Message>>,
+    /// Tokens used.
+    pub usage: Usage,
+    /// Loop iterations run.
+    pub iterations: u32,
+    /// What the turn added to the conversation: client tool results, the
+    /// user message, then everything the loop produced (the produced
+    /// messages are shared with the turn's history, not copied).
+    pub new_messages: Vec<Arc<Message>>,
+    /// Client tool calls waiting for results (`input-required`).
+    pub pending_tool_calls: Vec<ToolCall>,
+    /// Whether the messages and state reached the stores (false with
+    /// auto-save off, or when a save failed: see `save_error`).
+    pub saved: bool,
+    /// Why saving failed; the messages stay in memory and are written by
+    /// the next turn or [`Agent::save_state`](crate::Agent::save_state).
+    pub save_error: Option<String>,
+    /// A compaction made before the turn.
+    pub compaction: Option<CompactionReport>,
+    /// Artifacts written by the turn.
+    pub artifact_ids: Vec<String>,
+}
 
 /// The history a turn starts from.
 pub(crate) struct Prepared {

@@ -27,6 +27,7 @@ mod config;
 mod driver;
 mod error;
 mod lease;
+mod parts;
 mod pause;
 mod size_warning;
 mod start;
@@ -45,10 +46,11 @@ pub use config::{
     DEFAULT_LOCK_TTL, DEFAULT_TOOL_OUTPUT_MAX_CHARS, DEFAULT_TOOL_OUTPUT_PREVIEW_CHARS,
     DEFAULT_WINDOW_MESSAGES, MAX_COMPACTION_RECORDS, keys,
 };
+pub use driver::FinishedTurn;
 pub use error::{AgentBusy, AgentError, BusyHolder};
 pub use template::AgentTemplate;
 pub use tokens::{CalibratedCounter, HeuristicCounter, SharedCounter, TokenCounter};
-pub use turn::{AgentTurn, FinishedTurn, TurnOptions};
+pub use turn::{AgentTurn, TurnOptions};
 pub use window::{WindowConfig, WindowedLlm};
 
 // Re-exported so that users of the Agent name the same types.

@@ -3,14 +3,14 @@
 
 use std::sync::Arc;
 
-use crate::agent::{Agent, Parts};
-use crate::builder::AgentBuilder;
+use crate::agent::Agent;
 use crate::error::AgentError;
+use crate::parts::Parts;
 
 /// What the Agents of many conversations share: the loop with its model
 /// layers and tools, the stores, the window, compaction and the other
 /// settings. A server that makes an Agent for each new conversation builds
-/// them once here ([`AgentBuilder::template`]) instead of once per
+/// them once here ([`AgentBuilder::template`](crate::AgentBuilder::template)) instead of once per
 /// conversation: making an Agent from a template only sets up its own
 /// state, and every Agent made from it holds the same loop and layers.
 ///
@@ -36,12 +36,6 @@ pub struct AgentTemplate {
 }
 
 impl AgentTemplate {
-    /// A builder for a template: [`Agent::builder`]'s settings, finished
-    /// with [`AgentBuilder::template`].
-    pub fn builder() -> AgentBuilder {
-        Agent::builder("")
-    }
-
     pub(crate) fn new(parts: Parts) -> Self {
         AgentTemplate {
             parts: Arc::new(parts),

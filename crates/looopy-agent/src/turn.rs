@@ -20,17 +20,16 @@ use std::task::{Context, Poll};
 use futures::{Stream, StreamExt};
 use looopy_core::store::LifecycleState;
 use looopy_core::{
-    AgentEvent, AuthContext, CancellationToken, ConversationArtifacts, Deps, Message, TaskState,
-    ToolCall, ToolProvider, TurnContext, Usage,
+    AgentEvent, AuthContext, CancellationToken, ConversationArtifacts, Deps, Message, ToolProvider,
+    TurnContext,
 };
-use looopy_loop::{EventQueue, EventSender, TurnEnd, TurnInput, TurnSettings};
+use looopy_loop::{EventQueue, EventSender, TurnInput, TurnSettings};
 use serde_json::{Map, Value};
 use tokio::sync::OwnedMutexGuard;
 use tracing::Instrument;
 
 use crate::agent::Agent;
-use crate::compaction::CompactionReport;
-use crate::driver::{self, Start, TurnRun};
+use crate::driver::{self, FinishedTurn, Start, TurnRun};
 use crate::error::AgentError;
 use crate::error::BusyHolder;
 use crate::lease::Lease;
@@ -154,43 +153,6 @@ impl TurnOptions {
         self.run_on_reader = yes;
         self
     }
-}
-
-/// How a turn ended, once it has.
-#[derive(Debug, Clone)]
-pub struct FinishedTurn {
-    /// The turn's task id.
-    pub task_id: String,
-    /// 1-based number of the turn in the conversation.
-    pub turn_number: u64,
-    /// Why it ended (model finished, max iterations, input required,
-    /// cancelled, error...).
-    pub end: TurnEnd,
-    /// The task state it ended in.
-    pub state: TaskState,
-    /// The final message (answer, error text, pending client calls),
-    /// shared with the history and the final event.
-    pub message: Option<Arc<Message>>,
-    /// Tokens used.
-    pub usage: Usage,
-    /// Loop iterations run.
-    pub iterations: u32,
-    /// What the turn added to the conversation: client tool results, the
-    /// user message, then everything the loop produced (the produced
-    /// messages are shared with the turn's history, not copied).
-    pub new_messages: Vec<Arc<Message>>,
-    /// Client tool calls waiting for results (`input-required`).
-    pub pending_tool_calls: Vec<ToolCall>,
-    /// Whether the messages and state reached the stores (false with
-    /// auto-save off, or when a save failed: see `save_error`).
-    pub saved: bool,
-    /// Why saving failed; the messages stay in memory and are written by
-    /// the next turn or [`Agent::save_state`].
-    pub save_error: Option<String>,
-    /// A compaction made before the turn.
-    pub compaction: Option<CompactionReport>,
-    /// Artifacts written by the turn.
-    pub artifact_ids: Vec<String>,
 }
 
 /// The events of a running turn, ending with the final `status-update`.

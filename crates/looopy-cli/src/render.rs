@@ -4,108 +4,27 @@
 //! which drops them when stderr is not a terminal or `NO_COLOR` is set.
 
 mod artifact_texts;
+mod lines;
 mod sub_agent;
 
 use std::io::Write;
 
 pub(crate) use artifact_texts::ArtifactTexts;
 use artifact_texts::{TextChange, text_of};
+use lines::{BAD, NOTE, failure_label, print_progress_at, tool_end, tool_start};
 pub(crate) use sub_agent::{SubAgents, progress_data};
 
-use anstyle::{AnsiColor, Style};
 use looopy_a2a::ToolProgress;
-use looopy_core::{AgentEvent, EventPayload, TaskState, ToolFailure, Usage};
-
-/// A tool call's name.
-const TOOL: Style = AnsiColor::Cyan.on_default();
-/// Arguments, results, usage: secondary.
-const DIM: Style = Style::new().dimmed();
-/// A call that worked.
-const OK: Style = AnsiColor::Green.on_default();
-/// A call or a turn that failed.
-const BAD: Style = AnsiColor::Red.on_default();
-/// A turn that stopped for another reason (canceled, waiting for input).
-const NOTE: Style = AnsiColor::Yellow.on_default();
-
-/// The style of how a call ended.
-fn outcome_style(how: &str) -> Style {
-    if how == "ok" { OK } else { BAD }
-}
+use looopy_core::{AgentEvent, EventPayload, TaskState, Usage};
 
 /// The indent of a turn's own tool lines.
 const TOOL_LINE_INDENT: &str = "  ";
-
-/// `  → name args` (after `indent`).
-fn tool_start(err: &mut dyn Write, indent: &str, name: &str, arguments: &str) {
-    let _ = writeln!(
-        err,
-        "{indent}{TOOL}→ {name}{TOOL:#} {DIM}{arguments}{DIM:#}"
-    );
-}
-
-/// `  ← name (how, N ms): result` (after `indent`).
-fn tool_end(err: &mut dyn Write, indent: &str, name: &str, how: &str, ms: u64, result: &str) {
-    let style = outcome_style(how);
-    let _ = writeln!(
-        err,
-        "{indent}{TOOL}← {name}{TOOL:#} ({style}{how}{style:#}, {ms} ms): {DIM}{result}{DIM:#}"
-    );
-}
-
-/// How a failed tool call is shown.
-fn failure_label(kind: ToolFailure) -> &'static str {
-    match kind {
-        ToolFailure::Timeout => "timed out",
-        ToolFailure::Denied => "denied",
-        ToolFailure::Cancelled => "cancelled",
-        ToolFailure::UnknownTool => "unknown tool",
-        ToolFailure::BadArguments => "bad arguments",
-        ToolFailure::Panicked => "crashed",
-        ToolFailure::Interrupted => "interrupted",
-        _ => "error",
-    }
-}
-
-/// Clips `text` to 200 characters, on one line.
-fn clip(text: &str) -> String {
-    let one_line = text.replace('\n', " ");
-    if one_line.chars().count() > 200 {
-        one_line.chars().take(200).collect::<String>() + "…"
-    } else {
-        one_line
-    }
-}
 
 /// Prints one update of the tool-progress extension: tool calls as they
 /// start and end. Usage and trace ids are not printed here (see
 /// [`usage_line`]).
 pub fn print_progress(progress: &ToolProgress, err: &mut dyn Write) {
     print_progress_at(progress, TOOL_LINE_INDENT, err);
-}
-
-/// [`print_progress`] with the lines after `indent`.
-fn print_progress_at(progress: &ToolProgress, indent: &str, err: &mut dyn Write) {
-    match progress {
-        ToolProgress::ToolStart {
-            name, arguments, ..
-        } => tool_start(err, indent, name, &clip(&arguments.to_string())),
-        ToolProgress::ToolComplete {
-            name,
-            result,
-            is_error,
-            failure,
-            duration_ms,
-            ..
-        } => {
-            let how = match failure {
-                Some(kind) => failure_label(*kind),
-                None if *is_error => "error",
-                None => "ok",
-            };
-            tool_end(err, indent, name, how, *duration_ms, &clip(result));
-        }
-        _ => {}
-    }
 }
 
 /// `tokens: 12 in, 5 out, 17 total`; `None` when it counts nothing.
@@ -193,7 +112,7 @@ pub(crate) fn print_event(
 
 #[cfg(test)]
 mod tests {
-    use looopy_core::{ToolOutcome, ToolResult};
+    use looopy_core::{ToolFailure, ToolOutcome, ToolResult};
 
     use super::*;
 

@@ -26,11 +26,15 @@
 //! `looopy-loop` (which asks) and `looopy-agent` (which reads the answers)
 //! share these types.
 
+mod request;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::message::{Message, Part};
 use crate::tool::ToolCall;
+
+pub use request::ApprovalRequest;
 
 /// The key of a decision in a data part (`{"approval": {...}}`).
 pub const APPROVAL_PART_KEY: &str = "approval";
@@ -40,31 +44,7 @@ pub const APPROVAL_PART_KEY: &str = "approval";
 /// read only, so that such conversations still resume.
 const LEGACY_RECORD_KEY: &str = "looopyApprovalRequests";
 
-/// A tool call waiting for a person's approval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ApprovalRequest {
-    /// The call waiting.
-    pub tool_call_id: String,
-    /// Its tool.
-    pub name: String,
-    /// Its arguments as JSON (see [`ToolCall::parsed_arguments`]).
-    pub arguments: Value,
-    /// What the person is asked.
-    pub question: String,
-}
-
 impl ApprovalRequest {
-    /// The request for `call`, asking `question`.
-    pub fn new(call: &ToolCall, question: impl Into<String>) -> Self {
-        ApprovalRequest {
-            tool_call_id: call.id.clone(),
-            name: call.name.clone(),
-            arguments: call.parsed_arguments(),
-            question: question.into(),
-        }
-    }
-
     /// Records `requests` on `message` (the assistant message whose calls
     /// they are), replacing any recorded before.
     pub fn record(message: &mut Message, requests: &[ApprovalRequest]) {

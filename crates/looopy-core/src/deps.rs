@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::tool_provider::ToolError;
+use crate::tool::ToolError;
 
 /// One value of each type, shared. Cheap to clone (one reference count);
 /// an empty map allocates nothing.

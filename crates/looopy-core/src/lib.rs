@@ -44,9 +44,10 @@ pub use message::{FileContent, Message, Part, Reasoning, Role};
 pub use store::StoreError;
 pub use task::{Artifact, TaskState, TaskStatus, fold_artifact};
 pub use tool::{
-    CutOutput, ResultSource, ToolCall, ToolDefinition, ToolFailure, ToolResult, ToolSignal,
+    CutOutput, ResultSource, ToolCall, ToolDefinition, ToolError, ToolFailure, ToolResult,
+    ToolSignal,
 };
-pub use tool_provider::{ToolError, ToolProvider};
+pub use tool_provider::ToolProvider;
 pub use turn_report::{
     AgentTurnReport, FailedToolCall, StatusMetadata, TurnEnd, TurnError, TurnReport,
 };

@@ -2,21 +2,20 @@
 //! [`LlmChunk`], the [`LlmProvider`] trait and [`LlmError`].
 
 mod chat_span;
+mod provider;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use futures::stream::{self, BoxStream, StreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::context::TurnContext;
 use crate::history::History;
 use crate::message::{Message, Part, Reasoning, Role};
 use crate::tool::{ToolCall, ToolDefinition};
 
 pub use chat_span::ChatSpan;
+pub use provider::{LlmProvider, LlmStream};
 
 /// Which tools the model may call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -571,56 +570,6 @@ impl LlmError {
             LlmError::Cancelled => "cancelled",
             LlmError::Other { .. } => "other",
         }
-    }
-}
-
-/// A stream of chunks borrowed from its provider.
-pub type LlmStream<'a> = BoxStream<'a, Result<LlmChunk, LlmError>>;
-
-/// A model.
-///
-/// Implement [`call`](LlmProvider::call); override [`stream`](LlmProvider::stream)
-/// when the backend streams. Cross-cutting behaviour (retry, tracing) wraps a
-/// provider instead of living inside one.
-#[async_trait]
-pub trait LlmProvider: Send + Sync {
-    /// One complete call.
-    async fn call(&self, request: LlmRequest, cx: &TurnContext) -> Result<LlmResponse, LlmError>;
-
-    /// A streamed call. The default makes the chunks of one [`call`](Self::call).
-    fn stream<'a>(&'a self, request: LlmRequest, cx: &'a TurnContext) -> LlmStream<'a> {
-        stream::once(async move { self.call(request, cx).await })
-            .flat_map(|result| match result {
-                Ok(response) => stream::iter(response.into_chunks().into_iter().map(Ok)).boxed(),
-                Err(e) => stream::once(async move { Err(e) }).boxed(),
-            })
-            .boxed()
-    }
-
-    /// The provider's name for telemetry (`gen_ai.provider.name`), such as `openai`.
-    fn provider_name(&self) -> &str {
-        "unknown"
-    }
-
-    /// The model requests go to unless they name one (`gen_ai.request.model`).
-    fn model_name(&self) -> &str {
-        "unknown"
-    }
-}
-
-#[async_trait]
-impl<P: LlmProvider + ?Sized> LlmProvider for Arc<P> {
-    async fn call(&self, request: LlmRequest, cx: &TurnContext) -> Result<LlmResponse, LlmError> {
-        (**self).call(request, cx).await
-    }
-    fn stream<'a>(&'a self, request: LlmRequest, cx: &'a TurnContext) -> LlmStream<'a> {
-        (**self).stream(request, cx)
-    }
-    fn provider_name(&self) -> &str {
-        (**self).provider_name()
-    }
-    fn model_name(&self) -> &str {
-        (**self).model_name()
     }
 }
 

@@ -3,14 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use looopy_core::provider::{deadline_after, snippet};
-use looopy_core::{
-    ChatSpan, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream, TurnContext,
-};
+use looopy_core::{ChatSpan, LlmError, LlmRequest, LlmResponse, TurnContext};
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use tokio::time::Instant;
-use tracing::Instrument;
 
 use crate::config::AnthropicConfig;
 use crate::decode::{MessageResponse, message_to_response};
@@ -177,7 +173,8 @@ impl AnthropicProvider {
         }
     }
 
-    async fn call_inner(
+    /// The whole (not streamed) call, in the current span.
+    pub(crate) async fn call_inner(
         &self,
         request: LlmRequest,
         cx: &TurnContext,
@@ -211,31 +208,6 @@ impl AnthropicProvider {
                 Err(self.timeout_error("no complete answer in time", self.config.request_timeout))
             }),
         }
-    }
-}
-
-#[async_trait]
-impl LlmProvider for AnthropicProvider {
-    async fn call(&self, request: LlmRequest, cx: &TurnContext) -> Result<LlmResponse, LlmError> {
-        let span = self.call_span(self.model_for(&request));
-        let result = self
-            .call_inner(request, cx)
-            .instrument(span.span().clone())
-            .await;
-        span.outcome(&result);
-        result
-    }
-
-    fn stream<'a>(&'a self, request: LlmRequest, cx: &'a TurnContext) -> LlmStream<'a> {
-        crate::stream::messages_stream(self, request, cx)
-    }
-
-    fn provider_name(&self) -> &str {
-        &self.config.provider_name
-    }
-
-    fn model_name(&self) -> &str {
-        &self.config.model
     }
 }
 

@@ -5,6 +5,7 @@ mod client;
 mod config;
 mod decode;
 mod error;
+mod provider;
 mod stream;
 mod wire;
 

@@ -8,8 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use looopy_core::{FinishReason, LlmChunk, LlmError, Reasoning, Usage};
 
 use crate::error::from_error;
-use crate::provider::PROVIDER_NAME;
-use crate::wire::{GenerateResponse, LOCAL_ID_PREFIX};
+use crate::wire::{GenerateResponse, LOCAL_ID_PREFIX, PROVIDER_NAME};
 
 /// Ids for calls the model sent without one, unique within the process.
 static NEXT_LOCAL_ID: AtomicU64 = AtomicU64::new(1);

@@ -11,4 +11,5 @@ pub use config::{
     DEFAULT_BASE_URL, ENV_GEMINI_API_KEY, ENV_GEMINI_BASE_URL, ENV_GOOGLE_API_KEY, GeminiApiKey,
     GeminiConfig,
 };
-pub use provider::{GeminiProvider, PROVIDER_NAME};
+pub use provider::GeminiProvider;
+pub use wire::PROVIDER_NAME;

@@ -21,13 +21,9 @@ use crate::config::GeminiConfig;
 use crate::decode::GeminiDecoder;
 use crate::error::{from_reqwest, from_status};
 use crate::wire::{
-    Content, GenerateRequest, GenerateResponse, GenerationConfig, ThinkingConfig, ToolConfig,
-    WirePart, contents, tool_lists,
+    Content, GenerateRequest, GenerateResponse, GenerationConfig, PROVIDER_NAME, ThinkingConfig,
+    ToolConfig, WirePart, contents, tool_lists,
 };
-
-/// The name reported as `gen_ai.provider.name` (OpenTelemetry's for the
-/// Gemini API).
-pub const PROVIDER_NAME: &str = "gcp.gemini";
 
 /// A Gemini model behind the Gemini API (`generateContent`,
 /// `streamGenerateContent?alt=sse`), authenticated by `x-goog-api-key`.

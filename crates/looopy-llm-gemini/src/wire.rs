@@ -10,7 +10,9 @@ use looopy_core::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::provider::PROVIDER_NAME;
+/// The name reported as `gen_ai.provider.name` (OpenTelemetry's for the
+/// Gemini API), which also marks the reasoning this API wrote.
+pub const PROVIDER_NAME: &str = "gcp.gemini";
 
 /// A `generateContent` request.
 #[derive(Debug, Serialize)]

@@ -4,20 +4,14 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use looopy_core::provider::deadline_after;
-use looopy_core::{
-    ChatSpan, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream, TurnContext,
-};
+use looopy_core::{ChatSpan, LlmError, LlmRequest, LlmResponse, TurnContext};
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use tokio::time::Instant;
-use tracing::Instrument;
 
 use crate::config::LiteLlmConfig;
-use crate::decode::ChunkDecoder;
 use crate::error::{from_reqwest, from_status};
-use crate::stream::EventDecoder;
 use crate::tools_json::ToolsJson;
 use crate::wire::ChatRequest;
 
@@ -254,32 +248,6 @@ pub(crate) fn http_client(config: &LiteLlmConfig) -> Result<reqwest::Client, Llm
         .map_err(|e| LlmError::NotConfigured {
             message: format!("cannot build the HTTP client: {e}"),
         })
-}
-
-#[async_trait]
-impl LlmProvider for LiteLlmProvider {
-    async fn call(&self, request: LlmRequest, cx: &TurnContext) -> Result<LlmResponse, LlmError> {
-        let span = self.call_span(self.model_for(&request));
-        let body = self.body(&request, false);
-        let result = self
-            .call_with(body, |b| ChunkDecoder::default().whole(b), cx)
-            .instrument(span.span().clone())
-            .await;
-        span.outcome(&result);
-        result
-    }
-
-    fn stream<'a>(&'a self, request: LlmRequest, cx: &'a TurnContext) -> LlmStream<'a> {
-        crate::stream::chat_stream(self, request, cx)
-    }
-
-    fn provider_name(&self) -> &str {
-        &self.config.provider_name
-    }
-
-    fn model_name(&self) -> &str {
-        &self.config.model
-    }
 }
 
 /// `limit` from now ([`deadline_after`]), on tokio's clock.

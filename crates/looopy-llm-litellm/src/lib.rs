@@ -8,6 +8,7 @@ mod decode;
 mod error;
 #[cfg(feature = "otel")]
 mod otel;
+mod provider;
 mod responses;
 mod responses_decode;
 mod stream;

@@ -9,12 +9,12 @@ use looopy_core::tokens::{SharedCounter, TokenCounter};
 use looopy_core::{Deps, LlmProvider, ToolProvider};
 
 use crate::AgentLoop;
-use crate::LoopParts;
 use crate::config::AgentLoopConfig;
+use crate::config::ToolFailureMode;
 use crate::context::{ContextGuard, CountedRequests, RequestEstimator, TurnCompactor};
 use crate::hooks::{Hook, HookFailureMode, Hooks};
 use crate::layers::{LlmLayer, LlmStack, RetryPolicy, TimeoutLayer, ToolLayer, ToolStack};
-use crate::limits::ToolFailureMode;
+use crate::parts::LoopParts;
 use crate::telemetry::LoopMetrics;
 use crate::tool_output;
 

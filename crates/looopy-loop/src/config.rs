@@ -1,12 +1,11 @@
 //! [`AgentLoopConfig`]: the settings of a loop, with their defaults (all of
-//! them, the Agent's and the stores' too: `docs/behaviour.md#defaults`).
+//! them, the Agent's and the stores' too: `docs/behaviour.md#defaults`), and
+//! what a failed tool call does ([`ToolFailureMode`]).
 
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use looopy_core::ToolChoice;
-
-use crate::limits::ToolFailureMode;
 
 /// Settings of an [`AgentLoop`](crate::AgentLoop). Build one through
 /// [`AgentLoopBuilder`](crate::AgentLoopBuilder).
@@ -96,6 +95,40 @@ impl Default for AgentLoopConfig {
             tool_failure_mode: ToolFailureMode::Continue,
             context_window_tokens: None,
             context_reserve_tokens: None,
+        }
+    }
+}
+
+/// What a tool call that fails does to the turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolFailureMode {
+    /// The model reads the error as the call's result and goes on (the default).
+    #[default]
+    Continue,
+    /// The first failed call ends the turn `failed` (finish reason
+    /// `tool_failed`, error type `tool_failed`); calls of the same batch
+    /// still running are cancelled and the model is not called again. A
+    /// call counts as failed when its result is an error of any kind
+    /// (denied, unknown tool, bad arguments, timeout, panic, a failure the
+    /// tool reported); a call the turn's own cancellation stopped does not.
+    Fail,
+}
+
+impl ToolFailureMode {
+    /// The name used in configuration files (`continue`, `fail`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolFailureMode::Continue => "continue",
+            ToolFailureMode::Fail => "fail",
+        }
+    }
+
+    /// Reads a mode from its name (`continue`, `fail`).
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "continue" => Some(ToolFailureMode::Continue),
+            "fail" => Some(ToolFailureMode::Fail),
+            _ => None,
         }
     }
 }

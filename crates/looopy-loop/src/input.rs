@@ -1,5 +1,5 @@
 //! What a caller gives one turn besides its history and context:
-//! [`TurnInput`].
+//! [`TurnInput`], and the calls a person approved ([`ApprovedCalls`]).
 //!
 //! Per-turn tools (for instance the client tools an A2A message declares)
 //! are an input of the turn, like its settings: they are handed to
@@ -97,4 +97,21 @@ impl From<TurnSettings> for TurnInput {
             stored_history: None,
         }
     }
+}
+
+/// Tool calls a person approved (or approved with edited arguments) after
+/// a turn asked (see [`Approval::Ask`](crate::hooks::Approval::Ask)), or whose tools asked a
+/// question the person answered: a new turn runs them before its first
+/// model call, appends their results, then `then` (the rest of the
+/// person's message, if any), and goes on.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ApprovedCalls {
+    /// The calls to run, with the arguments to run them with.
+    pub calls: Vec<looopy_core::ToolCall>,
+    /// A message to append after their results.
+    pub then: Option<looopy_core::Message>,
+    /// Answers to questions these calls' tools asked when they last ran
+    /// (see `looopy_core::elicitation`): the turn carries them as a
+    /// dependency, for the tools to read when they ask again.
+    pub answers: looopy_core::elicitation::ElicitationAnswers,
 }

@@ -13,6 +13,7 @@ mod interest;
 pub mod layers;
 mod limits;
 mod model_call;
+mod parts;
 mod pause;
 mod queue;
 mod resume;
@@ -29,23 +30,21 @@ use looopy_core::store::CheckpointStore;
 use looopy_core::{History, LlmProvider, ToolProvider, TurnContext};
 
 pub use builder::AgentLoopBuilder;
-pub use config::AgentLoopConfig;
+pub use config::{AgentLoopConfig, ToolFailureMode};
 pub use context::{CONTEXT_LENGTH, CountedRequests, RequestEstimator, TurnCompactor};
 pub use error::LoopError;
 pub use events::{is_response_artifact, response_artifact_id};
-pub use input::TurnInput;
+pub use input::{ApprovedCalls, TurnInput};
 pub use interest::InternalEvents;
-pub use limits::{ToolFailureMode, TurnSettings};
+pub use limits::TurnSettings;
 pub use looopy_core::TurnEnd;
 pub use queue::{EventQueue, EventSender};
 pub use stream::{TurnHandle, TurnOutcome, TurnStream};
 pub use tools::ToolRegistry;
 
 use crate::events::Emitter;
-use crate::hooks::Hooks;
-use crate::layers::LlmStack;
+use crate::parts::LoopParts;
 use crate::stream::TurnShared;
-use crate::telemetry::LoopMetrics;
 use crate::turn::Turn;
 
 /// The single-turn engine. Cheap to clone (its parts are one shared
@@ -54,29 +53,6 @@ use crate::turn::Turn;
 #[derive(Clone)]
 pub struct AgentLoop {
     parts: Arc<LoopParts>,
-}
-
-/// What an [`AgentLoop`] is made of: shared by its clones and by every
-/// turn it runs.
-pub(crate) struct LoopParts {
-    llm: Arc<dyn LlmProvider>,
-    tools: Arc<[Arc<dyn ToolProvider>]>,
-    /// The registry of `tools`, listed once, when every provider says its
-    /// tools are fixed (`ToolProvider::tools_are_fixed`); `None` when one
-    /// does not. Shared by the loop's clones.
-    fixed_registry: Option<Arc<tokio::sync::OnceCell<ToolRegistry>>>,
-    /// Whether the loop has a tool-output cache, whose reader is offered
-    /// only once a cut output is in the history (`ToolRegistry::offered`).
-    reader_on_demand: bool,
-    task_store: Option<Arc<dyn CheckpointStore>>,
-    config: Arc<AgentLoopConfig>,
-    hooks: Hooks,
-    metrics: LoopMetrics,
-    llm_stack: LlmStack,
-    /// Keeps every request of a turn within the model's context window.
-    context: context::ContextGuard,
-    /// Typed state for tools, under each turn's own.
-    deps: looopy_core::Deps,
 }
 
 impl AgentLoop {
@@ -225,7 +201,7 @@ impl AgentLoop {
         let (emit, rx) = self.channel(&cx, &mut input.settings);
         let shared = Arc::new(TurnShared::default());
         let mut turn = Turn::start(
-            self.clone(),
+            self.parts.clone(),
             cx,
             emit,
             shared.clone(),
@@ -237,21 +213,4 @@ impl AgentLoop {
         }
         TurnStream::new(Box::pin(turn.run(false)), rx, shared, messages)
     }
-}
-
-/// Tool calls a person approved (or approved with edited arguments) after
-/// a turn asked (see [`hooks::Approval::Ask`]), or whose tools asked a
-/// question the person answered: a new turn runs them before its first
-/// model call, appends their results, then `then` (the rest of the
-/// person's message, if any), and goes on.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ApprovedCalls {
-    /// The calls to run, with the arguments to run them with.
-    pub calls: Vec<looopy_core::ToolCall>,
-    /// A message to append after their results.
-    pub then: Option<looopy_core::Message>,
-    /// Answers to questions these calls' tools asked when they last ran
-    /// (see `looopy_core::elicitation`): the turn carries them as a
-    /// dependency, for the tools to read when they ask again.
-    pub answers: looopy_core::elicitation::ElicitationAnswers,
 }

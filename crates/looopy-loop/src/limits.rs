@@ -1,5 +1,4 @@
-//! Per-turn settings ([`TurnSettings`]) and what a failed tool call does
-//! ([`ToolFailureMode`]).
+//! Per-turn settings ([`TurnSettings`]).
 //!
 //! A turn's settings are an input of the turn, given to
 //! [`AgentLoop::start_turn_with`](crate::AgentLoop::start_turn_with) (or
@@ -17,42 +16,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::AgentLoopConfig;
+use crate::config::{AgentLoopConfig, ToolFailureMode};
 use crate::interest::InternalEvents;
-
-/// What a tool call that fails does to the turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ToolFailureMode {
-    /// The model reads the error as the call's result and goes on (the default).
-    #[default]
-    Continue,
-    /// The first failed call ends the turn `failed` (finish reason
-    /// `tool_failed`, error type `tool_failed`); calls of the same batch
-    /// still running are cancelled and the model is not called again. A
-    /// call counts as failed when its result is an error of any kind
-    /// (denied, unknown tool, bad arguments, timeout, panic, a failure the
-    /// tool reported); a call the turn's own cancellation stopped does not.
-    Fail,
-}
-
-impl ToolFailureMode {
-    /// The name used in configuration files (`continue`, `fail`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolFailureMode::Continue => "continue",
-            ToolFailureMode::Fail => "fail",
-        }
-    }
-
-    /// Reads a mode from its name (`continue`, `fail`).
-    pub fn parse(name: &str) -> Option<Self> {
-        match name {
-            "continue" => Some(ToolFailureMode::Continue),
-            "fail" => Some(ToolFailureMode::Fail),
-            _ => None,
-        }
-    }
-}
 
 /// Settings of one turn. Every field is optional: `None` keeps the loop's
 /// value ([`AgentLoopConfig`]).

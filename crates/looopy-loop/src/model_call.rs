@@ -12,9 +12,9 @@ use looopy_core::{
 };
 use tracing::Instrument;
 
-use crate::AgentLoop;
 use crate::config::AgentLoopConfig;
 use crate::events::Emitter;
+use crate::parts::LoopParts;
 
 /// Builds the request of one call. The system prompt travels beside the
 /// history; it is never stored in it.
@@ -58,7 +58,7 @@ enum Answer<'a> {
     reason = "an async fn stores its arguments twice"
 )]
 pub(crate) fn call_model<'a>(
-    agent: &'a AgentLoop,
+    parts: &'a LoopParts,
     config: &'a AgentLoopConfig,
     request: LlmRequest,
     cx: &'a TurnContext,
@@ -67,7 +67,7 @@ pub(crate) fn call_model<'a>(
     artifact_id: &'a str,
 ) -> impl Future<Output = Result<LlmResponse, LlmError>> + Send + 'a {
     async move {
-        let (llm, metrics) = (agent.parts.llm.as_ref(), &agent.parts.metrics);
+        let (llm, metrics) = (parts.llm.as_ref(), &parts.metrics);
         emit.llm_call(iteration, request.messages.len(), request.tools.len());
         let started = Instant::now();
         let model = request

@@ -89,7 +89,7 @@ impl AgentLoop {
                 }
                 Ok(c) => {
                     shared2.set_history(c.messages.clone());
-                    Turn::from_checkpoint(this, cx, emit, shared2, c, input)
+                    Turn::from_checkpoint(this.parts.clone(), cx, emit, shared2, c, input)
                         .run(true)
                         .await;
                 }

@@ -38,7 +38,7 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool, PgPoolO
 use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
-use crate::config::PostgresConfig;
+use crate::config::{PostgresConfig, redacted};
 use crate::error::{PostgresError, from_sqlx, is_unavailable, sent_nothing};
 use crate::migrate;
 use crate::prune::{self, PruneReport};
@@ -203,20 +203,6 @@ impl std::fmt::Debug for PostgresBackend {
     }
 }
 
-/// The URL with its password hidden, for messages.
-pub(crate) fn redacted(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let userinfo = &url[scheme + 3..at];
-            match userinfo.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
-    }
-}
-
 impl PostgresBackend {
     /// Connects, applies the schema's migrations (under an advisory lock,
     /// so that replicas starting together do not race) and starts the
@@ -317,7 +303,37 @@ impl PostgresBackend {
     /// Deletes what outlived its retention, in bounded batches (what the
     /// background prune does every `prune_interval_secs`).
     pub async fn prune(&self) -> Result<PruneReport, StoreError> {
-        prune::run(self).await
+        let mut report = PruneReport::default();
+        for step in prune::steps(self.task_ttl_ms(), self.ttl_ms()) {
+            *(step.count)(&mut report) = self.delete_in_batches(step.sql, step.age_ms).await?;
+        }
+        Ok(report)
+    }
+
+    /// Deletes in batches with `sql` (bound to the age in milliseconds and
+    /// the batch size) until a batch deletes less than a whole one, at most
+    /// [`prune::MAX_BATCHES`] batches.
+    async fn delete_in_batches(&self, sql: &'static str, age_ms: i64) -> Result<u64, StoreError> {
+        let pool = self.pool();
+        let batch = i64::from(self.inner.config.prune_batch);
+        let mut deleted = 0;
+        for _ in 0..prune::MAX_BATCHES {
+            let done = self
+                .run(Retry::Safe, || async move {
+                    sqlx::query(sql)
+                        .bind(age_ms)
+                        .bind(batch)
+                        .execute(pool)
+                        .await
+                })
+                .await?
+                .rows_affected();
+            deleted += done;
+            if done < u64::try_from(batch).unwrap_or(u64::MAX) {
+                break;
+            }
+        }
+        Ok(deleted)
     }
 
     fn keep(&self, task: JoinHandle<()>) {

@@ -161,7 +161,7 @@ impl PostgresConfig {
         }
         if !(self.url.starts_with("postgres://") || self.url.starts_with("postgresql://")) {
             return Err(PostgresError::NotPostgres {
-                url: crate::backend::redacted(&self.url),
+                url: redacted(&self.url),
             });
         }
         if self.pool_size == 0 {
@@ -171,5 +171,19 @@ impl PostgresConfig {
             return Err(PostgresError::PruneBatch);
         }
         Ok(())
+    }
+}
+
+/// The URL with its password hidden, for messages.
+pub(crate) fn redacted(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
     }
 }

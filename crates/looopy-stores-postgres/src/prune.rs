@@ -11,10 +11,10 @@
 //!
 //! Rows are picked with `FOR UPDATE SKIP LOCKED`, so replicas pruning at
 //! once split the work instead of queueing on each other.
-
-use looopy_core::StoreError;
-
-use crate::backend::{PostgresBackend, Retry};
+//!
+//! This module says what a prune deletes ([`steps`]) and what it reports;
+//! [`PostgresBackend::prune`](crate::PostgresBackend::prune) runs the
+//! steps.
 
 /// What one prune deleted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -42,7 +42,7 @@ pub struct PruneReport {
 
 /// At most this many batches a table in one prune: a prune ends even when
 /// writers outpace it; the next one goes on.
-const MAX_BATCHES: usize = 100;
+pub(crate) const MAX_BATCHES: usize = 100;
 
 const CHECKPOINTS: &str = "WITH doomed AS (
         SELECT task_id FROM checkpoints
@@ -104,52 +104,63 @@ const LEASES: &str = "WITH doomed AS (
         LIMIT $2 FOR UPDATE SKIP LOCKED)
     DELETE FROM leases WHERE context_id IN (SELECT context_id FROM doomed)";
 
-/// Deletes in batches with `sql` (bound to the age in milliseconds and the
-/// batch size) until a batch deletes less than a whole one.
-async fn batches(
-    backend: &PostgresBackend,
-    sql: &'static str,
-    age_ms: i64,
-) -> Result<u64, StoreError> {
-    let pool = backend.pool();
-    let batch = i64::from(backend.config().prune_batch);
-    let mut deleted = 0;
-    for _ in 0..MAX_BATCHES {
-        let done = backend
-            .run(Retry::Safe, || async move {
-                sqlx::query(sql)
-                    .bind(age_ms)
-                    .bind(batch)
-                    .execute(pool)
-                    .await
-            })
-            .await?
-            .rows_affected();
-        deleted += done;
-        if done < u64::try_from(batch).unwrap_or(u64::MAX) {
-            break;
-        }
-    }
-    Ok(deleted)
+/// One kind of row a prune deletes.
+pub(crate) struct Step {
+    /// Deletes one batch; bound to the age in milliseconds and the batch
+    /// size.
+    pub(crate) sql: &'static str,
+    /// How long ago, in milliseconds, a row must have been last written or
+    /// have expired.
+    pub(crate) age_ms: i64,
+    /// Where the rows it deleted are counted.
+    pub(crate) count: fn(&mut PruneReport) -> &mut u64,
 }
 
-/// One prune (see the module docs).
-pub(crate) async fn run(backend: &PostgresBackend) -> Result<PruneReport, StoreError> {
-    let mut report = PruneReport::default();
-    let task_ttl = backend.task_ttl_ms();
-    if task_ttl > 0 {
-        report.checkpoints = batches(backend, CHECKPOINTS, task_ttl).await?;
+/// What one prune deletes, in order, with a checkpoint lifetime of
+/// `task_ttl_ms` and a lifetime of everything else of `ttl_ms`
+/// (milliseconds, 0: kept for ever).
+pub(crate) fn steps(task_ttl_ms: i64, ttl_ms: i64) -> Vec<Step> {
+    let step = |sql, age_ms, count| Step { sql, age_ms, count };
+    let mut steps = Vec::new();
+    if task_ttl_ms > 0 {
+        steps.push(step(CHECKPOINTS, task_ttl_ms, |r| &mut r.checkpoints));
     }
-    let ttl = backend.ttl_ms();
-    if ttl > 0 {
-        report.conversations = batches(backend, CONVERSATIONS, ttl).await?;
-        report.artifacts = batches(backend, ARTIFACTS, ttl).await?;
-        report.agent_states = batches(backend, AGENTS, ttl).await?;
-        report.event_logs = batches(backend, EVENT_LOGS, ttl).await?;
-        report.task_records = batches(backend, TASK_RECORDS, ttl).await?;
-        report.push_configs = batches(backend, PUSH_CONFIGS, ttl).await?;
+    if ttl_ms > 0 {
+        steps.extend([
+            step(CONVERSATIONS, ttl_ms, |r| &mut r.conversations),
+            step(ARTIFACTS, ttl_ms, |r| &mut r.artifacts),
+            step(AGENTS, ttl_ms, |r| &mut r.agent_states),
+            step(EVENT_LOGS, ttl_ms, |r| &mut r.event_logs),
+            step(TASK_RECORDS, ttl_ms, |r| &mut r.task_records),
+            step(PUSH_CONFIGS, ttl_ms, |r| &mut r.push_configs),
+        ]);
     }
-    report.cache_entries = batches(backend, CACHE, 0).await?;
-    report.leases = batches(backend, LEASES, 0).await?;
-    Ok(report)
+    steps.push(step(CACHE, 0, |r| &mut r.cache_entries));
+    steps.push(step(LEASES, 0, |r| &mut r.leases));
+    steps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lifetimes_of_zero_keep_their_rows_and_expired_rows_always_go() {
+        let counted = |steps: Vec<Step>| {
+            let mut report = PruneReport::default();
+            for (n, step) in (1..).zip(steps) {
+                *(step.count)(&mut report) = n;
+            }
+            report
+        };
+        let none = counted(steps(0, 0));
+        assert_eq!((none.checkpoints, none.conversations), (0, 0));
+        assert_eq!((none.cache_entries, none.leases), (1, 2));
+        let all = steps(5, 7);
+        assert_eq!(all.len(), 9, "one step a kind of row");
+        assert_eq!(all[0].age_ms, 5, "checkpoints by the checkpoint lifetime");
+        assert!(all[1..7].iter().all(|s| s.age_ms == 7));
+        let all = counted(all);
+        assert_eq!((all.checkpoints, all.push_configs, all.leases), (1, 7, 9));
+    }
 }

@@ -83,7 +83,7 @@ struct Inner {
     next: AtomicUsize,
     config: RedisConfig,
     keys: KeyLayout,
-    suspects: crate::index::Suspects,
+    suspects: crate::suspects::Suspects,
 }
 
 /// A Redis connection pool with the stores' settings. Cheap to clone; every
@@ -120,7 +120,7 @@ impl RedisBackend {
                 next: AtomicUsize::new(0),
                 keys: KeyLayout::new(config.key_prefix.clone()),
                 config,
-                suspects: crate::index::Suspects::default(),
+                suspects: crate::suspects::Suspects::default(),
             }),
         })
     }
@@ -144,7 +144,7 @@ impl RedisBackend {
     }
 
     /// The index entries listings found without a value.
-    pub(crate) fn suspects(&self) -> &crate::index::Suspects {
+    pub(crate) fn suspects(&self) -> &crate::suspects::Suspects {
         &self.inner.suspects
     }
 

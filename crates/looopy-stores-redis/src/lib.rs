@@ -17,6 +17,7 @@ mod locks;
 mod messages;
 mod push_configs;
 mod scripts;
+mod suspects;
 mod task_records;
 mod turns;
 

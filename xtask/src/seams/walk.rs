@@ -234,12 +234,12 @@ pub(super) const STEPS: &[Step] = &[
     },
     Step {
         krate: "looopy-core",
-        file: "llm.rs",
+        file: "llm/provider.rs",
         what: "the `LlmProvider::stream` call",
     },
     Step {
         krate: "looopy-llm-litellm",
-        file: "client.rs",
+        file: "provider.rs",
         what: "`LiteLlmProvider::stream` → `chat_stream`",
     },
     Step {

@@ -11,7 +11,7 @@ use looopy_a2a::{TOOL_PROGRESS_EXTENSION, ToolProgress};
 use looopy_core::{AgentEvent, EventPayload, Part, TaskState};
 
 use super::artifact_texts::{ArtifactTexts, text_of};
-use super::{BAD, DIM, NOTE, OK, clip, print_progress_at};
+use super::lines::{BAD, DIM, NOTE, OK, clip, print_progress_at};
 
 /// The indent of a called agent's lines (under `  → tool`).
 const INDENT: &str = "    ";

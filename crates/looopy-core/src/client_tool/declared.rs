@@ -4,8 +4,8 @@ use std::collections::HashSet;
 
 use crate::context::TurnContext;
 use crate::message::{Message, Part};
-use crate::tool::{ResultSource, ToolCall, ToolDefinition, ToolResult, ToolSignal};
-use crate::tool_provider::{ToolError, ToolProvider};
+use crate::tool::{ResultSource, ToolCall, ToolDefinition, ToolError, ToolResult, ToolSignal};
+use crate::tool_provider::ToolProvider;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -15,7 +15,7 @@ use looopy_core::{
 use tracing::Instrument;
 
 use super::{Ending, Step, Turn};
-use crate::limits::ToolFailureMode;
+use crate::config::ToolFailureMode;
 use crate::tools::{self, CallEnv, ToolRegistry};
 
 impl Turn {
@@ -57,7 +57,7 @@ impl Turn {
         let mut tool_failed: Option<Ending> = None;
         let cx = self.cx.clone();
         let emit = self.emit.clone();
-        let hooks = self.agent.parts.hooks.clone();
+        let hooks = self.parts.hooks.clone();
         let shared = self.shared.clone();
         let running_calls = tools::Running::default();
         let env = CallEnv {
@@ -68,7 +68,7 @@ impl Turn {
             hooks: &hooks,
             pause: &shared.pause,
             iteration: self.iteration,
-            metrics: &self.agent.parts.metrics,
+            metrics: &self.parts.metrics,
             approved,
         };
         let span = tracing::info_span!(

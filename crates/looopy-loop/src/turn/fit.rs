@@ -52,7 +52,7 @@ impl Turn {
         make: MakeMessages<'_>,
         compact: bool,
     ) -> Result<(), Ending> {
-        let guard = &self.agent.parts.context;
+        let guard = &self.parts.context;
         let Some(budget) = guard.budget(&self.config) else {
             return Ok(());
         };
@@ -78,7 +78,7 @@ impl Turn {
                 .map(|m| (**m).clone()),
         );
         let summarised = compactor
-            .summarise(self.agent.parts.llm.as_ref(), &old, &self.cx)
+            .summarise(self.parts.llm.as_ref(), &old, &self.cx)
             .await;
         let message = match summarised {
             Ok(message) => Arc::new(message),
@@ -96,7 +96,7 @@ impl Turn {
         );
         self.summary = Some(TurnSummary { upto, message });
         request.messages = make(&self.sent_history());
-        let after = self.agent.parts.context.estimator.estimate(request);
+        let after = self.parts.context.estimator.estimate(request);
         if after <= budget.limit() {
             return Ok(());
         }
@@ -123,7 +123,7 @@ impl Turn {
         let safe = safe_cut_points_of(&refs);
         let target = budget.limit() / 4 * 3;
         let placeholder = Arc::new(Message::user(""));
-        let estimator = &self.agent.parts.context.estimator;
+        let estimator = &self.parts.context.estimator;
         let fits = (from + 1..n).filter(|&k| safe[k]).find(|&k| {
             let mut trial = request.clone();
             trial.messages = make(&self.history_with(placeholder.clone(), k));
@@ -143,7 +143,7 @@ impl Turn {
             budget.window,
             budget.reserve,
         );
-        let change = match (error, self.agent.parts.context.compactor.is_some()) {
+        let change = match (error, self.parts.context.compactor.is_some()) {
             (Some(e), _) => format!(
                 " Summarising the turn's earlier steps failed ({e}). Retry the turn, or make \
                  tool results shorter (the tool-output cache)."

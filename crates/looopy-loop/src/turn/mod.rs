@@ -20,22 +20,24 @@ use crate::checkpoint::{self, CheckpointWriter, Snapshot};
 use crate::context::TurnSummary;
 use crate::events::Emitter;
 use crate::hooks::{EndingTurn, HookContext, HookPoints, Hooks};
-use crate::input::TurnInput;
+use crate::input::{ApprovedCalls, TurnInput};
 use crate::limits::TurnSettings;
 use crate::model_call;
+use crate::parts::LoopParts;
 use crate::stream::TurnShared;
 use crate::tools::ToolRegistry;
-use crate::{AgentLoop, AgentLoopConfig, ApprovedCalls, LoopError};
+use crate::{AgentLoopConfig, LoopError};
 
 mod batch;
 mod ending;
+mod finish;
 mod fit;
 
 use ending::Ending;
 
 /// The state of a turn in progress.
 pub(crate) struct Turn {
-    pub(crate) agent: AgentLoop,
+    pub(crate) parts: Arc<LoopParts>,
     /// The loop's settings, merged with the turn's once it starts (the
     /// loop's own are shared by all its turns).
     pub(crate) config: Arc<AgentLoopConfig>,
@@ -86,7 +88,7 @@ enum Step {
 impl Turn {
     /// A new turn over `history`.
     pub(crate) fn start(
-        agent: AgentLoop,
+        parts: Arc<LoopParts>,
         cx: TurnContext,
         emit: Emitter,
         shared: Arc<TurnShared>,
@@ -99,11 +101,11 @@ impl Turn {
             stored_history,
         } = input;
         let stored_history = stored_history.filter(|m| m.len <= history.len());
-        let writer = CheckpointWriter::new(agent.parts.task_store.clone(), emit.clone());
+        let writer = CheckpointWriter::new(parts.task_store.clone(), emit.clone());
         Turn {
             writer,
-            config: agent.parts.config.clone(),
-            agent,
+            config: parts.config.clone(),
+            parts,
             cx,
             emit,
             shared,
@@ -132,14 +134,14 @@ impl Turn {
 
     /// A turn continuing from a checkpoint.
     pub(crate) fn from_checkpoint(
-        agent: AgentLoop,
+        parts: Arc<LoopParts>,
         cx: TurnContext,
         emit: Emitter,
         shared: Arc<TurnShared>,
         c: TaskCheckpoint,
         input: TurnInput,
     ) -> Self {
-        let mut turn = Self::start(agent, cx, emit, shared, c.messages, input);
+        let mut turn = Self::start(parts, cx, emit, shared, c.messages, input);
         turn.turn_start = c.turn_start;
         turn.iteration = c.iteration;
         turn.usage = c.usage;
@@ -210,16 +212,16 @@ impl Turn {
     /// The turn's tools: the loop's, listed once when they are fixed, and
     /// the turn's own.
     async fn registry(&self) -> Result<ToolRegistry, ToolError> {
-        let tools = &self.agent.parts.tools;
+        let tools = &self.parts.tools;
         let build = |providers| async move {
             let registry = ToolRegistry::build(providers, &self.cx).await?;
-            Ok::<_, ToolError>(if self.agent.parts.reader_on_demand {
+            Ok::<_, ToolError>(if self.parts.reader_on_demand {
                 registry.reader_on_demand()
             } else {
                 registry
             })
         };
-        let Some(fixed) = &self.agent.parts.fixed_registry else {
+        let Some(fixed) = &self.parts.fixed_registry else {
             let providers = match &self.turn_tools {
                 None => tools.clone(),
                 Some(extra) => tools.iter().cloned().chain([extra.clone()]).collect(),
@@ -242,7 +244,6 @@ impl Turn {
         };
         let mut settings = std::mem::take(&mut self.settings);
         match self
-            .agent
             .parts
             .hooks
             .before_turn(&self.hook_cx(), &self.emit, &self.history, &mut settings)
@@ -441,7 +442,7 @@ impl Turn {
         &mut self,
         registry: &ToolRegistry,
     ) -> Result<(LlmResponse, Option<String>), Step> {
-        let hooks = self.agent.parts.hooks.clone();
+        let hooks = self.parts.hooks.clone();
         match hooks.pause_check(&self.hook_cx(), &self.emit).await {
             Ok(Some(reason)) => self.shared.pause.pause(reason),
             Ok(None) => {}
@@ -489,7 +490,7 @@ impl Turn {
         let iteration = self.iteration;
         let artifact_id = crate::events::response_artifact_id(&self.cx.task_id, Some(iteration));
         let called = model_call::call_model(
-            &self.agent,
+            &self.parts,
             &self.config,
             request,
             &self.cx,
@@ -533,11 +534,10 @@ impl Turn {
     async fn model_finished(&mut self) -> Step {
         let last = self.history.last_shared().cloned();
         if self.incomplete_prompts < self.config.max_incomplete_prompts
-            && self.agent.parts.hooks.any_at(HookPoints::INCOMPLETE_WORK)
+            && self.parts.hooks.any_at(HookPoints::INCOMPLETE_WORK)
         {
             let summary = self.summary(TurnEnd::Finished, last.as_deref());
             match self
-                .agent
                 .parts
                 .hooks
                 .incomplete_work(&self.hook_cx(), &self.emit, &summary)
