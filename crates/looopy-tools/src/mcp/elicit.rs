@@ -23,15 +23,7 @@ use rmcp::model::{ElicitRequestParams, ElicitResult, ErrorData};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::transport::Notices;
-
-/// A question on its way from the handler to the call that asked it.
-pub(crate) struct Question {
-    /// What is asked, of which call.
-    pub(crate) request: ElicitationRequest,
-    /// Where the answer goes: the server's request waits on it.
-    pub(crate) respond: oneshot::Sender<ElicitResult>,
-}
+use super::calls::{Notices, Question};
 
 /// The error a server gets when elicitation is off.
 pub(crate) fn refused(server: &str) -> ErrorData {

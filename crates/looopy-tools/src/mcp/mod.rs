@@ -2,6 +2,7 @@
 //! ([`StdioServer`]) or streamable HTTP ([`HttpServer`]), on the `rmcp` crate,
 //! with the servers' resources and prompts.
 
+mod calls;
 mod catalog;
 mod content;
 mod elicit;
@@ -43,8 +44,9 @@ pub use sampling::{DEFAULT_SAMPLING_MAX_TOKENS, McpRoot, McpSampling};
 pub use transport::{HttpServer, McpTransport, StdioServer};
 
 use crate::error::ToolsError;
-use elicit::Question;
-use transport::{Notices, Offers, RunningCall, Session};
+use calls::Question;
+use calls::{Notices, RunningCall};
+use transport::{Offers, Session};
 
 /// How long connecting (spawn or HTTP, then the MCP handshake) may take by default.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -556,7 +558,7 @@ impl McpToolProvider {
             Ok(handle) => handle,
             Err(e) => return Landed::Answer(Err(e), generation),
         };
-        guard.set_token(transport::progress_key(&handle.progress_token));
+        guard.set_token(calls::progress_key(&handle.progress_token));
         let abandoned = Abandoned {
             peer: Some(peer.clone()),
             id: handle.id.clone(),

@@ -6,15 +6,15 @@ use std::fmt;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use tracing::Instrument;
 
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::ClientHandler;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability,
-    ErrorData, FormElicitationCapability, Implementation, NumberOrString,
-    ProgressNotificationParam, RootsCapabilities, SamplingCapability,
+    ErrorData, FormElicitationCapability, Implementation, ProgressNotificationParam,
+    RootsCapabilities, SamplingCapability,
 };
 #[allow(deprecated)] // sampling and roots, deprecated by SEP-2577 but spoken
 use rmcp::model::{CreateMessageRequestParams, CreateMessageResult, ListRootsResult};
@@ -24,8 +24,9 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use super::elicit::{self, Question};
-use super::sampling::{self, Caller, McpRoot, McpSampling};
+use super::calls::{Notices, progress_key};
+use super::elicit;
+use super::sampling::{self, McpRoot, McpSampling};
 
 /// An MCP server run as a child process, spoken to over its stdin and
 /// stdout. Its stderr is forwarded line by line to `tracing` (target
@@ -182,86 +183,6 @@ impl From<HttpServer> for McpTransport {
 
 /// A live client session.
 pub(crate) type Session = RunningService<RoleClient, Client>;
-
-/// What servers tell the client between and during calls, shared by a
-/// provider and the handlers of its sessions.
-#[derive(Default)]
-pub(crate) struct Notices {
-    /// Set by `notifications/tools/list_changed`.
-    pub(crate) tools_changed: AtomicBool,
-    /// The running tool calls, oldest first: where a call's progress
-    /// notifications go (its turn's events), and what a server's request
-    /// made during one of them (sampling) is made for.
-    pub(crate) calls: std::sync::Mutex<Vec<RunningCall>>,
-    /// The id of the next [`RunningCall`].
-    pub(crate) next_call: std::sync::atomic::AtomicU64,
-}
-
-/// A running tool call, registered before it is sent.
-pub(crate) struct RunningCall {
-    /// Unique within the provider.
-    pub(crate) id: u64,
-    /// Its progress token, once sent.
-    pub(crate) token: Option<String>,
-    /// The model's id of the call.
-    pub(crate) call_id: String,
-    /// The tool's name as the model calls it.
-    pub(crate) tool: String,
-    /// The span it runs in (`execute_tool`).
-    pub(crate) span: tracing::Span,
-    /// Its turn's context (the one it runs in now: a paused call goes on
-    /// in the turn that answers it).
-    pub(crate) cx: looopy_core::TurnContext,
-    /// Where the server's questions (`elicitation/create`) go: to the call,
-    /// which pauses.
-    pub(crate) asks: tokio::sync::mpsc::UnboundedSender<Question>,
-    /// Whether the answer the turn carries for this call was given: it
-    /// answers one question, once.
-    pub(crate) answered: bool,
-}
-
-impl Notices {
-    /// The running calls, locked.
-    pub(crate) fn calls(&self) -> std::sync::MutexGuard<'_, Vec<RunningCall>> {
-        self.calls
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The call a server's request is made for: the one whose progress
-    /// token the request carries in `_meta`, else the only one running.
-    fn caller(&self, token: Option<&str>) -> Option<Caller> {
-        self.with_caller(token, |call| Caller {
-            span: call.span.clone(),
-            cx: call.cx.clone(),
-        })
-    }
-
-    /// Runs `f` on the call a server's request is made for (see
-    /// [`caller`](Self::caller)); `None` when no call is.
-    pub(crate) fn with_caller<T>(
-        &self,
-        token: Option<&str>,
-        f: impl FnOnce(&mut RunningCall) -> T,
-    ) -> Option<T> {
-        let mut calls = self.calls();
-        let by_token = token.and_then(|t| calls.iter().position(|c| c.token.as_deref() == Some(t)));
-        let index = match (by_token, calls.len()) {
-            (Some(index), _) => index,
-            (None, 1) => 0,
-            _ => return None,
-        };
-        Some(f(&mut calls[index]))
-    }
-}
-
-/// A progress token as [`RunningCall::token`] keeps it.
-pub(crate) fn progress_key(token: &rmcp::model::ProgressToken) -> String {
-    match &token.0 {
-        NumberOrString::String(s) => s.to_string(),
-        NumberOrString::Number(n) => n.to_string(),
-    }
-}
 
 /// What a provider lets its servers ask of the client.
 #[derive(Clone)]
@@ -527,6 +448,7 @@ async fn open_http(server: &HttpServer, client: Client) -> Result<Session, Strin
 
 #[cfg(test)]
 mod tests {
+    use super::super::calls::RunningCall;
     use super::*;
 
     fn running(notices: &Notices, id: u64, token: Option<&str>, task: &str) {
