@@ -166,11 +166,10 @@ impl TokenSource {
                 AuthError::InternalError("the token response has no access_token".into())
             })?
             .to_owned();
-        let renew_at = json
-            .get("expires_in")
-            .and_then(serde_json::Value::as_u64)
-            .map(Duration::from_secs)
-            .map(|life| asked + life - RENEW_MARGIN.min(life / 2));
+        let renew_at = renew_at(
+            asked,
+            json.get("expires_in").and_then(serde_json::Value::as_u64),
+        );
         tracing::debug!(target: "looopy_tools::mcp", expires_in = ?renew_at.map(|at| at - asked), "OAuth token fetched");
         *held = Some(Token {
             secret: secret.clone(),
@@ -178,6 +177,15 @@ impl TokenSource {
         });
         Ok(secret)
     }
+}
+
+/// When to replace a token asked for at `asked` that lives `expires_in`
+/// seconds: [`RENEW_MARGIN`] before it expires, or halfway through a short
+/// life. `None` (only a 401 replaces it) without a lifetime, or with one
+/// too long to count.
+fn renew_at(asked: Instant, expires_in: Option<u64>) -> Option<Instant> {
+    let life = Duration::from_secs(expires_in?);
+    asked.checked_add(life - RENEW_MARGIN.min(life / 2))
 }
 
 /// The authorization server's refusal in a failed token request, if it
@@ -358,6 +366,18 @@ mod tests {
             AuthError::ClientCredentialsError("Token exchange failed: Request failed".into());
         assert_eq!(refusal(&network), None);
         assert_eq!(refusal(&AuthError::AuthorizationRequired), None);
+    }
+
+    #[test]
+    fn a_token_is_replaced_before_it_expires() {
+        let now = Instant::now();
+        let at = |secs| renew_at(now, Some(secs)).map(|at| at - now);
+        assert_eq!(at(3600), Some(Duration::from_secs(3570)), "30 s early");
+        assert_eq!(at(60), Some(Duration::from_secs(30)));
+        assert_eq!(at(4), Some(Duration::from_secs(2)), "halfway");
+        assert_eq!(at(0), Some(Duration::ZERO));
+        assert_eq!(renew_at(now, None), None);
+        assert_eq!(renew_at(now, Some(u64::MAX)), None, "no overflow");
     }
 
     #[test]
