@@ -45,7 +45,9 @@ pub(crate) fn run(args: &[&str]) -> Result<()> {
 
     // The gRPC binding needs no step of its own: `looopy-cli` turns on
     // `looopy-a2a/grpc` by default, so the workspace builds, lints and tests
-    // (`protocol_grpc`, `bindings`) include it.
+    // (`protocol_grpc`, `bindings`) include it. Likewise the OAuth client of
+    // MCP servers: `looopy-cli` turns on `looopy-tools/mcp-oauth` by default,
+    // so the workspace tests include `mcp_oauth`.
 
     // One Redis for the whole run unless the caller brought one; tests use
     // unique key prefixes, so they share it safely.

@@ -17,6 +17,7 @@ const ALONE: &[(&str, &str)] = &[
     ("looopy", "redis"),
     ("looopy", "postgres"),
     ("looopy", "mcp"),
+    ("looopy", "mcp-oauth"),
     ("looopy", "a2a-server"),
     ("looopy", "a2a-client"),
     ("looopy", "otel"),
@@ -26,6 +27,7 @@ const ALONE: &[(&str, &str)] = &[
     ("looopy-stores", "redis"),
     ("looopy-stores", "postgres"),
     ("looopy-tools", ""),
+    ("looopy-tools", "mcp-oauth"),
     ("looopy-llm-litellm", ""),
 ];
 

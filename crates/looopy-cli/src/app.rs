@@ -190,6 +190,7 @@ fn mcp(
     server: &McpServerConfig,
     llm: &Arc<dyn LlmProvider>,
     fallbacks: &[Arc<dyn LlmProvider>],
+    env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<McpToolProvider> {
     let provider = match (&server.command, &server.url) {
         (Some(command), _) => {
@@ -199,7 +200,7 @@ fn mcp(
             }
             McpToolProvider::new(stdio)
         }
-        (None, Some(url)) => McpToolProvider::new(HttpServer::new(url)),
+        (None, Some(url)) => McpToolProvider::new(server.http_server(url, env)?),
         // `Config::parse` refuses a server with neither.
         (None, None) => McpToolProvider::new(HttpServer::new("")),
     };
@@ -237,7 +238,7 @@ impl App {
         let mut tools: Vec<Arc<dyn ToolProvider>> = Vec::new();
         let mut servers = Vec::new();
         for server in &config.tools.mcp {
-            let provider = mcp(server, &model, &fallback_models)?;
+            let provider = mcp(server, &model, &fallback_models, env)?;
             servers.push(provider.clone());
             tools.push(Arc::new(provider));
         }

@@ -52,6 +52,16 @@
 //! elicitation = "ask"         # its questions end the turn input-required (default), or "off"
 //! elicitation_timeout_secs = 900  # how long a call waits here for the answer
 //!
+//! [[tools.mcp]]
+//! name = "search"
+//! url = "https://search.example.com/mcp"   # streamable HTTP
+//! headers = { "X-Team" = "support" }      # sent with every request
+//! headers_env = { "X-Api-Key" = "SEARCH_API_KEY" }  # values from the environment
+//! # token_env = "SEARCH_TOKEN"             # or a bearer token from the environment,
+//! # or OAuth client credentials (the authorization server is found from the
+//! # server's protected-resource metadata; feature `mcp-oauth`, on by default):
+//! # oauth = { client_id = "looopy", client_secret_env = "SEARCH_CLIENT_SECRET", scopes = ["search"] }
+//!
 //! [[tools.a2a]]
 //! name = "researcher"
 //! url = "http://localhost:9000"
@@ -460,6 +470,37 @@ pub struct McpServerConfig {
     /// again.
     #[serde(default = "default_elicitation_timeout_secs")]
     pub elicitation_timeout_secs: u64,
+    /// Headers sent with every request (`url` servers), values as written;
+    /// a secret belongs in `headers_env`.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Headers sent with every request (`url` servers), each value read
+    /// from the environment variable named: `{ "X-Api-Key" = "MY_KEY" }`.
+    #[serde(default)]
+    pub headers_env: BTreeMap<String, String>,
+    /// The environment variable holding a bearer token for the server
+    /// (`url` servers).
+    #[serde(default)]
+    pub token_env: Option<String>,
+    /// OAuth 2.0 client credentials (`url` servers): the token is asked of
+    /// the authorization server the MCP server names, instead of
+    /// `token_env`.
+    #[serde(default)]
+    pub oauth: Option<McpOAuthConfig>,
+}
+
+/// `[[tools.mcp]] oauth`: the client credentials grant, for an agent that
+/// runs with no person at hand.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpOAuthConfig {
+    /// The client's id at the authorization server.
+    pub client_id: String,
+    /// The environment variable holding its secret (never the secret itself).
+    pub client_secret_env: String,
+    /// The scopes asked for (none: the authorization server's default).
+    #[serde(default)]
+    pub scopes: Vec<String>,
 }
 
 fn default_elicitation_timeout_secs() -> u64 {
@@ -507,6 +548,36 @@ pub struct RootConfig {
 }
 
 impl McpServerConfig {
+    /// The streamable HTTP server at `url`, with the headers, token or
+    /// OAuth credentials the section gives, read from `env` where it names
+    /// variables; a variable that is not set is an error naming the server.
+    pub fn http_server(
+        &self,
+        url: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<looopy_tools::HttpServer> {
+        let var = |var: &str, what: &str| {
+            env(var).with_context(|| {
+                format!("[[tools.mcp]] '{}': {what}: ${var} is not set", self.name)
+            })
+        };
+        let mut server = looopy_tools::HttpServer::new(url);
+        for (name, value) in &self.headers {
+            server = server.header(name, value);
+        }
+        for (name, variable) in &self.headers_env {
+            server = server.header(name, var(variable, &format!("header {name}"))?);
+        }
+        if let Some(variable) = &self.token_env {
+            server = server.bearer_token(var(variable, "token_env")?);
+        }
+        if let Some(oauth) = &self.oauth {
+            let secret = var(&oauth.client_secret_env, "oauth client_secret_env")?;
+            server = with_oauth(server, oauth, secret, &self.name)?;
+        }
+        Ok(server)
+    }
+
     /// The roots as the MCP provider takes them; a URI that is not
     /// `file://` is refused, naming the server.
     pub fn mcp_roots(&self) -> Result<Vec<looopy_tools::McpRoot>> {
@@ -522,6 +593,32 @@ impl McpServerConfig {
             })
             .collect()
     }
+}
+
+#[cfg(feature = "mcp-oauth")]
+fn with_oauth(
+    server: looopy_tools::HttpServer,
+    oauth: &McpOAuthConfig,
+    secret: String,
+    _name: &str,
+) -> Result<looopy_tools::HttpServer> {
+    Ok(
+        server.with_oauth_client_credentials(
+            &oauth.client_id,
+            secret,
+            oauth.scopes.iter().cloned(),
+        ),
+    )
+}
+
+#[cfg(not(feature = "mcp-oauth"))]
+fn with_oauth(
+    _server: looopy_tools::HttpServer,
+    _oauth: &McpOAuthConfig,
+    _secret: String,
+    name: &str,
+) -> Result<looopy_tools::HttpServer> {
+    bail!("[[tools.mcp]] '{name}': oauth needs looopy built with the `mcp-oauth` feature")
 }
 
 /// `[[tools.a2a]]`.
@@ -691,6 +788,26 @@ impl Config {
             if m.elicitation_timeout_secs == 0 {
                 bail!(
                     "[[tools.mcp]] '{}': elicitation_timeout_secs must be at least 1",
+                    m.name
+                );
+            }
+            if m.command.is_some() {
+                let http_only = [
+                    ("headers", !m.headers.is_empty()),
+                    ("headers_env", !m.headers_env.is_empty()),
+                    ("token_env", m.token_env.is_some()),
+                    ("oauth", m.oauth.is_some()),
+                ];
+                if let Some((key, _)) = http_only.iter().find(|(_, given)| *given) {
+                    bail!(
+                        "[[tools.mcp]] '{}': `{key}` is for a `url` server (a `command` server takes `env`)",
+                        m.name
+                    );
+                }
+            }
+            if m.token_env.is_some() && m.oauth.is_some() {
+                bail!(
+                    "[[tools.mcp]] '{}': give at most one of `token_env` and `oauth`",
                     m.name
                 );
             }
@@ -1087,5 +1204,118 @@ mod tests {
             token_env: None,
         };
         assert!(!format!("{inline:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn http_headers_and_tokens_come_from_the_file_and_the_environment() {
+        let c = Config::parse(
+            r#"
+[[tools.mcp]]
+name = "search"
+url = "http://127.0.0.1:9/mcp"
+headers = { "X-Team" = "support" }
+headers_env = { "X-Api-Key" = "SEARCH_KEY" }
+token_env = "SEARCH_TOKEN"
+"#,
+        )
+        .unwrap();
+        let m = &c.tools.mcp[0];
+        let env = |k: &str| match k {
+            "SEARCH_KEY" => Some("k3y".to_owned()),
+            "SEARCH_TOKEN" => Some("t0ken".to_owned()),
+            _ => None,
+        };
+        let server = m.http_server("http://127.0.0.1:9/mcp", &env).unwrap();
+        assert_eq!(
+            server.headers,
+            vec![
+                ("X-Team".to_owned(), "support".to_owned()),
+                ("X-Api-Key".to_owned(), "k3y".to_owned()),
+            ]
+        );
+        assert_eq!(server.bearer_token.as_deref(), Some("t0ken"));
+        let shown = format!("{server:?}");
+        assert!(
+            !shown.contains("k3y") && !shown.contains("t0ken"),
+            "{shown}"
+        );
+
+        let missing = m
+            .http_server("http://127.0.0.1:9/mcp", &|k| {
+                (k == "SEARCH_TOKEN").then(|| "t".to_owned())
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            missing.contains("'search'")
+                && missing.contains("X-Api-Key")
+                && missing.contains("$SEARCH_KEY is not set"),
+            "{missing}"
+        );
+    }
+
+    #[test]
+    fn http_keys_are_refused_on_a_command_server_and_token_env_with_oauth() {
+        for key in [
+            "headers = { \"X-A\" = \"b\" }",
+            "headers_env = { \"X-A\" = \"B\" }",
+            "token_env = \"T\"",
+            "oauth = { client_id = \"c\", client_secret_env = \"S\" }",
+        ] {
+            let text = format!("[[tools.mcp]]\nname = \"s\"\ncommand = \"x\"\n{key}");
+            let e = Config::parse(&text).unwrap_err().to_string();
+            assert!(e.contains("is for a `url` server"), "{key}: {e}");
+        }
+        let both = "[[tools.mcp]]\nname = \"s\"\nurl = \"http://h/mcp\"\ntoken_env = \"T\"\n\
+                    oauth = { client_id = \"c\", client_secret_env = \"S\" }";
+        let e = Config::parse(both).unwrap_err().to_string();
+        assert!(e.contains("at most one of `token_env` and `oauth`"), "{e}");
+        let unknown = "[[tools.mcp]]\nname = \"s\"\nurl = \"http://h/mcp\"\n\
+                       oauth = { client_id = \"c\", client_secret = \"inline\" }";
+        assert!(
+            Config::parse(unknown).is_err(),
+            "the secret itself is not a key"
+        );
+    }
+
+    #[test]
+    fn oauth_credentials_read_the_secret_from_the_environment() {
+        let c = Config::parse(
+            r#"
+[[tools.mcp]]
+name = "search"
+url = "http://127.0.0.1:9/mcp"
+oauth = { client_id = "looopy", client_secret_env = "SEARCH_SECRET", scopes = ["search"] }
+"#,
+        )
+        .unwrap();
+        let m = &c.tools.mcp[0];
+        let unset = m
+            .http_server("http://127.0.0.1:9/mcp", &|_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            unset.contains("'search'") && unset.contains("$SEARCH_SECRET is not set"),
+            "{unset}"
+        );
+        let built = m.http_server("http://127.0.0.1:9/mcp", &|k| {
+            (k == "SEARCH_SECRET").then(|| "s3cret".to_owned())
+        });
+        #[cfg(feature = "mcp-oauth")]
+        {
+            let server = built.unwrap();
+            let oauth = server.oauth.as_ref().unwrap();
+            assert_eq!(oauth.client_id, "looopy");
+            assert_eq!(oauth.client_secret, "s3cret");
+            assert_eq!(oauth.scopes, vec!["search".to_owned()]);
+            assert!(!format!("{server:?}").contains("s3cret"));
+        }
+        #[cfg(not(feature = "mcp-oauth"))]
+        assert!(
+            built
+                .unwrap_err()
+                .to_string()
+                .contains("the `mcp-oauth` feature")
+        );
     }
 }

@@ -60,6 +60,19 @@ pub enum ToolsError {
         /// What failed.
         message: String,
     },
+    /// The authorization server of an MCP server refused the client's
+    /// OAuth credentials (a wrong secret, an unknown client, a scope it may
+    /// not have): connecting again with the same credentials fails the same
+    /// way.
+    #[error(
+        "MCP server '{server}': the authorization server refused the client credentials: {message}"
+    )]
+    McpAuthRefused {
+        /// The server's name.
+        server: String,
+        /// The authorization server's answer.
+        message: String,
+    },
     /// An MCP server answered a request with an error (an unknown
     /// resource or prompt, a missing argument).
     #[error("MCP server '{server}' refused the request: {message}")]

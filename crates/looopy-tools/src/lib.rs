@@ -22,6 +22,8 @@ pub use looopy_core::client_tool::{
     CLIENT_TOOLS_KEY, ClientToolResult, ClientTools, InvalidClientTools, PendingClientCall,
     client_results, split_client_results,
 };
+#[cfg(feature = "mcp-oauth")]
+pub use mcp::OAuthClientCredentials;
 #[cfg(feature = "mcp")]
 pub use mcp::{
     DEFAULT_ELICITATION_TIMEOUT, DEFAULT_SAMPLING_MAX_TOKENS, HttpServer, IDEMPOTENCY_KEY_META,

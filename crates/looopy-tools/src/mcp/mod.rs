@@ -6,6 +6,8 @@ mod calls;
 mod catalog;
 mod content;
 mod elicit;
+#[cfg(feature = "mcp-oauth")]
+mod oauth;
 mod references;
 mod sampling;
 #[cfg(feature = "otel")]
@@ -39,6 +41,8 @@ pub use catalog::{
     LIST_RESOURCES_TOOL, McpPrompt, McpPromptArgument, McpPromptMessages, McpResource,
     McpResourceTemplate, READ_RESOURCE_TOOL,
 };
+#[cfg(feature = "mcp-oauth")]
+pub use oauth::OAuthClientCredentials;
 pub use references::McpReferences;
 pub use sampling::{DEFAULT_SAMPLING_MAX_TOKENS, McpRoot, McpSampling};
 pub use transport::{HttpServer, McpTransport, StdioServer};
@@ -341,7 +345,7 @@ impl McpToolProvider {
         self.peer()
             .await
             .map(|_| ())
-            .map_err(|message| self.unavailable(message))
+            .map_err(|e| self.open_failed(e))
     }
 
     /// The process id of the running child (stdio servers only).
@@ -382,6 +386,18 @@ impl McpToolProvider {
         }
     }
 
+    /// A session that could not be opened: a refusal of the client's
+    /// credentials, or an unavailable server.
+    fn open_failed(&self, error: transport::OpenError) -> ToolsError {
+        match error {
+            transport::OpenError::Refused(message) => ToolsError::McpAuthRefused {
+                server: self.shared.name.clone(),
+                message,
+            },
+            transport::OpenError::Unavailable(message) => self.unavailable(message),
+        }
+    }
+
     fn unavailable_result(&self, call: &ToolCall, message: String) -> ToolResult {
         let error = ToolError::Unavailable {
             message: format!(
@@ -394,10 +410,12 @@ impl McpToolProvider {
 
     /// A peer of a live session, opening one when there is none or the last
     /// one broke.
-    async fn peer(&self) -> Result<(Peer<RoleClient>, u64), String> {
+    async fn peer(&self) -> Result<(Peer<RoleClient>, u64), transport::OpenError> {
         let mut state = self.shared.state.lock().await;
         if state.closed {
-            return Err("the provider was shut down".into());
+            return Err(transport::OpenError::Unavailable(
+                "the provider was shut down".into(),
+            ));
         }
         if let Some(live) = &state.live {
             if !live.session.is_transport_closed() && !live.session.is_closed() {
@@ -417,7 +435,12 @@ impl McpToolProvider {
             ),
         )
         .await
-        .map_err(|_| format!("connecting took over {:?}", self.shared.connect_timeout))??;
+        .map_err(|_| {
+            transport::OpenError::Unavailable(format!(
+                "connecting took over {:?}",
+                self.shared.connect_timeout
+            ))
+        })??;
         let (session, pid) = opened;
         state.generation += 1;
         let generation = state.generation;
@@ -727,7 +750,7 @@ impl McpToolProvider {
         };
         let (peer, generation) = match self.peer().await {
             Ok(peer) => peer,
-            Err(message) => return self.unavailable_result(call, message),
+            Err(error) => return self.unavailable_result(call, error.to_string()),
         };
         let mut params = CallToolRequestParams::new(original).with_arguments(arguments);
         params.meta_or_default().0.0.insert(
@@ -745,7 +768,7 @@ impl McpToolProvider {
 impl McpToolProvider {
     /// The server's resources, every page of them.
     pub async fn resources(&self) -> Result<Vec<McpResource>, ToolsError> {
-        let (peer, generation) = self.peer().await.map_err(|m| self.unavailable(m))?;
+        let (peer, generation) = self.peer().await.map_err(|e| self.open_failed(e))?;
         let listed = peer.list_all_resources().await;
         let resources = self.answer(generation, "listing resources", listed).await?;
         Ok(resources.into_iter().map(Into::into).collect())
@@ -753,7 +776,7 @@ impl McpToolProvider {
 
     /// The server's resource templates, every page of them.
     pub async fn resource_templates(&self) -> Result<Vec<McpResourceTemplate>, ToolsError> {
-        let (peer, generation) = self.peer().await.map_err(|m| self.unavailable(m))?;
+        let (peer, generation) = self.peer().await.map_err(|e| self.open_failed(e))?;
         let listed = peer.list_all_resource_templates().await;
         let templates = self
             .answer(generation, "listing resource templates", listed)
@@ -764,7 +787,7 @@ impl McpToolProvider {
     /// Reads the resource at `uri`: text contents as text parts, binary
     /// contents as inline file parts (base64, with the URI and media type).
     pub async fn read_resource(&self, uri: &str) -> Result<Vec<Part>, ToolsError> {
-        let (peer, generation) = self.peer().await.map_err(|m| self.unavailable(m))?;
+        let (peer, generation) = self.peer().await.map_err(|e| self.open_failed(e))?;
         let read = peer.read_resource(catalog::read_params(uri)).await;
         let result = self
             .answer(generation, &format!("reading resource '{uri}'"), read)
@@ -775,7 +798,7 @@ impl McpToolProvider {
     /// The server's prompts, every page of them; none when the server
     /// declares no `prompts` capability (it is not asked).
     pub async fn prompts(&self) -> Result<Vec<McpPrompt>, ToolsError> {
-        let (peer, generation) = self.peer().await.map_err(|m| self.unavailable(m))?;
+        let (peer, generation) = self.peer().await.map_err(|e| self.open_failed(e))?;
         if peer
             .peer_info()
             .is_none_or(|info| info.capabilities.prompts.is_none())
@@ -802,7 +825,7 @@ impl McpToolProvider {
             .into_iter()
             .map(|(k, v)| (k.into(), Value::String(v.into())))
             .collect();
-        let (peer, generation) = self.peer().await.map_err(|m| self.unavailable(m))?;
+        let (peer, generation) = self.peer().await.map_err(|e| self.open_failed(e))?;
         let got = peer
             .get_prompt(catalog::prompt_params(name, arguments))
             .await;

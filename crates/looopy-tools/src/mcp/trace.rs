@@ -81,43 +81,13 @@ fn add_trace_headers(
 
 /// rmcp's reqwest client, adding the trace context of each request's `_meta`
 /// as HTTP headers (`traceparent`, `tracestate`, `baggage`) of its POST.
-///
-/// Built like rmcp's default client: no idle connection pool, and only
-/// same-origin 307/308 redirects followed (at most 10).
 #[derive(Clone)]
 pub(super) struct TracingHttpClient(reqwest::Client);
 
 impl TracingHttpClient {
     pub(super) fn new() -> Result<Self, String> {
-        reqwest::Client::builder()
-            .pool_max_idle_per_host(0)
-            .redirect(same_origin_redirects())
-            .build()
-            .map(TracingHttpClient)
-            .map_err(|e| format!("could not build the HTTP client: {e}"))
+        super::transport::http_client().map(TracingHttpClient)
     }
-}
-
-/// rmcp's redirect policy: a 307/308 keeps the POST's body, and a redirect to
-/// another origin would hand it the session id and custom headers.
-fn same_origin_redirects() -> reqwest::redirect::Policy {
-    reqwest::redirect::Policy::custom(|attempt| {
-        let keeps_body = matches!(
-            attempt.status(),
-            reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
-        );
-        let same_origin = attempt
-            .previous()
-            .first()
-            .is_some_and(|first| first.origin() == attempt.url().origin());
-        if !keeps_body || !same_origin {
-            attempt.stop()
-        } else if attempt.previous().len() > 10 {
-            attempt.error("exceeded 10 redirects")
-        } else {
-            attempt.follow()
-        }
-    })
 }
 
 type HttpResult<T> = Result<T, StreamableHttpError<reqwest::Error>>;

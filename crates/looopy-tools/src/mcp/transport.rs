@@ -104,6 +104,11 @@ pub struct HttpServer {
     pub headers: Vec<(String, String)>,
     /// A bearer token sent as `Authorization: Bearer <token>`.
     pub bearer_token: Option<String>,
+    /// OAuth 2.0 client credentials: the token is fetched from the server's
+    /// authorization server instead (see
+    /// [`with_oauth_client_credentials`](Self::with_oauth_client_credentials)).
+    #[cfg(feature = "mcp-oauth")]
+    pub oauth: Option<super::oauth::OAuthClientCredentials>,
 }
 
 impl HttpServer {
@@ -113,6 +118,8 @@ impl HttpServer {
             url: url.into(),
             headers: Vec::new(),
             bearer_token: None,
+            #[cfg(feature = "mcp-oauth")]
+            oauth: None,
         }
     }
 
@@ -127,13 +134,41 @@ impl HttpServer {
         self.bearer_token = Some(token.into());
         self
     }
+
+    /// Authorizes with the OAuth 2.0 client credentials grant, for an agent
+    /// that runs with no person and no browser. The authorization server is
+    /// the one the server names in its protected-resource metadata (RFC
+    /// 9728, found as rmcp finds it); the token is fetched before the
+    /// session opens, sent as `Authorization: Bearer`, and fetched anew when
+    /// it is about to expire or the server refuses it (a 401). A client the
+    /// authorization server refuses (a wrong secret) fails to connect with
+    /// [`ToolsError::McpAuthRefused`](crate::ToolsError::McpAuthRefused).
+    /// Takes the place of [`bearer_token`](Self::bearer_token).
+    #[cfg(feature = "mcp-oauth")]
+    pub fn with_oauth_client_credentials<I, S>(
+        mut self,
+        client_id: impl Into<String>,
+        client_secret: impl Into<String>,
+        scopes: I,
+    ) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.oauth = Some(super::oauth::OAuthClientCredentials {
+            client_id: client_id.into(),
+            client_secret: client_secret.into(),
+            scopes: scopes.into_iter().map(Into::into).collect(),
+        });
+        self
+    }
 }
 
 impl fmt::Debug for HttpServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Header values may be credentials: show the names only.
-        f.debug_struct("HttpServer")
-            .field("url", &self.url)
+        let mut s = f.debug_struct("HttpServer");
+        s.field("url", &self.url)
             .field(
                 "headers",
                 &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
@@ -141,8 +176,10 @@ impl fmt::Debug for HttpServer {
             .field(
                 "bearer_token",
                 &self.bearer_token.as_ref().map(|_| "<redacted>"),
-            )
-            .finish()
+            );
+        #[cfg(feature = "mcp-oauth")]
+        s.field("oauth", &self.oauth);
+        s.finish()
     }
 }
 
@@ -183,6 +220,35 @@ impl From<HttpServer> for McpTransport {
 
 /// A live client session.
 pub(crate) type Session = RunningService<RoleClient, Client>;
+
+/// Why a session could not be opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum OpenError {
+    /// The server could not be started, reached or spoken to.
+    Unavailable(String),
+    /// The server's authorization server refused the client's credentials
+    /// (the authorization server's own message).
+    #[cfg_attr(not(feature = "mcp-oauth"), allow(dead_code))]
+    Refused(String),
+}
+
+impl fmt::Display for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OpenError::Unavailable(message) => f.write_str(message),
+            OpenError::Refused(message) => write!(
+                f,
+                "the authorization server refused the client credentials: {message}"
+            ),
+        }
+    }
+}
+
+impl From<String> for OpenError {
+    fn from(message: String) -> Self {
+        OpenError::Unavailable(message)
+    }
+}
 
 /// What a provider lets its servers ask of the client.
 #[derive(Clone)]
@@ -371,11 +437,11 @@ pub(crate) async fn open(
     server_name: &str,
     notices: &Arc<Notices>,
     offers: &Offers,
-) -> Result<(Session, Option<u32>), String> {
+) -> Result<(Session, Option<u32>), OpenError> {
     let client = client(notices, server_name, offers);
     let opening = async {
         match transport {
-            McpTransport::Stdio(server) => open_stdio(server, server_name, client).await,
+            McpTransport::Stdio(server) => Ok(open_stdio(server, server_name, client).await?),
             McpTransport::Http(server) => open_http(server, client).await.map(|s| (s, None)),
         }
     };
@@ -420,7 +486,7 @@ async fn open_stdio(
     Ok((session, pid))
 }
 
-async fn open_http(server: &HttpServer, client: Client) -> Result<Session, String> {
+async fn open_http(server: &HttpServer, client: Client) -> Result<Session, OpenError> {
     let mut headers = HashMap::new();
     for (name, value) in &server.headers {
         let name = HeaderName::from_bytes(name.as_bytes())
@@ -432,18 +498,84 @@ async fn open_http(server: &HttpServer, client: Client) -> Result<Session, Strin
     let mut config = StreamableHttpClientTransportConfig::with_uri(server.url.as_str())
         .custom_headers(headers)
         .reinit_on_expired_session(true);
+    #[cfg(feature = "mcp-oauth")]
+    if let Some(credentials) = &server.oauth {
+        let tokens = super::oauth::TokenSource::discover(&server.url, credentials).await?;
+        tokens.first().await?;
+        let http = super::oauth::OAuthHttpClient::new(base_client()?, tokens);
+        return serve(
+            client,
+            StreamableHttpClientTransport::with_client(http, config),
+        )
+        .await;
+    }
     if let Some(token) = &server.bearer_token {
         config = config.auth_header(token.clone());
     }
-    #[cfg(feature = "otel")]
-    let transport =
-        StreamableHttpClientTransport::with_client(super::trace::TracingHttpClient::new()?, config);
-    #[cfg(not(feature = "otel"))]
-    let transport = StreamableHttpClientTransport::from_config(config);
+    serve(
+        client,
+        StreamableHttpClientTransport::with_client(base_client()?, config),
+    )
+    .await
+}
+
+/// The HTTP client of every streamable HTTP session, below the OAuth layer:
+/// with `otel`, one that sends the trace context as headers.
+#[cfg(feature = "otel")]
+fn base_client() -> Result<super::trace::TracingHttpClient, String> {
+    super::trace::TracingHttpClient::new()
+}
+
+/// The HTTP client of every streamable HTTP session, below the OAuth layer.
+#[cfg(not(feature = "otel"))]
+fn base_client() -> Result<reqwest::Client, String> {
+    http_client()
+}
+
+/// Built like rmcp's default client: no idle connection pool, and only
+/// same-origin 307/308 redirects followed (at most 10).
+pub(super) fn http_client() -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .redirect(same_origin_redirects())
+        .build()
+        .map_err(|e| format!("could not build the HTTP client: {e}"))
+}
+
+/// rmcp's redirect policy: a 307/308 keeps the POST's body, and a redirect to
+/// another origin would hand it the session id and custom headers.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let keeps_body = matches!(
+            attempt.status(),
+            reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
+        );
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if !keeps_body || !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > 10 {
+            attempt.error("exceeded 10 redirects")
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
+/// Runs the handshake over `transport`.
+async fn serve<C>(
+    client: Client,
+    transport: StreamableHttpClientTransport<C>,
+) -> Result<Session, OpenError>
+where
+    C: rmcp::transport::streamable_http_client::StreamableHttpClient + Send + Sync,
+{
     client
         .serve(transport)
         .await
-        .map_err(|e| format!("handshake failed: {e}"))
+        .map_err(|e| OpenError::Unavailable(format!("handshake failed: {e}")))
 }
 
 #[cfg(test)]

@@ -13,6 +13,8 @@ mod mcp_elicitation;
 mod mcp_everything;
 #[path = "../mcp_faults.rs"]
 mod mcp_faults;
+#[path = "../mcp_oauth.rs"]
+mod mcp_oauth;
 #[path = "../mcp_python.rs"]
 mod mcp_python;
 #[path = "../mcp_references.rs"]

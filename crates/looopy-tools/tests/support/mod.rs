@@ -60,10 +60,26 @@ impl HttpFixture {
 
     /// Starts the fixture server over streamable HTTP on `port`.
     pub async fn start_on(python: &Path, port: u16) -> Self {
+        let port_arg = port.to_string();
+        Self::spawn(python, &fixture_server(), &["http", &port_arg], port).await
+    }
+
+    /// Starts the OAuth fixture (tests/fixtures/oauth_mcp_server.py: an MCP
+    /// server that requires bearer tokens, and the authorization server
+    /// that issues them, each token living `lifetime_secs`) on a free port.
+    pub async fn start_oauth(python: &Path, lifetime_secs: u64) -> Self {
+        let port = free_port();
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/oauth_mcp_server.py");
+        let (port_arg, lifetime_arg) = (port.to_string(), lifetime_secs.to_string());
+        Self::spawn(python, &script, &[&port_arg, &lifetime_arg], port).await
+    }
+
+    /// Runs `script` with `args` and waits until it listens on `port`.
+    async fn spawn(python: &Path, script: &Path, args: &[&str], port: u16) -> Self {
         let child = tokio::process::Command::new(python)
-            .arg(fixture_server())
-            .arg("http")
-            .arg(port.to_string())
+            .arg(script)
+            .args(args)
             .kill_on_drop(true)
             .spawn()
             .unwrap();
