@@ -6,8 +6,10 @@ mod calls;
 mod catalog;
 mod content;
 mod elicit;
+mod http;
 #[cfg(feature = "mcp-oauth")]
 mod oauth;
+mod open_error;
 mod references;
 mod sampling;
 #[cfg(feature = "otel")]
@@ -388,13 +390,13 @@ impl McpToolProvider {
 
     /// A session that could not be opened: a refusal of the client's
     /// credentials, or an unavailable server.
-    fn open_failed(&self, error: transport::OpenError) -> ToolsError {
+    fn open_failed(&self, error: open_error::OpenError) -> ToolsError {
         match error {
-            transport::OpenError::Refused(message) => ToolsError::McpAuthRefused {
+            open_error::OpenError::Refused(message) => ToolsError::McpAuthRefused {
                 server: self.shared.name.clone(),
                 message,
             },
-            transport::OpenError::Unavailable(message) => self.unavailable(message),
+            open_error::OpenError::Unavailable(message) => self.unavailable(message),
         }
     }
 
@@ -410,10 +412,10 @@ impl McpToolProvider {
 
     /// A peer of a live session, opening one when there is none or the last
     /// one broke.
-    async fn peer(&self) -> Result<(Peer<RoleClient>, u64), transport::OpenError> {
+    async fn peer(&self) -> Result<(Peer<RoleClient>, u64), open_error::OpenError> {
         let mut state = self.shared.state.lock().await;
         if state.closed {
-            return Err(transport::OpenError::Unavailable(
+            return Err(open_error::OpenError::Unavailable(
                 "the provider was shut down".into(),
             ));
         }
@@ -436,7 +438,7 @@ impl McpToolProvider {
         )
         .await
         .map_err(|_| {
-            transport::OpenError::Unavailable(format!(
+            open_error::OpenError::Unavailable(format!(
                 "connecting took over {:?}",
                 self.shared.connect_timeout
             ))

@@ -24,7 +24,7 @@ use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
 };
 
-use super::transport::OpenError;
+use super::open_error::OpenError;
 
 /// A client's credentials for the OAuth 2.0 client credentials grant
 /// (`client_secret_post`, or `client_secret_basic` when the authorization

@@ -86,7 +86,7 @@ pub(super) struct TracingHttpClient(reqwest::Client);
 
 impl TracingHttpClient {
     pub(super) fn new() -> Result<Self, String> {
-        super::transport::http_client().map(TracingHttpClient)
+        super::http::http_client().map(TracingHttpClient)
     }
 }
 

@@ -26,6 +26,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::calls::{Notices, progress_key};
 use super::elicit;
+use super::open_error::OpenError;
 use super::sampling::{self, McpRoot, McpSampling};
 
 /// An MCP server run as a child process, spoken to over its stdin and
@@ -220,35 +221,6 @@ impl From<HttpServer> for McpTransport {
 
 /// A live client session.
 pub(crate) type Session = RunningService<RoleClient, Client>;
-
-/// Why a session could not be opened.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum OpenError {
-    /// The server could not be started, reached or spoken to.
-    Unavailable(String),
-    /// The server's authorization server refused the client's credentials
-    /// (the authorization server's own message).
-    #[cfg_attr(not(feature = "mcp-oauth"), allow(dead_code))]
-    Refused(String),
-}
-
-impl fmt::Display for OpenError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            OpenError::Unavailable(message) => f.write_str(message),
-            OpenError::Refused(message) => write!(
-                f,
-                "the authorization server refused the client credentials: {message}"
-            ),
-        }
-    }
-}
-
-impl From<String> for OpenError {
-    fn from(message: String) -> Self {
-        OpenError::Unavailable(message)
-    }
-}
 
 /// What a provider lets its servers ask of the client.
 #[derive(Clone)]
@@ -529,39 +501,7 @@ fn base_client() -> Result<super::trace::TracingHttpClient, String> {
 /// The HTTP client of every streamable HTTP session, below the OAuth layer.
 #[cfg(not(feature = "otel"))]
 fn base_client() -> Result<reqwest::Client, String> {
-    http_client()
-}
-
-/// Built like rmcp's default client: no idle connection pool, and only
-/// same-origin 307/308 redirects followed (at most 10).
-pub(super) fn http_client() -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
-        .pool_max_idle_per_host(0)
-        .redirect(same_origin_redirects())
-        .build()
-        .map_err(|e| format!("could not build the HTTP client: {e}"))
-}
-
-/// rmcp's redirect policy: a 307/308 keeps the POST's body, and a redirect to
-/// another origin would hand it the session id and custom headers.
-fn same_origin_redirects() -> reqwest::redirect::Policy {
-    reqwest::redirect::Policy::custom(|attempt| {
-        let keeps_body = matches!(
-            attempt.status(),
-            reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
-        );
-        let same_origin = attempt
-            .previous()
-            .first()
-            .is_some_and(|first| first.origin() == attempt.url().origin());
-        if !keeps_body || !same_origin {
-            attempt.stop()
-        } else if attempt.previous().len() > 10 {
-            attempt.error("exceeded 10 redirects")
-        } else {
-            attempt.follow()
-        }
-    })
+    super::http::http_client()
 }
 
 /// Runs the handshake over `transport`.
