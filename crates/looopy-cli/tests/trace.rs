@@ -23,16 +23,18 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_request_is_one_trace_from_the_a2a_span_to_the_tool_call() {
-    let Some(python) = support::python() else {
-        return;
-    };
+/// One `SendMessage` through `looopy serve` whose model calls the MCP
+/// fixture's `echo.text` (`echo_text` to the model) once, then answers; the spans the server
+/// exported over OTLP once stopped, and the model fixture.
+async fn traced_turn(
+    python: &std::path::Path,
+    extra_env: &[(&str, &str)],
+) -> (Vec<Span>, OpenAiFixture) {
     let (otlp, received) = otlp_receiver().await;
     let llm = OpenAiFixture::start().await.unwrap();
     llm.push(FixtureReply::json(openai::tool_calls_completion(&[(
         "call-1",
-        "echo.text",
+        "echo_text",
         r#"{"text":"hi"}"#,
     )])));
     llm.push(FixtureReply::Text("traced answer".into()));
@@ -60,13 +62,12 @@ token = "{TOKEN}"
             script = script.display(),
         ),
     );
-    let (server, url) = serve(
-        &config,
-        &[
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", otlp.as_str()),
-            ("OTEL_SERVICE_NAME", "looopy-trace-test"),
-        ],
-    );
+    let mut env = vec![
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", otlp.as_str()),
+        ("OTEL_SERVICE_NAME", "looopy-trace-test"),
+    ];
+    env.extend_from_slice(extra_env);
+    let (server, url) = serve(&config, &env);
     let client = A2aClient::builder(&url).bearer_token(TOKEN).build();
     let answer = client.send(&SendRequest::text("trace me")).await.unwrap();
     let SendResponse::Task(task) = answer else {
@@ -78,8 +79,28 @@ token = "{TOKEN}"
         .await
         .unwrap();
     assert!(status.success(), "{status:?}");
+    (exported_spans(&received), llm)
+}
 
-    let exported = exported_spans(&received);
+/// The string value of `key` on `span`.
+fn attribute(span: &Span, key: &str) -> Option<String> {
+    use opentelemetry_proto::tonic::common::v1::any_value::Value;
+    span.attributes
+        .iter()
+        .find(|a| a.key == key)
+        .and_then(|a| a.value.as_ref())
+        .and_then(|v| match &v.value {
+            Some(Value::StringValue(s)) => Some(s.clone()),
+            _ => None,
+        })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_request_is_one_trace_from_the_a2a_span_to_the_tool_call() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let (exported, llm) = traced_turn(&python, &[]).await;
     let spans: Vec<&Span> = exported.iter().collect();
     let by_id: HashMap<&[u8], &Span> = spans.iter().map(|s| (s.span_id.as_slice(), *s)).collect();
     let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
@@ -99,7 +120,7 @@ token = "{TOKEN}"
     let request = find("A2A SendMessage");
     let invoke = find("invoke_agent traced");
     let chat = find("chat ");
-    let tool = find("execute_tool echo.text");
+    let tool = find("execute_tool echo_text");
     assert!(
         request.parent_span_id.is_empty(),
         "the request span is the root"
@@ -165,6 +186,12 @@ token = "{TOKEN}"
             "{traceparent} not in trace {trace}"
         );
     }
+
+    // Content is not captured unless asked for.
+    for key in ["gen_ai.input.messages", "gen_ai.output.messages"] {
+        assert_eq!(attribute(chat, key), None, "{key} without opting in");
+    }
+    assert_eq!(attribute(tool, "gen_ai.tool.call.arguments"), None);
 
     // No secret in any attribute.
     for s in &spans {
@@ -248,5 +275,79 @@ async fn a_remote_agent_used_as_a_tool_joins_the_callers_trace() {
         up = by_id
             .get(up.parent_span_id.as_slice())
             .unwrap_or_else(|| panic!("'{}' has no exported parent: {names:?}", up.name));
+    }
+}
+
+/// With `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`, the
+/// `chat` spans carry what was sent and answered in the GenAI semantic
+/// conventions' form, and the `execute_tool` span the call's arguments and
+/// result; the bearer token appears in none of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn content_capture_puts_the_messages_on_the_chat_and_tool_spans() {
+    let Some(python) = support::python() else {
+        return;
+    };
+    let (spans, _llm) = traced_turn(
+        &python,
+        &[("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")],
+    )
+    .await;
+    let chats: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.name.starts_with("chat "))
+        .collect();
+    assert_eq!(chats.len(), 2, "two model calls");
+    let json = |span: &Span, key: &str| -> serde_json::Value {
+        let text = attribute(span, key).unwrap_or_else(|| panic!("no {key} on {}", span.name));
+        serde_json::from_str(&text).unwrap()
+    };
+    let first_in = json(chats[0], "gen_ai.input.messages");
+    assert_eq!(
+        first_in[0],
+        serde_json::json!({"role": "user", "parts": [{"type": "text", "content": "trace me"}]})
+    );
+    let first_out = json(chats[0], "gen_ai.output.messages");
+    assert_eq!(first_out[0]["finish_reason"], "tool_calls", "{first_out}");
+    let call = &first_out[0]["parts"][0];
+    assert_eq!(call["type"], "tool_call", "{first_out}");
+    assert_eq!(call["name"], "echo_text");
+    assert_eq!(call["arguments"], serde_json::json!({"text": "hi"}));
+    // The second call is sent the tool's answer, and answers.
+    let second_in = json(chats[1], "gen_ai.input.messages");
+    let response = second_in
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap_or_else(|| panic!("{second_in}"));
+    assert_eq!(response["parts"][0]["type"], "tool_call_response");
+    assert_eq!(response["parts"][0]["id"], "call-1");
+    assert_eq!(response["parts"][0]["response"], "echo: hi");
+    let second_out = json(chats[1], "gen_ai.output.messages");
+    assert_eq!(
+        second_out[0]["parts"][0],
+        serde_json::json!({"type": "text", "content": "traced answer"})
+    );
+    let tool = spans
+        .iter()
+        .find(|s| s.name == "execute_tool echo_text")
+        .unwrap();
+    assert_eq!(
+        attribute(tool, "gen_ai.tool.call.arguments").as_deref(),
+        Some(r#"{"text":"hi"}"#)
+    );
+    assert_eq!(
+        attribute(tool, "gen_ai.tool.call.result").as_deref(),
+        Some("echo: hi")
+    );
+    for s in &spans {
+        for a in &s.attributes {
+            assert!(
+                !format!("{:?}", a.value).contains(TOKEN),
+                "'{}' leaks the token in {}",
+                s.name,
+                a.key
+            );
+        }
     }
 }
