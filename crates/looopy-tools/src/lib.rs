@@ -17,10 +17,12 @@ pub use error::{ToolFnError, ToolsError};
 pub use local::{LocalTools, NoArgs, parse_arguments, schema_for};
 /// Client tools are declared and answered on the wire, so they live in
 /// [`looopy_core::client_tool`] (a server reads them without this crate);
-/// re-exported here, where the other tool providers are.
+/// re-exported here, where the other tool providers are. The wire's key
+/// (`looopy_core::client_tool::CLIENT_TOOLS_KEY`) has that one path: only
+/// the server's edge reads it.
 pub use looopy_core::client_tool::{
-    CLIENT_TOOLS_KEY, ClientToolResult, ClientTools, InvalidClientTools, PendingClientCall,
-    client_results, split_client_results,
+    ClientToolResult, ClientTools, InvalidClientTools, PendingClientCall, client_results,
+    split_client_results,
 };
 #[cfg(feature = "mcp-oauth")]
 pub use mcp::OAuthClientCredentials;

@@ -1,11 +1,12 @@
 //! The done tool and client tools.
 #![allow(clippy::unwrap_used)] // test helpers outside #[test] functions
 
+use looopy_core::client_tool::CLIENT_TOOLS_KEY;
 use looopy_core::{
     Message, Part, Role, ToolCall, ToolDefinition, ToolProvider, ToolSignal, TurnContext,
 };
 use looopy_tools::{
-    CLIENT_TOOLS_KEY, ClientToolResult, ClientTools, DoneTool, PendingClientCall, client_results,
+    ClientToolResult, ClientTools, DoneTool, PendingClientCall, client_results,
     split_client_results,
 };
 use serde_json::{Map, Value, json};
