@@ -190,7 +190,7 @@ fn runner() -> AgentRunner {
             .artifact_store(stores.artifacts.clone())
             .state_store(stores.agents.clone())
             .turn_lock(stores.locks.clone())
-            .tools_shared(tools.clone())
+            .tools(tools.clone())
             // "model down" fails at once, as the page shows it, rather than
             // after the default retries.
             .configure_loop(|l| l.retry(looopy_loop::layers::RetryPolicy::none()))

@@ -82,24 +82,18 @@ impl AgentBuilder {
 
     /// The model. With a prebuilt loop it is used only for compaction
     /// summaries (the loop's own model is used otherwise).
-    pub fn llm(self, llm: impl LlmProvider + 'static) -> Self {
-        self.llm_shared(Arc::new(llm))
-    }
-
-    /// The model, shared.
-    pub fn llm_shared(mut self, llm: Arc<dyn LlmProvider>) -> Self {
-        self.llm = Some(llm);
+    /// A model already in an `Arc` is passed as it is (`Arc<P>` is a
+    /// provider too).
+    pub fn llm(mut self, llm: impl LlmProvider + 'static) -> Self {
+        self.llm = Some(Arc::new(llm));
         self
     }
 
     /// Adds a tool provider. Tool names must be unique across providers.
-    pub fn tools(self, provider: impl ToolProvider + 'static) -> Self {
-        self.tools_shared(Arc::new(provider))
-    }
-
-    /// Adds a shared tool provider.
-    pub fn tools_shared(mut self, provider: Arc<dyn ToolProvider>) -> Self {
-        self.tools.push(provider);
+    /// A provider already in an `Arc` is passed as it is (`Arc<P>` is a
+    /// provider too).
+    pub fn tools(mut self, provider: impl ToolProvider + 'static) -> Self {
+        self.tools.push(Arc::new(provider));
         self
     }
 
@@ -402,7 +396,7 @@ impl AgentBuilder {
                     )));
                 }
                 for tools in self.tools {
-                    builder = builder.tools_shared(tools);
+                    builder = builder.tools(tools);
                 }
                 if self.settings.artifact_tools {
                     builder = builder.tools(ArtifactTools::new(artifacts.clone()));

@@ -41,7 +41,7 @@ async fn a_turn_waiting_for_input_keeps_its_checkpoint() {
     let llm = ScriptedLlm::new().respond(call("client", &["c1"]));
     let tools = Arc::new(TestTools::default());
     let agent = builder("c-ckpt-input", &llm, &stores)
-        .tools_shared(tools)
+        .tools(tools)
         .task_store(stores.checkpoints.clone())
         .build()
         .unwrap();

@@ -53,7 +53,7 @@ impl ToolProvider for Tools {
 
 fn agent(ctx: &str, llm: &ScriptedLlm, stores: &Stores, tools: Arc<Tools>) -> Agent {
     builder(ctx, llm, stores)
-        .tools_shared(tools)
+        .tools(tools)
         .task_store(stores.checkpoints.clone())
         .turn_lock(stores.locks.clone())
         .lock_ttl(TTL)

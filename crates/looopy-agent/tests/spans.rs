@@ -175,7 +175,7 @@ async fn the_start_starts_the_tools_inside_its_span_and_a_tool_that_fails_to_sta
         let llm = ScriptedLlm::new().respond(LlmResponse::text("hello"));
         let stores = looopy_stores_memory::stores();
         let agent = builder("c-spans-tools", &llm, &stores)
-            .tools_shared(tools.clone())
+            .tools(tools.clone())
             .build()
             .unwrap();
         agent.start().await.unwrap();

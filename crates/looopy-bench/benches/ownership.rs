@@ -120,8 +120,8 @@ fn agent(
     tools: Arc<Tools>,
 ) -> Agent {
     let mut b = Agent::builder(context.to_owned())
-        .llm_shared(llm)
-        .tools_shared(tools)
+        .llm(llm)
+        .tools(tools)
         .message_store(stores.messages.clone())
         .artifact_store(stores.artifacts.clone())
         .state_store(stores.agents.clone())

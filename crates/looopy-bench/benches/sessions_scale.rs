@@ -301,13 +301,13 @@ fn builder(
     tools: &Arc<dyn ToolProvider>,
 ) -> AgentBuilder {
     let mut b = Agent::builder(context_id)
-        .llm_shared(model.clone())
+        .llm(model.clone())
         .system_prompt("Be brief.")
         .message_store(stores.messages.clone())
         .artifact_store(stores.artifacts.clone())
         .state_store(stores.agents.clone());
     if spec.tool {
-        b = b.tools_shared(tools.clone());
+        b = b.tools(tools.clone());
     }
     if spec.lock {
         b = b.turn_lock(stores.locks.clone());

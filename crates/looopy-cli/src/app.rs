@@ -345,7 +345,7 @@ impl App {
         let fallback = FallbackLayer::new(self.fallbacks.iter().cloned()).with_retry(retry.clone());
         let references = (!self.references.is_empty()).then(|| self.references.clone());
         let mut builder = AgentTemplate::builder()
-            .llm_shared(self.llm.clone())
+            .llm(self.llm.clone())
             // The loop's default layers, with the configured values: the
             // model and the tools are wrapped there, once. The fallback
             // models come after the model's retries (none: no layer).
@@ -370,7 +370,7 @@ impl App {
         }
         builder = self.config.history.apply_for(builder, self.model_limits());
         for tool in &self.tools {
-            builder = builder.tools_shared(tool.clone());
+            builder = builder.tools(tool.clone());
         }
         builder.template()
     }

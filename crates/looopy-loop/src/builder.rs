@@ -164,14 +164,10 @@ impl AgentLoopBuilder {
     }
 
     /// Adds a tool provider. Tool names must be unique across providers.
+    /// A provider already in an `Arc` is passed as it is (`Arc<P>` is a
+    /// provider too).
     pub fn tools(mut self, provider: impl ToolProvider + 'static) -> Self {
         self.tools.push(Arc::new(provider));
-        self
-    }
-
-    /// Adds a shared tool provider.
-    pub fn tools_shared(mut self, provider: Arc<dyn ToolProvider>) -> Self {
-        self.tools.push(provider);
         self
     }
 

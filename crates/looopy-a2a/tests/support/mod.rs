@@ -111,7 +111,7 @@ pub fn agent_runner(llm: ScriptedLlm, tools: Vec<Arc<dyn ToolProvider>>) -> (Age
             .turn_lock(s.locks.clone())
             .owner(owner);
         for t in &tools {
-            b = b.tools_shared(t.clone());
+            b = b.tools(t.clone());
         }
         b.build()
     });
