@@ -25,6 +25,9 @@ const ALONE: &[(&str, &str)] = &[
     ("looopy-stores", "memory"),
     ("looopy-stores", "redis"),
     ("looopy-stores", "postgres"),
+    ("looopy-blobs", ""),
+    ("looopy-blobs", "fs"),
+    ("looopy-blobs", "s3"),
     ("looopy-tools", ""),
     ("looopy-llm-litellm", ""),
 ];

@@ -27,8 +27,9 @@ pub const DEFAULT_PART_SIZE: usize = 8 * 1024 * 1024;
 /// S3's smallest part (but the last).
 const MIN_PART_SIZE: usize = 5 * 1024 * 1024;
 
-/// Parts uploaded at once: what a write holds in memory is at most this
-/// many parts plus the one being filled.
+/// A new part is handed to the backend once fewer than this many are in
+/// flight: with 2, one part uploads while the next fills, and a write
+/// holds at most two parts in memory.
 const PARTS_IN_FLIGHT: usize = 2;
 
 /// A [`BlobStore`] over one of `object_store`'s backends: a local
