@@ -171,3 +171,86 @@ async fn a_blob_whose_file_was_removed_is_not_found() {
         "the filesystem signs no URL: the server's route serves it"
     );
 }
+
+/// A 1 MiB tmpfs mounted on a temp dir, unmounted on drop.
+struct SmallDisk {
+    dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    /// Mounts it (the project's machines run the tests as root). `None`,
+    /// with a loud line, only when mounting is not allowed and
+    /// `LOOOPY_SKIP_EXTERNAL=1`.
+    fn mount() -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|status| status.success());
+        if mounted {
+            return Some(SmallDisk { dir });
+        }
+        if std::env::var("LOOOPY_SKIP_EXTERNAL").as_deref() == Ok("1") {
+            eprintln!("\n!!!!! SKIPPED: cannot mount a tmpfs (LOOOPY_SKIP_EXTERNAL=1) !!!!!\n");
+            return None;
+        }
+        panic!(
+            "cannot mount a tmpfs for the full-disk test: run the tests as root (or LOOOPY_SKIP_EXTERNAL=1 to skip)"
+        );
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+#[tokio::test]
+async fn a_full_disk_is_storage_full_and_leaves_nothing() {
+    let Some(disk) = SmallDisk::mount() else {
+        return;
+    };
+    let store = ObjectBlobStore::filesystem("files", disk.dir.path())
+        .expect("store")
+        .with_part_size(5 * 1024 * 1024);
+    let kept = store
+        .put(
+            BlobPut::new(BlobKey::new("kept/one").expect("valid"), "text/plain"),
+            body_of(&pattern(100_000, 1), 10_000),
+        )
+        .await
+        .expect("a blob that fits");
+    // One request, then a multipart upload whose first part does not fit.
+    for len in [3 * 1024 * 1024, 12 * 1024 * 1024] {
+        let key = BlobKey::new(format!("full/{len}")).expect("valid");
+        let err = store
+            .put(
+                BlobPut::new(key.clone(), "application/octet-stream"),
+                body_of(&pattern(len, 2), 64 * 1024),
+            )
+            .await
+            .expect_err("the disk is full");
+        assert!(
+            matches!(err, BlobError::StorageFull { .. }),
+            "{len} bytes: {err}"
+        );
+        assert!(
+            std::error::Error::source(&err).is_some(),
+            "the cause is kept"
+        );
+    }
+    assert_eq!(
+        files_under(disk.dir.path()),
+        vec!["kept/one"],
+        "nothing of the failed writes is left"
+    );
+    let (out, err) = drain(store.get(&kept).await.expect("get")).await;
+    assert!(
+        err.is_none() && out == pattern(100_000, 1),
+        "the earlier blob is intact"
+    );
+}
