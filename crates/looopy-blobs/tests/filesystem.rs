@@ -254,3 +254,72 @@ async fn a_full_disk_is_storage_full_and_leaves_nothing() {
         "the earlier blob is intact"
     );
 }
+
+#[tokio::test]
+async fn the_sweep_deletes_old_orphans_only() {
+    use std::collections::HashSet;
+    use std::time::Duration;
+
+    use looopy_core::blob::sweep_orphans;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = ObjectBlobStore::filesystem("files", dir.path()).expect("store");
+    let mut keys = Vec::new();
+    for name in [
+        "ctx/referenced",
+        "ctx/orphan",
+        "ctx/sub/orphan",
+        "other/orphan",
+    ] {
+        let key = BlobKey::new(name).expect("valid");
+        store
+            .put(
+                BlobPut::new(key.clone(), "text/plain"),
+                body_of(name.as_bytes(), 4),
+            )
+            .await
+            .expect("put");
+        keys.push(key);
+    }
+    let referenced: HashSet<BlobKey> = [keys[0].clone()].into();
+    let is_referenced = |key: &BlobKey| {
+        let found = referenced.contains(key);
+        async move { found }
+    };
+    let prefix = BlobKey::new("ctx").expect("valid");
+    // Just written: everything is too young to be swept.
+    let now = chrono::Utc::now();
+    let report = sweep_orphans(
+        &store,
+        Some(&prefix),
+        Duration::from_secs(3600),
+        now,
+        is_referenced,
+    )
+    .await
+    .expect("sweep");
+    assert_eq!(
+        (report.listed, report.young, report.deleted.len()),
+        (3, 3, 0)
+    );
+    // An hour on: the orphans below the prefix go, the referenced one and
+    // those outside the prefix stay.
+    let later = now + chrono::Duration::hours(2);
+    let report = sweep_orphans(
+        &store,
+        Some(&prefix),
+        Duration::from_secs(3600),
+        later,
+        is_referenced,
+    )
+    .await
+    .expect("sweep");
+    let mut deleted: Vec<&str> = report.deleted.iter().map(BlobKey::as_str).collect();
+    deleted.sort();
+    assert_eq!(deleted, vec!["ctx/orphan", "ctx/sub/orphan"]);
+    assert_eq!((report.listed, report.referenced, report.young), (3, 1, 0));
+    assert_eq!(
+        files_under(dir.path()),
+        vec!["ctx/referenced", "other/orphan"]
+    );
+}

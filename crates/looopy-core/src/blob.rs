@@ -25,10 +25,10 @@
 //! - **Typed failures.** Each error says what failed, keeping its cause
 //!   ([`std::error::Error::source`]).
 //!
-//! The orphan sweep lists blobs with their age ([`BlobEntry`]) and deletes
-//! those that no artifact references and that are older than the longest a
-//! write can take before its reference is stored (write the blob first,
-//! then the reference).
+//! The orphan sweep ([`sweep_orphans`]) lists blobs with their age
+//! ([`BlobEntry`]) and deletes those that no artifact references and that
+//! are older than the longest a write can take before its reference is
+//! stored (write the blob first, then the reference).
 
 use std::fmt;
 use std::ops::Range;
@@ -461,6 +461,58 @@ pub async fn read_to_bytes(
         out.extend_from_slice(&chunk);
     }
     Ok(Bytes::from(out))
+}
+
+/// What one [`sweep_orphans`] pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    /// Blobs listed.
+    pub listed: usize,
+    /// Blobs spared because they are younger than the minimum age (their
+    /// reference may still be on its way).
+    pub young: usize,
+    /// Blobs spared because a reference to them exists.
+    pub referenced: usize,
+    /// The orphans deleted.
+    pub deleted: Vec<BlobKey>,
+}
+
+/// One pass of the orphan sweep: every blob below `prefix` (all with
+/// `None`) at least `min_age` old at `now` that `is_referenced` says no
+/// artifact references is deleted.
+///
+/// Blobs are written before their reference, so `min_age` must be longer
+/// than the longest a write and the storing of its reference can take; a
+/// younger blob is spared. `is_referenced` must answer `true` when it cannot
+/// tell (its store is unreachable): a blob is deleted only when it is
+/// known to be an orphan. A listing or delete error stops the pass.
+pub async fn sweep_orphans<F, Fut>(
+    store: &dyn BlobStore,
+    prefix: Option<&BlobKey>,
+    min_age: Duration,
+    now: DateTime<Utc>,
+    mut is_referenced: F,
+) -> Result<SweepReport, BlobError>
+where
+    F: FnMut(&BlobKey) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    use futures::StreamExt;
+    let mut report = SweepReport::default();
+    let mut listing = store.list(prefix);
+    while let Some(entry) = listing.next().await {
+        let entry = entry?;
+        report.listed += 1;
+        if entry.age(now) < min_age {
+            report.young += 1;
+        } else if is_referenced(&entry.key).await {
+            report.referenced += 1;
+        } else {
+            store.delete(&entry.key).await?;
+            report.deleted.push(entry.key);
+        }
+    }
+    Ok(report)
 }
 
 #[cfg(test)]
