@@ -10,7 +10,7 @@ TOOLS="$ROOT/.tools"
 mkdir -p "$TOOLS"
 
 # Pinned versions of the third-party servers and clients the tests talk to.
-PY_PACKAGES=("mcp==2.3.0" "a2a-sdk[http-server]==1.3.0" "httpx" "httpx-sse")
+PY_PACKAGES=("mcp==2.3.0" "a2a-sdk[http-server]==1.3.0" "httpx" "httpx-sse" "moto[server]==5.2.5")
 PY03_PACKAGES=("a2a-sdk==0.3.26" "httpx" "httpx-sse")
 NODE_PACKAGES=("@copilotkit/aimock@1.43.0" "@modelcontextprotocol/server-everything@2026.8.31" "@modelcontextprotocol/inspector@2.12.0")
 CHROMIUM_NODE_PACKAGES=("playwright-core@1.65.1")

@@ -4,6 +4,7 @@
 mod alongside;
 pub mod approval;
 mod artifact_view;
+pub mod blob;
 pub mod cache;
 mod cancel;
 pub mod client_tool;
@@ -29,6 +30,7 @@ mod turn_report;
 
 pub use alongside::{Alongside, alongside};
 pub use artifact_view::ConversationArtifacts;
+pub use blob::{BlobError, BlobKey, BlobRef, BlobStore};
 pub use cache::{CacheKind, CacheStore};
 pub use client_tool::ClientToolResult;
 pub use context::{AuthContext, TurnContext};

@@ -19,6 +19,8 @@
 //! - [`PostgresServer`] / [`test_postgres`]: a throw-away PostgreSQL cluster
 //!   on a free port (stopped and removed on drop), or the shared one named
 //!   by `LOOOPY_TEST_POSTGRES_URL`.
+//! - [`MotoServer`]: a throw-away S3-compatible server (PyPI `moto[server]`)
+//!   on a free port, killed on drop, for the blob store's tests.
 //! - `SpanCapture` (feature `otel`): the spans a test produced, exported to
 //!   memory through tracing-opentelemetry.
 //! - [`aimock::Aimock`]: `@copilotkit/aimock`'s mock LLM server on a free
@@ -35,6 +37,7 @@ pub mod checkpoints;
 pub mod conformance;
 pub mod events;
 pub mod external;
+pub mod moto_server;
 pub mod openai_fixture;
 pub mod postgres_server;
 pub mod provider_conformance;
@@ -44,6 +47,7 @@ mod scripted;
 #[cfg(feature = "otel")]
 mod spans;
 
+pub use moto_server::MotoServer;
 pub use openai_fixture::{
     FixtureReply, OpenAiFixture, RecordedRequest, SseEnd, SseEvent, SseReply,
 };

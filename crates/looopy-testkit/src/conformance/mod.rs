@@ -54,6 +54,14 @@
 //!   lists a record under its final owner only after concurrent puts, and a
 //!   limit of 0 lists nothing.
 //!
+//! - [`BlobStore`](looopy_core::BlobStore) ([`blob_store`], run by each
+//!   blob backend with a [`BlobBackdoor`] that damages stored content):
+//!   bodies of every size round trip with their SHA-256, ranges read those
+//!   bytes, a write past the size limit or whose body failed leaves
+//!   nothing, damaged content ends a whole read with
+//!   [`BlobError::ChecksumMismatch`](looopy_core::BlobError), and the
+//!   listing has every blob under a prefix with its size and age.
+//!
 //! [`MessageStore`]: looopy_core::store::MessageStore
 //! [`ArtifactStore`]: looopy_core::store::ArtifactStore
 //! [`AgentStateStore`]: looopy_core::store::AgentStateStore
@@ -63,6 +71,7 @@
 
 mod agents;
 mod artifacts;
+pub mod blobs;
 mod cache;
 mod events;
 mod fixtures;
@@ -83,6 +92,7 @@ use looopy_core::store::Stores;
 
 pub use agents::agent_state_store;
 pub use artifacts::artifact_store;
+pub use blobs::{BlobBackdoor, blob_store};
 pub use cache::cache_store;
 pub use events::event_log;
 pub use locks::turn_lock;
