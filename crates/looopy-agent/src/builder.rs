@@ -82,16 +82,16 @@ impl AgentBuilder {
 
     /// The model. With a prebuilt loop it is used only for compaction
     /// summaries (the loop's own model is used otherwise).
-    /// A model already in an `Arc` is passed as it is (`Arc<P>` is a
-    /// provider too).
+    /// A model shared with other agents goes in as its `Arc` (`Arc<P>` is
+    /// a provider too).
     pub fn llm(mut self, llm: impl LlmProvider + 'static) -> Self {
         self.llm = Some(Arc::new(llm));
         self
     }
 
     /// Adds a tool provider. Tool names must be unique across providers.
-    /// A provider already in an `Arc` is passed as it is (`Arc<P>` is a
-    /// provider too).
+    /// A provider shared with other agents goes in as its `Arc` (`Arc<P>`
+    /// is a provider too).
     pub fn tools(mut self, provider: impl ToolProvider + 'static) -> Self {
         self.tools.push(Arc::new(provider));
         self

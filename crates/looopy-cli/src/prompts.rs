@@ -28,8 +28,9 @@ pub fn routes(references: McpReferences) -> axum::Router {
 
 /// `{"prompts": [{server, name, title, description, arguments: [{name,
 /// description, required}]}], "errors": [{server, message}]}`: every
-/// server's prompts in server then server order; a server that could not
-/// be asked is named in `errors` and the others are still listed.
+/// server's prompts, the servers by name and each one's prompts in its
+/// own order; a server that could not be asked is named in `errors` and
+/// the others are still listed.
 pub async fn listing(references: &McpReferences) -> Value {
     let mut prompts = Vec::new();
     let mut errors = Vec::new();

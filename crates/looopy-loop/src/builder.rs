@@ -164,8 +164,8 @@ impl AgentLoopBuilder {
     }
 
     /// Adds a tool provider. Tool names must be unique across providers.
-    /// A provider already in an `Arc` is passed as it is (`Arc<P>` is a
-    /// provider too).
+    /// A provider shared with other agents goes in as its `Arc` (`Arc<P>`
+    /// is a provider too).
     pub fn tools(mut self, provider: impl ToolProvider + 'static) -> Self {
         self.tools.push(Arc::new(provider));
         self
