@@ -253,20 +253,31 @@ impl Agent {
         match loaded {
             Ok(stored) => {
                 tracing::Span::current().record("looopy.agent.state_loaded", stored.is_some());
-                {
+                // A stored state is written back only when this start
+                // changed what it holds (its owner filled in): another
+                // process may end a turn between this load and a write, and
+                // writing the loaded copy back would undo that turn's count.
+                let changed = {
                     let mut status = self.status();
-                    if let Some(mut stored) = stored {
-                        if stored.owner.is_none() {
-                            stored.owner = self.inner.owner.clone();
+                    let changed = match stored {
+                        Some(mut stored) => {
+                            let fill_owner = stored.owner.is_none() && self.inner.owner.is_some();
+                            if fill_owner {
+                                stored.owner = self.inner.owner.clone();
+                            }
+                            status.state = Arc::new(stored);
+                            fill_owner
                         }
-                        status.state = Arc::new(stored);
-                    }
+                        None => true,
+                    };
                     let state = status.state_mut();
                     state.lifecycle = LifecycleState::Ready;
                     state.last_activity = Utc::now();
                     status.last_error = None;
-                }
+                    changed
+                };
                 if self.inner.shared.settings.auto_save
+                    && changed
                     && let Err(e) = self.persist_state().await
                 {
                     tracing::warn!(context_id = %self.inner.context_id, error = %e, "could not save the agent state on start");

@@ -6,7 +6,8 @@ use crate::support;
 use std::sync::Arc;
 
 use looopy_agent::{Agent, AgentError, LifecycleState, TurnEnd};
-use looopy_core::store::MessageStore;
+use looopy_core::StoreError;
+use looopy_core::store::{AgentState, AgentStateStore, MessageStore};
 use looopy_core::{LlmResponse, Message, Role, TaskState};
 use looopy_testkit::ScriptedLlm;
 use support::*;
@@ -383,4 +384,73 @@ async fn a_turn_paused_from_its_agent_turn_waits_and_goes_on_when_resumed() {
     assert!(resumed < call, "{kinds:?}");
     assert_eq!(summary.unwrap().state, TaskState::Completed);
     assert_eq!(llm.request_count(), 1);
+}
+
+/// A state store whose first `load` is held until the test lets it return,
+/// to end a turn elsewhere between an Agent's load and the rest of its start.
+struct HeldLoad {
+    inner: Arc<dyn AgentStateStore>,
+    loaded: tokio::sync::Notify,
+    release: tokio::sync::Notify,
+    held: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl AgentStateStore for HeldLoad {
+    async fn save(&self, state: &AgentState) -> Result<(), StoreError> {
+        self.inner.save(state).await
+    }
+    async fn load(&self, context_id: &str) -> Result<Option<AgentState>, StoreError> {
+        let state = self.inner.load(context_id).await;
+        if !self.held.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            self.loaded.notify_one();
+            self.release.notified().await;
+        }
+        state
+    }
+    async fn delete(&self, context_id: &str) -> Result<(), StoreError> {
+        self.inner.delete(context_id).await
+    }
+    async fn list_by_owner(
+        &self,
+        owner: &str,
+        limit: usize,
+    ) -> Result<Vec<AgentState>, StoreError> {
+        self.inner.list_by_owner(owner, limit).await
+    }
+}
+
+#[tokio::test]
+async fn starting_does_not_write_back_a_state_another_agent_moved_on() {
+    let stores = looopy_stores_memory::stores();
+    let llm = ScriptedLlm::new()
+        .respond(LlmResponse::text("a1"))
+        .respond(LlmResponse::text("a2"));
+    let first = builder("c-race", &llm, &stores).build().unwrap();
+    turn(&first, "u1").await;
+
+    // A second Agent of the conversation loads the state (one turn) ...
+    let held = Arc::new(HeldLoad {
+        inner: stores.agents.clone(),
+        loaded: tokio::sync::Notify::new(),
+        release: tokio::sync::Notify::new(),
+        held: std::sync::atomic::AtomicBool::new(false),
+    });
+    let late = builder("c-race", &ScriptedLlm::new(), &stores)
+        .state_store(held.clone())
+        .build()
+        .unwrap();
+    let starting = tokio::spawn(async move {
+        late.start().await.unwrap();
+        late
+    });
+    held.loaded.notified().await;
+    // ... while the first ends a second turn.
+    turn(&first, "u2").await;
+    held.release.notify_one();
+    let late = starting.await.unwrap();
+
+    let saved = stores.agents.load("c-race").await.unwrap().unwrap();
+    assert_eq!(saved.turn_count, 2, "the second turn's count was undone");
+    assert_eq!(late.lifecycle(), LifecycleState::Ready);
 }
