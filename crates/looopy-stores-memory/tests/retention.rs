@@ -6,50 +6,26 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
 use futures::StreamExt;
 use looopy_core::store::{
-    AgentState, AgentStateStore, CheckpointStore, EventLog, LifecycleState, MessageStore,
-    TaskCheckpoint, TaskRecord, TaskRecordStore,
+    AgentState, AgentStateStore, CheckpointStore, EventLog, MessageStore, TaskCheckpoint,
+    TaskRecord, TaskRecordStore,
 };
-use looopy_core::{
-    AgentEvent, EventPayload, History, Message, StoreError, TaskState, TaskStatus, Usage,
-};
+use looopy_core::{AgentEvent, EventPayload, History, Message, StoreError, TaskState, TaskStatus};
 use looopy_stores_memory::{
     MemoryAgentStateStore, MemoryCheckpointStore, MemoryEventLog, MemoryMessageStore,
     MemoryRetention, MemoryTaskRecordStore,
 };
+use looopy_testkit::checkpoints;
 
 fn checkpoint(task_id: &str) -> TaskCheckpoint {
-    TaskCheckpoint {
-        task_id: task_id.into(),
-        context_id: "c".into(),
-        agent_id: "a".into(),
-        iteration: 1,
-        state: TaskState::Working,
-        messages: History::from(vec![Message::user(task_id)]),
-        turn_start: 0,
-        usage: Usage::default(),
-        completed_tool_results: Vec::new(),
-        streamed_answers: Vec::new(),
-        stored_history: None,
-        created_at: Utc::now(),
-        updated_at: Utc::now(),
-        metadata: Default::default(),
-    }
+    checkpoints::working("c", task_id, History::from(vec![Message::user(task_id)]))
 }
 
 fn owned_state(context_id: &str, owner: &str) -> AgentState {
     AgentState {
-        context_id: context_id.to_owned(),
-        agent_id: "a".into(),
-        lifecycle: LifecycleState::Ready,
         turn_count: 1,
-        created_at: Utc::now(),
-        last_activity: Utc::now(),
-        owner: Some(owner.to_owned()),
-        last_turn: None,
-        metadata: Default::default(),
+        ..checkpoints::ready_state(context_id, Some(owner))
     }
 }
 

@@ -6,40 +6,18 @@ use crate::support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
-use looopy_core::store::{AgentState, LifecycleState, PushConfig, TaskCheckpoint, TaskRecord};
+use looopy_core::store::{AgentState, PushConfig, TaskCheckpoint, TaskRecord};
 use looopy_core::{AgentEvent, Artifact, EventPayload, Message, Part, TaskState, TaskStatus};
+use looopy_testkit::checkpoints;
 
 fn checkpoint(task: &str, ctx: &str) -> TaskCheckpoint {
-    TaskCheckpoint {
-        task_id: task.into(),
-        context_id: ctx.into(),
-        agent_id: "agent".into(),
-        iteration: 1,
-        state: TaskState::Working,
-        messages: vec![Message::user("hi")].into(),
-        turn_start: 0,
-        usage: Default::default(),
-        completed_tool_results: Vec::new(),
-        streamed_answers: Vec::new(),
-        stored_history: None,
-        created_at: Utc::now(),
-        updated_at: Utc::now(),
-        metadata: Default::default(),
-    }
+    checkpoints::working(ctx, task, vec![Message::user("hi")].into())
 }
 
 fn state(ctx: &str) -> AgentState {
     AgentState {
-        context_id: ctx.into(),
-        agent_id: "agent".into(),
-        lifecycle: LifecycleState::Ready,
         turn_count: 1,
-        created_at: Utc::now(),
-        last_activity: Utc::now(),
-        owner: Some("alice".into()),
-        last_turn: None,
-        metadata: Default::default(),
+        ..checkpoints::ready_state(ctx, Some("alice"))
     }
 }
 

@@ -8,44 +8,22 @@ use crate::support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
+use looopy_core::Message;
 use looopy_core::store::{
-    AgentState, BegunTurn, HistoryMark, LeaseRequest, LifecycleState, LoadedHistory,
-    TaskCheckpoint, TurnBegin, TurnBegun, TurnCommit, TurnStore,
+    AgentState, BegunTurn, HistoryMark, LeaseRequest, LoadedHistory, TaskCheckpoint, TurnBegin,
+    TurnBegun, TurnCommit, TurnStore,
 };
-use looopy_core::{Message, TaskState};
+use looopy_testkit::checkpoints;
 
 fn state(ctx: &str) -> Arc<AgentState> {
     Arc::new(AgentState {
-        context_id: ctx.into(),
-        agent_id: "agent".into(),
-        lifecycle: LifecycleState::Ready,
         turn_count: 1,
-        created_at: Utc::now(),
-        last_activity: Utc::now(),
-        owner: None,
-        last_turn: None,
-        metadata: Default::default(),
+        ..checkpoints::ready_state(ctx, None)
     })
 }
 
 fn checkpoint(ctx: &str, task: &str) -> TaskCheckpoint {
-    TaskCheckpoint {
-        task_id: task.into(),
-        context_id: ctx.into(),
-        agent_id: "agent".into(),
-        iteration: 1,
-        state: TaskState::Working,
-        messages: vec![Message::user("go")].into(),
-        turn_start: 0,
-        usage: Default::default(),
-        completed_tool_results: Vec::new(),
-        streamed_answers: Vec::new(),
-        stored_history: None,
-        created_at: Utc::now(),
-        updated_at: Utc::now(),
-        metadata: Default::default(),
-    }
+    checkpoints::working(ctx, task, vec![Message::user("go")].into())
 }
 
 async fn begin(

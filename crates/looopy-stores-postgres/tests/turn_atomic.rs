@@ -8,24 +8,17 @@ use crate::support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
 use looopy_core::store::{
-    AgentState, ArtifactWrite, LeaseRequest, LifecycleState, TaskCheckpoint, TurnArtifacts,
-    TurnBegin, TurnBegun, TurnCommit,
+    AgentState, ArtifactWrite, LeaseRequest, TaskCheckpoint, TurnArtifacts, TurnBegin, TurnBegun,
+    TurnCommit,
 };
-use looopy_core::{Artifact, Message, Part, StoreError, TaskState};
+use looopy_core::{Artifact, Message, Part, StoreError};
+use looopy_testkit::checkpoints;
 
 fn state(ctx: &str) -> Arc<AgentState> {
     Arc::new(AgentState {
-        context_id: ctx.into(),
-        agent_id: "agent".into(),
-        lifecycle: LifecycleState::Ready,
         turn_count: 1,
-        created_at: Utc::now(),
-        last_activity: Utc::now(),
-        owner: None,
-        last_turn: None,
-        metadata: Default::default(),
+        ..checkpoints::ready_state(ctx, None)
     })
 }
 
@@ -60,20 +53,8 @@ async fn a_failed_turn_end_writes_nothing_and_keeps_the_lease() {
         .unwrap();
     assert!(matches!(begun, TurnBegun::Begun(_)), "{begun:?}");
     let checkpoint = TaskCheckpoint {
-        task_id: task.into(),
-        context_id: ctx.into(),
-        agent_id: "agent".into(),
-        iteration: 1,
-        state: TaskState::Working,
-        messages: vec![Message::user("before")].into(),
         turn_start: 1,
-        usage: Default::default(),
-        completed_tool_results: Vec::new(),
-        streamed_answers: Vec::new(),
-        stored_history: None,
-        created_at: Utc::now(),
-        updated_at: Utc::now(),
-        metadata: Default::default(),
+        ..checkpoints::working(ctx, task, vec![Message::user("before")].into())
     };
     stores.checkpoints.save(&checkpoint).await.unwrap();
 

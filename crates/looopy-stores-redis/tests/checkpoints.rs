@@ -4,27 +4,16 @@
 
 use crate::support;
 
-use chrono::Utc;
 use looopy_core::store::TaskCheckpoint;
-use looopy_core::{History, Message, TaskState};
+use looopy_core::{History, Message};
 use looopy_testkit::RedisServer;
+use looopy_testkit::checkpoints;
 
 fn checkpoint(task: &str, messages: History, iteration: u32) -> TaskCheckpoint {
     TaskCheckpoint {
-        task_id: task.into(),
-        context_id: "ctx".into(),
-        agent_id: "agent".into(),
         iteration,
-        state: TaskState::Working,
-        messages,
         turn_start: 1,
-        usage: Default::default(),
-        completed_tool_results: Vec::new(),
-        streamed_answers: Vec::new(),
-        stored_history: None,
-        created_at: Utc::now(),
-        updated_at: Utc::now(),
-        metadata: Default::default(),
+        ..checkpoints::working("ctx", task, messages)
     }
 }
 

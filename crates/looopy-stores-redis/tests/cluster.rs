@@ -9,9 +9,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use looopy_core::store::Stores;
-use looopy_core::store::{AgentState, LifecycleState};
 use looopy_core::{AgentEvent, EventPayload, Message};
 use looopy_stores_redis::{RedisBackend, RedisConfig};
+use looopy_testkit::checkpoints;
 use looopy_testkit::conformance::{self, UniqueIds};
 
 use support::cluster::{ClusterConfig, TestCluster, cluster};
@@ -126,18 +126,7 @@ async fn keys_of_different_contexts_live_on_different_masters() {
             .append(ctx, &[Message::user(format!("hello {i}"))])
             .await
             .unwrap();
-        let now = chrono::Utc::now();
-        let state = AgentState {
-            context_id: ctx.clone(),
-            agent_id: "agent".into(),
-            lifecycle: LifecycleState::Ready,
-            turn_count: 0,
-            created_at: now,
-            last_activity: now,
-            owner: Some("owner-1".into()),
-            last_turn: None,
-            metadata: Default::default(),
-        };
+        let state = checkpoints::ready_state(ctx, Some("owner-1"));
         stores.agents.save(&state).await.unwrap();
         let task = format!("task-{i}");
         stores

@@ -7,30 +7,15 @@ use crate::support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
 use looopy_core::store::Acquire;
 use looopy_core::store::Stores;
-use looopy_core::store::{AgentState, LifecycleState, StoredEvent, TaskCheckpoint, TaskRecord};
+use looopy_core::store::{StoredEvent, TaskCheckpoint, TaskRecord};
 use looopy_core::{AgentEvent, Artifact, EventPayload, Message, Part, TaskState, TaskStatus};
 use looopy_stores_redis::KeyLayout;
+use looopy_testkit::checkpoints;
 
 fn checkpoint(task: &str) -> TaskCheckpoint {
-    TaskCheckpoint {
-        task_id: task.into(),
-        context_id: "ctx".into(),
-        agent_id: "agent".into(),
-        iteration: 1,
-        state: TaskState::Working,
-        messages: vec![Message::user("hi")].into(),
-        turn_start: 0,
-        usage: Default::default(),
-        completed_tool_results: Vec::new(),
-        streamed_answers: Vec::new(),
-        stored_history: None,
-        created_at: Utc::now(),
-        updated_at: Utc::now(),
-        metadata: Default::default(),
-    }
+    checkpoints::working("ctx", task, vec![Message::user("hi")].into())
 }
 
 /// Writes one thing of every kind under `ctx` / `task`; returns their keys.
@@ -51,20 +36,9 @@ async fn write_everything(stores: &Stores, k: &KeyLayout, ctx: &str, task: &str)
         .put(ctx, task, &Artifact::new("b", vec![Part::text("q")]))
         .await
         .unwrap();
-    let now = Utc::now();
     stores
         .agents
-        .save(&AgentState {
-            context_id: ctx.into(),
-            agent_id: "agent".into(),
-            lifecycle: LifecycleState::Ready,
-            turn_count: 0,
-            created_at: now,
-            last_activity: now,
-            owner: Some("owner".into()),
-            last_turn: None,
-            metadata: Default::default(),
-        })
+        .save(&checkpoints::ready_state(ctx, Some("owner")))
         .await
         .unwrap();
     let event = |text: &str| {

@@ -9,11 +9,12 @@ use chrono::Utc;
 use looopy_core::store::HistoryMark;
 use looopy_core::{History, Message};
 use looopy_stores_sqlite::{SqliteBackend, SqliteConfig};
-use looopy_testkit::checkpoints::{assert_history_rewritten, on_history};
+use looopy_testkit::checkpoints::{
+    STORED, on_history, rewrite_fails_the_checkpoint, saves_on_the_stored_history, saves_whole,
+    store_history,
+};
 use sqlx::Row;
 use sqlx::sqlite::SqlitePool;
-
-const STORED: usize = 50;
 
 /// A second look at the file, past the stores.
 async fn raw(path: &std::path::Path) -> SqlitePool {
@@ -40,10 +41,7 @@ async fn a_checkpoint_on_the_stored_history_keeps_only_the_turns_messages_and_lo
     let stores = looopy_stores_sqlite::stores(SqliteBackend::open(config.clone()).await.unwrap());
     let pool = raw(&path).await;
     let (ctx, task) = ("ctx-on-history", "task-on-history");
-    let stored: Vec<Message> = (0..STORED)
-        .map(|n| Message::user(format!("old {n}")))
-        .collect();
-    stores.messages.append(ctx, &stored).await.unwrap();
+    let stored = store_history(&stores, ctx).await;
     let epoch: String = sqlx::query("SELECT epoch FROM histories WHERE context_id = ?")
         .bind(ctx)
         .fetch_one(&pool)
@@ -51,49 +49,19 @@ async fn a_checkpoint_on_the_stored_history_keeps_only_the_turns_messages_and_lo
         .unwrap()
         .get(0);
     let mark = HistoryMark { epoch, len: STORED };
-
-    let mut history = History::from(stored.clone());
-    history.push(Message::assistant("the turn's first"));
-    let first = on_history(ctx, task, history.clone(), Some(&mark));
-    stores.checkpoints.save(&first).await.unwrap();
-    assert_eq!(
-        kept(&pool, task).await,
-        1,
-        "only the turn's own message is written"
-    );
-    history.push(Message::assistant("the turn's second"));
-    let second = on_history(ctx, task, history.clone(), Some(&mark));
-    stores.checkpoints.save(&second).await.unwrap();
-    assert_eq!(kept(&pool, task).await, 2);
-    assert_eq!(stores.checkpoints.load(task).await.unwrap(), Some(second));
+    let kept = async |task: &str| kept(&pool, task).await as usize;
 
     // Another handle on the file loads it whole and saves on.
     let other = looopy_stores_sqlite::stores(SqliteBackend::open(config).await.unwrap());
-    let loaded = other.checkpoints.load(task).await.unwrap().unwrap();
-    assert_eq!(loaded.messages.to_vec(), history.to_vec());
-    history.push(Message::assistant("after the resume"));
-    let third = on_history(ctx, task, history.clone(), Some(&mark));
-    other.checkpoints.save(&third).await.unwrap();
-    assert_eq!(kept(&pool, task).await, 3);
-    assert_eq!(other.checkpoints.load(task).await.unwrap(), Some(third));
+    let history =
+        saves_on_the_stored_history(&stores, &other, (ctx, task), (&stored, &mark), kept).await;
 
     // A checkpoint without a mark keeps every message.
-    let whole = on_history(ctx, "task-whole", history.clone(), None);
-    stores.checkpoints.save(&whole).await.unwrap();
-    assert_eq!(kept(&pool, "task-whole").await, history.len() as i64);
-    assert_eq!(
-        stores.checkpoints.load("task-whole").await.unwrap(),
-        Some(whole.clone())
-    );
+    let whole = saves_whole(&stores, ctx, history, kept).await;
 
     // The history is rewritten (a compaction): the checkpoint cannot be
     // rebuilt, and says why; the one without a mark is untouched.
-    stores
-        .messages
-        .replace_range(ctx, 0..10, &[Message::user("summary")])
-        .await
-        .unwrap();
-    assert_history_rewritten(stores.checkpoints.load(task).await, ctx, task);
+    rewrite_fails_the_checkpoint(&stores, ctx, task).await;
     assert_eq!(
         stores.checkpoints.load("task-whole").await.unwrap(),
         Some(whole)

@@ -8,25 +8,11 @@ use looopy_core::cache::CacheStore;
 use looopy_core::store::{CheckpointStore, TaskCheckpoint, TaskRecord};
 use looopy_core::{AgentEvent, EventPayload, Message, TaskState, TaskStatus};
 use looopy_stores_sqlite::{SqliteBackend, SqliteCacheStore, SqliteCheckpointStore, SqliteConfig};
+use looopy_testkit::checkpoints;
 use serde_json::json;
 
 fn checkpoint(task: &str, context: &str) -> TaskCheckpoint {
-    TaskCheckpoint {
-        task_id: task.into(),
-        context_id: context.into(),
-        agent_id: "agent".into(),
-        iteration: 1,
-        state: TaskState::Working,
-        messages: Default::default(),
-        turn_start: 0,
-        usage: Default::default(),
-        completed_tool_results: Vec::new(),
-        streamed_answers: Vec::new(),
-        stored_history: None,
-        created_at: Utc::now(),
-        updated_at: Utc::now(),
-        metadata: Default::default(),
-    }
+    checkpoints::working(context, task, Default::default())
 }
 
 #[tokio::test]
