@@ -46,6 +46,8 @@ pub struct App {
     pub references: McpReferences,
     /// The stores.
     pub stores: Stores,
+    /// The blob store of `[artifacts]`, `None` without the table.
+    pub blobs: Option<Arc<dyn looopy_core::BlobStore>>,
 }
 
 /// Fills in the resource and prompt references of the messages a model is
@@ -265,7 +267,13 @@ impl App {
             .build()
             .await
             .context("connecting to the stores")?;
+        let blobs = config
+            .artifacts
+            .as_ref()
+            .map(crate::artifacts::ArtifactsSection::open)
+            .transpose()?;
         Ok(App {
+            blobs,
             llm: model,
             retry: retry_policy(config.llm.as_ref()),
             fallbacks: fallback_models,
