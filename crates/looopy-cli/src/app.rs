@@ -352,6 +352,14 @@ impl App {
         let timeouts = self.tool_timeouts();
         let fallback = FallbackLayer::new(self.fallbacks.iter().cloned()).with_retry(retry.clone());
         let references = (!self.references.is_empty()).then(|| self.references.clone());
+        let blob_content = self.blobs.clone().map(|store| {
+            let max = self
+                .config
+                .artifacts
+                .as_ref()
+                .map_or(crate::artifacts::DEFAULT_MAX_UPLOAD, |a| a.max_upload_bytes);
+            crate::artifacts::BlobContentHook::new(store, max)
+        });
         let mut builder = AgentTemplate::builder()
             .llm(self.llm.clone())
             // The loop's default layers, with the configured values: the
@@ -359,6 +367,10 @@ impl App {
             // models come after the model's retries (none: no layer).
             .configure_loop(move |l| {
                 let l = l.retry(retry).tool_timeouts(timeouts).llm_layer(fallback);
+                let l = match blob_content {
+                    Some(hook) => l.hook(hook),
+                    None => l,
+                };
                 match references {
                     Some(references) => l.hook(McpReferenceHook(references)),
                     None => l,

@@ -15,8 +15,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use async_trait::async_trait;
+use base64::Engine as _;
 use looopy_blobs::{BlobBackend, ObjectBlobStore};
-use looopy_core::BlobStore;
+use looopy_core::blob::read_to_bytes;
+use looopy_core::{BlobRef, BlobStore, History, LlmRequest, Message, Part};
+use looopy_loop::hooks::{BeforeLlm, Hook, HookContext, HookError, HookPoints};
 use serde::Deserialize;
 
 /// The name the configured blob store writes into every [`looopy_core::BlobRef`].
@@ -107,6 +111,105 @@ impl ArtifactsSection {
     }
 }
 
+/// Gives the model the content of the file parts kept in the blob store:
+/// before each model call, each file part that holds a [`BlobRef`] and no
+/// bytes is read from the store, checked against its size and SHA-256, and
+/// sent inline. The stored conversation keeps the references. A blob that
+/// cannot be read (missing, damaged, the store down or refusing) fails the
+/// turn with a message naming the file.
+pub struct BlobContentHook {
+    store: Arc<dyn BlobStore>,
+    max_size: u64,
+}
+
+impl BlobContentHook {
+    /// Reads from `store`, at most `max_size` bytes per file.
+    pub fn new(store: Arc<dyn BlobStore>, max_size: u64) -> Self {
+        BlobContentHook { store, max_size }
+    }
+
+    /// The bytes of `blob`, base64-encoded, or why they cannot be read.
+    async fn content(&self, name: Option<&str>, blob: &BlobRef) -> Result<String, HookError> {
+        let file = name.unwrap_or(blob.key.as_ref());
+        if blob.store != self.store.name() {
+            return Err(HookError::new(format!(
+                "the file `{file}` is kept in blob store `{}`, which is not configured (this server's is `{}`)",
+                blob.store,
+                self.store.name()
+            )));
+        }
+        let bytes = read_to_bytes(&*self.store, blob, self.max_size)
+            .await
+            .map_err(|e| {
+                HookError::new(format!(
+                    "the file `{file}` could not be read from the blob store: {e}"
+                ))
+            })?;
+        Ok(base64::engine::general_purpose::STANDARD.encode(&bytes))
+    }
+
+    /// `message` with the content of its blob parts filled in; `None` when
+    /// it has none.
+    async fn resolved(&self, message: &Message) -> Result<Option<Message>, HookError> {
+        if !message.parts.iter().any(needs_content) {
+            return Ok(None);
+        }
+        let mut message = message.clone();
+        for part in &mut message.parts {
+            if let Part::File { file } = part
+                && file.bytes.is_none()
+                && let Some(blob) = &file.blob
+            {
+                let content = self.content(file.name.as_deref(), blob).await?;
+                if file.mime_type.is_none() {
+                    file.mime_type = Some(blob.media_type.clone());
+                }
+                file.bytes = Some(content);
+            }
+        }
+        Ok(Some(message))
+    }
+}
+
+/// Whether `part` is a file kept in a blob store whose bytes are not here.
+fn needs_content(part: &Part) -> bool {
+    matches!(part, Part::File { file } if file.bytes.is_none() && file.blob.is_some())
+}
+
+#[async_trait]
+impl Hook for BlobContentHook {
+    fn name(&self) -> &str {
+        "blob-content"
+    }
+
+    fn points(&self) -> HookPoints {
+        HookPoints::BEFORE_LLM
+    }
+
+    async fn before_llm(
+        &self,
+        _cx: &HookContext,
+        request: &mut LlmRequest,
+    ) -> Result<BeforeLlm, HookError> {
+        if !request
+            .messages
+            .iter()
+            .any(|m| m.parts.iter().any(needs_content))
+        {
+            return Ok(BeforeLlm::Continue);
+        }
+        let mut out = History::new();
+        for message in request.messages.iter_from(0) {
+            match self.resolved(message).await? {
+                Some(resolved) => out.push(resolved),
+                None => out.push_shared(message.clone()),
+            }
+        }
+        request.messages = out;
+        Ok(BeforeLlm::Continue)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,6 +218,93 @@ mod tests {
         let section: ArtifactsSection = toml::from_str(text)?;
         section.validate()?;
         Ok(section)
+    }
+
+    use looopy_core::blob::BlobPut;
+    use looopy_core::{BlobKey, FileContent, Role, TurnContext};
+    use looopy_testkit::conformance::blobs::{body_of, pattern};
+
+    /// A filesystem store in a temp dir, and a blob written to it.
+    async fn store_with(content: &[u8]) -> (tempfile::TempDir, Arc<dyn BlobStore>, BlobRef) {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn BlobStore> =
+            Arc::new(ObjectBlobStore::filesystem(BLOB_STORE_NAME, dir.path()).unwrap());
+        let key = BlobKey::new("ctx/a1/report.pdf").unwrap();
+        let blob = store
+            .put(BlobPut::new(key, "application/pdf"), body_of(content, 4096))
+            .await
+            .unwrap();
+        (dir, store, blob)
+    }
+
+    fn request_with(blob: &BlobRef) -> LlmRequest {
+        let mut message = Message::new(Role::User, "Summarise this");
+        message.parts.push(Part::file(FileContent::from_blob(
+            blob.clone(),
+            Some("report.pdf".into()),
+        )));
+        LlmRequest {
+            messages: History::from(vec![message]),
+            ..LlmRequest::default()
+        }
+    }
+
+    fn cx() -> HookContext {
+        HookContext {
+            turn: TurnContext::new("t", "ctx"),
+            iteration: 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_model_is_sent_the_content_of_a_blob_part() {
+        let content = pattern(200_000, 7);
+        let (_dir, store, blob) = store_with(&content).await;
+        let hook = BlobContentHook::new(store, DEFAULT_MAX_UPLOAD);
+        let mut request = request_with(&blob);
+        hook.before_llm(&cx(), &mut request).await.unwrap();
+        let sent = request.messages.to_vec();
+        let Part::File { file } = &sent[0].parts[1] else {
+            panic!("a file part: {sent:?}");
+        };
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(file.bytes.as_deref().expect("the content, inline"))
+            .unwrap();
+        assert_eq!(bytes, content);
+        assert_eq!(file.mime_type.as_deref(), Some("application/pdf"));
+        assert_eq!(file.blob.as_ref(), Some(&blob), "the reference is kept");
+    }
+
+    #[tokio::test]
+    async fn damaged_missing_or_foreign_blobs_fail_with_the_file_named() {
+        let (dir, store, blob) = store_with(&pattern(10_000, 1)).await;
+        let hook = BlobContentHook::new(store.clone(), DEFAULT_MAX_UPLOAD);
+        // Damaged on disk: the checksum no longer matches.
+        let path = dir.path().join("ctx/a1/report.pdf");
+        std::fs::write(&path, pattern(10_000, 2)).unwrap();
+        let err = hook
+            .before_llm(&cx(), &mut request_with(&blob))
+            .await
+            .expect_err("a damaged blob is refused");
+        assert!(err.message.contains("report.pdf"), "{}", err.message);
+        assert!(err.message.contains("damaged"), "{}", err.message);
+        // Missing.
+        std::fs::remove_file(&path).unwrap();
+        let err = hook
+            .before_llm(&cx(), &mut request_with(&blob))
+            .await
+            .expect_err("a missing blob is refused");
+        assert!(err.message.contains("report.pdf"), "{}", err.message);
+        // Another store's reference.
+        let foreign = BlobRef {
+            store: "elsewhere".into(),
+            ..blob
+        };
+        let err = hook
+            .before_llm(&cx(), &mut request_with(&foreign))
+            .await
+            .expect_err("another store's blob is refused");
+        assert!(err.message.contains("elsewhere"), "{}", err.message);
     }
 
     #[test]
