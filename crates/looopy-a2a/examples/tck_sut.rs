@@ -63,6 +63,7 @@ fn text(t: &str) -> Vec<Part> {
 
 fn file_bytes() -> Vec<Part> {
     vec![Part::file(FileContent {
+        blob: None,
         name: Some("output.txt".into()),
         mime_type: Some("text/plain".into()),
         uri: None,
@@ -72,6 +73,7 @@ fn file_bytes() -> Vec<Part> {
 
 fn file_url() -> Vec<Part> {
     vec![Part::file(FileContent {
+        blob: None,
         name: Some("output.txt".into()),
         mime_type: Some("text/plain".into()),
         uri: Some("https://example.com/output.txt".into()),

@@ -706,6 +706,7 @@ mod tests {
         Message::with_parts(
             Role::User,
             vec![Part::file(looopy_core::FileContent {
+                blob: None,
                 name: Some("photo.png".into()),
                 mime_type: Some("image/png".into()),
                 uri: None,

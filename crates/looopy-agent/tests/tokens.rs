@@ -77,6 +77,7 @@ async fn a_large_image_does_not_evict_the_window() {
         vec![
             Part::text("what is this?"),
             Part::file(FileContent {
+                blob: None,
                 name: Some("photo.png".into()),
                 mime_type: Some("image/png".into()),
                 uri: None,

@@ -19,7 +19,7 @@ use serde::Deserialize;
 /// assert!(matches!(fs, BlobBackend::Filesystem { .. }));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(tag = "backend", rename_all = "lowercase")]
+#[serde(tag = "backend", rename_all = "lowercase", deny_unknown_fields)]
 #[non_exhaustive]
 pub enum BlobBackend {
     /// Files under a local directory, created when missing.

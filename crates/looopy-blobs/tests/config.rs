@@ -49,6 +49,12 @@ fn unknown_backends_and_fields_are_refused() {
     let typo = toml::from_str::<BlobBackend>("backend = \"s3\"\nbucket = \"b\"\nbukcet = \"b\"\n");
     let err = typo.expect_err("a misspelt field is refused").to_string();
     assert!(err.contains("bukcet"), "{err}");
+    let typo =
+        toml::from_str::<BlobBackend>("backend = \"filesystem\"\npath = \"x\"\npaht = \"y\"\n");
+    let err = typo
+        .expect_err("a misspelt filesystem field is refused")
+        .to_string();
+    assert!(err.contains("paht"), "{err}");
 }
 
 #[tokio::test]

@@ -46,6 +46,8 @@ pub struct App {
     pub references: McpReferences,
     /// The stores.
     pub stores: Stores,
+    /// The blob store of `[artifacts]`, `None` without the table.
+    pub blobs: Option<Arc<dyn looopy_core::BlobStore>>,
 }
 
 /// Fills in the resource and prompt references of the messages a model is
@@ -265,7 +267,13 @@ impl App {
             .build()
             .await
             .context("connecting to the stores")?;
+        let blobs = config
+            .artifacts
+            .as_ref()
+            .map(crate::artifacts::ArtifactsSection::open)
+            .transpose()?;
         Ok(App {
+            blobs,
             llm: model,
             retry: retry_policy(config.llm.as_ref()),
             fallbacks: fallback_models,
@@ -344,6 +352,14 @@ impl App {
         let timeouts = self.tool_timeouts();
         let fallback = FallbackLayer::new(self.fallbacks.iter().cloned()).with_retry(retry.clone());
         let references = (!self.references.is_empty()).then(|| self.references.clone());
+        let blob_content = self.blobs.clone().map(|store| {
+            let max = self
+                .config
+                .artifacts
+                .as_ref()
+                .map_or(crate::artifacts::DEFAULT_MAX_UPLOAD, |a| a.max_upload_bytes);
+            crate::artifacts::BlobContentHook::new(store, max)
+        });
         let mut builder = AgentTemplate::builder()
             .llm(self.llm.clone())
             // The loop's default layers, with the configured values: the
@@ -351,6 +367,10 @@ impl App {
             // models come after the model's retries (none: no layer).
             .configure_loop(move |l| {
                 let l = l.retry(retry).tool_timeouts(timeouts).llm_layer(fallback);
+                let l = match blob_content {
+                    Some(hook) => l.hook(hook),
+                    None => l,
+                };
                 match references {
                     Some(references) => l.hook(McpReferenceHook(references)),
                     None => l,

@@ -97,6 +97,13 @@
 //! [push]                      # A2A push notifications (webhooks); see crate::push
 //! enabled = false
 //!
+//! [artifacts]                # files and large artifacts (docs/artifacts.md)
+//! backend = "filesystem"      # or "s3": bucket, prefix, endpoint, region
+//! path = ".looopy/blobs"      # (credentials from the AWS variables)
+//! inline_limit_bytes = 65536  # larger content is stored as a blob
+//! max_upload_bytes = 104857600
+//! presign_ttl_secs = 3600     # lifetime of a presigned S3 download URL
+//!
 //! [[auth.tokens]]
 //! principal = "alice"
 //! token_env = "ALICE_TOKEN"   # or token = "..." (kept out of logs)
@@ -151,6 +158,10 @@ pub struct Config {
     /// A2A push notifications (webhooks).
     #[serde(default)]
     pub push: crate::push::PushSection,
+    /// Where files and large artifacts are stored; `None` without the
+    /// table: everything stays inline in the artifact store.
+    #[serde(default)]
+    pub artifacts: Option<crate::artifacts::ArtifactsSection>,
 }
 
 /// `[durability]`: how fast a turn whose process died is found and resumed
@@ -842,6 +853,9 @@ impl Config {
             }
         }
         self.push.validate()?;
+        if let Some(artifacts) = &self.artifacts {
+            artifacts.validate()?;
+        }
         Ok(())
     }
 

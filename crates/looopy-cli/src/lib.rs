@@ -5,6 +5,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod app;
+pub mod artifacts;
 pub mod banner;
 pub mod chat;
 pub mod config;

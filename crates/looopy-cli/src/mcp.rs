@@ -467,6 +467,7 @@ mod tests {
 
     fn file(mime: &str, uri: Option<&str>, bytes: Option<&str>) -> Part {
         Part::file(FileContent {
+            blob: None,
             name: None,
             mime_type: Some(mime.to_owned()),
             uri: uri.map(str::to_owned),

@@ -117,6 +117,7 @@ mod tests {
         let file = Message::with_parts(
             Role::User,
             vec![Part::file(FileContent {
+                blob: None,
                 name: Some("a.png".into()),
                 mime_type: Some("image/png".into()),
                 uri: None,

@@ -25,8 +25,10 @@ pub enum Role {
     Tool,
 }
 
-/// A file carried by a [`Part::File`]: either a URI or inline bytes (base64).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A file carried by a [`Part::File`]: a URI, inline bytes (base64), or a
+/// reference to a blob store ([`blob`](Self::blob)) for content too large
+/// to keep inline.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FileContent {
     /// File name, when known.
@@ -41,6 +43,26 @@ pub struct FileContent {
     /// The file's bytes, base64-encoded (standard alphabet, padded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<String>,
+    /// Where the file's bytes are kept when they are in a blob store
+    /// rather than inline (`docs/artifacts.md`): store, key, size, media
+    /// type and SHA-256. Stored with the part as `blob`; the blob is
+    /// written before the part that references it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blob: Option<crate::BlobRef>,
+}
+
+impl FileContent {
+    /// A file kept in a blob store: its media type from the reference,
+    /// `name` when known.
+    pub fn from_blob(blob: crate::BlobRef, name: Option<String>) -> Self {
+        FileContent {
+            name,
+            mime_type: Some(blob.media_type.clone()),
+            uri: None,
+            bytes: None,
+            blob: Some(blob),
+        }
+    }
 }
 
 /// What a model thought before answering, as its provider returned it

@@ -364,6 +364,7 @@ mod tests {
         Message::with_parts(
             crate::Role::User,
             vec![Part::file(FileContent {
+                blob: None,
                 name: Some("cat.png".into()),
                 mime_type: Some("image/png".into()),
                 uri: None,
@@ -385,6 +386,7 @@ mod tests {
     fn text_files_count_as_their_decoded_text_and_other_files_are_fixed() {
         let c = HeuristicCounter;
         let file = |mime: &str, len: usize| FileContent {
+            blob: None,
             name: None,
             mime_type: Some(mime.into()),
             uri: None,

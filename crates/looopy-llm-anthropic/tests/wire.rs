@@ -28,12 +28,14 @@ fn ok() -> FixtureReply {
 /// A turn after one round of parallel tool calls with thinking.
 fn request() -> LlmRequest {
     let image = Part::file(FileContent {
+        blob: None,
         name: Some("chart.png".into()),
         mime_type: Some("image/png".into()),
         uri: None,
         bytes: Some("iVBORw0K".into()),
     });
     let pdf = Part::file(FileContent {
+        blob: None,
         name: Some("report.pdf".into()),
         mime_type: Some("application/pdf".into()),
         uri: None,

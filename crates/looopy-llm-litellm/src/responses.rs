@@ -573,6 +573,7 @@ mod tests {
     fn structured_output_is_text_format_and_images_are_input_images() {
         let format = ResponseFormat::new("answer", json!({"type":"object"}));
         let image = Part::file(FileContent {
+            blob: None,
             name: None,
             mime_type: Some("image/png".into()),
             uri: None,

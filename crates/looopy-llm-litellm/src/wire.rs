@@ -693,12 +693,14 @@ mod tests {
     #[test]
     fn data_and_images_are_mapped() {
         let image = Part::file(FileContent {
+            blob: None,
             name: None,
             mime_type: Some("image/png".into()),
             uri: None,
             bytes: Some("AAAA".into()),
         });
         let pdf = Part::file(FileContent {
+            blob: None,
             name: Some("a.pdf".into()),
             mime_type: Some("application/pdf".into()),
             uri: None,

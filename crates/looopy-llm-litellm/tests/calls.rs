@@ -73,6 +73,7 @@ async fn request_maps_history_tools_and_defaults() {
     let mut assistant = Message::with_parts(Role::Assistant, vec![]);
     assistant.tool_calls = vec![ToolCall::new("c1", "add", r#"{"a":1}"#)];
     let image = Part::file(FileContent {
+        blob: None,
         name: Some("cat.png".into()),
         mime_type: Some("image/png".into()),
         uri: Some("https://example.com/cat.png".into()),

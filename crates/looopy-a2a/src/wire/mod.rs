@@ -234,6 +234,7 @@ mod tests {
         metadata.insert("a".into(), json!([true, null, "x"]));
         let file = |uri: Option<&str>, bytes: Option<&str>| {
             Part::file(FileContent {
+                blob: None,
                 name: Some("f.txt".into()),
                 mime_type: Some("text/plain".into()),
                 uri: uri.map(Into::into),
@@ -384,6 +385,7 @@ mod tests {
     #[test]
     fn a_file_whose_bytes_are_not_base64_is_written_as_the_official_types_write_it() {
         let bad = Part::file(FileContent {
+            blob: None,
             name: Some("f.bin".into()),
             mime_type: None,
             uri: None,

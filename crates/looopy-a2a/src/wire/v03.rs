@@ -400,6 +400,7 @@ fn core_part(p: Part03) -> Result<Part, String> {
                 return Err("a file part needs `file.bytes` or `file.uri`".into());
             }
             Part::file(FileContent {
+                blob: None,
                 name: file.name,
                 mime_type: file.mime_type,
                 uri: file.uri,

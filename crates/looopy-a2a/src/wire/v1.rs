@@ -252,12 +252,14 @@ fn core_part(p: a2a::Part) -> Part {
         PartContent::Text(text) => Part::Text { text },
         PartContent::Data(data) => Part::Data { data },
         PartContent::Url(uri) => Part::file(FileContent {
+            blob: None,
             name: p.filename,
             mime_type: p.media_type,
             uri: Some(uri),
             bytes: None,
         }),
         PartContent::Raw(bytes) => Part::file(FileContent {
+            blob: None,
             name: p.filename,
             mime_type: p.media_type,
             uri: None,
@@ -542,6 +544,7 @@ mod tests {
     #[test]
     fn files_become_raw_or_url_parts() {
         let f = Part::file(FileContent {
+            blob: None,
             name: Some("a.png".into()),
             mime_type: Some("image/png".into()),
             uri: None,

@@ -5,6 +5,8 @@
 mod answer_chunks;
 #[path = "../approval.rs"]
 mod approval;
+#[path = "../artifacts.rs"]
+mod artifacts;
 #[path = "../binary.rs"]
 mod binary;
 #[path = "../bindings.rs"]

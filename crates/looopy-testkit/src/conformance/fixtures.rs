@@ -107,12 +107,31 @@ pub(crate) fn all_parts(tag: &str) -> Vec<Part> {
         Part::text(format!("text {tag} ✓")),
         Part::data(json!({"tag": tag, "list": [1, 2.5, null], "flag": false})),
         Part::file(FileContent {
+            blob: None,
             name: Some(format!("{tag}.png")),
             mime_type: Some("image/png".into()),
             uri: Some(format!("https://example.com/{tag}.png")),
             bytes: Some("iVBORw0KGgo=".into()),
         }),
+        blob_part(tag),
     ]
+}
+
+/// A file part kept in a blob store: only its typed [`BlobRef`].
+pub(crate) fn blob_part(tag: &str) -> Part {
+    let key = looopy_core::BlobKey::from_segments([
+        looopy_core::BlobKey::escape_segment(tag),
+        "report.pdf".to_owned(),
+    ])
+    .unwrap_or_else(|e| panic!("conformance: a blob key of `{tag}`: {e}"));
+    let blob = looopy_core::BlobRef {
+        store: "files".into(),
+        key,
+        size: 5 << 20,
+        media_type: "application/pdf".into(),
+        sha256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08".into(),
+    };
+    Part::file(FileContent::from_blob(blob, Some(format!("{tag}.pdf"))))
 }
 
 /// A message with every field set; the role cycles with `n`.

@@ -171,6 +171,7 @@ pub(crate) fn resource_parts(result: ReadResourceResult) -> Vec<Part> {
                 blob,
                 ..
             } => Some(Part::file(FileContent {
+                blob: None,
                 name: None,
                 mime_type,
                 uri: Some(uri),

@@ -20,6 +20,7 @@ pub(crate) fn to_part(block: ContentBlock) -> Option<Part> {
                 blob,
                 ..
             } => Part::file(FileContent {
+                blob: None,
                 name: None,
                 mime_type,
                 uri: Some(uri),
@@ -31,6 +32,7 @@ pub(crate) fn to_part(block: ContentBlock) -> Option<Part> {
             },
         },
         ContentBlock::ResourceLink(link) => Part::file(FileContent {
+            blob: None,
             name: Some(link.name),
             mime_type: link.mime_type,
             uri: Some(link.uri),
@@ -50,6 +52,7 @@ pub(crate) fn to_part(block: ContentBlock) -> Option<Part> {
 /// A file part of base64 `data` of `mime_type`, held inline.
 pub(crate) fn inline_file(name: Option<String>, mime_type: String, data: String) -> Part {
     Part::file(FileContent {
+        blob: None,
         name,
         mime_type: Some(mime_type),
         uri: None,
