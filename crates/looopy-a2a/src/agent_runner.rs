@@ -173,8 +173,7 @@ impl TurnRunner for AgentRunner {
                 .with_cancel(request.cancel.clone())
                 .with_metadata(request.metadata.clone())
                 .with_settings(TurnSettings::new().with_internal_events(request.internal_events()))
-                .keep_running_on_drop(true)
-                .run_on_reader(true);
+                .keep_running_on_drop(true);
             if let Some(tools) = &client_tools {
                 options = options.with_tools(tools.clone());
             }
@@ -208,8 +207,7 @@ impl TurnRunner for AgentRunner {
         let mut options = TurnOptions::new()
             .with_auth(request.auth.clone())
             .with_cancel(request.cancel.clone())
-            .keep_running_on_drop(true)
-            .run_on_reader(true);
+            .keep_running_on_drop(true);
         // The client tools the turn's message declared are offered again:
         // that message is the last one stored (a turn saves the rest at its end).
         let last = agent

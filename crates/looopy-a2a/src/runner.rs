@@ -10,8 +10,12 @@ use looopy_core::{AgentEvent, Artifact, AuthContext, CancellationToken, Message,
 use looopy_loop::InternalEvents;
 use serde_json::{Map, Value};
 
-/// The events of one turn. The last one should be a `status-update` with
-/// `final: true`; the server adds one (`failed`) when the stream ends without.
+/// The events of one turn, each with the [`TurnRequest`]'s task and
+/// context ids (the server logs them as they come). The last one should be
+/// a `status-update` with `final: true`; the server adds one (`failed`)
+/// when the stream ends without. The server reads the stream on the task
+/// that drives the turn, so a turn that runs as its stream is polled (the
+/// loop's, the Agent's) runs on that task.
 pub type TurnEvents = BoxStream<'static, AgentEvent>;
 
 /// What the server asks a [`TurnRunner`] to do: run one turn of a

@@ -1,5 +1,6 @@
-//! The task that runs one turn to its end and saves what it produced, and
-//! what it says of the end ([`FinishedTurn`]).
+//! The future that runs one turn to its end (polled by its `AgentTurn`,
+//! see `turn`) and saves what it produced, and what it says of the end
+//! ([`FinishedTurn`]).
 //!
 //! Order of work: compaction (when due) -> window -> loop (or the loop's
 //! resume from a checkpoint), forwarding events and writing artifacts ->
@@ -17,7 +18,7 @@ use looopy_core::{
     AgentEvent, AgentTurnReport, EventPayload, History, Message, StatusMetadata, TaskState,
     TaskStatus, ToolCall, ToolResult, TurnContext, TurnError, TurnReport, Usage, WhenCancelled,
 };
-use looopy_loop::{EventSender, InternalEvents, TurnEnd, TurnStream};
+use looopy_loop::{InternalEvents, TurnEnd, TurnStream};
 use tokio::sync::OwnedMutexGuard;
 
 use crate::agent::Agent;
@@ -27,6 +28,7 @@ use crate::commit;
 use crate::compaction::{self, CompactionReport};
 use crate::lease::{Lease, renewing};
 use crate::pause::PauseRelay;
+use crate::turn::Handoff;
 use crate::window;
 
 /// How a turn ended, once it has.
@@ -99,7 +101,7 @@ pub(crate) struct TurnRun {
     pub(crate) start: Start,
     pub(crate) cx: TurnContext,
     pub(crate) turn_number: u64,
-    pub(crate) tx: EventSender,
+    pub(crate) tx: Handoff,
     /// Boxed: empty until the turn ends, and every running turn has one.
     pub(crate) summary: Arc<Mutex<Option<Box<FinishedTurn>>>>,
     /// Pause requests from the `AgentTurn`.
@@ -355,7 +357,7 @@ const DRIVER_READS: InternalEvents = InternalEvents::TOOL_COMPLETE;
 
 /// Where the turn's events go.
 struct Reader<'a> {
-    tx: &'a EventSender,
+    tx: &'a Handoff,
     /// Whether the caller asked for the tool results (`internal:tool-complete`)
     /// that the driver has built for itself: when not, each is taken from
     /// its event, which goes no further, instead of copied.

@@ -6,10 +6,10 @@
 //! ([`renewing`]): a turn's driver polls them with the turn, so
 //! a lease costs no task of its own (a task per turn, started and aborted,
 //! cost a spawn, a timer and two cross-thread wake-ups on every turn). A
-//! turn's driver is always polled while the turn runs (on its own task, or
-//! on the reader's for `TurnOptions::run_on_reader`, whose reader must keep
-//! reading: one that stops stops the renewals too, and after the TTL another
-//! process may take the stalled turn over).
+//! turn's driver is polled while the turn runs (on the task that reads the
+//! turn, which must keep reading: one that stops stops the renewals too,
+//! and after the TTL another process may take the stalled turn over; on a
+//! task of its own once its reader dropped it).
 
 use std::future::Future;
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! [`PauseRelay`]: pause and resume from an [`AgentTurn`](crate::AgentTurn).
 //!
-//! The loop's [`TurnHandle`] exists only once the turn's task has started
+//! The loop's [`TurnHandle`] exists only once the turn's driver has started
 //! the loop (after compaction), while the caller holds its `AgentTurn` from
 //! the moment `execute_turn` returns. The relay keeps a pause asked for
 //! before that and hands it to the handle when the loop starts; after that

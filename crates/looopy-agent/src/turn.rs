@@ -1,18 +1,25 @@
 //! Running a turn: [`Agent::execute_turn`], [`TurnOptions`], and the
 //! [`AgentTurn`] stream it returns.
 //!
-//! The turn runs on a spawned task (see `driver`): the task drains the
-//! loop's events, saves artifacts as they stream, forwards the events to
-//! the [`AgentTurn`], and when the loop is done saves the messages the turn
-//! produced (also when it failed or was cancelled), updates the state,
-//! releases the lease and only then forwards the final event. So:
+//! One rule says which task runs a turn: **the task that reads its
+//! [`AgentTurn`]**. The turn's driver (see `driver`) is polled by
+//! [`AgentTurn::poll_next`]: it drains the loop's events, saves artifacts
+//! as they stream, hands the events to the [`AgentTurn`], and when the
+//! loop is done saves the messages the turn produced (also when it failed
+//! or was cancelled), updates the state, releases the lease and only then
+//! hands over the final event. Nothing is spawned while the turn is read,
+//! and no event crosses a task. So:
 //!
 //! - when the caller sees the final event, everything is saved and the
 //!   agent takes the next turn;
-//! - dropping the [`AgentTurn`] early cancels the turn (unless
-//!   [`TurnOptions::keep_running_on_drop`]) and the task still saves what
-//!   the turn produced up to there. Nothing is lost to a dropped stream.
+//! - the turn advances only while its [`AgentTurn`] is read (a reader that
+//!   stops reading also stops the lease's renewals);
+//! - dropping the [`AgentTurn`] before the end moves the rest of the turn
+//!   to a task of its own, which saves what the turn produced: nothing is
+//!   lost to a dropped stream. The turn is cancelled first unless
+//!   [`TurnOptions::keep_running_on_drop`] was set.
 
+use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
@@ -23,7 +30,7 @@ use looopy_core::{
     AgentEvent, AuthContext, CancellationToken, ConversationArtifacts, Deps, Message, ToolProvider,
     TurnContext,
 };
-use looopy_loop::{EventQueue, EventSender, TurnInput, TurnSettings};
+use looopy_loop::{TurnInput, TurnSettings};
 use serde_json::{Map, Value};
 use tokio::sync::OwnedMutexGuard;
 use tracing::Instrument;
@@ -51,8 +58,8 @@ pub struct TurnOptions {
     /// turn's number is `TurnContext::turn_number`).
     pub metadata: Map<String, Value>,
     /// Keep running when the [`AgentTurn`] is dropped before its end
-    /// (default false: dropping it cancels the turn). Either way the
-    /// messages are saved.
+    /// (default false: dropping it cancels the turn). Either way the rest
+    /// of the turn moves to a task of its own and the messages are saved.
     pub keep_running_on_drop: bool,
     /// Tools offered in this turn only, beside the agent's own: the client
     /// tools a message declared (`looopy_tools::ClientTools`), for instance.
@@ -65,15 +72,6 @@ pub struct TurnOptions {
     /// the loop's value. Not kept in the checkpoint: a turn carried on with
     /// [`Agent::resume_turn`] uses the settings given to that call.
     pub settings: TurnSettings,
-    /// Run the turn on the task that reads its [`AgentTurn`] (default
-    /// false: on a task of its own, each event handed over through a
-    /// channel). For a reader that is itself a task reading the turn to
-    /// its end, such as a server's: the events then cross no task. If the
-    /// [`AgentTurn`] is dropped before its end, the rest of the turn moves
-    /// to a task of its own, as with the default, and is saved the same
-    /// way ([`keep_running_on_drop`](Self::keep_running_on_drop) still
-    /// decides whether it is cancelled).
-    pub run_on_reader: bool,
     /// Dependencies for this turn's tools (`TurnContext::dep`); each
     /// replaces the Agent's (and its loop's) of the same type for this
     /// turn only: a test's stand-in, a per-request client.
@@ -146,25 +144,20 @@ impl TurnOptions {
         self.keep_running_on_drop = yes;
         self
     }
-
-    /// Runs the turn on the task that reads it (see
-    /// [`TurnOptions::run_on_reader`]).
-    pub fn run_on_reader(mut self, yes: bool) -> Self {
-        self.run_on_reader = yes;
-        self
-    }
 }
 
 /// The events of a running turn, ending with the final `status-update`.
 ///
 /// It is a [`Stream`] of [`AgentEvent`]s (the loop's events, plus an
-/// `artifact-update` for each artifact a tool made). Dropping it before
-/// the end cancels the turn unless [`TurnOptions::keep_running_on_drop`]
-/// was set; the turn's messages are saved either way.
+/// `artifact-update` for each artifact a tool made). The turn runs as the
+/// stream is polled, on the polling task (see the module docs). Dropping
+/// it before the end cancels the turn unless
+/// [`TurnOptions::keep_running_on_drop`] was set; the rest of the turn
+/// then runs on a task of its own, and its messages are saved either way.
 pub struct AgentTurn {
-    /// What the driver sent and this stream has not handed out (it closes
-    /// when the driver ends).
-    events: Arc<EventQueue>,
+    /// What the driver handed over in its last poll and this stream has
+    /// not handed out yet.
+    events: Handoff,
     task_id: Arc<str>,
     turn_number: u64,
     cancel: CancellationToken,
@@ -172,13 +165,37 @@ pub struct AgentTurn {
     pause: Arc<PauseRelay>,
     cancel_on_drop: bool,
     ended: bool,
-    /// The turn itself, when it runs on the reader's task
-    /// ([`TurnOptions::run_on_reader`]) and has not finished.
+    /// The turn itself, until it has finished.
     driver: Option<Driver>,
 }
 
 /// A turn's driver, run by its reader.
 type Driver = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Where a turn's driver puts the events it hands to its [`AgentTurn`]:
+/// both run on the reader's task (the driver is polled from
+/// [`AgentTurn::poll_next`]), so this is a buffer, not a channel: nothing
+/// waits on it and nothing is woken by it. Once the [`AgentTurn`] is gone
+/// the driver's events are dropped as they come.
+#[derive(Clone, Default)]
+pub(crate) struct Handoff(Arc<Mutex<VecDeque<AgentEvent>>>);
+
+impl Handoff {
+    /// Hands `event` to the reader, when there still is one.
+    pub(crate) fn send(&self, event: AgentEvent) {
+        if Arc::strong_count(&self.0) > 1 {
+            self.lock().push_back(event);
+        }
+    }
+
+    fn pop(&self) -> Option<AgentEvent> {
+        self.lock().pop_front()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<AgentEvent>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
 
 impl AgentTurn {
     /// The turn's task id.
@@ -260,39 +277,34 @@ impl Stream for AgentTurn {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
         let this = &mut *self;
-        if let Some(driver) = this.driver.as_mut() {
-            // The turn runs on this task: it queues events only while polled
-            // here, and what it waits on wakes this task. So its events are
-            // taken without registering for a wake-up: registered, each
-            // batch the turn queues would wake this task while it runs, and
-            // it would be polled again for nothing (and a server's
-            // connection woken in between, to send each event on its own).
-            let event = match this.events.pop() {
-                Some(event) => Some(event),
-                None => {
-                    if driver.as_mut().poll(cx).is_ready() {
-                        this.driver = None;
-                    }
-                    this.events.pop()
+        // The turn runs on this task: it hands events over only while
+        // polled here, and what it waits on wakes this task. So its events
+        // are taken without registering for a wake-up: registered, each
+        // batch the turn hands over would wake this task while it runs, and
+        // it would be polled again for nothing (and a server's connection
+        // woken in between, to send each event on its own).
+        let event = match this.events.pop() {
+            Some(event) => Some(event),
+            None => {
+                if let Some(driver) = this.driver.as_mut()
+                    && driver.as_mut().poll(cx).is_ready()
+                {
+                    this.driver = None;
                 }
-            };
-            if let Some(event) = event {
+                this.events.pop()
+            }
+        };
+        match event {
+            Some(event) => {
                 this.ended |= event.is_final();
-                return Poll::Ready(Some(event));
+                Poll::Ready(Some(event))
             }
-            if this.driver.is_some() {
-                return Poll::Pending;
+            None if this.driver.is_some() => Poll::Pending,
+            None => {
+                this.ended = true;
+                Poll::Ready(None)
             }
         }
-        // The turn runs on a task of its own, or has ended (the queue is
-        // then closed and ends once drained).
-        let polled = this.events.poll_pop(cx.waker());
-        match &polled {
-            Poll::Ready(None) => this.ended = true,
-            Poll::Ready(Some(event)) if event.is_final() => this.ended = true,
-            _ => {}
-        }
-        polled
     }
 }
 
@@ -301,8 +313,8 @@ impl Drop for AgentTurn {
         if self.cancel_on_drop && !self.ended {
             self.cancel.cancel();
         }
-        // A turn run by its reader finishes on a task of its own (saving
-        // what it produced), as one that never ran on the reader would.
+        // The rest of the turn runs on a task of its own (saving what it
+        // produced).
         if let Some(driver) = self.driver.take() {
             match tokio::runtime::Handle::try_current() {
                 Ok(runtime) => drop(runtime.spawn(driver)),
@@ -456,7 +468,7 @@ impl Agent {
         Ok((lease, saved))
     }
 
-    /// Starts the task that runs a turn, and hands out its stream.
+    /// The stream that runs a turn (see the module docs).
     fn launch(
         &self,
         guard: OwnedMutexGuard<()>,
@@ -487,8 +499,8 @@ impl Agent {
             self.inner.shared.artifacts.clone(),
             self.inner.context_id.clone(),
         ));
-        let events = Arc::new(EventQueue::default());
-        let tx = EventSender::new(events.clone());
+        let events = Handoff::default();
+        let tx = events.clone();
         let summary = Arc::new(Mutex::new(None));
         let pause = Arc::new(PauseRelay::default());
         let run = TurnRun {
@@ -510,12 +522,6 @@ impl Agent {
         // The turn's span is open as long as its driver: the loop's
         // `invoke_agent` and the save after it nest under it.
         let turn = driver::drive(run).instrument(span);
-        let driver: Option<Driver> = if options.run_on_reader {
-            Some(Box::pin(turn))
-        } else {
-            tokio::spawn(turn);
-            None
-        };
         AgentTurn {
             events,
             task_id,
@@ -525,7 +531,7 @@ impl Agent {
             pause,
             cancel_on_drop: !options.keep_running_on_drop,
             ended: false,
-            driver,
+            driver: Some(Box::pin(turn)),
         }
     }
 }

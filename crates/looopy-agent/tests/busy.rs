@@ -172,6 +172,8 @@ async fn the_lease_is_renewed_while_a_long_turn_runs() {
         .execute_turn(Some(Message::user("slow")), None)
         .await
         .unwrap();
+    // A turn runs on the task that reads it: read on a task of its own.
+    let running = tokio::spawn(running.finish());
     let owner = locks.holder("c-renew").unwrap();
     tokio::time::sleep(ttl * 5).await;
     assert_eq!(locks.holder("c-renew"), Some(owner));
@@ -181,7 +183,7 @@ async fn the_lease_is_renewed_while_a_long_turn_runs() {
             .unwrap_err()
             .is_busy()
     );
-    let s = running.finish().await.unwrap();
+    let s = running.await.unwrap().unwrap();
     assert_eq!(s.state, TaskState::Completed);
     assert_eq!(locks.holder("c-renew"), None);
 }

@@ -211,6 +211,9 @@ async fn a_live_turn_cannot_be_resumed_elsewhere() {
     let llm = ScriptedLlm::new().respond(call("hang", &["h1"]));
     let a = agent("c-live", &llm, &stores, tools.clone());
     let running = start_turn(&a, "go", TurnOptions::new().with_task_id("t-live")).await;
+    let cancel = running.cancellation_token();
+    // A turn runs on the task that reads it: read on a task of its own.
+    let running = tokio::spawn(running.finish());
     tokio::time::sleep(TTL * 2).await;
     let b = agent("c-live", &ScriptedLlm::new(), &stores, tools);
     let err = b
@@ -219,8 +222,8 @@ async fn a_live_turn_cannot_be_resumed_elsewhere() {
         .unwrap_err();
     assert!(err.is_busy(), "{err}");
     assert!(stores.locks.stranded(10).await.unwrap().is_empty());
-    running.cancel();
-    let s = running.finish().await.unwrap();
+    cancel.cancel();
+    let s = running.await.unwrap().unwrap();
     assert_eq!(s.state, TaskState::Canceled);
 }
 

@@ -38,12 +38,12 @@ pub use input::{ApprovedCalls, TurnInput};
 pub use interest::InternalEvents;
 pub use limits::TurnSettings;
 pub use looopy_core::TurnEnd;
-pub use queue::{EventQueue, EventSender};
 pub use stream::{TurnHandle, TurnOutcome, TurnStream};
 pub use tools::ToolRegistry;
 
 use crate::events::Emitter;
 use crate::parts::LoopParts;
+use crate::queue::EventQueue;
 use crate::stream::TurnShared;
 use crate::turn::Turn;
 

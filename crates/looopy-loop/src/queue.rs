@@ -9,12 +9,10 @@
 //! buffer, and the waker is taken out while the stream polls the turn, so
 //! only pushes from elsewhere (the background checkpoint writer) wake it.
 //!
-//! The Agent's turn stream is built on the same queue (the Agent's driver
-//! runs on the reader's task too), with an [`EventSender`] that closes the
-//! queue when the driver drops it, as a channel ends when its sender goes.
+//! It is never closed: the turn's end is the end of the stream's driver.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::task::{Poll, Waker};
 
 use looopy_core::AgentEvent;
@@ -24,7 +22,7 @@ use looopy_core::AgentEvent;
 /// module docs). Its reader polls it with [`poll_pop`](Self::poll_pop),
 /// or takes what is there with [`pop`](Self::pop).
 #[derive(Default)]
-pub struct EventQueue {
+pub(crate) struct EventQueue {
     state: Mutex<State>,
 }
 
@@ -33,12 +31,10 @@ struct State {
     events: VecDeque<AgentEvent>,
     /// Set only while the stream waits (it returned `Pending`).
     waker: Option<Waker>,
-    /// No more events will come (the [`EventSender`] was dropped).
-    closed: bool,
 }
 
 impl State {
-    /// Remembers `waker` for the next push or close.
+    /// Remembers `waker` for the next push.
     fn wait(&mut self, waker: &Waker) {
         match &mut self.waker {
             Some(w) => w.clone_from(waker),
@@ -53,7 +49,7 @@ impl EventQueue {
     }
 
     /// Queues an event and wakes the stream if it is waiting.
-    pub fn push(&self, event: AgentEvent) {
+    pub(crate) fn push(&self, event: AgentEvent) {
         let waker = {
             let mut state = self.state();
             state.events.push_back(event);
@@ -71,64 +67,20 @@ impl EventQueue {
     }
 
     /// The oldest event, without waiting.
-    pub fn pop(&self) -> Option<AgentEvent> {
+    pub(crate) fn pop(&self) -> Option<AgentEvent> {
         self.state().events.pop_front()
     }
 
-    /// The oldest event; `Ready(None)` once the queue is closed and empty;
-    /// otherwise `Pending`, and the next push (or the close) wakes `waker`
-    /// (checked and registered under one lock, so a push from another task
-    /// in between is never missed).
-    pub fn poll_pop(&self, waker: &Waker) -> Poll<Option<AgentEvent>> {
+    /// The oldest event; otherwise `Pending`, and the next push wakes
+    /// `waker` (checked and registered under one lock, so a push from
+    /// another task in between is never missed).
+    pub(crate) fn poll_pop(&self, waker: &Waker) -> Poll<AgentEvent> {
         let mut state = self.state();
         if let Some(event) = state.events.pop_front() {
-            return Poll::Ready(Some(event));
-        }
-        if state.closed {
-            return Poll::Ready(None);
+            return Poll::Ready(event);
         }
         state.wait(waker);
         Poll::Pending
-    }
-
-    /// No more events will come: a waiting reader is woken to see it.
-    fn close(&self) {
-        let waker = {
-            let mut state = self.state();
-            state.closed = true;
-            state.waker.take()
-        };
-        if let Some(waker) = waker {
-            waker.wake();
-        }
-    }
-}
-
-/// The producing end of an [`EventQueue`]: pushes events, and closes the
-/// queue when dropped (also when its owner is dropped mid-turn), so that
-/// the reader sees the end as it would a channel's.
-pub struct EventSender(Arc<EventQueue>);
-
-impl EventSender {
-    /// The sender of `queue`.
-    pub fn new(queue: Arc<EventQueue>) -> Self {
-        EventSender(queue)
-    }
-
-    /// Queues an event (see [`EventQueue::push`]); drops it when the
-    /// reader is gone (this sender holds the queue's last reference), as a
-    /// channel with no receiver would, so that a turn that runs on after
-    /// its stream was dropped keeps nothing.
-    pub fn send(&self, event: AgentEvent) {
-        if Arc::strong_count(&self.0) > 1 {
-            self.0.push(event);
-        }
-    }
-}
-
-impl Drop for EventSender {
-    fn drop(&mut self) {
-        self.0.close();
     }
 }
 
@@ -172,8 +124,8 @@ mod tests {
         queue.push(event(1));
         assert_eq!(counter.0.load(Ordering::SeqCst), 0);
         match queue.poll_pop(&waker) {
-            Poll::Ready(Some(e)) => assert_eq!(&*e.task_id, "t1"),
-            other => panic!("expected t1, got {:?}", other.map(|e| e.map(|e| e.task_id))),
+            Poll::Ready(e) => assert_eq!(&*e.task_id, "t1"),
+            Poll::Pending => panic!("expected t1"),
         }
 
         // Empty: the reader waits, and the next push wakes it once.
@@ -184,7 +136,7 @@ mod tests {
 
         // The reader stopped waiting (it is polling the turn): no wake-up.
         queue.stop_waiting();
-        assert!(matches!(queue.poll_pop(&waker), Poll::Ready(Some(_))));
+        assert!(queue.poll_pop(&waker).is_ready());
         queue.stop_waiting();
         queue.push(event(4));
         assert_eq!(counter.0.load(Ordering::SeqCst), 1);
@@ -192,60 +144,5 @@ mod tests {
             .map(|e| e.task_id.to_string())
             .collect();
         assert_eq!(rest, ["t3", "t4"]);
-    }
-
-    #[test]
-    fn a_dropped_sender_ends_the_queue_after_its_events_and_wakes_the_reader() {
-        let queue = Arc::new(EventQueue::default());
-        let counter = Arc::new(Counter(AtomicUsize::new(0)));
-        let waker = Waker::from(counter.clone());
-        let sender = EventSender::new(queue.clone());
-
-        assert!(queue.poll_pop(&waker).is_pending());
-        sender.send(event(1));
-        assert_eq!(counter.0.load(Ordering::SeqCst), 1);
-        assert!(queue.poll_pop(&waker).is_ready());
-        assert!(queue.poll_pop(&waker).is_pending());
-
-        sender.send(event(2));
-        drop(sender);
-        // The close woke nobody new (the push had taken the waker), and the
-        // event sent before it still comes out first.
-        assert_eq!(counter.0.load(Ordering::SeqCst), 2);
-        match queue.poll_pop(&waker) {
-            Poll::Ready(Some(e)) => assert_eq!(&*e.task_id, "t2"),
-            other => panic!("expected t2, got {:?}", other.map(|e| e.map(|e| e.task_id))),
-        }
-        assert!(matches!(queue.poll_pop(&waker), Poll::Ready(None)));
-    }
-
-    #[test]
-    fn closing_wakes_a_waiting_reader() {
-        let queue = Arc::new(EventQueue::default());
-        let counter = Arc::new(Counter(AtomicUsize::new(0)));
-        let sender = EventSender::new(queue.clone());
-        assert!(queue.poll_pop(&Waker::from(counter.clone())).is_pending());
-        drop(sender);
-        assert_eq!(counter.0.load(Ordering::SeqCst), 1);
-        assert!(matches!(
-            queue.poll_pop(&Waker::from(counter)),
-            Poll::Ready(None)
-        ));
-    }
-
-    #[test]
-    fn events_sent_after_the_reader_is_gone_are_dropped() {
-        let queue = Arc::new(EventQueue::default());
-        let sender = EventSender::new(queue.clone());
-        sender.send(event(1));
-        let weak = Arc::downgrade(&queue);
-        drop(queue);
-        sender.send(event(2));
-        let queue = weak.upgrade().expect("the sender holds it");
-        assert_eq!(
-            queue.pop().map(|e| e.task_id.to_string()).as_deref(),
-            Some("t1")
-        );
-        assert!(queue.pop().is_none());
     }
 }

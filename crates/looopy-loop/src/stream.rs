@@ -162,10 +162,10 @@ impl Stream for TurnStream {
             }
         }
         match this.events.poll_pop(cx.waker()) {
-            Poll::Ready(Some(event)) => Poll::Ready(Some(event)),
+            Poll::Ready(event) => Poll::Ready(Some(event)),
             // The turn is over and everything it queued was handed out (the
-            // loop's queue is never closed: the turn's end is the driver's).
-            _ if this.driver.is_none() => Poll::Ready(None),
+            // queue is never closed: the turn's end is the driver's).
+            Poll::Pending if this.driver.is_none() => Poll::Ready(None),
             // The turn is pending: it, or a push from the checkpoint
             // writer, wakes this task.
             _ => Poll::Pending,

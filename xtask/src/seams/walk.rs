@@ -57,9 +57,10 @@ pub(super) fn missing(root: &Path, steps: &[Step]) -> Vec<String> {
 /// model call, then one text token from the model's response back to the
 /// client's socket. A file is listed each time the walk enters it from
 /// another file and runs code there (a type only named is not a step); a
-/// call through a trait object is listed in the file that declares the
-/// trait (in `looopy-core`), since that is where a reader goes to follow
-/// it, then in the implementation it reaches. The set-up that runs once
+/// call through a trait object goes straight to the implementation it
+/// reaches, and is a step in the file that declares the trait (in
+/// `looopy-core`) only when code runs there (a default method, a
+/// forwarding `impl` for `Arc`). The set-up that runs once
 /// per server (building the Agent template, the stores) is not part of it.
 pub(super) const STEPS: &[Step] = &[
     Step {
@@ -138,11 +139,6 @@ pub(super) const STEPS: &[Step] = &[
         what: "`Tasks::start`: the turn registered, the submission logged",
     },
     Step {
-        krate: "looopy-core",
-        file: "store.rs",
-        what: "the `TaskRecordStore` and `EventLog` calls",
-    },
-    Step {
         krate: "looopy-stores-memory",
         file: "task_records.rs",
         what: "the task record put",
@@ -200,7 +196,7 @@ pub(super) const STEPS: &[Step] = &[
     Step {
         krate: "looopy-agent",
         file: "turn.rs",
-        what: "`launch`: the Agent's event queue and the driver",
+        what: "`launch`: the `AgentTurn`, its driver and the buffer between them",
     },
     Step {
         krate: "looopy-agent",
@@ -320,27 +316,17 @@ pub(super) const STEPS: &[Step] = &[
     Step {
         krate: "looopy-agent",
         file: "driver.rs",
-        what: "the Agent's driver reads it and forwards it",
-    },
-    Step {
-        krate: "looopy-loop",
-        file: "queue.rs",
-        what: "`EventSender`: into the Agent's own `EventQueue`",
+        what: "the Agent's driver reads it and hands it over",
     },
     Step {
         krate: "looopy-agent",
         file: "turn.rs",
-        what: "`AgentTurn` yields it",
+        what: "into the driver's `Handoff`; `AgentTurn` yields it",
     },
     Step {
         krate: "looopy-a2a",
         file: "server/tasks/mod.rs",
-        what: "`drain` (its `ready` list) → `on_event`: ids set again, logged",
-    },
-    Step {
-        krate: "looopy-core",
-        file: "store.rs",
-        what: "`EventLog::append`",
+        what: "`drain` (its `ready` list) → `on_event`: logged",
     },
     Step {
         krate: "looopy-stores-memory",

@@ -31,6 +31,8 @@ mod failure;
 mod lifecycle;
 #[path = "../limits.rs"]
 mod limits;
+#[path = "../reader_task.rs"]
+mod reader_task;
 #[path = "../recovery.rs"]
 mod recovery;
 #[path = "../redis_resumed_answer.rs"]
@@ -39,8 +41,6 @@ mod redis_resumed_answer;
 mod redis_turn_artifacts;
 #[path = "../redis_turns.rs"]
 mod redis_turns;
-#[path = "../run_on_reader.rs"]
-mod run_on_reader;
 #[path = "../shutdown.rs"]
 mod shutdown;
 #[path = "../size_warning.rs"]

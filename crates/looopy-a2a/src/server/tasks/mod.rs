@@ -583,8 +583,8 @@ impl Tasks {
         }
     }
 
-    /// Reads the turn's events and logs them in order. The turn may run on
-    /// this task (an Agent turn does: `TurnOptions::run_on_reader`), so
+    /// Reads the turn's events and logs them in order. The turn runs on
+    /// this task (a turn runs on the task that reads it), so
     /// while an event is being logged or the cancel flag is read (a round
     /// trip on Redis) the turn is still polled and what it produces
     /// meanwhile waits in `ready`: the store calls made here never hold the
@@ -669,8 +669,17 @@ impl Tasks {
         if matches!(*event.payload, EventPayload::Task { .. }) {
             return;
         }
-        event.task_id = turn.task_id.clone();
-        event.context_id = turn.context_id.clone();
+        // The runner gave the event its ids (see `TurnEvents`); only one
+        // that got them wrong is corrected.
+        if event.task_id != turn.task_id || event.context_id != turn.context_id {
+            tracing::warn!(
+                task_id = %event.task_id,
+                context_id = %event.context_id,
+                "a runner's event carries another task's ids; logged under the turn's"
+            );
+            event.task_id = turn.task_id.clone();
+            event.context_id = turn.context_id.clone();
+        }
         if event.is_final() {
             turn.phase.send_replace(Phase::Ending);
         }

@@ -1,12 +1,11 @@
-//! A turn run on the task that reads it (`TurnOptions::run_on_reader`)
-//! produces what a turn on its own task does, and a reader that drops it
-//! early loses nothing: the rest moves to a task of its own.
+//! A turn runs on the task that reads its `AgentTurn`, and a reader that
+//! drops it early loses nothing: the rest moves to a task of its own.
 #![allow(clippy::unwrap_used)]
 
 use crate::support;
 
 use looopy_agent::TurnOptions;
-use looopy_core::{AgentEvent, Message, TaskState};
+use looopy_core::{AgentEvent, Role, TaskState};
 use looopy_testkit::ScriptedLlm;
 use support::*;
 
@@ -14,27 +13,27 @@ fn kinds(events: &[AgentEvent]) -> Vec<&'static str> {
     events.iter().map(AgentEvent::kind).collect()
 }
 
-/// One turn with a tool call, read to its end; its events and what it saved.
-async fn read_to_end(context: &str, on_reader: bool) -> (Vec<AgentEvent>, Vec<Message>) {
+#[tokio::test]
+async fn a_turn_read_to_its_end_streams_and_saves() {
+    let context = "c-inline";
     let stores = looopy_stores_memory::stores();
     let llm = lookup_then_done();
     let agent = tool_agent(context, &llm, &stores);
-    let t = start_turn(&agent, "go", TurnOptions::new().run_on_reader(on_reader)).await;
+    let t = start_turn(&agent, "go", TurnOptions::new()).await;
     let (events, summary) = t.collect_all().await;
     let summary = summary.unwrap();
     assert_eq!(summary.state, TaskState::Completed);
     assert!(summary.saved);
-    (events, stores.messages.load(context).await.unwrap())
-}
-
-#[tokio::test]
-async fn a_turn_run_by_its_reader_streams_and_saves_what_a_spawned_turn_does() {
-    let (spawned, spawned_saved) = read_to_end("c-spawned", false).await;
-    let (inline, inline_saved) = read_to_end("c-inline", true).await;
-    assert_eq!(kinds(&inline), kinds(&spawned));
-    assert!(inline.last().unwrap().is_final());
-    assert_eq!(roles(&inline_saved), roles(&spawned_saved));
-    assert_eq!(inline_saved.last().unwrap().text(), "all done");
+    let kinds = kinds(&events);
+    assert_eq!(kinds.first(), Some(&"task"), "{kinds:?}");
+    assert!(kinds.contains(&"internal:tool-start"), "{kinds:?}");
+    assert!(events.last().unwrap().is_final());
+    let saved = stores.messages.load(context).await.unwrap();
+    assert_eq!(
+        roles(&saved),
+        [Role::User, Role::Assistant, Role::Tool, Role::Assistant]
+    );
+    assert_eq!(saved.last().unwrap().text(), "all done");
 }
 
 #[tokio::test]
@@ -42,9 +41,7 @@ async fn a_turn_run_by_its_reader_and_kept_running_finishes_and_saves_when_dropp
     let stores = looopy_stores_memory::stores();
     let llm = lookup_then_done();
     let agent = tool_agent("c-inline-detach", &llm, &stores);
-    let options = TurnOptions::new()
-        .run_on_reader(true)
-        .keep_running_on_drop(true);
+    let options = TurnOptions::new().keep_running_on_drop(true);
     let mut t = start_turn(&agent, "go", options).await;
     // The turn has started on this task; then its reader goes away.
     until(&mut t, is_tool_start).await;
@@ -58,7 +55,7 @@ async fn a_turn_run_by_its_reader_is_cancelled_and_saved_when_dropped() {
     let stores = looopy_stores_memory::stores();
     let llm = ScriptedLlm::new().respond(call("slow", &["s1"]));
     let agent = tool_agent("c-inline-drop", &llm, &stores);
-    let mut t = start_turn(&agent, "start", TurnOptions::new().run_on_reader(true)).await;
+    let mut t = start_turn(&agent, "start", TurnOptions::new()).await;
     until(&mut t, is_tool_start).await;
     drop(t);
     wait_ready(&agent).await;
@@ -102,7 +99,7 @@ async fn a_turn_run_by_its_reader_does_not_wake_its_reader_with_its_own_events()
             looopy_core::LlmResponse::text("all done"),
         );
     let agent = tool_agent("c-inline-wakes", &llm, &stores);
-    let mut t = start_turn(&agent, "go", TurnOptions::new().run_on_reader(true)).await;
+    let mut t = start_turn(&agent, "go", TurnOptions::new()).await;
     let wakes = Arc::new(Wakes::default());
     let waker = Waker::from(wakes.clone());
     let mut cx = Context::from_waker(&waker);
