@@ -1,0 +1,1 @@
+//! A dataset run against `@copilotkit/aimock` through the Agent.
