@@ -151,6 +151,14 @@ pub struct Config {
     /// A2A push notifications (webhooks).
     #[serde(default)]
     pub push: crate::push::PushSection,
+    /// What `looopy eval` uses beside the agent (`[eval.judge]`).
+    #[serde(default)]
+    pub eval: crate::eval::EvalSection,
+    /// Prices of models over the built-in table, by `provider:model`
+    /// (`[pricing."openai:gpt-4.1"] input = 2.0, output = 8.0`, in US
+    /// dollars per million tokens): see [`crate::eval::price_table`].
+    #[serde(default)]
+    pub pricing: BTreeMap<String, looopy_core::pricing::Price>,
 }
 
 /// `[durability]`: how fast a turn whose process died is found and resumed

@@ -8,6 +8,7 @@ pub mod app;
 pub mod banner;
 pub mod chat;
 pub mod config;
+pub mod eval;
 pub mod history;
 pub mod mcp;
 pub mod prompts;
