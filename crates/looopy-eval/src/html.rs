@@ -24,7 +24,7 @@ impl RunReport {
         );
         let _ = write!(
             out,
-            "<p class=\"meta\">{}started {} · {:.1} s</p>\n",
+            "<p class=\"meta\">{}started {} · {:.1} s</p>",
             self.model
                 .as_ref()
                 .map_or(String::new(), |m| format!("model {} · ", escape(m))),
@@ -38,7 +38,7 @@ impl RunReport {
              <div class=\"pass\"><span class=\"n\" id=\"passed\">{}</span> passed</div>\
              <div class=\"fail\"><span class=\"n\" id=\"failed\">{}</span> failed</div>\
              <div><span class=\"n\" id=\"pass-rate\">{:.0}%</span> pass rate</div>\
-             </section>\n",
+             </section>",
             self.cases.len(),
             self.passed(),
             self.failed(),
@@ -83,7 +83,7 @@ impl RunReport {
                 "<tr class=\"case {cls}\" id=\"case-{id}\"><td class=\"{cls}\">{result}</td><th scope=\"row\">{name}</th>\
                  <td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td><ul>{checks}</ul></td>\
                  <td><details><summary>answer</summary><pre>{}</pre>\
-                 <p class=\"record\">conversation <code>{}</code>, tasks {}</p></details></td></tr>\n",
+                 <p class=\"record\">conversation <code>{}</code>, tasks {}</p></details></td></tr>",
                 case.seconds,
                 case.iterations,
                 case.usage.total_tokens,

@@ -57,8 +57,11 @@ pub struct Evaluator {
     judge: Option<Arc<dyn LlmProvider>>,
     prices: PriceTable,
     model: Option<ModelRef>,
-    progress: Option<Arc<dyn Fn(Progress<'_>) + Send + Sync>>,
+    progress: Option<ProgressFn>,
 }
+
+/// The progress callback of [`Evaluator::on_progress`].
+type ProgressFn = Arc<dyn Fn(Progress<'_>) + Send + Sync>;
 
 /// What the judge is told to do.
 const JUDGE_INSTRUCTIONS: &str = "You grade the answer of an AI assistant against a rubric. \
