@@ -194,3 +194,66 @@ fn xmlschema_python() -> Option<PathBuf> {
         )
     }
 }
+
+/// The library (`looopy::eval`) gives the same counts as the binary, with
+/// the Agent built by hand.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_library_runs_the_same_dataset_to_the_same_counts() {
+    use std::sync::Arc;
+
+    use looopy::agent::AgentTemplate;
+    use looopy::eval::{Dataset, Evaluator};
+    use looopy::pricing::PriceTable;
+    use looopy_llm_litellm::{LiteLlmConfig, LiteLlmProvider};
+
+    let Some(aimock) = Aimock::start(&fixture("aimock.json")).await else {
+        return;
+    };
+    let llm = Arc::new(
+        LiteLlmProvider::new(LiteLlmConfig::new(
+            format!("{}/v1", aimock.url()),
+            "gpt-4o-mini",
+        ))
+        .unwrap(),
+    );
+    let template = AgentTemplate::builder()
+        .llm(llm.clone())
+        .stores(&looopy::stores::memory::stores())
+        .template()
+        .unwrap();
+    let dataset = Dataset::load(&fixture("cases.toml")).unwrap();
+    let ended = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = ended.clone();
+    let report = Evaluator::new(move |context: &str| template.agent(context))
+        .concurrency(3)
+        .model(
+            "openai-chat:gpt-4o-mini".parse().unwrap(),
+            PriceTable::builtin(),
+        )
+        .judge(llm)
+        .on_progress(move |_| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        })
+        .run(&dataset)
+        .await;
+    assert_eq!(
+        (report.passed(), report.failed()),
+        (13, 7),
+        "{}",
+        report.table()
+    );
+    assert_eq!(ended.load(std::sync::atomic::Ordering::Relaxed), 20);
+    let weather = report
+        .cases
+        .iter()
+        .find(|c| c.name == "weather-tool")
+        .unwrap();
+    assert_eq!(weather.tool_calls[0].name, "get_weather");
+    assert_eq!(weather.tool_calls[0].arguments["city"], "Paris");
+    assert_eq!(weather.iterations, 2);
+    let two = report.cases.iter().find(|c| c.name == "two-turns").unwrap();
+    assert_eq!(two.record.task_ids.len(), 2, "one task per turn");
+    // A run read back from its JSON compares equal to itself.
+    let again = looopy::eval::RunReport::from_json(&report.to_json()).unwrap();
+    assert_eq!(looopy::eval::compare(&again, &report), Default::default());
+}

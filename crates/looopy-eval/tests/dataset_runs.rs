@@ -1,1 +1,0 @@
-//! A dataset run against `@copilotkit/aimock` through the Agent.
