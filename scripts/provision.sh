@@ -12,6 +12,8 @@ mkdir -p "$TOOLS"
 # Pinned versions of the third-party servers and clients the tests talk to.
 PY_PACKAGES=("mcp==2.3.0" "a2a-sdk[http-server]==1.3.0" "httpx" "httpx-sse" "moto[server]==5.2.5")
 PY03_PACKAGES=("a2a-sdk==0.3.26" "httpx" "httpx-sse")
+# The JUnit XML schema check of `looopy eval`'s tests, in a venv of its own.
+PY_XML_PACKAGES=("xmlschema==3.4.3")
 NODE_PACKAGES=("@copilotkit/aimock@1.43.0" "@modelcontextprotocol/server-everything@2026.8.31" "@modelcontextprotocol/inspector@2.12.0")
 CHROMIUM_NODE_PACKAGES=("playwright-core@1.65.1")
 
@@ -64,6 +66,7 @@ venv_with() {
 provision_python() {
   venv_with "$TOOLS/venv" "${PY_PACKAGES[@]}"
   venv_with "$TOOLS/venv-a2a03" "${PY03_PACKAGES[@]}"
+  venv_with "$TOOLS/venv-xml" "${PY_XML_PACKAGES[@]}"
 }
 
 node_with() {

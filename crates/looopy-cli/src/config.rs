@@ -162,6 +162,14 @@ pub struct Config {
     /// table: everything stays inline in the artifact store.
     #[serde(default)]
     pub artifacts: Option<crate::artifacts::ArtifactsSection>,
+    /// What `looopy eval` uses beside the agent (`[eval.judge]`).
+    #[serde(default)]
+    pub eval: crate::eval::EvalSection,
+    /// Prices of models over the built-in table, by `provider:model`
+    /// (`[pricing."openai:gpt-4.1"] input = 2.0, output = 8.0`, in US
+    /// dollars per million tokens): see [`crate::eval::price_table`].
+    #[serde(default)]
+    pub pricing: BTreeMap<String, looopy_core::pricing::Price>,
 }
 
 /// `[durability]`: how fast a turn whose process died is found and resumed

@@ -9,6 +9,7 @@ pub mod artifacts;
 pub mod banner;
 pub mod chat;
 pub mod config;
+pub mod eval;
 pub mod history;
 pub mod mcp;
 pub mod prompts;

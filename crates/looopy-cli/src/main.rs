@@ -89,6 +89,34 @@ enum Command {
         /// What to ask.
         prompt: String,
     },
+    /// Run a dataset of cases against the configured agent and check
+    /// each answer (exit status 1 when a case fails).
+    Eval {
+        /// The dataset: TOML (`[[cases]]` tables) or JSON Lines (`.jsonl`).
+        cases: PathBuf,
+        /// Configuration file (the agent is built as `serve` builds it,
+        /// with its conversations in memory).
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// The model, as `provider:model`, over `[llm] model`.
+        #[arg(long)]
+        model: Option<String>,
+        /// Cases run at once.
+        #[arg(long, default_value_t = 4)]
+        concurrency: usize,
+        /// Write JUnit XML here.
+        #[arg(long)]
+        junit: Option<PathBuf>,
+        /// Write the HTML report here.
+        #[arg(long)]
+        html: Option<PathBuf>,
+        /// Write the run as JSON here (for a later `--baseline`).
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Compare with an earlier run's JSON, case by case.
+        #[arg(long)]
+        baseline: Option<PathBuf>,
+    },
 }
 
 /// `looopy serve --store`.
@@ -172,6 +200,34 @@ async fn execute(command: Command) -> Result<()> {
             let app = App::build(load(config.as_ref(), model.as_deref())?, &env).await?;
             looopy_cli::run::run(&app, &prompt).await?;
             Ok(())
+        }
+        Command::Eval {
+            cases,
+            config,
+            model,
+            concurrency,
+            junit,
+            html,
+            json,
+            baseline,
+        } => {
+            let mut config = load(config.as_ref(), model.as_deref())?;
+            // Each case is a new conversation nobody comes back to.
+            config.store = Some(StoreConfig::Memory(Default::default()));
+            let app = App::build(config, &env).await?;
+            let args = looopy_cli::eval::EvalArgs {
+                cases,
+                concurrency,
+                junit,
+                html,
+                json,
+                baseline,
+            };
+            if looopy_cli::eval::eval(&app, &args, &env).await? {
+                Ok(())
+            } else {
+                anyhow::bail!("some cases failed")
+            }
         }
     }
 }

@@ -20,6 +20,7 @@ mod llm;
 pub mod mcp_ref;
 mod message;
 pub mod models;
+pub mod pricing;
 pub mod provider;
 pub mod store;
 mod task;

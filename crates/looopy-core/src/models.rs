@@ -210,6 +210,16 @@ const OPENAI: Table = &[
 
 /// The longest family that `name` is or starts (at a `-`).
 fn lookup(table: Table, name: &str) -> Option<ModelLimits> {
+    family_lookup(table, name).map(|(_, l)| l)
+}
+
+/// The longest family in `table` that `name` is or starts (at a `-`),
+/// with its value: `gpt-4.1-2025-04-14` is `gpt-4.1`, `gpt-4.10` is not.
+/// The one rule by which every per-model table of this crate matches names.
+pub(crate) fn family_lookup<'t, T: Copy>(
+    table: &[(&'t str, T)],
+    name: &str,
+) -> Option<(&'t str, T)> {
     table
         .iter()
         .filter(|(family, _)| {
@@ -217,7 +227,7 @@ fn lookup(table: Table, name: &str) -> Option<ModelLimits> {
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
         })
         .max_by_key(|(family, _)| family.len())
-        .map(|(_, l)| *l)
+        .map(|(family, l)| (*family, *l))
 }
 
 fn example_model(provider: ProviderKind) -> &'static str {

@@ -18,6 +18,10 @@ pub use looopy_loop as turn;
 /// and a lifecycle (the `looopy-agent` crate).
 pub use looopy_agent as agent;
 
+/// Evaluation: datasets of cases with expectations, run against an Agent,
+/// reported as a table, JUnit XML, JSON and HTML (the `looopy-eval` crate).
+pub use looopy_eval as eval;
+
 /// Tools: typed Rust functions ([`LocalTools`](tools::LocalTools)), client
 /// tools, MCP servers (feature `mcp`), the done tool (the `looopy-tools` crate).
 pub use looopy_tools as tools;

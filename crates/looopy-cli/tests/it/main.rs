@@ -21,6 +21,8 @@ mod chat_tty;
 mod defaults;
 #[path = "../elicitation.rs"]
 mod elicitation;
+#[path = "../eval.rs"]
+mod eval;
 #[path = "../fallback.rs"]
 mod fallback;
 #[path = "../frozen_store.rs"]
