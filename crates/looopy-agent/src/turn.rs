@@ -487,6 +487,9 @@ impl Agent {
             self.inner.shared.artifacts.clone(),
             self.inner.context_id.clone(),
         ));
+        if let Some(recorder) = self.recorder(&cx, matches!(start, Start::Resume { .. })) {
+            cx = cx.with_recorder(recorder);
+        }
         let events = Arc::new(EventQueue::default());
         let tx = EventSender::new(events.clone());
         let summary = Arc::new(Mutex::new(None));

@@ -21,6 +21,7 @@ pub mod mcp_ref;
 mod message;
 pub mod models;
 pub mod provider;
+pub mod record;
 pub mod store;
 mod task;
 pub mod tokens;

@@ -31,6 +31,8 @@ mod failure;
 mod lifecycle;
 #[path = "../limits.rs"]
 mod limits;
+#[path = "../records.rs"]
+mod records;
 #[path = "../recovery.rs"]
 mod recovery;
 #[path = "../redis_resumed_answer.rs"]
