@@ -115,7 +115,7 @@ impl ExecutionRecord {
     /// The model calls, in order.
     pub fn model_calls(&self) -> impl Iterator<Item = &ModelCallStep> {
         self.steps.iter().filter_map(|s| match &s.kind {
-            StepKind::ModelCall(c) => Some(c),
+            StepKind::ModelCall(c) => Some(&**c),
             _ => None,
         })
     }
@@ -160,7 +160,7 @@ pub struct RecordStep {
 #[non_exhaustive]
 pub enum StepKind {
     /// One attempt at a model request.
-    ModelCall(ModelCallStep),
+    ModelCall(Box<ModelCallStep>),
     /// A failed model attempt will be tried again after `delay`.
     Retry {
         /// The retry's number, from 1.
@@ -730,7 +730,7 @@ impl Recorder {
         call: ModelCall<'_>,
     ) {
         let step = self.model_step(call);
-        self.step(started_at, duration, StepKind::ModelCall(step))
+        self.step(started_at, duration, StepKind::ModelCall(Box::new(step)))
             .await;
     }
 
