@@ -33,6 +33,7 @@ use crate::lease::{Lease, renewed};
 use crate::parts::Parts;
 use crate::size_warning::SizeWarnings;
 use crate::telemetry;
+use looopy_core::record::{ExecutionRecord, RecordHeader, Recorder};
 
 /// A stateful, multi-turn agent for one conversation.
 ///
@@ -130,6 +131,44 @@ impl Agent {
                 }),
             }),
         }
+    }
+
+    /// The execution record of the turn of `task_id` (what it sent to the
+    /// model and got back, the tool calls, retries, compaction, recovery,
+    /// with timestamps and durations), while the turn runs or after it
+    /// ended; `None` when the agent records no turns, the task is not of
+    /// this conversation, or the record aged out.
+    pub async fn record(&self, task_id: &str) -> Result<Option<ExecutionRecord>, AgentError> {
+        let Some(store) = &self.inner.shared.records else {
+            return Ok(None);
+        };
+        Ok(store
+            .get(task_id)
+            .await?
+            .filter(|r| r.context_id == *self.inner.context_id))
+    }
+
+    /// The execution records of this conversation's turns, the most
+    /// recent first, at most `limit`.
+    pub async fn records(&self, limit: usize) -> Result<Vec<ExecutionRecord>, AgentError> {
+        let Some(store) = &self.inner.shared.records else {
+            return Ok(Vec::new());
+        };
+        Ok(store.list(&self.inner.context_id, limit).await?)
+    }
+
+    /// A recorder for a turn of `cx`, when the agent records turns.
+    pub(crate) fn recorder(&self, cx: &TurnContext, resumed: bool) -> Option<Recorder> {
+        let store = self.inner.shared.records.as_ref()?;
+        let header = RecordHeader {
+            task_id: cx.task_id.to_string(),
+            context_id: cx.context_id.to_string(),
+            agent_id: cx.agent_id.to_string(),
+            principal: cx.auth.as_ref().map(|a| a.principal.clone()),
+            turn_number: cx.turn_number,
+        };
+        let policy = self.inner.shared.record_policy.clone();
+        Some(Recorder::new(store.clone(), policy, header, resumed))
     }
 
     /// The conversation this agent serves.

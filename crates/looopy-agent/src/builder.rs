@@ -3,6 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use looopy_core::record::RecordPolicy;
+use looopy_core::store::RecordStore;
 use looopy_core::store::{
     AgentStateStore, ArtifactStore, CheckpointStore, MessageStore, SeparateStores, Stores,
     TurnLock, TurnStore,
@@ -53,6 +55,8 @@ pub struct AgentBuilder {
     states: Option<Arc<dyn AgentStateStore>>,
     turn_lock: Option<Arc<dyn TurnLock>>,
     turns: Option<Arc<dyn TurnStore>>,
+    records: Option<Arc<dyn RecordStore>>,
+    record_policy: RecordPolicy,
     settings: Settings,
     token_counter: Option<Arc<dyn TokenCounter>>,
     customize: Vec<LoopCustomizer>,
@@ -74,6 +78,8 @@ impl AgentBuilder {
             states: None,
             turn_lock: None,
             turns: None,
+            records: None,
+            record_policy: RecordPolicy::default(),
             settings: Settings::default(),
             token_counter: None,
             customize: Vec::new(),
@@ -167,7 +173,31 @@ impl AgentBuilder {
         if let Some(turns) = &stores.turns {
             b = b.turn_store(turns.clone());
         }
+        b.records = stores.records.clone();
         b
+    }
+
+    /// Where each turn's execution record is written (the bundle's
+    /// `Stores::records`, set by [`stores`](Self::stores)): every model
+    /// attempt, tool call, retry, fallback, compaction and recovery, read
+    /// back with [`Agent::record`](crate::Agent::record).
+    pub fn record_store(mut self, store: Arc<dyn RecordStore>) -> Self {
+        self.records = Some(store);
+        self
+    }
+
+    /// Records no turn, also when [`stores`](Self::stores) gave a record
+    /// store.
+    pub fn without_records(mut self) -> Self {
+        self.records = None;
+        self
+    }
+
+    /// What execution records keep of payloads: the size cap and the
+    /// redaction rules ([`RecordPolicy::default`] unless set).
+    pub fn record_policy(mut self, policy: RecordPolicy) -> Self {
+        self.record_policy = policy;
+        self
     }
 
     /// Loop checkpoints go here (crash safety within a turn).
@@ -445,6 +475,8 @@ impl AgentBuilder {
             states: self.states,
             turn_lock: self.turn_lock,
             settings: self.settings,
+            records: self.records,
+            record_policy: self.record_policy,
         })
     }
 }

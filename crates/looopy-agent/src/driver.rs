@@ -133,6 +133,9 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
         // would hold them twice (it is alive for every running turn).
         let agent = &turn.agent;
         let cx = &turn.cx;
+        if let Some(recorder) = &cx.recorder {
+            recorder.begin().await;
+        }
         // Sent after the turn's first event (its task), which must come first.
         let mut warnings = Vec::new();
         let mut loop_input = looopy_loop::TurnInput {
@@ -320,6 +323,12 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
         let usage = outcome.as_ref().map(|o| o.usage).unwrap_or_default();
         let iterations = outcome.as_ref().map_or(0, |o| o.iterations);
         crate::telemetry::record_end(&tracing::Span::current(), state, end, iterations, &usage);
+        if let Some(recorder) = &cx.recorder {
+            let end = end.as_str().to_owned();
+            recorder
+                .finish(looopy_core::record::RecordOutcome { state, end })
+                .await;
+        }
         *turn.summary.lock().unwrap_or_else(PoisonError::into_inner) =
             Some(Box::new(FinishedTurn {
                 task_id: cx.task_id.to_string(),
@@ -479,6 +488,7 @@ async fn maybe_compact(
     if !config.is_exceeded_by(&messages) {
         return (None, None);
     }
+    let started = (chrono::Utc::now(), std::time::Instant::now());
     let result = compaction::compact(
         agent.inner.shared.summarizer.as_ref(),
         agent.inner.shared.messages.as_ref(),
@@ -492,6 +502,15 @@ async fn maybe_compact(
     match result {
         Ok(Some(done)) => {
             agent.record_compaction(&done.report);
+            if let Some(recorder) = &cx.recorder {
+                let (summarized_messages, kept_messages) =
+                    (done.report.replaced, done.history.len());
+                let kind = looopy_core::record::StepKind::Compaction {
+                    summarized_messages,
+                    kept_messages,
+                };
+                recorder.step(started.0, started.1.elapsed(), kind).await;
+            }
             *history = History::from(done.history);
             (Some(done.report), None)
         }

@@ -4,6 +4,8 @@
 use std::sync::Arc;
 
 use looopy_core::LlmProvider;
+use looopy_core::record::RecordPolicy;
+use looopy_core::store::RecordStore;
 use looopy_core::store::{AgentStateStore, ArtifactStore, MessageStore, TurnLock, TurnStore};
 use looopy_loop::AgentLoop;
 
@@ -21,4 +23,8 @@ pub(crate) struct Parts {
     pub(crate) states: Option<Arc<dyn AgentStateStore>>,
     pub(crate) turn_lock: Option<Arc<dyn TurnLock>>,
     pub(crate) settings: Settings,
+    /// Where each turn's execution record goes; `None`: not recorded.
+    pub(crate) records: Option<Arc<dyn RecordStore>>,
+    /// What records keep of payloads.
+    pub(crate) record_policy: RecordPolicy,
 }

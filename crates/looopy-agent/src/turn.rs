@@ -499,6 +499,9 @@ impl Agent {
             self.inner.shared.artifacts.clone(),
             self.inner.context_id.clone(),
         ));
+        if let Some(recorder) = self.recorder(&cx, matches!(start, Start::Resume { .. })) {
+            cx = cx.with_recorder(recorder);
+        }
         let events = Handoff::default();
         let tx = events.clone();
         let summary = Arc::new(Mutex::new(None));

@@ -14,6 +14,7 @@ pub mod history;
 pub mod mcp;
 pub mod prompts;
 pub mod push;
+pub mod record;
 pub mod render;
 pub mod run;
 pub mod serve;

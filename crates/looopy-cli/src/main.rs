@@ -117,6 +117,21 @@ enum Command {
         #[arg(long)]
         baseline: Option<PathBuf>,
     },
+    /// Show a turn's execution record (model calls, tool calls, retries,
+    /// compaction, recovery, with durations), read from a server.
+    Record {
+        /// The task of the turn.
+        task_id: String,
+        /// The server's base URL.
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        url: String,
+        /// Bearer token (or LOOOPY_TOKEN).
+        #[arg(long, env = "LOOOPY_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// Print the record as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `looopy serve --store`.
@@ -192,6 +207,20 @@ async fn execute(command: Command) -> Result<()> {
             looopy_cli::mcp::serve_stdio(&app).await
         }
         Command::Chat { url, token } => looopy_cli::chat::chat(&url, token).await,
+        Command::Record {
+            task_id,
+            url,
+            token,
+            json,
+        } => {
+            let record = looopy_cli::record::fetch(&url, &task_id, token.as_deref()).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&record)?);
+            } else {
+                print!("{}", looopy_cli::record::render(&record));
+            }
+            Ok(())
+        }
         Command::Run {
             config,
             model,

@@ -101,6 +101,10 @@ pub struct TurnContext {
     /// (registered on its builder) with this turn's on top, once the turn
     /// runs; what the caller sets here overrides the loop's for the turn.
     pub deps: Deps,
+    /// Where the turn's execution record is written: set by an Agent on
+    /// every turn when it has a record store; the loop's record layers add
+    /// each model and tool call to it. `None`: nothing is recorded.
+    pub recorder: Option<crate::record::Recorder>,
 }
 
 /// The agent id until one is set, shared rather than allocated per turn.
@@ -128,7 +132,14 @@ impl TurnContext {
             artifacts: None,
             events: None,
             deps: Deps::default(),
+            recorder: None,
         }
+    }
+
+    /// Records the turn with `recorder`.
+    pub fn with_recorder(mut self, recorder: crate::record::Recorder) -> Self {
+        self.recorder = Some(recorder);
+        self
     }
 
     /// Sets the agent id.

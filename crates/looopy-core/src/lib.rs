@@ -22,6 +22,7 @@ mod message;
 pub mod models;
 pub mod pricing;
 pub mod provider;
+pub mod record;
 pub mod store;
 mod task;
 pub mod tokens;

@@ -13,6 +13,7 @@
 //! | [`TurnLock`] | turn ownership: one turn at a time per context, across processes, and the registry of running turns | context id |
 //! | [`TaskRecordStore`] | A2A task records (owner, status, event cursors, version; a cancel flag) | task id |
 //! | [`PushConfigStore`] | A2A push notification configs (webhooks) | task id + config id |
+//! | [`RecordStore`] | execution records of turns, with retention | task id |
 //! | [`TurnStore`] | an Agent turn's start and end as one operation each, over the stores above | context id |
 
 use std::ops::Range;
@@ -38,6 +39,7 @@ pub mod follow;
 pub mod listing;
 pub mod on_history;
 mod push;
+mod record;
 mod stored_event;
 mod stores;
 mod turn;
@@ -45,6 +47,7 @@ pub mod validate;
 
 pub use error::StoreError;
 pub use push::{PushAuthentication, PushConfig, PushConfigStore};
+pub use record::{RecordRetention, RecordStore};
 pub use stored_event::StoredEvent;
 pub use stores::Stores;
 pub use turn::{

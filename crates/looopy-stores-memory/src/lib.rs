@@ -9,6 +9,7 @@ mod events;
 mod locks;
 mod messages;
 mod push_configs;
+mod records;
 mod retention;
 mod task_records;
 
@@ -24,6 +25,7 @@ pub use events::MemoryEventLog;
 pub use locks::MemoryTurnLock;
 pub use messages::MemoryMessageStore;
 pub use push_configs::MemoryPushConfigStore;
+pub use records::MemoryRecordStore;
 pub use retention::MemoryRetention;
 pub use task_records::MemoryTaskRecordStore;
 
@@ -67,6 +69,7 @@ pub fn stores() -> Stores {
         locks: Arc::new(MemoryTurnLock::new()),
         task_records: Arc::new(MemoryTaskRecordStore::new()),
         push_configs: Arc::new(MemoryPushConfigStore::new()),
+        records: Some(Arc::new(MemoryRecordStore::new())),
         turns: None,
     }
 }
@@ -100,6 +103,7 @@ pub fn stores_with_retention(retention: &MemoryRetention) -> Stores {
         locks: Arc::new(MemoryTurnLock::new()),
         task_records: Arc::new(MemoryTaskRecordStore::with_retention(retention)),
         push_configs: Arc::new(MemoryPushConfigStore::new()),
+        records: Some(Arc::new(MemoryRecordStore::new())),
         turns: None,
     }
 }

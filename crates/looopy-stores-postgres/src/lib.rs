@@ -67,6 +67,7 @@ pub fn stores(backend: PostgresBackend) -> Stores {
         locks,
         task_records: Arc::new(PostgresTaskRecordStore::new(backend.clone())),
         push_configs: Arc::new(PostgresPushConfigStore::new(backend)),
+        records: None,
         turns: Some(turns),
     }
 }

@@ -188,6 +188,17 @@ impl KeyLayout {
         self.task(task_id, "record")
     }
 
+    /// A task's execution record.
+    pub fn execution_record(&self, task_id: &str) -> String {
+        self.task(task_id, "execution")
+    }
+
+    /// The execution records of a context: a sorted set of task ids by
+    /// start time.
+    pub fn context_executions(&self, context_id: &str) -> String {
+        self.ctx(context_id, "executions")
+    }
+
     /// A task's push notification configs.
     pub fn push_configs(&self, task_id: &str) -> String {
         self.task(task_id, "push")

@@ -16,6 +16,7 @@ mod keys;
 mod locks;
 mod messages;
 mod push_configs;
+mod records;
 mod scripts;
 mod suspects;
 mod task_records;
@@ -38,6 +39,7 @@ pub use keys::KeyLayout;
 pub use locks::RedisTurnLock;
 pub use messages::RedisMessageStore;
 pub use push_configs::RedisPushConfigStore;
+pub use records::RedisRecordStore;
 pub use task_records::RedisTaskRecordStore;
 pub use turns::RedisTurnStore;
 
@@ -70,7 +72,8 @@ pub fn stores(backend: RedisBackend) -> Stores {
         events: Arc::new(RedisEventLog::new(backend.clone())),
         locks,
         task_records: Arc::new(RedisTaskRecordStore::new(backend.clone())),
-        push_configs: Arc::new(RedisPushConfigStore::new(backend)),
+        push_configs: Arc::new(RedisPushConfigStore::new(backend.clone())),
+        records: Some(Arc::new(RedisRecordStore::new(backend))),
         turns: Some(turns),
     }
 }

@@ -67,6 +67,7 @@ pub fn stores(backend: SqliteBackend) -> Stores {
         locks,
         task_records: Arc::new(SqliteTaskRecordStore::new(backend.clone())),
         push_configs: Arc::new(SqlitePushConfigStore::new(backend)),
+        records: None,
         turns: Some(Arc::new(turns)),
     }
 }

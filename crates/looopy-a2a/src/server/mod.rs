@@ -12,6 +12,7 @@ mod layers;
 mod progress;
 mod push;
 pub(crate) mod record;
+mod records;
 mod rest;
 mod router;
 mod rpc;
@@ -112,6 +113,7 @@ impl A2aServer {
             web_ui: false,
             recovery: None,
             push: None,
+            records: None,
             recovery_scan: DEFAULT_RECOVERY_SCAN,
             card_default: ProtocolVersion::V1_0,
             routes: None,
@@ -124,8 +126,12 @@ impl A2aServer {
     /// until [`push_notifications`](A2aServerBuilder::push_notifications)
     /// (with `stores.push_configs`).
     pub fn with_stores(runner: impl TurnRunner, stores: &Stores) -> A2aServerBuilder {
-        Self::builder(runner, stores.events.clone(), stores.task_records.clone())
-            .recovery(stores.locks.clone())
+        let builder = Self::builder(runner, stores.events.clone(), stores.task_records.clone())
+            .recovery(stores.locks.clone());
+        match &stores.records {
+            Some(records) => builder.execution_records(records.clone()),
+            None => builder,
+        }
     }
 
     /// One scan for stranded turns (see [`A2aServerBuilder::recovery`]):
@@ -239,6 +245,7 @@ pub struct A2aServerBuilder {
     web_ui: bool,
     recovery: Option<Arc<dyn TurnLock>>,
     push: Option<(Arc<dyn PushConfigStore>, PushSettings)>,
+    records: Option<Arc<dyn looopy_core::store::RecordStore>>,
     recovery_scan: Duration,
     card_default: ProtocolVersion,
     routes: Option<axum::Router>,
@@ -370,6 +377,15 @@ impl A2aServerBuilder {
         self
     }
 
+    /// Serves each task's execution record at `GET /v1/tasks/{id}/record`
+    /// to the task's own principal (set by
+    /// [`A2aServer::with_stores`] when the bundle keeps records; without
+    /// one the route answers 404).
+    pub fn execution_records(mut self, store: Arc<dyn looopy_core::store::RecordStore>) -> Self {
+        self.records = Some(store);
+        self
+    }
+
     /// The server.
     pub fn build(mut self) -> A2aServer {
         let shutdown = CancellationToken::new();
@@ -380,6 +396,7 @@ impl A2aServerBuilder {
         A2aServer {
             state: Arc::new(ServerState {
                 push,
+                records: self.records,
                 runner: self.runner.clone(),
                 tasks: Arc::new(Tasks::new(
                     self.runner,

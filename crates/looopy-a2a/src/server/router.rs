@@ -17,7 +17,7 @@ use crate::server::extract::{header_str, version_query};
 use crate::server::layers::traced;
 use crate::server::rest::{self, REST_PATH};
 use crate::server::state::ServerState;
-use crate::server::{rpc, web};
+use crate::server::{records, rpc, web};
 use crate::version::{ProtocolVersion, VERSION_HEADER};
 
 /// The paths that serve JSON-RPC whatever the configured `rpc_path` (the
@@ -38,6 +38,10 @@ pub(crate) fn router(state: Arc<ServerState>) -> Router {
         }
     }
     router = router.nest(REST_PATH, rest::routes(&state));
+    router = router.route(
+        records::RECORD_ROUTE,
+        axum::routing::get_service(traced("http", &state, records::get_record)),
+    );
     if state.web_ui {
         router = web::routes(router);
     }

@@ -19,6 +19,8 @@ pub(crate) struct ServerState {
     pub(crate) push: Option<Arc<Push>>,
     /// The runner the tasks run turns with (asked for direct replies too).
     pub(crate) runner: Arc<dyn TurnRunner>,
+    /// Execution records, served to each task's principal.
+    pub(crate) records: Option<Arc<dyn looopy_core::store::RecordStore>>,
     pub(crate) card: AgentCardConfig,
     pub(crate) auth: AuthConfig,
     pub(crate) rpc_path: String,

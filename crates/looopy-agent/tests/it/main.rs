@@ -33,6 +33,8 @@ mod lifecycle;
 mod limits;
 #[path = "../reader_task.rs"]
 mod reader_task;
+#[path = "../records.rs"]
+mod records;
 #[path = "../recovery.rs"]
 mod recovery;
 #[path = "../redis_resumed_answer.rs"]

@@ -43,6 +43,8 @@ mod postgres_restart;
 mod providers;
 #[path = "../python_sdk.rs"]
 mod python_sdk;
+#[path = "../records.rs"]
+mod records;
 #[path = "../recovery.rs"]
 mod recovery;
 #[path = "../retention.rs"]

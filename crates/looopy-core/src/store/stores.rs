@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::{
     AgentStateStore, ArtifactStore, CheckpointStore, EventLog, MessageStore, PushConfigStore,
-    TaskRecordStore, TurnLock, TurnStore,
+    RecordStore, TaskRecordStore, TurnLock, TurnStore,
 };
 
 /// Every store, as the trait objects an Agent and a server take: one type
@@ -36,6 +36,9 @@ pub struct Stores {
     pub task_records: Arc<dyn TaskRecordStore>,
     /// A2A push notification configs.
     pub push_configs: Arc<dyn PushConfigStore>,
+    /// Execution records of turns, for a backend that keeps them (memory,
+    /// Redis); `None`: turns are not recorded.
+    pub records: Option<Arc<dyn RecordStore>>,
     /// A turn's start and end in one operation each, for a backend that
     /// has it (Redis, SQLite, PostgreSQL); `None`: an Agent calls the stores above one after
     /// the other.

@@ -158,7 +158,12 @@ impl FallbackLlm {
 
     /// Records attempt `index`'s failure; gives back the error to return
     /// when there is no next model to try.
-    fn failed(&self, index: usize, error: LlmError) -> Result<(), LlmError> {
+    async fn failed(
+        &self,
+        index: usize,
+        error: LlmError,
+        cx: &TurnContext,
+    ) -> Result<(), LlmError> {
         let model = &self.models[index];
         let next = self.models.get(index + 1).filter(|_| falls_back_on(&error));
         tracing::warn!(
@@ -170,7 +175,15 @@ impl FallbackLlm {
             looopy.fallback.next_model = next.map(|m| m.model_name()).unwrap_or(""),
             "model attempt failed"
         );
-        if next.is_some() {
+        if let Some(next) = next {
+            if let Some(recorder) = &cx.recorder {
+                let kind = looopy_core::record::StepKind::Fallback {
+                    from: model.model_name().to_owned(),
+                    to: next.model_name().to_owned(),
+                    error: looopy_core::record::RecordedError::from(&error),
+                };
+                recorder.mark(kind).await;
+            }
             return Ok(());
         }
         if index == 0 {
@@ -229,7 +242,7 @@ impl LlmProvider for FallbackLlm {
                     self.answered(index);
                     return Ok(response);
                 }
-                Err(e) => self.failed(index, e)?,
+                Err(e) => self.failed(index, e, cx).await?,
             }
             index += 1;
         }
@@ -286,7 +299,7 @@ async fn next_chunk(s: &mut StreamState<'_>) -> Option<Result<LlmChunk, LlmError
             }
             Some(Err(e)) if !s.delivered => {
                 s.inner = None;
-                if let Err(e) = llm.failed(index, e) {
+                if let Err(e) = llm.failed(index, e, cx).await {
                     s.done = true;
                     return Some(Err(e));
                 }

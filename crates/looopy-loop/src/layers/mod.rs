@@ -19,6 +19,11 @@
 //! every tool provider (a custom layer sees a timed-out call as a `Timeout`
 //! result). Each provider is wrapped once, at build time.
 //!
+//! [`RecordLayer`] is always there, innermost around the model (each attempt
+//! is a step of the turn's execution record) and just outside the timeout
+//! around each tool provider; it does nothing for a turn without a
+//! recorder.
+//!
 //! [`FallbackLayer`] is added like any custom layer, outside the retry: the
 //! next model is tried once the first has used its retries.
 //!
@@ -28,6 +33,7 @@
 pub mod cache;
 mod ext;
 pub mod fallback;
+pub mod record;
 pub mod retry;
 pub mod timeout;
 
@@ -38,6 +44,7 @@ use looopy_core::{LlmProvider, ToolProvider};
 pub use cache::{LlmCacheLayer, ToolCacheLayer};
 pub use ext::ToolProviderExt;
 pub use fallback::{FallbackLayer, FallbackLlm, falls_back_on};
+pub use record::RecordLayer;
 pub use retry::{RetryPolicy, RetryingLlm};
 pub use timeout::{DEFAULT_TOOL_TIMEOUT, TimeoutLayer, TimeoutTools};
 
@@ -84,7 +91,9 @@ impl LlmStack {
     /// The stack: `retry` innermost, then `custom` from the last added to the
     /// first (which ends outermost).
     pub(crate) fn new(retry: Option<RetryPolicy>, custom: &[Arc<dyn LlmLayer>]) -> Self {
-        let mut layers: Vec<Arc<dyn LlmLayer>> = Vec::with_capacity(custom.len() + 1);
+        let mut layers: Vec<Arc<dyn LlmLayer>> = Vec::with_capacity(custom.len() + 2);
+        // Innermost: each attempt is a step of the execution record.
+        layers.push(Arc::new(RecordLayer));
         if let Some(policy) = retry {
             layers.push(Arc::new(policy));
         }
@@ -107,10 +116,12 @@ impl ToolStack {
     /// The stack: `timeout` innermost, then `custom` from the last added to
     /// the first (which ends outermost).
     pub(crate) fn new(timeout: Option<TimeoutLayer>, custom: &[Arc<dyn ToolLayer>]) -> Self {
-        let mut layers: Vec<Arc<dyn ToolLayer>> = Vec::with_capacity(custom.len() + 1);
+        let mut layers: Vec<Arc<dyn ToolLayer>> = Vec::with_capacity(custom.len() + 2);
         if let Some(timeout) = timeout {
             layers.push(Arc::new(timeout));
         }
+        // Outside the timeout: a timed-out call is recorded with its failure.
+        layers.push(Arc::new(RecordLayer));
         layers.extend(custom.iter().rev().cloned());
         ToolStack { layers }
     }

@@ -14,6 +14,8 @@ use looopy_core::{
     LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream, TurnContext,
 };
 
+use looopy_core::record::{RecordedError, StepKind};
+
 use super::LlmLayer;
 
 /// When and how long to wait before trying a failed call again.
@@ -300,11 +302,21 @@ impl<P: LlmProvider> RetryingLlm<P> {
             error = %error,
             "model call failed, retrying"
         );
-        tokio::select! {
+        let started = (chrono::Utc::now(), std::time::Instant::now());
+        let waited = tokio::select! {
             biased;
             _ = cx.cancel.cancelled() => Err(LlmError::Cancelled),
             _ = tokio::time::sleep(delay) => Ok(()),
+        };
+        if let Some(recorder) = &cx.recorder {
+            let kind = StepKind::Retry {
+                retry: retry + 1,
+                delay,
+                error: RecordedError::from(&error),
+            };
+            recorder.step(started.0, started.1.elapsed(), kind).await;
         }
+        waited
     }
 }
 

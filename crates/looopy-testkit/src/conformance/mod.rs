@@ -53,6 +53,12 @@
 //!   by task id (ascending), follows owner and context changes and deletes,
 //!   lists a record under its final owner only after concurrent puts, and a
 //!   limit of 0 lists nothing.
+//! - [`RecordStore`](looopy_core::store::RecordStore) ([`record_store`], run
+//!   by `run_all` when the bundle has one): the records a
+//!   [`Recorder`](looopy_core::record::Recorder) writes for a tool-using
+//!   turn with a retried model call, a failed tool call and a compaction,
+//!   and for a turn recovered after its process died, come back with their
+//!   steps in order and their durations; retention caps and ages records.
 //!
 //! - [`BlobStore`](looopy_core::BlobStore) ([`blob_store`], run by each
 //!   blob backend with a [`BlobBackdoor`] that damages stored content):
@@ -78,6 +84,7 @@ mod fixtures;
 mod locks;
 mod messages;
 mod push_configs;
+mod records;
 mod task_records;
 mod tasks;
 mod turns;
@@ -98,6 +105,7 @@ pub use events::event_log;
 pub use locks::turn_lock;
 pub use messages::message_store;
 pub use push_configs::push_config_store;
+pub use records::record_store;
 pub use task_records::{task_store, task_store_across_handles};
 pub use tasks::task_state_store;
 pub use turns::turn_store;
@@ -152,6 +160,9 @@ pub async fn run_all(stores: &Stores, ids: &UniqueIds) {
     turn_lock(Arc::clone(&stores.locks), ids).await;
     task_store(Arc::clone(&stores.task_records), ids).await;
     push_config_store(Arc::clone(&stores.push_configs), ids).await;
+    if let Some(records) = &stores.records {
+        record_store(Arc::clone(records), ids).await;
+    }
 }
 
 /// Unwraps a store result, naming the operation when it failed.

@@ -1,0 +1,95 @@
+//! [`MemoryRecordStore`]: execution records in memory.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use chrono::Utc;
+use looopy_core::StoreError;
+use looopy_core::record::ExecutionRecord;
+use looopy_core::store::{RecordRetention, RecordStore};
+
+use crate::lock;
+
+/// Execution records in memory, with a [`RecordRetention`] (the default
+/// one unless [`with_retention`](Self::with_retention)).
+#[derive(Debug, Default)]
+pub struct MemoryRecordStore {
+    retention: RecordRetention,
+    records: Mutex<HashMap<String, ExecutionRecord>>,
+}
+
+impl MemoryRecordStore {
+    /// An empty store with the default retention.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty store keeping records as `retention` says.
+    pub fn with_retention(retention: RecordRetention) -> Self {
+        MemoryRecordStore {
+            retention,
+            records: Mutex::default(),
+        }
+    }
+}
+
+#[async_trait]
+impl RecordStore for MemoryRecordStore {
+    async fn put(&self, record: &ExecutionRecord) -> Result<(), StoreError> {
+        let now = Utc::now();
+        let mut records = lock(&self.records);
+        records.insert(record.task_id.clone(), record.clone());
+        records.retain(|_, r| !self.retention.expired(r.started_at, now));
+        if let Some(max) = self.retention.max_per_context {
+            let mut same: Vec<_> = records
+                .values()
+                .filter(|r| r.context_id == record.context_id)
+                .map(|r| (r.started_at, r.task_id.clone()))
+                .collect();
+            if same.len() > max {
+                same.sort_by(|a, b| b.cmp(a));
+                for (_, task_id) in same.into_iter().skip(max) {
+                    records.remove(&task_id);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn get(&self, task_id: &str) -> Result<Option<ExecutionRecord>, StoreError> {
+        let now = Utc::now();
+        Ok(lock(&self.records)
+            .get(task_id)
+            .filter(|r| !self.retention.expired(r.started_at, now))
+            .cloned())
+    }
+
+    async fn list(
+        &self,
+        context_id: &str,
+        limit: usize,
+    ) -> Result<Vec<ExecutionRecord>, StoreError> {
+        let now = Utc::now();
+        let mut out: Vec<ExecutionRecord> = lock(&self.records)
+            .values()
+            .filter(|r| r.context_id == context_id && !self.retention.expired(r.started_at, now))
+            .cloned()
+            .collect();
+        out.sort_by(|a, b| {
+            b.started_at
+                .cmp(&a.started_at)
+                .then_with(|| a.task_id.cmp(&b.task_id))
+        });
+        out.truncate(limit);
+        Ok(out)
+    }
+
+    async fn delete(&self, task_id: &str) -> Result<bool, StoreError> {
+        Ok(lock(&self.records).remove(task_id).is_some())
+    }
+
+    fn retention(&self) -> RecordRetention {
+        self.retention
+    }
+}

@@ -1,0 +1,166 @@
+//! [`RedisRecordStore`]: a string per record, a sorted set per context.
+
+use async_trait::async_trait;
+use chrono::Utc;
+use looopy_core::StoreError;
+use looopy_core::record::ExecutionRecord;
+use looopy_core::store::{RecordRetention, RecordStore};
+
+use crate::backend::{RedisBackend, Retry};
+
+/// Execution records in Redis: `T:{task:T}:execution` holds a record's
+/// JSON, expiring [`RecordRetention::max_age`] after the turn started;
+/// `C:{ctx:C}:executions` is a sorted set of the context's task ids by
+/// start time, trimmed to [`RecordRetention::max_per_context`] on each
+/// `put` (the records trimmed are deleted).
+#[derive(Debug, Clone)]
+pub struct RedisRecordStore {
+    backend: RedisBackend,
+    retention: RecordRetention,
+}
+
+impl RedisRecordStore {
+    /// Records on `backend`, with the default retention.
+    pub fn new(backend: RedisBackend) -> Self {
+        Self::with_retention(backend, RecordRetention::default())
+    }
+
+    /// Records on `backend`, kept as `retention` says.
+    pub fn with_retention(backend: RedisBackend, retention: RecordRetention) -> Self {
+        RedisRecordStore { backend, retention }
+    }
+
+    fn key(&self, task_id: &str) -> String {
+        self.backend.keys().execution_record(task_id)
+    }
+
+    /// Milliseconds left to live for a record that started at `started_ms`,
+    /// or `None` when it never expires; `Some(0)` when it already has.
+    fn ttl_left(&self, started_ms: i64) -> Option<i64> {
+        let age = self.retention.max_age?;
+        let max = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
+        let elapsed = Utc::now().timestamp_millis() - started_ms;
+        Some(max.saturating_sub(elapsed).max(0))
+    }
+}
+
+fn decode(json: &str) -> Result<ExecutionRecord, StoreError> {
+    Ok(serde_json::from_str(json)?)
+}
+
+#[async_trait]
+impl RecordStore for RedisRecordStore {
+    async fn put(&self, record: &ExecutionRecord) -> Result<(), StoreError> {
+        let started = record.started_at.timestamp_millis();
+        let key = self.key(&record.task_id);
+        let json = serde_json::to_string(record)?;
+        let ttl = self.ttl_left(started);
+        if ttl == Some(0) {
+            return Ok(());
+        }
+        let mut set = redis::cmd("SET");
+        set.arg(&key).arg(json);
+        if let Some(ttl) = ttl {
+            set.arg("PX").arg(ttl);
+        }
+        let () = self.backend.query(&set, Retry::Safe).await?;
+        let index = self.backend.keys().context_executions(&record.context_id);
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("ZADD")
+            .arg(&index)
+            .arg(started)
+            .arg(&record.task_id)
+            .ignore();
+        if let Some(age) = self.retention.max_age {
+            let oldest =
+                Utc::now().timestamp_millis() - i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
+            pipe.cmd("ZREMRANGEBYSCORE")
+                .arg(&index)
+                .arg("-inf")
+                .arg(format!("({oldest}"))
+                .ignore();
+            pipe.cmd("PEXPIRE")
+                .arg(&index)
+                .arg(u64::try_from(age.as_millis()).unwrap_or(u64::MAX))
+                .ignore();
+        }
+        let () = self.backend.pipe(&pipe, Retry::Safe).await?;
+        if let Some(max) = self.retention.max_per_context {
+            // Everything but the `max` most recent.
+            let mut over = redis::cmd("ZRANGE");
+            over.arg(&index)
+                .arg(0)
+                .arg(-(i64::try_from(max).unwrap_or(i64::MAX)) - 1);
+            let dropped: Vec<String> = self.backend.query(&over, Retry::Safe).await?;
+            for task_id in dropped {
+                let mut del = redis::cmd("DEL");
+                del.arg(self.key(&task_id));
+                let _: i64 = self.backend.query(&del, Retry::Safe).await?;
+                let mut zrem = redis::cmd("ZREM");
+                zrem.arg(&index).arg(&task_id);
+                let _: i64 = self.backend.query(&zrem, Retry::Safe).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn get(&self, task_id: &str) -> Result<Option<ExecutionRecord>, StoreError> {
+        let mut get = redis::cmd("GET");
+        get.arg(self.key(task_id));
+        let json: Option<String> = self.backend.query(&get, Retry::Safe).await?;
+        let record = json.as_deref().map(decode).transpose()?;
+        let now = Utc::now();
+        Ok(record.filter(|r| !self.retention.expired(r.started_at, now)))
+    }
+
+    async fn list(
+        &self,
+        context_id: &str,
+        limit: usize,
+    ) -> Result<Vec<ExecutionRecord>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let mut range = redis::cmd("ZRANGE");
+        range
+            .arg(self.backend.keys().context_executions(context_id))
+            .arg(0)
+            .arg(-1);
+        let ids: Vec<String> = self.backend.query(&range, Retry::Safe).await?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(record) = self.get(&id).await? {
+                out.push(record);
+            }
+        }
+        out.sort_by(|a, b| {
+            b.started_at
+                .cmp(&a.started_at)
+                .then_with(|| a.task_id.cmp(&b.task_id))
+        });
+        out.truncate(limit);
+        Ok(out)
+    }
+
+    async fn delete(&self, task_id: &str) -> Result<bool, StoreError> {
+        let Some(record) = self.get(task_id).await? else {
+            let mut del = redis::cmd("DEL");
+            del.arg(self.key(task_id));
+            let removed: i64 = self.backend.query(&del, Retry::Safe).await?;
+            return Ok(removed > 0);
+        };
+        let mut del = redis::cmd("DEL");
+        del.arg(self.key(task_id));
+        let removed: i64 = self.backend.query(&del, Retry::Safe).await?;
+        let mut zrem = redis::cmd("ZREM");
+        zrem.arg(self.backend.keys().context_executions(&record.context_id))
+            .arg(task_id);
+        let _: i64 = self.backend.query(&zrem, Retry::Safe).await?;
+        Ok(removed > 0)
+    }
+
+    fn retention(&self) -> RecordRetention {
+        self.retention
+    }
+}
