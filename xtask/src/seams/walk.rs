@@ -224,6 +224,11 @@ pub(super) const STEPS: &[Step] = &[
         what: "`RetryingLlm`",
     },
     Step {
+        krate: "looopy-loop",
+        file: "layers/record.rs",
+        what: "`RecordingLlm`: the request kept for the turn's execution record",
+    },
+    Step {
         krate: "looopy-agent",
         file: "window.rs",
         what: "`WindowedLlm`: the sliding window (its stream passes through untouched unless it counts tokens)",
@@ -272,6 +277,21 @@ pub(super) const STEPS: &[Step] = &[
         krate: "looopy-llm-litellm",
         file: "decode.rs",
         what: "`ChunkDecoder`: the token as an `LlmChunk`",
+    },
+    Step {
+        krate: "looopy-loop",
+        file: "layers/record.rs",
+        what: "the record layer's, which folds the chunk for the record",
+    },
+    Step {
+        krate: "looopy-core",
+        file: "llm.rs",
+        what: "`ResponseAssembler::push`",
+    },
+    Step {
+        krate: "looopy-loop",
+        file: "layers/record.rs",
+        what: "the chunk passed on",
     },
     Step {
         krate: "looopy-loop",
