@@ -8,6 +8,7 @@
 //! lease and the agent -> forward the final event. A turn whose lease is
 //! taken over by another process stops at once and writes nothing more.
 
+use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -28,7 +29,6 @@ use crate::commit;
 use crate::compaction::{self, CompactionReport};
 use crate::lease::{Lease, renewing};
 use crate::pause::PauseRelay;
-use crate::turn::Handoff;
 use crate::window;
 
 /// How a turn ended, once it has.
@@ -519,5 +519,30 @@ async fn maybe_compact(
             tracing::warn!(context_id = %agent.inner.context_id, %error, "compaction failed; the turn runs on the full history");
             (None, Some(error.to_string()))
         }
+    }
+}
+
+/// Where a turn's driver puts the events it hands to its [`AgentTurn`](crate::AgentTurn):
+/// both run on the reader's task (the driver is polled from
+/// `AgentTurn::poll_next`), so this is a buffer, not a channel: nothing
+/// waits on it and nothing is woken by it. Once the [`AgentTurn`](crate::AgentTurn) is gone
+/// the driver's events are dropped as they come.
+#[derive(Clone, Default)]
+pub(crate) struct Handoff(Arc<Mutex<VecDeque<AgentEvent>>>);
+
+impl Handoff {
+    /// Hands `event` to the reader, when there still is one.
+    pub(crate) fn send(&self, event: AgentEvent) {
+        if Arc::strong_count(&self.0) > 1 {
+            self.lock().push_back(event);
+        }
+    }
+
+    pub(crate) fn pop(&self) -> Option<AgentEvent> {
+        self.lock().pop_front()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<AgentEvent>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

@@ -19,7 +19,6 @@
 //!   lost to a dropped stream. The turn is cancelled first unless
 //!   [`TurnOptions::keep_running_on_drop`] was set.
 
-use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
@@ -36,7 +35,7 @@ use tokio::sync::OwnedMutexGuard;
 use tracing::Instrument;
 
 use crate::agent::Agent;
-use crate::driver::{self, FinishedTurn, Start, TurnRun};
+use crate::driver::{self, FinishedTurn, Handoff, Start, TurnRun};
 use crate::error::AgentError;
 use crate::error::BusyHolder;
 use crate::lease::Lease;
@@ -171,31 +170,6 @@ pub struct AgentTurn {
 
 /// A turn's driver, run by its reader.
 type Driver = Pin<Box<dyn Future<Output = ()> + Send>>;
-
-/// Where a turn's driver puts the events it hands to its [`AgentTurn`]:
-/// both run on the reader's task (the driver is polled from
-/// [`AgentTurn::poll_next`]), so this is a buffer, not a channel: nothing
-/// waits on it and nothing is woken by it. Once the [`AgentTurn`] is gone
-/// the driver's events are dropped as they come.
-#[derive(Clone, Default)]
-pub(crate) struct Handoff(Arc<Mutex<VecDeque<AgentEvent>>>);
-
-impl Handoff {
-    /// Hands `event` to the reader, when there still is one.
-    pub(crate) fn send(&self, event: AgentEvent) {
-        if Arc::strong_count(&self.0) > 1 {
-            self.lock().push_back(event);
-        }
-    }
-
-    fn pop(&self) -> Option<AgentEvent> {
-        self.lock().pop_front()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<AgentEvent>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
 
 impl AgentTurn {
     /// The turn's task id.

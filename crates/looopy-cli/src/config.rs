@@ -164,10 +164,10 @@ pub struct Config {
     pub artifacts: Option<crate::artifacts::ArtifactsSection>,
     /// What `looopy eval` uses beside the agent (`[eval.judge]`).
     #[serde(default)]
-    pub eval: crate::eval::EvalSection,
+    pub eval: EvalSection,
     /// Prices of models over the built-in table, by `provider:model`
     /// (`[pricing."openai:gpt-4.1"] input = 2.0, output = 8.0`, in US
-    /// dollars per million tokens): see [`crate::eval::price_table`].
+    /// dollars per million tokens): see `eval::price_table`.
     #[serde(default)]
     pub pricing: BTreeMap<String, looopy_core::pricing::Price>,
 }
@@ -947,6 +947,23 @@ impl Config {
              or remove the section to run without a model"
         )
     }
+}
+
+/// `[eval]`: what `looopy eval` uses beside the agent.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalSection {
+    /// `[eval.judge]`: the model that grades rubrics.
+    #[serde(default)]
+    pub judge: Option<JudgeSection>,
+}
+
+/// `[eval.judge]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JudgeSection {
+    /// The model, as `provider:model` (with its vendor's key variable).
+    pub model: String,
 }
 
 #[cfg(test)]

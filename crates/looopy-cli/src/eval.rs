@@ -11,27 +11,9 @@ use looopy::eval::{Dataset, Evaluator, Progress, RunReport, compare};
 use looopy::registry::{ModelOptions, build_model};
 use looopy_core::models::ModelRef;
 use looopy_core::pricing::PriceTable;
-use serde::Deserialize;
 
 use crate::app::App;
 use crate::config::Config;
-
-/// `[eval]`: what `looopy eval` uses beside the agent.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EvalSection {
-    /// `[eval.judge]`: the model that grades rubrics.
-    #[serde(default)]
-    pub judge: Option<JudgeSection>,
-}
-
-/// `[eval.judge]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct JudgeSection {
-    /// The model, as `provider:model` (with its vendor's key variable).
-    pub model: String,
-}
 
 /// The built-in prices with the configuration's `[pricing."provider:model"]`
 /// tables over them.
