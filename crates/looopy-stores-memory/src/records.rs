@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use chrono::Utc;
 use looopy_core::StoreError;
 use looopy_core::record::ExecutionRecord;
+use looopy_core::store::listing::first_page;
 use looopy_core::store::{RecordRetention, RecordStore};
 
 use crate::lock;
@@ -71,18 +72,12 @@ impl RecordStore for MemoryRecordStore {
         limit: usize,
     ) -> Result<Vec<ExecutionRecord>, StoreError> {
         let now = Utc::now();
-        let mut out: Vec<ExecutionRecord> = lock(&self.records)
+        let records = lock(&self.records);
+        let matching: Vec<&ExecutionRecord> = records
             .values()
             .filter(|r| r.context_id == context_id && !self.retention.expired(r.started_at, now))
-            .cloned()
             .collect();
-        out.sort_by(|a, b| {
-            b.started_at
-                .cmp(&a.started_at)
-                .then_with(|| a.task_id.cmp(&b.task_id))
-        });
-        out.truncate(limit);
-        Ok(out)
+        Ok(first_page(matching, limit).into_iter().cloned().collect())
     }
 
     async fn delete(&self, task_id: &str) -> Result<bool, StoreError> {

@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use chrono::Utc;
 use looopy_core::StoreError;
 use looopy_core::record::ExecutionRecord;
+use looopy_core::store::listing::first_page;
 use looopy_core::store::{RecordRetention, RecordStore};
 
 use crate::backend::{RedisBackend, Retry};
@@ -134,13 +135,7 @@ impl RecordStore for RedisRecordStore {
                 out.push(record);
             }
         }
-        out.sort_by(|a, b| {
-            b.started_at
-                .cmp(&a.started_at)
-                .then_with(|| a.task_id.cmp(&b.task_id))
-        });
-        out.truncate(limit);
-        Ok(out)
+        Ok(first_page(out, limit))
     }
 
     async fn delete(&self, task_id: &str) -> Result<bool, StoreError> {

@@ -7,6 +7,7 @@ use std::cmp::{Ordering, Reverse};
 use chrono::{DateTime, Utc};
 
 use super::{AgentState, TaskRecord};
+use crate::record::ExecutionRecord;
 
 /// A stored value that listings return newest first.
 pub trait Listed {
@@ -23,6 +24,12 @@ impl Listed for TaskRecord {
 impl Listed for AgentState {
     fn listing_key(&self) -> (DateTime<Utc>, &str) {
         (self.last_activity, &self.context_id)
+    }
+}
+
+impl Listed for ExecutionRecord {
+    fn listing_key(&self) -> (DateTime<Utc>, &str) {
+        (self.started_at, &self.task_id)
     }
 }
 
