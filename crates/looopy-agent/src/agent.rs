@@ -133,11 +133,13 @@ impl Agent {
         }
     }
 
-    /// The execution record of the turn of `task_id` (what it sent to the
-    /// model and got back, the tool calls, retries, compaction, recovery,
-    /// with timestamps and durations), while the turn runs or after it
-    /// ended; `None` when the agent records no turns, the task is not of
-    /// this conversation, or the record aged out.
+    /// The execution record of the latest turn of `task_id` (what it sent
+    /// to the model and got back, the tool calls, retries, compaction,
+    /// recovery, with timestamps and durations), while the turn runs or
+    /// after it ended; `None` when the agent records no turns, the task is
+    /// not of this conversation, or the record aged out. A task that ran
+    /// several turns (a message after `input-required`) has a record per
+    /// turn: [`task_records`](Self::task_records).
     pub async fn record(&self, task_id: &str) -> Result<Option<ExecutionRecord>, AgentError> {
         let Some(store) = &self.inner.shared.records else {
             return Ok(None);
@@ -146,6 +148,18 @@ impl Agent {
             .get(task_id)
             .await?
             .filter(|r| r.context_id == *self.inner.context_id))
+    }
+
+    /// The execution records of every turn of `task_id`, the oldest
+    /// first; empty when the agent records no turns or the task is not of
+    /// this conversation.
+    pub async fn task_records(&self, task_id: &str) -> Result<Vec<ExecutionRecord>, AgentError> {
+        let Some(store) = &self.inner.shared.records else {
+            return Ok(Vec::new());
+        };
+        let mut records = store.list_task(task_id).await?;
+        records.retain(|r| r.context_id == *self.inner.context_id);
+        Ok(records)
     }
 
     /// The execution records of this conversation's turns, the most

@@ -122,6 +122,10 @@ enum Command {
     Record {
         /// The task of the turn.
         task_id: String,
+        /// The turn's number (in its conversation); the task's latest turn
+        /// when not given.
+        #[arg(long)]
+        turn: Option<u64>,
         /// The server's base URL.
         #[arg(long, default_value = "http://127.0.0.1:8080")]
         url: String,
@@ -209,11 +213,13 @@ async fn execute(command: Command) -> Result<()> {
         Command::Chat { url, token } => looopy_cli::chat::chat(&url, token).await,
         Command::Record {
             task_id,
+            turn,
             url,
             token,
             json,
         } => {
-            let record = looopy_cli::record::fetch(&url, &task_id, token.as_deref()).await?;
+            let record =
+                looopy_cli::record::fetch_turn(&url, &task_id, turn, token.as_deref()).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&record)?);
             } else {

@@ -1,14 +1,27 @@
 //! `looopy record <task-id>`: a turn's execution record, read from a
-//! server (`GET /v1/tasks/{id}/record`, with the caller's bearer token),
-//! printed as a step list or, with `--json`, as the record itself.
+//! server (`GET /v1/tasks/{id}/record`, with the caller's bearer token):
+//! the task's latest turn, or turn `N` with `--turn N`, printed as a step
+//! list or, with `--json`, as the record itself.
 
 use std::fmt::Write as _;
 
 use anyhow::{Context, Result, bail};
 use looopy_core::record::{ExecutionRecord, StepKind};
 
-/// Fetches the record of `task_id` from the server at `url`.
+/// Fetches the record of the latest turn of `task_id` from the server at
+/// `url`.
 pub async fn fetch(url: &str, task_id: &str, token: Option<&str>) -> Result<ExecutionRecord> {
+    fetch_turn(url, task_id, None, token).await
+}
+
+/// Fetches the record of turn `turn` of `task_id` (the latest turn when
+/// `None`) from the server at `url`.
+pub async fn fetch_turn(
+    url: &str,
+    task_id: &str,
+    turn: Option<u64>,
+    token: Option<&str>,
+) -> Result<ExecutionRecord> {
     let base = url.trim_end_matches('/');
     let mut task = String::new();
     for b in task_id.bytes() {
@@ -18,7 +31,11 @@ pub async fn fetch(url: &str, task_id: &str, token: Option<&str>) -> Result<Exec
             let _ = write!(task, "%{b:02X}");
         }
     }
-    let mut request = reqwest::Client::new().get(format!("{base}/v1/tasks/{task}/record"));
+    let mut address = format!("{base}/v1/tasks/{task}/record");
+    if let Some(turn) = turn {
+        let _ = write!(address, "?turn={turn}");
+    }
+    let mut request = reqwest::Client::new().get(address);
     if let Some(token) = token {
         request = request.bearer_auth(token);
     }
@@ -28,7 +45,12 @@ pub async fn fetch(url: &str, task_id: &str, token: Option<&str>) -> Result<Exec
         .with_context(|| format!("could not reach {base}"))?;
     let status = response.status();
     if status == reqwest::StatusCode::NOT_FOUND {
-        bail!("no execution record of task {task_id} for this caller");
+        match turn {
+            Some(turn) => {
+                bail!("no execution record of turn {turn} of task {task_id} for this caller")
+            }
+            None => bail!("no execution record of task {task_id} for this caller"),
+        }
     }
     if status == reqwest::StatusCode::UNAUTHORIZED {
         bail!("the server refused the credentials (give --token or LOOOPY_TOKEN)");

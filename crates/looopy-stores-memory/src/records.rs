@@ -1,6 +1,6 @@
 //! [`MemoryRecordStore`]: execution records in memory.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -12,12 +12,13 @@ use looopy_core::store::{RecordRetention, RecordStore};
 
 use crate::lock;
 
-/// Execution records in memory, with a [`RecordRetention`] (the default
-/// one unless [`with_retention`](Self::with_retention)).
+/// Execution records in memory, by task and turn, with a
+/// [`RecordRetention`] (the default one unless
+/// [`with_retention`](Self::with_retention)).
 #[derive(Debug, Default)]
 pub struct MemoryRecordStore {
     retention: RecordRetention,
-    records: Mutex<HashMap<String, ExecutionRecord>>,
+    records: Mutex<BTreeMap<(String, u64), ExecutionRecord>>,
 }
 
 impl MemoryRecordStore {
@@ -35,23 +36,28 @@ impl MemoryRecordStore {
     }
 }
 
+/// The keys of every turn of `task_id`, in turn order.
+fn turns(task_id: &str) -> std::ops::RangeInclusive<(String, u64)> {
+    (task_id.to_owned(), 0)..=(task_id.to_owned(), u64::MAX)
+}
+
 #[async_trait]
 impl RecordStore for MemoryRecordStore {
     async fn put(&self, record: &ExecutionRecord) -> Result<(), StoreError> {
         let now = Utc::now();
         let mut records = lock(&self.records);
-        records.insert(record.task_id.clone(), record.clone());
+        records.insert((record.task_id.clone(), record.turn()), record.clone());
         records.retain(|_, r| !self.retention.expired(r.started_at, now));
         if let Some(max) = self.retention.max_per_context {
             let mut same: Vec<_> = records
-                .values()
-                .filter(|r| r.context_id == record.context_id)
-                .map(|r| (r.started_at, r.task_id.clone()))
+                .iter()
+                .filter(|(_, r)| r.context_id == record.context_id)
+                .map(|(key, r)| (r.started_at, key.clone()))
                 .collect();
             if same.len() > max {
                 same.sort_by(|a, b| b.cmp(a));
-                for (_, task_id) in same.into_iter().skip(max) {
-                    records.remove(&task_id);
+                for (_, key) in same.into_iter().skip(max) {
+                    records.remove(&key);
                 }
             }
         }
@@ -61,9 +67,32 @@ impl RecordStore for MemoryRecordStore {
     async fn get(&self, task_id: &str) -> Result<Option<ExecutionRecord>, StoreError> {
         let now = Utc::now();
         Ok(lock(&self.records)
-            .get(task_id)
+            .range(turns(task_id))
+            .map(|(_, r)| r)
+            .rfind(|r| !self.retention.expired(r.started_at, now))
+            .cloned())
+    }
+
+    async fn get_turn(
+        &self,
+        task_id: &str,
+        turn: u64,
+    ) -> Result<Option<ExecutionRecord>, StoreError> {
+        let now = Utc::now();
+        Ok(lock(&self.records)
+            .get(&(task_id.to_owned(), turn))
             .filter(|r| !self.retention.expired(r.started_at, now))
             .cloned())
+    }
+
+    async fn list_task(&self, task_id: &str) -> Result<Vec<ExecutionRecord>, StoreError> {
+        let now = Utc::now();
+        Ok(lock(&self.records)
+            .range(turns(task_id))
+            .map(|(_, r)| r)
+            .filter(|r| !self.retention.expired(r.started_at, now))
+            .cloned()
+            .collect())
     }
 
     async fn list(
@@ -81,7 +110,15 @@ impl RecordStore for MemoryRecordStore {
     }
 
     async fn delete(&self, task_id: &str) -> Result<bool, StoreError> {
-        Ok(lock(&self.records).remove(task_id).is_some())
+        let mut records = lock(&self.records);
+        let keys: Vec<_> = records
+            .range(turns(task_id))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in &keys {
+            records.remove(key);
+        }
+        Ok(!keys.is_empty())
     }
 
     fn retention(&self) -> RecordRetention {

@@ -14,6 +14,7 @@ mod messages;
 mod migrate;
 mod prune;
 mod push_configs;
+mod records;
 mod task_records;
 mod turns;
 
@@ -35,6 +36,7 @@ pub use messages::PostgresMessageStore;
 pub use migrate::SCHEMA_VERSION;
 pub use prune::PruneReport;
 pub use push_configs::PostgresPushConfigStore;
+pub use records::PostgresRecordStore;
 pub use task_records::PostgresTaskRecordStore;
 pub use turns::PostgresTurnStore;
 
@@ -66,8 +68,8 @@ pub fn stores(backend: PostgresBackend) -> Stores {
         events: Arc::new(PostgresEventLog::new(backend.clone())),
         locks,
         task_records: Arc::new(PostgresTaskRecordStore::new(backend.clone())),
-        push_configs: Arc::new(PostgresPushConfigStore::new(backend)),
-        records: None,
+        push_configs: Arc::new(PostgresPushConfigStore::new(backend.clone())),
+        records: Some(Arc::new(PostgresRecordStore::new(backend))),
         turns: Some(turns),
     }
 }

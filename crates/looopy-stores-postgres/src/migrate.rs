@@ -24,10 +24,11 @@ pub(crate) const MIGRATIONS: &[(i64, &str, &str)] = &[
     (1, "initial schema", V1),
     (2, "checkpoints on the stored history", V2),
     (3, "a turn's start and end as functions", V3),
+    (4, "execution records", V4),
 ];
 
 /// The newest version this build knows.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 const V1: &str = r#"
 CREATE TABLE checkpoints (
@@ -342,6 +343,23 @@ BEGIN
     RETURN true;
 END
 $$;
+"#;
+
+/// Execution records, one row per turn of a task (`turn` is the record's
+/// turn number, 0 when it has none): `started_ns` orders listings,
+/// `started_ms` is what the record retention's age compares.
+const V4: &str = r#"
+CREATE TABLE execution_records (
+    task_id TEXT COLLATE "C" NOT NULL,
+    turn BIGINT NOT NULL,
+    context_id TEXT COLLATE "C" NOT NULL,
+    started_ns BIGINT NOT NULL,
+    started_ms BIGINT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (task_id, turn)
+);
+CREATE INDEX execution_records_context ON execution_records (context_id, started_ns DESC, task_id);
+CREATE INDEX execution_records_started ON execution_records (started_ms);
 "#;
 
 /// A lock key for the schema's migrations (stable across builds).

@@ -34,6 +34,9 @@ pub struct PruneReport {
     pub task_records: u64,
     /// Push configs.
     pub push_configs: u64,
+    /// Execution records (turns that started longer ago than the
+    /// lifetime).
+    pub execution_records: u64,
     /// Cache entries.
     pub cache_entries: u64,
     /// Expired leases without a turn.
@@ -93,6 +96,12 @@ const PUSH_CONFIGS: &str = "WITH doomed AS (
         LIMIT $2 FOR UPDATE SKIP LOCKED)
     DELETE FROM push_configs WHERE (task_id, id) IN (SELECT task_id, id FROM doomed)";
 
+const EXECUTION_RECORDS: &str = "WITH doomed AS (
+        SELECT task_id, turn FROM execution_records
+        WHERE started_ms < extract(epoch FROM now()) * 1000 - $1::float8
+        LIMIT $2 FOR UPDATE SKIP LOCKED)
+    DELETE FROM execution_records WHERE (task_id, turn) IN (SELECT task_id, turn FROM doomed)";
+
 const CACHE: &str = "WITH doomed AS (
         SELECT key FROM cache_entries WHERE expires_at <= now() - $1::float8 * interval '1 millisecond'
         LIMIT $2 FOR UPDATE SKIP LOCKED)
@@ -133,6 +142,7 @@ pub(crate) fn steps(task_ttl_ms: i64, ttl_ms: i64) -> Vec<Step> {
             step(EVENT_LOGS, ttl_ms, |r| &mut r.event_logs),
             step(TASK_RECORDS, ttl_ms, |r| &mut r.task_records),
             step(PUSH_CONFIGS, ttl_ms, |r| &mut r.push_configs),
+            step(EXECUTION_RECORDS, ttl_ms, |r| &mut r.execution_records),
         ]);
     }
     steps.push(step(CACHE, 0, |r| &mut r.cache_entries));
@@ -157,10 +167,13 @@ mod tests {
         assert_eq!((none.checkpoints, none.conversations), (0, 0));
         assert_eq!((none.cache_entries, none.leases), (1, 2));
         let all = steps(5, 7);
-        assert_eq!(all.len(), 9, "one step a kind of row");
+        assert_eq!(all.len(), 10, "one step a kind of row");
         assert_eq!(all[0].age_ms, 5, "checkpoints by the checkpoint lifetime");
-        assert!(all[1..7].iter().all(|s| s.age_ms == 7));
+        assert!(all[1..8].iter().all(|s| s.age_ms == 7));
         let all = counted(all);
-        assert_eq!((all.checkpoints, all.push_configs, all.leases), (1, 7, 9));
+        assert_eq!(
+            (all.checkpoints, all.execution_records, all.leases),
+            (1, 8, 10)
+        );
     }
 }

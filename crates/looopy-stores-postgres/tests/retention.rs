@@ -6,6 +6,7 @@ use crate::support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use looopy_core::record::ExecutionRecord;
 use looopy_core::store::{AgentState, PushConfig, TaskCheckpoint, TaskRecord};
 use looopy_core::{AgentEvent, Artifact, EventPayload, Message, Part, TaskState, TaskStatus};
 use looopy_testkit::checkpoints;
@@ -70,6 +71,15 @@ async fn expired_rows_go_in_bounded_batches_and_a_leased_conversation_stays() {
         .await
         .unwrap();
     stores.task_records.request_cancel("task-0").await.unwrap();
+    let records = stores
+        .records
+        .clone()
+        .expect("the PostgreSQL stores keep records");
+    for turn in [1, 2] {
+        let mut record = ExecutionRecord::new("task-0", "old", "agent");
+        record.turn_number = Some(turn);
+        records.put(&record).await.unwrap();
+    }
     stores
         .push_configs
         .put(&PushConfig {
@@ -107,6 +117,10 @@ async fn expired_rows_go_in_bounded_batches_and_a_leased_conversation_stays() {
         .save(&checkpoint("fresh", "new"))
         .await
         .unwrap();
+    records
+        .put(&ExecutionRecord::new("fresh", "new", "agent"))
+        .await
+        .unwrap();
 
     let report = backend.prune().await.unwrap();
     assert_eq!(
@@ -119,6 +133,7 @@ async fn expired_rows_go_in_bounded_batches_and_a_leased_conversation_stays() {
     assert_eq!(report.event_logs, 1, "{report:?}");
     assert_eq!(report.task_records, 1, "{report:?}");
     assert_eq!(report.push_configs, 1, "{report:?}");
+    assert_eq!(report.execution_records, 2, "two turns: {report:?}");
 
     for n in 0..5 {
         assert_eq!(
@@ -141,6 +156,8 @@ async fn expired_rows_go_in_bounded_batches_and_a_leased_conversation_stays() {
     assert_eq!(stores.task_records.get("task-0").await.unwrap(), None);
     assert!(!stores.task_records.take_cancel("task-0").await.unwrap());
     assert!(stores.push_configs.list("task-0").await.unwrap().is_empty());
+    assert!(records.list_task("task-0").await.unwrap().is_empty());
+    assert!(records.get("fresh").await.unwrap().is_some());
     let counts: (i64, i64) = sqlx::query_as(
         "SELECT (SELECT count(*) FROM messages WHERE context_id = 'old'),
                 (SELECT count(*) FROM artifact_parts WHERE context_id = 'old')",

@@ -61,6 +61,9 @@ pub(crate) fn turn_shard(context_id: &str) -> u32 {
 /// | `P:{task:T}:events:scratch` | stream | a task's stream being rewritten (inside one script: never seen outside it) |
 /// | `P:{task:T}:record` | string | the A2A task record (JSON, its `version` included) |
 /// | `P:{task:T}:cancel` | string | the task's cancel flag (`1` while a cancel is requested) |
+/// | `P:{task:T}:execution:N` | string | the execution record of turn N of the task (JSON), expiring with the record retention's age |
+/// | `P:{task:T}:executions` | sorted set | the task's turns that have an execution record, scored by turn number |
+/// | `P:{ctx:C}:executions` | sorted set | `<turn>:<task id>` of the context's execution records, scored by start time (ms) |
 /// | `P:{task:T}:push` | hash | the task's push notification configs: config id → config JSON |
 /// | `P:{owner:O}:agents` | sorted set | context ids, scored by `last_activity` (µs) |
 /// | `P:{owner:O}:tasks` | sorted set | task ids, scored by `updated_at` (µs) |
@@ -188,13 +191,19 @@ impl KeyLayout {
         self.task(task_id, "record")
     }
 
-    /// A task's execution record.
-    pub fn execution_record(&self, task_id: &str) -> String {
-        self.task(task_id, "execution")
+    /// The execution record of one turn of a task.
+    pub fn execution_record(&self, task_id: &str, turn: u64) -> String {
+        self.task(task_id, &format!("execution:{turn}"))
     }
 
-    /// The execution records of a context: a sorted set of task ids by
-    /// start time.
+    /// The turns of a task that have an execution record: a sorted set of
+    /// turn numbers.
+    pub fn task_executions(&self, task_id: &str) -> String {
+        self.task(task_id, "executions")
+    }
+
+    /// The execution records of a context: a sorted set of `<turn>:<task
+    /// id>` members by start time.
     pub fn context_executions(&self, context_id: &str) -> String {
         self.ctx(context_id, "executions")
     }

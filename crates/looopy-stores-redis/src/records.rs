@@ -1,4 +1,5 @@
-//! [`RedisRecordStore`]: a string per record, a sorted set per context.
+//! [`RedisRecordStore`]: a string per record (one per turn), a sorted set
+//! of turns per task and a sorted set of records per context.
 
 use async_trait::async_trait;
 use chrono::Utc;
@@ -9,11 +10,13 @@ use looopy_core::store::{RecordRetention, RecordStore};
 
 use crate::backend::{RedisBackend, Retry};
 
-/// Execution records in Redis: `T:{task:T}:execution` holds a record's
-/// JSON, expiring [`RecordRetention::max_age`] after the turn started;
-/// `C:{ctx:C}:executions` is a sorted set of the context's task ids by
-/// start time, trimmed to [`RecordRetention::max_per_context`] on each
-/// `put` (the records trimmed are deleted).
+/// Execution records in Redis: `T:{task:T}:execution:N` holds the JSON of
+/// turn N's record, expiring [`RecordRetention::max_age`] after the turn
+/// started; `T:{task:T}:executions` is a sorted set of the task's turns;
+/// `C:{ctx:C}:executions` is a sorted set of the context's records
+/// (`<turn>:<task id>`) by start time, trimmed to
+/// [`RecordRetention::max_per_context`] on each `put` (the records trimmed
+/// are deleted).
 #[derive(Debug, Clone)]
 pub struct RedisRecordStore {
     backend: RedisBackend,
@@ -31,8 +34,23 @@ impl RedisRecordStore {
         RedisRecordStore { backend, retention }
     }
 
-    fn key(&self, task_id: &str) -> String {
-        self.backend.keys().execution_record(task_id)
+    fn key(&self, task_id: &str, turn: u64) -> String {
+        self.backend.keys().execution_record(task_id, turn)
+    }
+
+    /// Forgets one turn's record and its entry in the task's turns (not in
+    /// the context's index).
+    async fn forget(&self, task_id: &str, turn: u64) -> Result<bool, StoreError> {
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("DEL")
+            .arg(self.key(task_id, turn))
+            .cmd("ZREM")
+            .arg(self.backend.keys().task_executions(task_id))
+            .arg(turn)
+            .ignore();
+        let (removed,): (i64,) = self.backend.pipe(&pipe, Retry::Safe).await?;
+        Ok(removed > 0)
     }
 
     /// Milliseconds left to live for a record that started at `started_ms`,
@@ -49,29 +67,54 @@ fn decode(json: &str) -> Result<ExecutionRecord, StoreError> {
     Ok(serde_json::from_str(json)?)
 }
 
+/// A record's member of its context's index: `<turn>:<task id>`.
+fn member(task_id: &str, turn: u64) -> String {
+    format!("{turn}:{task_id}")
+}
+
+/// The task and turn of a member of a context's index.
+fn parse_member(member: &str) -> Option<(&str, u64)> {
+    let (turn, task_id) = member.split_once(':')?;
+    Some((task_id, turn.parse().ok()?))
+}
+
 #[async_trait]
 impl RecordStore for RedisRecordStore {
     async fn put(&self, record: &ExecutionRecord) -> Result<(), StoreError> {
         let started = record.started_at.timestamp_millis();
-        let key = self.key(&record.task_id);
+        let turn = record.turn();
         let json = serde_json::to_string(record)?;
         let ttl = self.ttl_left(started);
         if ttl == Some(0) {
             return Ok(());
         }
-        let mut set = redis::cmd("SET");
-        set.arg(&key).arg(json);
+        let turns = self.backend.keys().task_executions(&record.task_id);
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        let set = pipe
+            .cmd("SET")
+            .arg(self.key(&record.task_id, turn))
+            .arg(json);
         if let Some(ttl) = ttl {
             set.arg("PX").arg(ttl);
         }
-        let () = self.backend.query(&set, Retry::Safe).await?;
+        set.ignore();
+        pipe.cmd("ZADD").arg(&turns).arg(turn).arg(turn).ignore();
+        if let Some(age) = self.retention.max_age {
+            // The task's turns outlive its newest record.
+            pipe.cmd("PEXPIRE")
+                .arg(&turns)
+                .arg(u64::try_from(age.as_millis()).unwrap_or(u64::MAX))
+                .ignore();
+        }
+        let () = self.backend.pipe(&pipe, Retry::Safe).await?;
         let index = self.backend.keys().context_executions(&record.context_id);
         let mut pipe = redis::pipe();
         pipe.atomic()
             .cmd("ZADD")
             .arg(&index)
             .arg(started)
-            .arg(&record.task_id)
+            .arg(member(&record.task_id, turn))
             .ignore();
         if let Some(age) = self.retention.max_age {
             let oldest =
@@ -94,12 +137,12 @@ impl RecordStore for RedisRecordStore {
                 .arg(0)
                 .arg(-(i64::try_from(max).unwrap_or(i64::MAX)) - 1);
             let dropped: Vec<String> = self.backend.query(&over, Retry::Safe).await?;
-            for task_id in dropped {
-                let mut del = redis::cmd("DEL");
-                del.arg(self.key(&task_id));
-                let _: i64 = self.backend.query(&del, Retry::Safe).await?;
+            for entry in dropped {
+                if let Some((task_id, turn)) = parse_member(&entry) {
+                    self.forget(task_id, turn).await?;
+                }
                 let mut zrem = redis::cmd("ZREM");
-                zrem.arg(&index).arg(&task_id);
+                zrem.arg(&index).arg(&entry);
                 let _: i64 = self.backend.query(&zrem, Retry::Safe).await?;
             }
         }
@@ -107,12 +150,36 @@ impl RecordStore for RedisRecordStore {
     }
 
     async fn get(&self, task_id: &str) -> Result<Option<ExecutionRecord>, StoreError> {
+        Ok(self.list_task(task_id).await?.pop())
+    }
+
+    async fn get_turn(
+        &self,
+        task_id: &str,
+        turn: u64,
+    ) -> Result<Option<ExecutionRecord>, StoreError> {
         let mut get = redis::cmd("GET");
-        get.arg(self.key(task_id));
+        get.arg(self.key(task_id, turn));
         let json: Option<String> = self.backend.query(&get, Retry::Safe).await?;
         let record = json.as_deref().map(decode).transpose()?;
         let now = Utc::now();
         Ok(record.filter(|r| !self.retention.expired(r.started_at, now)))
+    }
+
+    async fn list_task(&self, task_id: &str) -> Result<Vec<ExecutionRecord>, StoreError> {
+        let mut range = redis::cmd("ZRANGE");
+        range
+            .arg(self.backend.keys().task_executions(task_id))
+            .arg(0)
+            .arg(-1);
+        let turns: Vec<u64> = self.backend.query(&range, Retry::Safe).await?;
+        let mut out = Vec::with_capacity(turns.len());
+        for turn in turns {
+            if let Some(record) = self.get_turn(task_id, turn).await? {
+                out.push(record);
+            }
+        }
+        Ok(out)
     }
 
     async fn list(
@@ -128,10 +195,13 @@ impl RecordStore for RedisRecordStore {
             .arg(self.backend.keys().context_executions(context_id))
             .arg(0)
             .arg(-1);
-        let ids: Vec<String> = self.backend.query(&range, Retry::Safe).await?;
-        let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
-            if let Some(record) = self.get(&id).await? {
+        let entries: Vec<String> = self.backend.query(&range, Retry::Safe).await?;
+        let mut out = Vec::with_capacity(entries.len());
+        for entry in &entries {
+            let Some((task_id, turn)) = parse_member(entry) else {
+                continue;
+            };
+            if let Some(record) = self.get_turn(task_id, turn).await? {
                 out.push(record);
             }
         }
@@ -139,20 +209,27 @@ impl RecordStore for RedisRecordStore {
     }
 
     async fn delete(&self, task_id: &str) -> Result<bool, StoreError> {
-        let Some(record) = self.get(task_id).await? else {
-            let mut del = redis::cmd("DEL");
-            del.arg(self.key(task_id));
-            let removed: i64 = self.backend.query(&del, Retry::Safe).await?;
-            return Ok(removed > 0);
-        };
+        let mut range = redis::cmd("ZRANGE");
+        range
+            .arg(self.backend.keys().task_executions(task_id))
+            .arg(0)
+            .arg(-1);
+        let turns: Vec<u64> = self.backend.query(&range, Retry::Safe).await?;
+        let mut existed = false;
+        for turn in turns {
+            let record = self.get_turn(task_id, turn).await?;
+            existed |= self.forget(task_id, turn).await?;
+            if let Some(record) = record {
+                let mut zrem = redis::cmd("ZREM");
+                zrem.arg(self.backend.keys().context_executions(&record.context_id))
+                    .arg(member(task_id, turn));
+                let _: i64 = self.backend.query(&zrem, Retry::Safe).await?;
+            }
+        }
         let mut del = redis::cmd("DEL");
-        del.arg(self.key(task_id));
-        let removed: i64 = self.backend.query(&del, Retry::Safe).await?;
-        let mut zrem = redis::cmd("ZREM");
-        zrem.arg(self.backend.keys().context_executions(&record.context_id))
-            .arg(task_id);
-        let _: i64 = self.backend.query(&zrem, Retry::Safe).await?;
-        Ok(removed > 0)
+        del.arg(self.backend.keys().task_executions(task_id));
+        let _: i64 = self.backend.query(&del, Retry::Safe).await?;
+        Ok(existed)
     }
 
     fn retention(&self) -> RecordRetention {

@@ -25,6 +25,7 @@ use crate::error::{Db, Kind, OpenError, hint, kind};
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_initial.sql"),
     include_str!("../migrations/0002_checkpoints_on_history.sql"),
+    include_str!("../migrations/0003_execution_records.sql"),
 ];
 
 /// The schema version this build writes and reads.
@@ -104,7 +105,7 @@ pub struct Pruned {
     /// state).
     pub conversations: u64,
     /// Task rows past `ttl_secs`: events, records, cancel flags, push
-    /// configs.
+    /// configs, execution records (by their turn's start).
     pub task_rows: u64,
     /// Expired cache entries and free leases that ran out.
     pub expired: u64,
@@ -398,6 +399,7 @@ impl SqliteBackend {
                 "DELETE FROM task_records WHERE rowid IN (SELECT rowid FROM task_records WHERE touched_ms < ?1 LIMIT ?2)",
                 "DELETE FROM cancel_flags WHERE rowid IN (SELECT rowid FROM cancel_flags WHERE raised_ms < ?1 LIMIT ?2)",
                 "DELETE FROM push_configs WHERE (task_id, id) IN (SELECT task_id, id FROM push_configs WHERE touched_ms < ?1 LIMIT ?2)",
+                "DELETE FROM execution_records WHERE rowid IN (SELECT rowid FROM execution_records WHERE started_ms < ?1 LIMIT ?2)",
             ] {
                 pruned.task_rows += self.prune_loop(sql, cutoff, batch).await?;
             }

@@ -12,6 +12,7 @@ mod events;
 mod locks;
 mod messages;
 mod push_configs;
+mod records;
 mod task_records;
 mod turns;
 
@@ -31,6 +32,7 @@ pub use events::SqliteEventLog;
 pub use locks::SqliteTurnLock;
 pub use messages::SqliteMessageStore;
 pub use push_configs::SqlitePushConfigStore;
+pub use records::SqliteRecordStore;
 pub use task_records::SqliteTaskRecordStore;
 pub use turns::SqliteTurnStore;
 
@@ -66,8 +68,8 @@ pub fn stores(backend: SqliteBackend) -> Stores {
         events: Arc::new(SqliteEventLog::new(backend.clone())),
         locks,
         task_records: Arc::new(SqliteTaskRecordStore::new(backend.clone())),
-        push_configs: Arc::new(SqlitePushConfigStore::new(backend)),
-        records: None,
+        push_configs: Arc::new(SqlitePushConfigStore::new(backend.clone())),
+        records: Some(Arc::new(SqliteRecordStore::new(backend))),
         turns: Some(Arc::new(turns)),
     }
 }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use looopy_core::cache::CacheStore;
+use looopy_core::record::ExecutionRecord;
 use looopy_core::store::{CheckpointStore, TaskCheckpoint, TaskRecord};
 use looopy_core::{AgentEvent, EventPayload, Message, TaskState, TaskStatus};
 use looopy_stores_sqlite::{SqliteBackend, SqliteCacheStore, SqliteCheckpointStore, SqliteConfig};
@@ -27,6 +28,10 @@ async fn expired_rows_go_in_batches_and_the_rest_stays() {
     let backend = SqliteBackend::open(config).await.expect("open");
     let stores = looopy_stores_sqlite::stores(backend.clone());
     let checkpoints = SqliteCheckpointStore::new(backend.clone());
+    let records = stores
+        .records
+        .clone()
+        .expect("the SQLite stores keep records");
     for n in 0..5 {
         let ctx = format!("ended-{n}");
         stores
@@ -48,6 +53,8 @@ async fn expired_rows_go_in_batches_and_the_rest_stays() {
             .append(&format!("task-{n}"), Arc::new(event))
             .await
             .expect("event");
+        let turn = ExecutionRecord::new(format!("task-{n}"), &ctx, "agent");
+        records.put(&turn).await.expect("execution record");
         let record = TaskRecord::new(
             format!("task-{n}"),
             ctx,
@@ -94,8 +101,8 @@ async fn expired_rows_go_in_batches_and_the_rest_stays() {
     assert_eq!(later.conversations, 5, "{later:?}");
     assert_eq!(later.checkpoints, 0, "{later:?}");
     assert_eq!(
-        later.task_rows, 10,
-        "events and records of 5 tasks: {later:?}"
+        later.task_rows, 15,
+        "events, records and execution records of 5 tasks: {later:?}"
     );
     assert_eq!(later.expired, 1, "the cache entry: {later:?}");
     for n in 0..5 {
@@ -114,6 +121,13 @@ async fn expired_rows_go_in_batches_and_the_rest_stays() {
                 .await
                 .expect("get"),
             None
+        );
+        assert!(
+            records
+                .list_task(&format!("task-{n}"))
+                .await
+                .expect("list_task")
+                .is_empty()
         );
         assert!(
             stores

@@ -38,10 +38,15 @@ pub(crate) fn router(state: Arc<ServerState>) -> Router {
         }
     }
     router = router.nest(REST_PATH, rest::routes(&state));
-    router = router.route(
-        records::RECORD_ROUTE,
-        axum::routing::get_service(traced("http", &state, records::get_record)),
-    );
+    router = router
+        .route(
+            records::RECORD_ROUTE,
+            axum::routing::get_service(traced("http", &state, records::get_record)),
+        )
+        .route(
+            records::RECORDS_ROUTE,
+            axum::routing::get_service(traced("http", &state, records::get_records)),
+        );
     if state.web_ui {
         router = web::routes(router);
     }

@@ -53,6 +53,8 @@ mod spans;
 mod stores_bundle;
 #[path = "../support/mod.rs"]
 mod support;
+#[path = "../task_records.rs"]
+mod task_records;
 #[path = "../template.rs"]
 mod template;
 #[path = "../tokens.rs"]

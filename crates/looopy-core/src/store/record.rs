@@ -69,32 +69,57 @@ mod secs {
     }
 }
 
-/// The execution records of turns, keyed by task id (one turn per task).
+impl ExecutionRecord {
+    /// The turn a [`RecordStore`] keys this record by, beside its task:
+    /// its [`turn_number`](ExecutionRecord::turn_number), `0` when it has
+    /// none.
+    pub fn turn(&self) -> u64 {
+        self.turn_number.unwrap_or(0)
+    }
+}
+
+/// The execution records of turns, one per turn: keyed by task id and
+/// [`turn`](ExecutionRecord::turn) (an A2A task runs a turn for each
+/// message it is sent, for instance after `input-required`).
 ///
 /// Rules (checked by the conformance suite of `looopy-testkit`):
-/// - [`put`](RecordStore::put) creates or replaces the record of its task,
-///   atomically, and every field comes back equal from
-///   [`get`](RecordStore::get);
-/// - [`list`](RecordStore::list) returns a conversation's records, the most
-///   recently started first (ties by task id), at most `limit`;
+/// - [`put`](RecordStore::put) creates or replaces the record of its task
+///   and turn, atomically, leaving the task's other turns alone, and every
+///   field comes back equal from [`get_turn`](RecordStore::get_turn);
+/// - [`get`](RecordStore::get) returns the task's latest turn (the highest
+///   turn number), [`list_task`](RecordStore::list_task) every turn of the
+///   task, oldest (lowest turn number) first;
+/// - [`list`](RecordStore::list) returns a conversation's records (one per
+///   turn), the most recently started first (ties by task id), at most
+///   `limit`;
 /// - retention: a record older than the store's
 ///   [`RecordRetention::max_age`] is never returned, and a `put` that takes a
-///   conversation past [`RecordRetention::max_per_context`] forgets its
-///   oldest records;
-/// - deleting a missing record succeeds.
+///   conversation past [`RecordRetention::max_per_context`] records (turns)
+///   forgets its oldest records;
+/// - [`delete`](RecordStore::delete) forgets every turn of the task;
+///   deleting a missing record succeeds.
 #[async_trait]
 pub trait RecordStore: Send + Sync {
-    /// Stores `record`, replacing the one of its task.
+    /// Stores `record`, replacing the one of its task and turn.
     async fn put(&self, record: &ExecutionRecord) -> Result<(), StoreError>;
-    /// The record of a task.
+    /// The record of a task's latest turn.
     async fn get(&self, task_id: &str) -> Result<Option<ExecutionRecord>, StoreError>;
+    /// The record of one turn of a task.
+    async fn get_turn(
+        &self,
+        task_id: &str,
+        turn: u64,
+    ) -> Result<Option<ExecutionRecord>, StoreError>;
+    /// The records of every turn of a task, oldest first.
+    async fn list_task(&self, task_id: &str) -> Result<Vec<ExecutionRecord>, StoreError>;
     /// A conversation's records, most recently started first.
     async fn list(
         &self,
         context_id: &str,
         limit: usize,
     ) -> Result<Vec<ExecutionRecord>, StoreError>;
-    /// Forgets a record; `Ok(true)` when it existed.
+    /// Forgets the records of every turn of a task; `Ok(true)` when one
+    /// existed.
     async fn delete(&self, task_id: &str) -> Result<bool, StoreError>;
     /// The retention the store applies.
     fn retention(&self) -> RecordRetention;

@@ -58,7 +58,9 @@
 //!   [`Recorder`](looopy_core::record::Recorder) writes for a tool-using
 //!   turn with a retried model call, a failed tool call and a compaction,
 //!   and for a turn recovered after its process died, come back with their
-//!   steps in order and their durations; retention caps and ages records.
+//!   steps in order and their durations; a task's turns keep a record each
+//!   (`get` the latest, `list_task` oldest first, `delete` all of them);
+//!   retention caps (per turn) and ages records.
 //!
 //! - [`BlobStore`](looopy_core::BlobStore) ([`blob_store`], run by each
 //!   blob backend with a [`BlobBackdoor`] that damages stored content):

@@ -50,8 +50,10 @@ fn kinds(record: &ExecutionRecord) -> Vec<&'static str> {
         .collect()
 }
 
-/// Checks a [`RecordStore`]: a record round-trips whole, `put` replaces,
-/// `list` is newest first within one context and honours its limit,
+/// Checks a [`RecordStore`]: a record round-trips whole, `put` replaces
+/// the record of its task and turn only (a two-turn task keeps both, `get`
+/// returns the latest, `list_task` both oldest first, `delete` forgets
+/// both), `list` is newest first within one context and honours its limit,
 /// deletes say whether the record existed, the retention's count cap
 /// forgets the oldest records, and the records a [`Recorder`] writes for a
 /// tool-using turn (with a retried model call, a failed tool call and a
@@ -288,15 +290,79 @@ pub async fn record_store(store: Arc<dyn RecordStore>, ids: &UniqueIds) {
     assert_eq!(ok(s.get(&later.task_id).await, "get after delete"), None);
     assert_eq!(ok(s.list(&ctx, 10).await, "list after delete").len(), 2);
 
+    // Two turns of one task (a second message after input-required): each
+    // keeps its record, written in either order.
+    let two = ids.next("task");
+    let mut asked_turn = ExecutionRecord::new(&two, &ctx, "agent");
+    asked_turn.turn_number = Some(3);
+    asked_turn.started_at = stored.started_at + TimeDelta::seconds(20);
+    asked_turn.outcome = Some(RecordOutcome {
+        state: TaskState::InputRequired,
+        end: "input-required".into(),
+    });
+    let mut answered_turn = ExecutionRecord::new(&two, &ctx, "agent");
+    answered_turn.turn_number = Some(4);
+    answered_turn.started_at = stored.started_at + TimeDelta::seconds(30);
+    ok(s.put(&answered_turn).await, "put of a task's second turn");
+    ok(s.put(&asked_turn).await, "put of a task's first turn");
+    asked_turn.ended_at = Some(asked_turn.started_at + TimeDelta::seconds(1));
+    ok(s.put(&asked_turn).await, "put (replace of one turn)");
+    assert_eq!(
+        ok(s.get(&two).await, "get of a two-turn task"),
+        Some(answered_turn.clone()),
+        "conformance: get must return the task's latest turn"
+    );
+    assert_eq!(
+        ok(s.get_turn(&two, 3).await, "get_turn"),
+        Some(asked_turn.clone()),
+        "conformance: a later turn's put must leave the earlier turn's record, and a put replaces its own turn only"
+    );
+    assert_eq!(
+        ok(s.get_turn(&two, 5).await, "get_turn of a missing turn"),
+        None
+    );
+    assert_eq!(
+        ok(s.list_task(&two).await, "list_task"),
+        [asked_turn.clone(), answered_turn.clone()],
+        "conformance: list_task must return every turn, oldest first"
+    );
+    assert!(
+        ok(
+            s.list_task(&ids.next("task")).await,
+            "list_task of a missing task"
+        )
+        .is_empty()
+    );
+    let listed = ok(s.list(&ctx, 10).await, "list with a two-turn task");
+    assert_eq!(
+        listed.iter().filter(|r| r.task_id == two).count(),
+        2,
+        "conformance: list must hold a record per turn"
+    );
+    assert!(ok(s.delete(&two).await, "delete of a two-turn task"));
+    assert!(
+        ok(s.list_task(&two).await, "list_task after delete").is_empty(),
+        "conformance: delete must forget every turn of the task"
+    );
+    assert_eq!(ok(s.get_turn(&two, 3).await, "get_turn after delete"), None);
+    assert_eq!(ok(s.get(&two).await, "get after delete"), None);
+    assert_eq!(ok(s.list(&ctx, 10).await, "list after delete").len(), 2);
+
     // Retention: the count cap forgets the oldest records.
     if let Some(max) = s.retention().max_per_context
         && max <= 300
     {
         let capped = ids.next("ctx");
         let base = Utc::now();
+        // Two turns per task: the cap counts records (turns).
         let mut first_id = String::new();
+        let mut task_id = String::new();
         for i in 0..=max {
-            let mut r = ExecutionRecord::new(ids.next("task"), &capped, "agent");
+            if i % 2 == 0 {
+                task_id = ids.next("task");
+            }
+            let mut r = ExecutionRecord::new(&task_id, &capped, "agent");
+            r.turn_number = Some(u64::try_from(i % 2).unwrap_or(0) + 1);
             r.started_at = base + TimeDelta::milliseconds(i64::try_from(i).unwrap_or(0));
             if i == 0 {
                 first_id.clone_from(&r.task_id);
@@ -304,10 +370,19 @@ pub async fn record_store(store: Arc<dyn RecordStore>, ids: &UniqueIds) {
             ok(s.put(&r).await, "put (retention)");
         }
         assert_eq!(
-            ok(s.get(&first_id).await, "get of a record past the cap"),
+            ok(
+                s.get_turn(&first_id, 1).await,
+                "get of a record past the cap"
+            ),
             None,
             "conformance: a put past max_per_context must forget the oldest record"
         );
+        if max > 1 {
+            assert!(
+                ok(s.get_turn(&first_id, 2).await, "get of a kept turn").is_some(),
+                "conformance: the count cap forgets the oldest turn, not its task's later ones"
+            );
+        }
         assert_eq!(ok(s.list(&capped, max + 10).await, "list").len(), max);
     }
     // Retention: a record older than max_age is not returned.
