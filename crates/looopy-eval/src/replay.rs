@@ -12,17 +12,38 @@
 //! reported as added. The replay runs in a throwaway conversation in memory:
 //! nothing is written into the stores of the builder it is given.
 //!
-//! ```no_run
-//! # async fn example(
-//! #     record: looopy_core::record::ExecutionRecord,
-//! #     template: impl Fn() -> looopy_agent::AgentBuilder,
-//! # ) -> Result<(), Box<dyn std::error::Error>> {
-//! use looopy_eval::replay::{ReplayOptions, replay};
+//! A regression test: a turn as it ran, recorded, replayed with a new
+//! system prompt (the model is scripted here; in a real test it is the
+//! model under test).
 //!
-//! // `record` was kept from a turn that answered well; `template()` builds
-//! // the agent with the new prompt.
-//! let report = replay(&record, template(), &ReplayOptions::default()).await?;
+//! ```
+//! use looopy_agent::{Agent, AgentTemplate, TurnOptions};
+//! use looopy_core::{LlmResponse, Message};
+//! use looopy_eval::replay::{ReplayOptions, replay};
+//! use looopy_testkit::ScriptedLlm;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let answer = || ScriptedLlm::new().respond(LlmResponse::text("We open at 9."));
+//! let stores = looopy_stores_memory::stores();
+//! let agent = Agent::builder("support-1")
+//!     .llm(answer())
+//!     .stores(&stores)
+//!     .system_prompt("You answer questions about the shop.")
+//!     .build()?;
+//! let turn = agent
+//!     .execute_turn_with(Some(Message::user("When do you open?")), TurnOptions::default())
+//!     .await?;
+//! let task_id = turn.task_id().to_owned();
+//! turn.finish().await;
+//! let record = agent.record(&task_id).await?.expect("the turn was recorded");
+//!
+//! let candidate = AgentTemplate::builder()
+//!     .llm(answer())
+//!     .system_prompt("You answer questions about the shop, briefly.");
+//! let report = replay(&record, candidate, &ReplayOptions::default()).await?;
 //! assert!(report.is_same(), "{}", report.diff());
+//! assert_eq!(report.replayed_answer.as_deref(), Some("We open at 9."));
 //! # Ok(())
 //! # }
 //! ```
