@@ -6,38 +6,35 @@
 //! reported), and with `--live-tools` (the tool runs again).
 #![allow(clippy::unwrap_used)]
 
-use crate::approval::Setup;
+use crate::approval::{self, Setup};
 use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use looopy_testkit::FixtureReply;
-use looopy_testkit::openai_fixture::openai;
-use serde_json::{Value, json};
+use serde_json::Value;
 use support::{BIN, serve_running};
 
-/// Calls `quick_note` on the user's job; with its result in, answers
-/// `<word>: <result>`.
-fn answering(word: &str, body: &Value) -> FixtureReply {
-    let (job, results) = support::last_user_turn(body);
-    if results.is_empty() {
-        let args = json!({ "job": job }).to_string();
-        return FixtureReply::json(openai::tool_calls_completion(&[(
-            &format!("call-{job}"),
-            "quick_note",
-            &args,
-        )]));
-    }
-    FixtureReply::Text(format!("{word}: {}", results.join(" | ")))
-}
-
-fn model(body: &Value) -> FixtureReply {
-    answering("final", body)
-}
-
+/// [`approval::model`], its answer worded `done: <result>` instead of
+/// `final: <result>`.
 fn changed_model(body: &Value) -> FixtureReply {
-    answering("done", body)
+    match approval::model(body) {
+        FixtureReply::Text(text) => FixtureReply::Text(text.replacen("final:", "done:", 1)),
+        call => call,
+    }
+}
+
+/// The stdout of `out`, which exited with `code`.
+fn exited(out: &Output, code: i32) -> String {
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{stdout}{}",
+        text(&out.stderr)
+    );
+    stdout
 }
 
 /// `looopy replay` with these arguments, its LLM variables removed.
@@ -76,7 +73,7 @@ async fn a_recorded_tool_turn_replays_the_same_with_its_model_and_shows_a_change
         "[store]\nbackend = \"redis\"\nurl = \"{}\"\nkey_prefix = \"{prefix}\"\n",
         redis.url()
     );
-    let Some(setup) = Setup::with(&store, "", "", model).await else {
+    let Some(setup) = Setup::with(&store, "", "", approval::model).await else {
         return;
     };
     let quick_runs = || {
@@ -97,13 +94,7 @@ async fn a_recorded_tool_turn_replays_the_same_with_its_model_and_shows_a_change
     // From the configured store, with the same model: nothing differs and
     // the tool's result comes from the record.
     let same = replay(vec![task_id.clone(), "--config".into(), config.clone()]).await;
-    let stdout = text(&same.stdout);
-    assert_eq!(
-        same.status.code(),
-        Some(0),
-        "{stdout}{}",
-        text(&same.stderr)
-    );
+    let stdout = exited(&same, 0);
     assert!(
         stdout.contains("= model step 1: calls quick_note({\"job\":\"backup\"})"),
         "{stdout}"
@@ -160,13 +151,7 @@ async fn a_recorded_tool_turn_replays_the_same_with_its_model_and_shows_a_change
         path(&record_file),
     ])
     .await;
-    let stdout = text(&changed.stdout);
-    assert_eq!(
-        changed.status.code(),
-        Some(1),
-        "{stdout}{}",
-        text(&changed.stderr)
-    );
+    let stdout = exited(&changed, 1);
     assert!(
         stdout.contains("= model step 1: calls quick_note"),
         "{stdout}"
@@ -201,8 +186,7 @@ async fn a_recorded_tool_turn_replays_the_same_with_its_model_and_shows_a_change
         "--json".into(),
     ])
     .await;
-    assert_eq!(json_out.status.code(), Some(1));
-    let report: Value = serde_json::from_slice(&json_out.stdout).unwrap();
+    let report: Value = serde_json::from_str(&exited(&json_out, 1)).unwrap();
     assert_eq!(report["taskId"], task_id.as_str());
     assert_eq!(report["firstDifference"], 1);
     assert_eq!(report["toolCalls"][0]["name"], "quick_note");
@@ -219,19 +203,13 @@ async fn a_recorded_tool_turn_replays_the_same_with_its_model_and_shows_a_change
         "--live-tools".into(),
     ])
     .await;
-    let stdout = text(&live.stdout);
-    assert_eq!(
-        live.status.code(),
-        Some(0),
-        "{stdout}{}",
-        text(&live.stderr)
-    );
+    let stdout = exited(&live, 0);
     assert!(stdout.contains("(live tools)"), "{stdout}");
     assert_eq!(quick_runs(), 2, "the tool ran: {:?}", setup.journal());
 
     // A task the store has no record of: an error, exit status 2.
     let missing = replay(vec!["no-such-task".into(), "--config".into(), config]).await;
-    assert_eq!(missing.status.code(), Some(2));
+    exited(&missing, 2);
     assert!(
         text(&missing.stderr).contains("no record of task no-such-task"),
         "{}",
@@ -247,7 +225,7 @@ async fn a_recorded_tool_turn_replays_the_same_with_its_model_and_shows_a_change
         path(&wrong),
     ])
     .await;
-    assert_eq!(bad.status.code(), Some(2));
+    exited(&bad, 2);
     assert!(
         text(&bad.stderr).contains("is not an execution record"),
         "{}",

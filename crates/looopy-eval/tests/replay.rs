@@ -11,7 +11,7 @@ use looopy_agent::{Agent, AgentBuilder, TurnOptions};
 use looopy_core::record::{ExecutionRecord, Payload};
 use looopy_core::store::Stores;
 use looopy_core::{LlmResponse, Message, Role, TaskState, ToolCall, TurnContext};
-use looopy_eval::replay::{ReplayError, ReplayOptions, ResultSource, replay};
+use looopy_eval::replay::{ReplayError, ReplayOptions, ReplayReport, ResultSource, replay};
 use looopy_testkit::ScriptedLlm;
 use looopy_tools::{LocalTools, ToolFnError};
 use serde_json::json;
@@ -100,29 +100,80 @@ fn replay_model(city: &str, answer: &str) -> ScriptedLlm {
         .respond(LlmResponse::text(answer))
 }
 
+/// A recorded turn, in the stores of its conversation.
+struct Recorded {
+    stores: Stores,
+    runs: Arc<AtomicUsize>,
+    record: ExecutionRecord,
+}
+
+impl Recorded {
+    async fn new() -> Self {
+        let stores = looopy_stores_memory::stores();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let record = recorded(&stores, &runs).await;
+        Recorded {
+            stores,
+            runs,
+            record,
+        }
+    }
+
+    /// Replays the turn with a model calling the tool on `city` and
+    /// answering `answer`, under a new system prompt (the builder is given
+    /// the recorded conversation's stores).
+    async fn replay(
+        &self,
+        city: &str,
+        answer: &str,
+        live_tools: bool,
+    ) -> (ScriptedLlm, ReplayReport) {
+        let llm = replay_model(city, answer);
+        let options = ReplayOptions {
+            live_tools,
+            ..ReplayOptions::default()
+        };
+        let report = replay(
+            &self.record,
+            builder(&llm, &self.runs, &self.stores, "You are v2."),
+            &options,
+        )
+        .await
+        .unwrap();
+        (llm, report)
+    }
+
+    fn runs(&self) -> usize {
+        self.runs.load(Ordering::SeqCst)
+    }
+}
+
+/// The text of the tool result the model was sent in its request `n`.
+fn tool_result_sent(llm: &ScriptedLlm, n: usize) -> String {
+    llm.requests()[n]
+        .messages
+        .iter()
+        .find(|m| m.role == Role::Tool)
+        .unwrap()
+        .text()
+}
+
 #[tokio::test]
 async fn the_same_model_replays_the_turn_from_the_record_without_running_the_tool() {
-    let stores = looopy_stores_memory::stores();
-    let runs = Arc::new(AtomicUsize::new(0));
-    let record = recorded(&stores, &runs).await;
-    assert_eq!(runs.load(Ordering::SeqCst), 1);
-    let kept = stores.messages.count("ctx-recorded").await.unwrap();
+    let turn = Recorded::new().await;
+    assert_eq!(turn.runs(), 1);
+    let kept = turn.stores.messages.count("ctx-recorded").await.unwrap();
 
-    let llm = replay_model("Paris", "It is 18 degrees in Paris.");
-    let report = replay(
-        &record,
-        builder(&llm, &runs, &stores, "You are v2."),
-        &ReplayOptions::default(),
-    )
-    .await
-    .unwrap();
+    let (llm, report) = turn
+        .replay("Paris", "It is 18 degrees in Paris.", false)
+        .await;
     assert!(report.is_same(), "{}", report.diff());
     assert!(report.diff().contains("no difference"), "{}", report.diff());
     assert_eq!(report.model_steps.len(), 2);
     assert_eq!(report.input, "Weather in Paris?");
     assert_eq!(report.tool_calls.len(), 1);
     assert_eq!(report.tool_calls[0].source, ResultSource::Record);
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "the tool did not run");
+    assert_eq!(turn.runs(), 1, "the tool did not run");
     assert_eq!(
         report.replayed_answer.as_deref(),
         Some("It is 18 degrees in Paris.")
@@ -134,33 +185,21 @@ async fn the_same_model_replays_the_turn_from_the_record_without_running_the_too
     assert_eq!(requests[0].system_prompt.as_deref(), Some("You are v2."));
     let texts: Vec<String> = requests[0].messages.iter().map(|m| m.text()).collect();
     assert_eq!(texts, ["I am Ada", "Hello, Ada.", "Weather in Paris?"]);
-    let tool_message = requests[1]
-        .messages
-        .iter()
-        .find(|m| m.role == Role::Tool)
-        .unwrap();
-    assert_eq!(tool_message.text(), "18 degrees in Paris");
+    assert_eq!(tool_result_sent(&llm, 1), "18 degrees in Paris");
 
     // Nothing of the replay reached the recorded conversation's stores.
-    assert_eq!(stores.messages.count("ctx-recorded").await.unwrap(), kept);
-    let records = stores.records.as_ref().unwrap();
+    assert_eq!(
+        turn.stores.messages.count("ctx-recorded").await.unwrap(),
+        kept
+    );
+    let records = turn.stores.records.as_ref().unwrap();
     assert!(records.get(&report.replay_task_id).await.unwrap().is_none());
 }
 
 #[tokio::test]
 async fn a_model_answering_differently_at_one_step_is_reported_at_that_step() {
-    let stores = looopy_stores_memory::stores();
-    let runs = Arc::new(AtomicUsize::new(0));
-    let record = recorded(&stores, &runs).await;
-
-    let llm = replay_model("Paris", "Paris: 18 degrees.");
-    let report = replay(
-        &record,
-        builder(&llm, &runs, &stores, "You are v2."),
-        &ReplayOptions::default(),
-    )
-    .await
-    .unwrap();
+    let turn = Recorded::new().await;
+    let (_, report) = turn.replay("Paris", "Paris: 18 degrees.", false).await;
     assert!(!report.is_same());
     assert_eq!(report.first_difference, Some(1));
     let step = report.first_different_step().unwrap();
@@ -184,18 +223,10 @@ async fn a_model_answering_differently_at_one_step_is_reported_at_that_step() {
 
 #[tokio::test]
 async fn a_call_the_record_does_not_have_gets_a_failure_saying_so() {
-    let stores = looopy_stores_memory::stores();
-    let runs = Arc::new(AtomicUsize::new(0));
-    let record = recorded(&stores, &runs).await;
-
-    let llm = replay_model("Lyon", "I could not find the weather.");
-    let report = replay(
-        &record,
-        builder(&llm, &runs, &stores, "You are v2."),
-        &ReplayOptions::default(),
-    )
-    .await
-    .unwrap();
+    let turn = Recorded::new().await;
+    let (llm, report) = turn
+        .replay("Lyon", "I could not find the weather.", false)
+        .await;
     assert_eq!(report.first_difference, Some(0));
     assert_eq!(report.tool_calls[0].source, ResultSource::NotInRecord);
     let lyon = Payload::Inline {
@@ -208,19 +239,11 @@ async fn a_call_the_record_does_not_have_gets_a_failure_saying_so() {
     assert_eq!(report.added_calls[0].arguments, lyon);
     assert_eq!(report.missing_calls.len(), 1);
     assert_eq!(report.missing_calls[0].arguments, paris);
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "the tool did not run");
-    let requests = llm.requests();
-    let tool_message = requests[1]
-        .messages
-        .iter()
-        .find(|m| m.role == Role::Tool)
-        .unwrap();
+    assert_eq!(turn.runs(), 1, "the tool did not run");
+    let sent = tool_result_sent(&llm, 1);
     assert!(
-        tool_message
-            .text()
-            .contains("the record has no call of 'weather'"),
-        "{}",
-        tool_message.text()
+        sent.contains("the record has no call of 'weather'"),
+        "{sent}"
     );
     let diff = report.diff();
     assert!(
@@ -235,25 +258,14 @@ async fn a_call_the_record_does_not_have_gets_a_failure_saying_so() {
 
 #[tokio::test]
 async fn live_tools_run_the_tool() {
-    let stores = looopy_stores_memory::stores();
-    let runs = Arc::new(AtomicUsize::new(0));
-    let record = recorded(&stores, &runs).await;
-
-    let llm = replay_model("Paris", "It is 18 degrees in Paris.");
-    let options = ReplayOptions {
-        live_tools: true,
-        ..ReplayOptions::default()
-    };
-    let report = replay(
-        &record,
-        builder(&llm, &runs, &stores, "You are v2."),
-        &options,
-    )
-    .await
-    .unwrap();
+    let turn = Recorded::new().await;
+    let (llm, report) = turn
+        .replay("Paris", "It is 18 degrees in Paris.", true)
+        .await;
     assert!(report.is_same(), "{}", report.diff());
     assert_eq!(report.tool_calls[0].source, ResultSource::Live);
-    assert_eq!(runs.load(Ordering::SeqCst), 2, "the tool ran again");
+    assert_eq!(turn.runs(), 2, "the tool ran again");
+    assert_eq!(tool_result_sent(&llm, 1), "18 degrees in Paris");
 }
 
 #[tokio::test]
