@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use async_trait::async_trait;
 use looopy::registry::{ModelOptions, build_model};
 use looopy_a2a::{A2aClient, EXTENSIONS_HEADER, RemoteAgentTools, TOOL_PROGRESS_EXTENSION};
-use looopy_agent::{Agent, AgentError, AgentTemplate};
+use looopy_agent::{Agent, AgentBuilder, AgentError, AgentTemplate};
 use looopy_core::models::{ModelLimits, ModelRef, ProviderKind};
 use looopy_core::{LlmError, LlmProvider, LlmRequest, LlmResponse, ToolProvider, TurnContext};
 use looopy_llm_litellm::{LiteLlmConfig, LiteLlmProvider};
@@ -348,6 +348,13 @@ impl App {
     /// conversation's Agent from it. Build it after the last change to
     /// [`tools`](Self::tools).
     pub fn agent_template(&self) -> Result<AgentTemplate, AgentError> {
+        self.agent_builder().template()
+    }
+
+    /// The configured Agent, not built yet: what
+    /// [`agent_template`](Self::agent_template) builds, for a caller that
+    /// adds to it (`looopy replay` puts the replay's hook on its loop).
+    pub fn agent_builder(&self) -> AgentBuilder {
         let retry = self.retry.clone();
         let timeouts = self.tool_timeouts();
         let fallback = FallbackLayer::new(self.fallbacks.iter().cloned()).with_retry(retry.clone());
@@ -392,7 +399,7 @@ impl App {
         for tool in &self.tools {
             builder = builder.tools(tool.clone());
         }
-        builder.template()
+        builder
     }
 }
 

@@ -16,6 +16,7 @@ pub mod prompts;
 pub mod push;
 pub mod record;
 pub mod render;
+pub mod replay;
 pub mod run;
 pub mod serve;
 pub mod telemetry;

@@ -136,6 +136,39 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run a recorded turn again with the agent the configuration builds
+    /// now (its model, prompt and tools) and show what changed: the model
+    /// answers step by step, tool calls added or missing, the final
+    /// answers. Exit status 0 when it did the same, 1 when it differs, 2
+    /// when it could not replay.
+    Replay {
+        /// The task of the recorded turn.
+        task_id: String,
+        /// Configuration file: the agent replayed, and (without `--record`
+        /// or `--url`) the store the record is read from, the one `serve`
+        /// uses.
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// The model, as `provider:model`, over `[llm] model`.
+        #[arg(long)]
+        model: Option<String>,
+        /// Read the record from this file (what `looopy record --json`
+        /// prints) instead of the store.
+        #[arg(long, value_name = "FILE", conflicts_with = "url")]
+        record: Option<PathBuf>,
+        /// Read the record from this server, as `looopy record` does.
+        #[arg(long)]
+        url: Option<String>,
+        /// Bearer token for `--url` (or LOOOPY_TOKEN).
+        #[arg(long, env = "LOOOPY_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// Run the tools instead of answering them from the record.
+        #[arg(long)]
+        live_tools: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `looopy serve --store`.
@@ -227,6 +260,31 @@ async fn execute(command: Command) -> Result<()> {
             }
             Ok(())
         }
+        Command::Replay {
+            task_id,
+            config,
+            model,
+            record,
+            url,
+            token,
+            live_tools,
+            json,
+        } => {
+            let config = load(config.as_ref(), model.as_deref())?;
+            let source = match (record, url) {
+                (Some(file), _) => looopy_cli::replay::RecordSource::File(file),
+                (None, Some(url)) => looopy_cli::replay::RecordSource::Server { url, token },
+                (None, None) => looopy_cli::replay::RecordSource::Store(
+                    served(config.clone(), None).store().into_owned(),
+                ),
+            };
+            let recorded = looopy_cli::replay::load_record(&source, &task_id).await?;
+            let mut config = config;
+            // The replay's conversation is thrown away.
+            config.store = Some(StoreConfig::Memory(Default::default()));
+            let app = App::build(config, &env).await?;
+            looopy_cli::replay::run(&app, &recorded, live_tools, json).await
+        }
         Command::Run {
             config,
             model,
@@ -279,6 +337,8 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // `replay` tells a difference (1) from a failure (2).
+    let replay = matches!(cli.command, Command::Replay { .. });
     let result = execute(cli.command).await;
     let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
     match result {
@@ -286,7 +346,10 @@ async fn main() -> ExitCode {
         Err(e) => {
             // One line: the error and its causes, no backtrace.
             eprintln!("looopy: {e:#}");
-            ExitCode::FAILURE
+            match (replay, e.is::<looopy_cli::replay::Differs>()) {
+                (true, true) | (false, _) => ExitCode::FAILURE,
+                (true, false) => ExitCode::from(2),
+            }
         }
     }
 }

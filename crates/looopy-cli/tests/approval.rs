@@ -21,7 +21,7 @@ use support::{Journal, serve_running, write_config};
 
 /// The model: asks for `quick_note` on the user's job; once the call's
 /// result is in, answers `final: <result>`.
-fn model(body: &Value) -> FixtureReply {
+pub(crate) fn model(body: &Value) -> FixtureReply {
     let (job, results) = support::last_user_turn(body);
     if results.is_empty() {
         let args = json!({ "job": job }).to_string();

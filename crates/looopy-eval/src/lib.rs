@@ -6,7 +6,8 @@
 //! rubric for a judge model); an [`Evaluator`] that runs the cases against
 //! an Agent, several at once; and the [`RunReport`] it returns, shown as a
 //! terminal table, JUnit XML, JSON and a self-contained HTML page, and
-//! compared with an earlier run ([`compare`]).
+//! compared with an earlier run ([`compare`]). [`replay`] runs a recorded
+//! turn again with the current configuration and says what changed.
 //!
 //! ```no_run
 //! # async fn example(template: looopy_agent::AgentTemplate) -> Result<(), Box<dyn std::error::Error>> {
@@ -27,11 +28,13 @@
 
 pub mod dataset;
 mod html;
+pub mod replay;
 pub mod report;
 pub mod run;
 pub mod schema;
 
 pub use dataset::{Case, Dataset, DatasetError, Expect, ToolCallExpectation};
+pub use replay::{ReplayError, ReplayOptions, ReplayReport, replay};
 pub use report::{
     CaseResult, Check, CheckKind, Comparison, RecordRef, RunReport, ToolCallSeen, compare,
 };

@@ -47,6 +47,8 @@ mod python_sdk;
 mod records;
 #[path = "../recovery.rs"]
 mod recovery;
+#[path = "../replay.rs"]
+mod replay;
 #[path = "../retention.rs"]
 mod retention;
 #[path = "../serve_providers.rs"]
