@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 use looopy_core::approval::{ApprovalDecision, ApprovalRequest, Decision};
 use looopy_core::elicitation::{ElicitationAnswer, ElicitationAnswers};
+use looopy_core::record::{Decided, DecisionPoint, DecisionStep};
 use looopy_core::{
     History, Message, Part, ResultSource, Role, ToolCall, ToolFailure, ToolResult, ToolSignal,
 };
@@ -83,6 +84,21 @@ pub(crate) struct Input {
     pub(crate) messages: Vec<Message>,
     /// Calls a person approved: the loop runs them first.
     pub(crate) approved: Option<Box<ApprovedCalls>>,
+    /// What the person decided about the calls that waited for approval,
+    /// for the turn's record.
+    pub(crate) decided: Vec<DecisionStep>,
+}
+
+/// A person's decision about a waiting call, as the record keeps it.
+fn user_decision(call: &ToolCall, decision: Decided, reason: Option<String>) -> DecisionStep {
+    DecisionStep {
+        by: "user".to_owned(),
+        point: DecisionPoint::UserApproval,
+        call_id: Some(call.id.clone()),
+        tool: Some(call.name.clone()),
+        decision,
+        reason,
+    }
 }
 
 /// What the user's message says about the open calls.
@@ -257,6 +273,7 @@ pub(crate) fn prepare_input(history: &History, user: Option<Message>) -> Result<
         return Ok(Input {
             messages: user.into_iter().collect(),
             approved: None,
+            decided: Vec::new(),
         });
     }
     let asked = waiting_in(history, &open);
@@ -264,6 +281,7 @@ pub(crate) fn prepare_input(history: &History, user: Option<Message>) -> Result<
     let mut messages = Vec::with_capacity(open.len() + 1);
     let mut approved = Vec::new();
     let mut elicited = Vec::new();
+    let mut decided = Vec::new();
     for call in &open {
         if let Some(result) = answers.results.remove(&call.id) {
             messages.push(result);
@@ -276,10 +294,14 @@ pub(crate) fn prepare_input(history: &History, user: Option<Message>) -> Result<
             continue;
         }
         match answers.decisions.remove(&call.id) {
-            Some(Decision::Approve) => approved.push(call.clone()),
+            Some(Decision::Approve) => {
+                decided.push(user_decision(call, Decided::Approved, None));
+                approved.push(call.clone());
+            }
             Some(Decision::Edit { arguments }) => {
                 let mut edited = call.clone();
                 edited.arguments = Value::Object(arguments).to_string();
+                decided.push(user_decision(&edited, Decided::Edited, None));
                 approved.push(edited);
             }
             Some(Decision::Deny { reason }) => {
@@ -287,9 +309,12 @@ pub(crate) fn prepare_input(history: &History, user: Option<Message>) -> Result<
                     .filter(|r| !r.trim().is_empty())
                     .unwrap_or_else(|| "the user denied this call".to_owned());
                 messages.push(denied(call, &reason));
+                decided.push(user_decision(call, Decided::Denied, Some(reason)));
             }
             None if asked.iter().any(|r| r.tool_call_id == call.id) => {
-                messages.push(denied(call, "the user did not approve this call"));
+                let reason = "the user did not approve this call";
+                messages.push(denied(call, reason));
+                decided.push(user_decision(call, Decided::Denied, Some(reason.into())));
             }
             None => messages.push(synthetic(
                 call,
@@ -302,10 +327,12 @@ pub(crate) fn prepare_input(history: &History, user: Option<Message>) -> Result<
         return Ok(Input {
             messages,
             approved: None,
+            decided,
         });
     }
     Ok(Input {
         messages,
+        decided,
         approved: Some(Box::new(ApprovedCalls {
             calls: approved,
             then: answers.rest,

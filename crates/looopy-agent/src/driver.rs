@@ -81,6 +81,8 @@ pub(crate) struct Prepared {
     pub(crate) mark: Option<HistoryMark>,
     /// Calls a person approved, run before the first model call.
     pub(crate) approved: Option<Box<looopy_loop::ApprovedCalls>>,
+    /// What the person decided about the calls that waited, for the record.
+    pub(crate) decided: Vec<looopy_core::record::DecisionStep>,
 }
 
 /// How a turn starts.
@@ -135,6 +137,13 @@ pub(crate) fn drive(mut turn: TurnRun) -> impl Future<Output = ()> + Send {
         let cx = &turn.cx;
         if let Some(recorder) = &cx.recorder {
             recorder.begin().await;
+            if let Start::New(prepared) = &mut turn.start {
+                for decision in std::mem::take(&mut prepared.decided) {
+                    recorder
+                        .decision(Utc::now(), std::time::Duration::ZERO, decision)
+                        .await;
+                }
+            }
         }
         // Sent after the turn's first event (its task), which must come first.
         let mut warnings = Vec::new();

@@ -97,6 +97,7 @@ impl Agent {
             Some(client::Input {
                 messages: input,
                 approved,
+                decided,
             }) if begun.input_saved => {
                 let mut history = stored;
                 let stored_len = history.len() + input.len();
@@ -111,6 +112,7 @@ impl Agent {
                     input,
                     mark,
                     approved,
+                    decided,
                 })
             }
             _ => self.add_input(stored, mark, user).await,
@@ -151,6 +153,7 @@ impl Agent {
         let client::Input {
             messages: input,
             approved,
+            decided,
         } = client::prepare_input(&history, user)?;
         if history.is_empty() && input.is_empty() {
             return Err(AgentError::EmptyTurn);
@@ -178,6 +181,7 @@ impl Agent {
             input,
             mark,
             approved,
+            decided,
         })
     }
 }

@@ -1,6 +1,7 @@
 //! Execution records written by real turns: a tool-using turn with a
-//! retried model call and a failed tool call, a compaction, and a turn
-//! recovered after its process died, on the memory and the Redis stores.
+//! retried model call and a failed tool call, a compaction, hook and
+//! approval decisions, and a turn recovered after its process died from
+//! one of its checkpoints, on the memory and the Redis stores.
 #![allow(clippy::unwrap_used)]
 
 use crate::support;
@@ -11,12 +12,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use looopy_agent::{Agent, CompactionConfig, TurnOptions};
-use looopy_core::record::{ExecutionRecord, StepKind};
+use looopy_core::approval::{ApprovalDecision, Decision as ApprovalAnswer};
+use looopy_core::record::{CheckpointStep, Decided, DecisionPoint, ExecutionRecord, StepKind};
 use looopy_core::store::Stores;
 use looopy_core::{
     LlmError, LlmResponse, Message, TaskState, ToolCall, ToolDefinition, ToolError, ToolFailure,
     ToolProvider, ToolResult, TurnContext,
 };
+use looopy_loop::hooks::{Approval, BeforeTool, Hook, HookContext, HookError};
 use looopy_loop::layers::RetryPolicy;
 use looopy_testkit::ScriptedLlm;
 use looopy_tools::{LocalTools, NoArgs, ToolFnError};
@@ -35,8 +38,18 @@ fn kinds(record: &ExecutionRecord) -> Vec<&'static str> {
             StepKind::ToolCall(_) => "tool",
             StepKind::Compaction { .. } => "compaction",
             StepKind::Recovered { .. } => "recovered",
+            StepKind::Decision(_) => "decision",
+            StepKind::Checkpoint(_) => "checkpoint",
             _ => "other",
         })
+        .collect()
+}
+
+/// The steps as `kinds` names them, checkpoints left out.
+fn kinds_but_checkpoints(record: &ExecutionRecord) -> Vec<&'static str> {
+    kinds(record)
+        .into_iter()
+        .filter(|k| *k != "checkpoint")
         .collect()
 }
 
@@ -229,7 +242,9 @@ fn crash_agent(llm: &ScriptedLlm, stores: &Stores, tools: Arc<Tools>) -> Agent {
         .unwrap()
 }
 
-async fn recovered_turn_is_recorded(stores: Stores) {
+/// `in_memory`: the stores are this process's memory, whose checkpoints
+/// are recorded with the turn's next step (they could not outlive it).
+async fn recovered_turn_is_recorded(stores: Stores, in_memory: bool) {
     let tools = Arc::new(Tools::default());
     // A "process" of its own: a runtime shut down mid-tool, as by SIGKILL.
     let task_id = {
@@ -297,11 +312,61 @@ async fn recovered_turn_is_recorded(stores: Stores) {
         .unwrap();
     assert_eq!(summary.state, TaskState::Completed);
     let record = b.record(&task_id).await.unwrap().unwrap();
-    assert_eq!(kinds(&record), ["model", "tool", "recovered", "model"]);
-    assert!(matches!(
-        record.steps[2].kind,
-        StepKind::Recovered { previous_steps: 2 }
-    ));
+    assert_eq!(
+        kinds_but_checkpoints(&record),
+        ["model", "tool", "recovered", "model"]
+    );
+    let at = kinds(&record)
+        .iter()
+        .position(|k| *k == "recovered")
+        .unwrap();
+    let StepKind::Recovered {
+        previous_steps,
+        from: Some(from),
+    } = record.steps[at].kind
+    else {
+        panic!(
+            "the recovered step names its checkpoint: {:?}",
+            record.steps[at]
+        );
+    };
+    assert_eq!(previous_steps, at);
+    // It resumed from the checkpoint with the fast call's result: the
+    // user message and the calls, before any result message.
+    assert_eq!((from.iteration, from.messages), (1, 2));
+    let saves = |steps: &[looopy_core::record::RecordStep]| -> Vec<CheckpointStep> {
+        steps
+            .iter()
+            .filter_map(|s| match s.kind {
+                StepKind::Checkpoint(c) => Some(c),
+                _ => None,
+            })
+            .collect()
+    };
+    let before_resume = saves(&record.steps[..at]);
+    // The dead process's saves are on record: before the first model
+    // call (the user message), after it, and (in a store that outlives the process, where
+    // each save is written at once) the one the resume read.
+    assert!(before_resume.len() >= 2, "{before_resume:?}");
+    assert_eq!(
+        before_resume[0],
+        CheckpointStep {
+            iteration: 1,
+            messages: 1
+        },
+        "{before_resume:?}"
+    );
+    if !in_memory {
+        assert_eq!(before_resume.last(), Some(&from));
+    }
+    // The resumed turn saves its own, the last one at its end.
+    let after_resume = saves(&record.steps[at..]);
+    assert!(
+        after_resume
+            .last()
+            .is_some_and(|c| c.messages > from.messages),
+        "{after_resume:?}"
+    );
     assert_eq!(record.started_at, before.started_at);
     assert_eq!(record.outcome.unwrap().state, TaskState::Completed);
     assert_eq!(tools.fast.load(Ordering::SeqCst), 1);
@@ -309,11 +374,214 @@ async fn recovered_turn_is_recorded(stores: Stores) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recovered_turn_shows_where_it_resumed_in_memory() {
-    recovered_turn_is_recorded(looopy_stores_memory::stores()).await;
+    recovered_turn_is_recorded(looopy_stores_memory::stores(), true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recovered_turn_shows_where_it_resumed_in_redis() {
     let prefix = format!("rec-{}", uuid::Uuid::new_v4().simple());
-    recovered_turn_is_recorded(support::redis_stores(&prefix).await).await;
+    recovered_turn_is_recorded(support::redis_stores(&prefix).await, false).await;
+}
+
+/// `lookup`, `blocked` and `delete_file`: each answers with its call id
+/// and arguments.
+struct Guarded;
+
+#[async_trait]
+impl ToolProvider for Guarded {
+    async fn tools(&self, _: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
+        Ok(["lookup", "blocked", "delete_file"]
+            .into_iter()
+            .map(|n| ToolDefinition::without_parameters(n, n))
+            .collect())
+    }
+    async fn execute(&self, call: &ToolCall, _: &TurnContext) -> ToolResult {
+        ToolResult::text(&call.id, format!("{} ran with {}", call.id, call.arguments))
+    }
+}
+
+/// Denies `blocked`, rewrites the arguments of `lookup`.
+struct Guard;
+
+#[async_trait]
+impl Hook for Guard {
+    fn name(&self) -> &str {
+        "guard"
+    }
+    async fn approve_tool(&self, _: &HookContext, call: &ToolCall) -> Result<Approval, HookError> {
+        Ok(if call.name == "blocked" {
+            Approval::deny("blocked by policy")
+        } else {
+            Approval::Allow
+        })
+    }
+    async fn before_tool(
+        &self,
+        _: &HookContext,
+        call: &mut ToolCall,
+    ) -> Result<BeforeTool, HookError> {
+        if call.name == "lookup" {
+            call.arguments = r#"{"q":"rewritten"}"#.into();
+        }
+        Ok(BeforeTool::Continue)
+    }
+}
+
+/// Each step as `kind:who:what:call`, for the order of decisions among
+/// the calls.
+fn steps(record: &ExecutionRecord) -> Vec<String> {
+    record
+        .steps
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StepKind::ModelCall(_) => Some("model".to_owned()),
+            StepKind::ToolCall(c) => Some(format!("tool:{}", c.call_id)),
+            StepKind::Decision(d) => Some(name_of(d)),
+            _ => None,
+        })
+        .collect()
+}
+
+async fn decisions_are_recorded(stores: &Stores, ctx: &str) {
+    let one =
+        |id: &str, name: &str| LlmResponse::tool_calls("", vec![ToolCall::new(id, name, "{}")]);
+    let llm = ScriptedLlm::new()
+        .respond(one("l1", "lookup"))
+        .respond(one("x1", "blocked"))
+        .respond(one("d1", "delete_file"))
+        .respond(one("d2", "delete_file"))
+        .respond(LlmResponse::text("done"));
+    let agent = recording(ctx, &llm, stores)
+        .tools(Guarded)
+        .require_approval(["delete_file"])
+        .configure_loop(|b| b.hook(Guard))
+        .build()
+        .unwrap();
+
+    let (_, first) = turn(&agent, "tidy up").await;
+    assert_eq!(first.state, TaskState::InputRequired);
+    let record = agent.record(&first.task_id).await.unwrap().unwrap();
+    assert_eq!(
+        steps(&record),
+        [
+            "model",
+            "require-approval:allowed:l1",
+            "guard:allowed:l1",
+            "guard:modified:l1",
+            "tool:l1",
+            "model",
+            "require-approval:allowed:x1",
+            "guard:denied:x1",
+            "model",
+            "require-approval:asked:d1",
+        ]
+    );
+    let decision = |at: &str| {
+        record
+            .steps
+            .iter()
+            .find_map(|s| match &s.kind {
+                StepKind::Decision(d) if name_of(d) == at => Some((s, d.clone())),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let (_, denied) = decision("guard:denied:x1");
+    assert_eq!(denied.point, DecisionPoint::ApproveTool);
+    assert_eq!(denied.tool.as_deref(), Some("blocked"));
+    assert_eq!(denied.reason.as_deref(), Some("blocked by policy"));
+    let (modified_step, modified) = decision("guard:modified:l1");
+    assert_eq!(modified.point, DecisionPoint::BeforeTool);
+    let (_, asked) = decision("require-approval:asked:d1");
+    assert!(asked.reason.unwrap().contains("delete_file"));
+    // The tool ran with the arguments the hook gave, after the decision.
+    let lookup = record.tool_calls().next().unwrap();
+    assert_eq!(
+        lookup.arguments.value(),
+        Some(&serde_json::json!({"q": "rewritten"}))
+    );
+    let lookup_step = record
+        .steps
+        .iter()
+        .find(|s| matches!(&s.kind, StepKind::ToolCall(_)))
+        .unwrap();
+    assert!(modified_step.started_at <= lookup_step.started_at);
+
+    // The person approves d1: the decision opens the next turn's record,
+    // then the call runs; the model asks for d2, which waits again.
+    let approve = ApprovalDecision {
+        tool_call_id: "d1".into(),
+        decision: ApprovalAnswer::Approve,
+    };
+    let (_, second) = answer(&agent, &approve).await;
+    assert_eq!(second.state, TaskState::InputRequired);
+    let record = agent.record(&second.task_id).await.unwrap().unwrap();
+    assert_eq!(
+        steps(&record),
+        [
+            "user:approved:d1",
+            "tool:d1",
+            "model",
+            "require-approval:asked:d2"
+        ]
+    );
+    let StepKind::Decision(approved) = &record.steps[0].kind else {
+        unreachable!()
+    };
+    assert_eq!(approved.point, DecisionPoint::UserApproval);
+    assert_eq!(approved.decision, Decided::Approved);
+    assert_eq!(approved.tool.as_deref(), Some("delete_file"));
+
+    // The person denies d2, with a reason.
+    let deny = ApprovalDecision {
+        tool_call_id: "d2".into(),
+        decision: ApprovalAnswer::Deny {
+            reason: Some("keep it".into()),
+        },
+    };
+    let (_, third) = answer(&agent, &deny).await;
+    assert_eq!(third.state, TaskState::Completed);
+    let record = agent.record(&third.task_id).await.unwrap().unwrap();
+    assert_eq!(steps(&record), ["user:denied:d2", "model"]);
+    let StepKind::Decision(denied) = &record.steps[0].kind else {
+        unreachable!()
+    };
+    assert_eq!(denied.reason.as_deref(), Some("keep it"));
+    // On the wire: a `decision` step with its point and what was decided.
+    let wire = serde_json::to_value(&record.steps[0]).unwrap();
+    assert_eq!(wire["type"], "decision");
+    assert_eq!(wire["point"], "user-approval");
+    assert_eq!(wire["decision"], "denied");
+    assert_eq!(wire["callId"], "d2");
+}
+
+fn name_of(d: &looopy_core::record::DecisionStep) -> String {
+    format!(
+        "{}:{}:{}",
+        d.by,
+        d.decision,
+        d.call_id.as_deref().unwrap_or("-")
+    )
+}
+
+/// Runs a turn whose message is one approval decision.
+async fn answer(
+    agent: &Agent,
+    decision: &ApprovalDecision,
+) -> (Vec<looopy_core::AgentEvent>, looopy_agent::FinishedTurn) {
+    let message = Message::with_parts(looopy_core::Role::User, vec![decision.to_part()]);
+    let t = agent.execute_turn(Some(message), None).await.unwrap();
+    let (events, summary) = t.collect_all().await;
+    (events, summary.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decisions_are_recorded_in_memory() {
+    decisions_are_recorded(&looopy_stores_memory::stores(), "c-rec-decide").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decisions_are_recorded_in_redis() {
+    let prefix = format!("rec-{}", uuid::Uuid::new_v4().simple());
+    decisions_are_recorded(&support::redis_stores(&prefix).await, "c-rec-decide").await;
 }

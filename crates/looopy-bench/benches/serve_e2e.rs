@@ -54,6 +54,9 @@ use process::{exit_when_stdin_closes, spawn};
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Server {
     Looopy,
+    /// `looopy serve` with `[records] enabled = false`: what the execution
+    /// records cost.
+    LooopyNoRecords,
     /// `looopy serve` with a memory store that keeps few conversations.
     LooopyFewKept,
     Library,
@@ -73,8 +76,9 @@ fn few_kept(concurrency: usize) -> usize {
 }
 
 impl Server {
-    const ALL: [Server; 6] = [
+    const ALL: [Server; 7] = [
         Server::Looopy,
+        Server::LooopyNoRecords,
         Server::LooopyFewKept,
         Server::Library,
         Server::A2aLoop,
@@ -85,6 +89,7 @@ impl Server {
     fn role(self) -> &'static str {
         match self {
             Server::Looopy => "looopy",
+            Server::LooopyNoRecords => "looopy-no-records",
             Server::LooopyFewKept => "looopy-few-kept",
             Server::Library => "library",
             Server::A2aLoop => "a2a-loop",
@@ -96,6 +101,7 @@ impl Server {
     fn label(self) -> &'static str {
         match self {
             Server::Looopy => "looopy serve",
+            Server::LooopyNoRecords => "looopy serve, execution records off",
             Server::LooopyFewKept => "looopy serve, memory store keeping few conversations",
             Server::Library => "library path (axum SSE + AgentLoop + LiteLlmProvider)",
             Server::A2aLoop => "A2A server without the Agent (A2aServer + LoopRunner + AgentLoop)",
@@ -133,7 +139,7 @@ fn run_server(role: &str) {
         .unwrap();
     rt.block_on(async {
         match role {
-            "looopy" | "looopy-few-kept" => looopy::serve(&base).await,
+            "looopy" | "looopy-no-records" | "looopy-few-kept" => looopy::serve(&base).await,
             "library" => serve_router(library::router(&base, events)).await,
             "a2a-loop" => serve_router(a2a_loop::router(&base)).await,
             "floor" => serve_router(floor::router(&base, events)).await,
@@ -166,6 +172,8 @@ struct Baselines<'a> {
     floor: Option<&'a [Measured]>,
     library: Option<&'a [Measured]>,
     peer: Option<&'a [Measured]>,
+    /// `looopy serve` with records off: only the records-on row has it.
+    no_records: Option<&'a [Measured]>,
 }
 
 /// Prints one server's row: medians over its rounds, ratios taken within
@@ -176,6 +184,7 @@ fn report(label: &str, concurrency: usize, rounds: usize, runs: &[Measured], bas
         floor,
         library,
         peer,
+        no_records,
     } = base;
     let per_round = |f: &dyn Fn(&Measured, usize) -> f64| -> Vec<f64> {
         runs.iter().enumerate().map(|(r, m)| f(m, r)).collect()
@@ -193,6 +202,10 @@ fn report(label: &str, concurrency: usize, rounds: usize, runs: &[Measured], bas
             (l.min(*x), h.max(*x))
         });
     let cpu_ratio = median(&against(library, f64::NAN, |m| m.cpu_ms_per_turn));
+    let records_ratio = median(&against(no_records, f64::NAN, |m| m.cpu_ms_per_turn));
+    let versus_no_records = no_records
+        .map(|_| format!(", {records_ratio:.3}x records off"))
+        .unwrap_or_default();
     let rss_ratio = median(&against(floor, 1.0, |m| m.peak_rss_mb));
     // The budget says "ahead of the peer": how often, not only the median.
     let peer_ratios = against(peer, f64::NAN, |m| m.turns_per_s);
@@ -220,12 +233,13 @@ fn report(label: &str, concurrency: usize, rounds: usize, runs: &[Measured], bas
         .num("server_cpu_ms_per_turn", cpu)
         .num("server_peak_rss_mb", rss)
         .num("cpu_ratio_to_library", cpu_ratio)
+        .num("cpu_ratio_records_on_to_off", records_ratio)
         .num("peak_rss_ratio_to_floor", rss_ratio)
         .num("ratio_to_peer", peer_ratio)
         .num("rounds_ahead_of_peer", ahead as f64)
         .num("events_per_turn", events)
         .notes(format!(
-            "{turns_per_s:.0} turns/s ({ratio:.2}x the floor, {low:.2}-{high:.2} over {rounds} rounds{versus_peer}), server CPU {cpu:.3} ms/turn ({cpu_ratio:.2}x the library path's), peak RSS {rss:.0} MB ({rss_ratio:.2}x the floor), {events:.0} events/turn"
+            "{turns_per_s:.0} turns/s ({ratio:.2}x the floor, {low:.2}-{high:.2} over {rounds} rounds{versus_peer}), server CPU {cpu:.3} ms/turn ({cpu_ratio:.2}x the library path's{versus_no_records}), peak RSS {rss:.0} MB ({rss_ratio:.2}x the floor), {events:.0} events/turn"
         ))
         .print();
 }
@@ -250,6 +264,9 @@ async fn measure(server: Server, base: &str, events: &mut usize, concurrency: us
         ("BENCH_MOCK", base.to_owned()),
         ("BENCH_EVENTS", events.to_string()),
     ];
+    if server == Server::LooopyNoRecords {
+        envs.push(("BENCH_TOML", "[records]\nenabled = false\n".to_owned()));
+    }
     if server == Server::LooopyFewKept {
         envs.push((
             "BENCH_TOML",
@@ -297,8 +314,9 @@ fn main() {
         .build()
         .unwrap();
     let mut events = 0;
-    // For profiling one server: BENCH_ONLY=<role> (looopy, looopy-few-kept, library,
-    // a2a-loop, floor, peer), BENCH_CONCURRENCY=100. Longer answers:
+    // For profiling one server: BENCH_ONLY=<role> (looopy, looopy-no-records,
+    // looopy-few-kept, library, a2a-loop, floor, peer; several comma-separated),
+    // BENCH_CONCURRENCY=100. Longer answers:
     // BENCH_ANSWER_CHUNKS=<n> (5 by default; the mock reads it).
     let only = std::env::var("BENCH_ONLY").ok();
     let levels: Vec<usize> = match std::env::var("BENCH_CONCURRENCY") {
@@ -310,7 +328,10 @@ fn main() {
         for concurrency in levels {
             let servers: Vec<Server> = Server::ALL
                 .into_iter()
-                .filter(|s| only.as_deref().is_none_or(|o| o == s.role()))
+                .filter(|s| {
+                    only.as_deref()
+                        .is_none_or(|o| o.split(',').any(|o| o == s.role()))
+                })
                 .collect();
             // runs[i][r]: server i in round r. Each round starts one server
             // later than the one before, so that no server is always the
@@ -327,10 +348,12 @@ fn main() {
             let floor = of(Server::Floor);
             let library = of(Server::Library);
             let peer = of(Server::Peer);
+            let no_records = of(Server::LooopyNoRecords);
             let base = Baselines {
                 floor: floor.map(|f| &runs[f][..]),
                 library: library.map(|l| &runs[l][..]),
                 peer: peer.map(|p| &runs[p][..]),
+                no_records: None,
             };
             for (i, server) in servers.iter().enumerate() {
                 let label = match server {
@@ -342,6 +365,10 @@ fn main() {
                 // The peer is not compared with itself.
                 let base = match server {
                     Server::Peer => Baselines { peer: None, ..base },
+                    Server::Looopy => Baselines {
+                        no_records: no_records.map(|n| &runs[n][..]),
+                        ..base
+                    },
                     _ => base,
                 };
                 report(&label, concurrency, rounds, &runs[i], base);
@@ -350,6 +377,6 @@ fn main() {
     });
     process::stop(mock);
     comment(
-        "median/p99: time from before the request to the first SSE event the client reads. Each row is a fresh server process (this bench binary with BENCH_ROLE): `looopy serve` is the binary's own `App` and `looopy_cli::serve::serve` (memory store, its looopy.toml defaults, telemetry at info to /dev/null) with two local Rust tools added to `App::tools`, once with its default memory store (which keeps every conversation of a case) and once with `[store] max_entries` at twice the clients, at least 200 (the figure in brackets); the library path is `AgentLoop` + `LiteLlmProvider` (default layers, streaming, the same tools) in an axum SSE handler writing the turn's public events; the A2A server without the Agent is looopy's `A2aServer` on the memory stores running that same loop through a `LoopRunner` (what looopy's A2A layer adds to the loop; `looopy serve` adds the Agent to it); the floor is an axum SSE handler running a bare reqwest loop; the peer is a2a-server-lf's DefaultRequestHandler and JSON-RPC router hosting the same bare loop. Every server streams its model calls from the same mock (a child process, one Tokio worker) and sends the same number of events per turn (looopy's: task, working, the answer's chunks, final). Each concurrency runs every server in 5 rounds (BENCH_ROUNDS), each round starting one server later than the one before; a row's figures are the medians of its rounds and its ratios the medians of the ratios within each round (the range of the turns/s ratio to the floor is in the notes, and in how many rounds the server's turns/s was above the peer's). Server CPU from /proc/<pid>/task/*/sched over the measured turns (warm-up excluded); peak RSS is the server's VmHWM over warm-up and measurement. Clients, servers and the mock share the machine's cores, so turns/s are compared as ratios within a round, not read as capacities. Budgets (docs/performance.md): looopy >= 0.8x the floor's turns/s at concurrency 100 and ahead of the peer; server CPU per turn <= 1.5x the library path's; first SSE event p99 within 1.3x the floor's; the library path's peak RSS within 1.2x the floor's.",
+        "median/p99: time from before the request to the first SSE event the client reads. Each row is a fresh server process (this bench binary with BENCH_ROLE): `looopy serve` is the binary's own `App` and `looopy_cli::serve::serve` (memory store, its looopy.toml defaults, telemetry at info to /dev/null) with two local Rust tools added to `App::tools`, once with its default memory store (which keeps every conversation of a case), once with `[records] enabled = false` (the records-on row's CPU per turn against it is the records' cost, within each round) and once with `[store] max_entries` at twice the clients, at least 200 (the figure in brackets); the library path is `AgentLoop` + `LiteLlmProvider` (default layers, streaming, the same tools) in an axum SSE handler writing the turn's public events; the A2A server without the Agent is looopy's `A2aServer` on the memory stores running that same loop through a `LoopRunner` (what looopy's A2A layer adds to the loop; `looopy serve` adds the Agent to it); the floor is an axum SSE handler running a bare reqwest loop; the peer is a2a-server-lf's DefaultRequestHandler and JSON-RPC router hosting the same bare loop. Every server streams its model calls from the same mock (a child process, one Tokio worker) and sends the same number of events per turn (looopy's: task, working, the answer's chunks, final). Each concurrency runs every server in 5 rounds (BENCH_ROUNDS), each round starting one server later than the one before; a row's figures are the medians of its rounds and its ratios the medians of the ratios within each round (the range of the turns/s ratio to the floor is in the notes, and in how many rounds the server's turns/s was above the peer's). Server CPU from /proc/<pid>/task/*/sched over the measured turns (warm-up excluded); peak RSS is the server's VmHWM over warm-up and measurement. Clients, servers and the mock share the machine's cores, so turns/s are compared as ratios within a round, not read as capacities. Budgets (docs/performance.md): looopy >= 0.8x the floor's turns/s at concurrency 100 and ahead of the peer; server CPU per turn <= 1.5x the library path's, and with records on <= 1.1x with them off; first SSE event p99 within 1.3x the floor's; the library path's peak RSS within 1.2x the floor's.",
     );
 }

@@ -392,6 +392,9 @@ impl App {
             // would carry on (docs/durability.md).
             builder = builder.without_checkpoints();
         }
+        if !self.config.records.enabled {
+            builder = builder.without_records();
+        }
         if !self.config.agent.approve_tools.is_empty() {
             builder = builder.require_approval(self.config.agent.approve_tools.iter().cloned());
         }

@@ -97,6 +97,9 @@
 //! [push]                      # A2A push notifications (webhooks); see crate::push
 //! enabled = false
 //!
+//! [records]                   # each turn's execution record (docs/observability.md)
+//! enabled = true              # false: turns write none
+//!
 //! [artifacts]                # files and large artifacts (docs/artifacts.md)
 //! backend = "filesystem"      # or "s3": bucket, prefix, endpoint, region
 //! path = ".looopy/blobs"      # (credentials from the AWS variables)
@@ -165,6 +168,9 @@ pub struct Config {
     /// What `looopy eval` uses beside the agent (`[eval.judge]`).
     #[serde(default)]
     pub eval: EvalSection,
+    /// Whether turns write execution records.
+    #[serde(default)]
+    pub records: RecordsSection,
     /// Prices of models over the built-in table, by `provider:model`
     /// (`[pricing."openai:gpt-4.1"] input = 2.0, output = 8.0`, in US
     /// dollars per million tokens): see `eval::price_table`.
@@ -949,6 +955,28 @@ impl Config {
     }
 }
 
+/// `[records]`: whether each turn writes its execution record to the
+/// store (on by default; `GET /v1/tasks/{id}/record` reads it).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordsSection {
+    /// `false`: turns write no record.
+    #[serde(default = "default_records_enabled")]
+    pub enabled: bool,
+}
+
+fn default_records_enabled() -> bool {
+    true
+}
+
+impl Default for RecordsSection {
+    fn default() -> Self {
+        RecordsSection {
+            enabled: default_records_enabled(),
+        }
+    }
+}
+
 /// `[eval]`: what `looopy eval` uses beside the agent.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -993,6 +1021,15 @@ mod tests {
             c.durability.scan_interval(),
             std::time::Duration::from_secs(10)
         );
+        assert!(c.records.enabled);
+        assert!(
+            !Config::parse("[records]\nenabled = false")
+                .unwrap()
+                .records
+                .enabled
+        );
+        assert!(Config::parse("").unwrap().records.enabled);
+        assert!(Config::parse("[records]\nenable = false").is_err());
     }
 
     #[test]

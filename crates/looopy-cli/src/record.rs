@@ -147,17 +147,28 @@ pub fn render(record: &ExecutionRecord) -> String {
             } => format!(
                 "compaction: {summarized_messages} messages summarised, {kept_messages} kept"
             ),
-            StepKind::Recovered { previous_steps } => format!(
-                "recovered: resumed from its checkpoint after its process died ({previous_steps} steps before)"
-            ),
-            StepKind::Decision {
-                by,
-                decision,
-                reason,
-                ..
+            StepKind::Recovered {
+                previous_steps,
+                from,
             } => format!(
-                "{by}: {decision}{}",
-                reason.as_ref().map_or(String::new(), |r| format!(" ({r})"))
+                "recovered: resumed from {} after its process died ({previous_steps} steps before)",
+                from.map_or("its checkpoint".to_owned(), |c| format!(
+                    "the checkpoint of iteration {} ({} messages)",
+                    c.iteration, c.messages
+                ))
+            ),
+            StepKind::Decision(d) => format!(
+                "{}: {} {}{}",
+                d.by,
+                d.decision,
+                d.tool.as_deref().unwrap_or("call"),
+                d.reason
+                    .as_ref()
+                    .map_or(String::new(), |r| format!(" ({r})"))
+            ),
+            StepKind::Checkpoint(c) => format!(
+                "checkpoint: iteration {}, {} messages",
+                c.iteration, c.messages
             ),
             _ => "step".to_owned(),
         };

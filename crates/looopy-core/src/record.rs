@@ -16,7 +16,8 @@
 //! - compaction ([`StepKind::Compaction`]) and recovery after a crash
 //!   ([`StepKind::Recovered`]: the steps before it were written by the
 //!   process that died);
-//! - hook and approval decisions ([`StepKind::Decision`]).
+//! - hook and approval decisions ([`StepKind::Decision`]) and checkpoint
+//!   saves ([`StepKind::Checkpoint`]).
 //!
 //! The record keeps each model call's model name and [`Usage`]; it stores no
 //! cost. A cost is derived from the usage with a price table
@@ -41,7 +42,7 @@ use crate::task::TaskState;
 use crate::tool::{ToolCall, ToolFailure, ToolResult};
 
 mod recorder;
-pub use recorder::{ModelCall, RecordHeader, Recorder};
+pub use recorder::{Attempt, ModelCall, RecordHeader, Recorder};
 
 /// What replaces a redacted secret.
 pub const REDACTED: &str = "[redacted]";
@@ -194,20 +195,101 @@ pub enum StepKind {
     Recovered {
         /// How many steps the record had when it resumed.
         previous_steps: usize,
-    },
-    /// A hook or an approval decided about a call.
-    Decision {
-        /// Who decided (`approval`, a hook's name).
-        by: String,
-        /// The tool call it was about, if any.
+        /// The checkpoint it resumed from; `None` when none was read.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        call_id: Option<String>,
-        /// What was decided (`approved`, `denied`, `blocked`...).
-        decision: String,
-        /// Why, when given.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
+        from: Option<CheckpointStep>,
     },
+    /// A hook or a person decided about a tool call.
+    Decision(DecisionStep),
+    /// A checkpoint of the turn was saved (the step lasts the save).
+    Checkpoint(CheckpointStep),
+}
+
+/// A decision about a tool call: a hook's (approval or `before_tool`) or a
+/// person's answer to an approval request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DecisionStep {
+    /// Who decided: the hook's name, or `user` for a person's answer.
+    pub by: String,
+    /// Where it was decided.
+    pub point: DecisionPoint,
+    /// The tool call it was about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// The tool called.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// What was decided.
+    pub decision: Decided,
+    /// Why, when given (a denial's reason, the question asked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Where a [`DecisionStep`] was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum DecisionPoint {
+    /// An approval hook (`approve_tool`).
+    ApproveTool,
+    /// A `before_tool` hook.
+    BeforeTool,
+    /// A person answering an approval request.
+    UserApproval,
+}
+
+/// What a [`DecisionStep`] decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Decided {
+    /// An approval hook let the call run.
+    Allowed,
+    /// The call does not run: a hook or a person denied it.
+    Denied,
+    /// An approval hook asked a person; the call waits for the answer.
+    Asked,
+    /// A person approved the call.
+    Approved,
+    /// A person approved the call with other arguments.
+    Edited,
+    /// A `before_tool` hook changed the call before it ran.
+    Modified,
+    /// A `before_tool` hook gave a result in the tool's place.
+    Skipped,
+}
+
+impl Decided {
+    /// The wire name (`allowed`, `denied`...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decided::Allowed => "allowed",
+            Decided::Denied => "denied",
+            Decided::Asked => "asked",
+            Decided::Approved => "approved",
+            Decided::Edited => "edited",
+            Decided::Modified => "modified",
+            Decided::Skipped => "skipped",
+        }
+    }
+}
+
+impl std::fmt::Display for Decided {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A saved checkpoint: what a resume starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointStep {
+    /// The loop's iteration when it was taken.
+    pub iteration: u32,
+    /// The messages it holds.
+    pub messages: usize,
 }
 
 /// A model attempt: the request as sent and its answer or error.
@@ -397,7 +479,7 @@ impl RecordPolicy {
         self.redaction.apply(&mut value);
         let text_len = match &value {
             Value::String(s) => s.len(),
-            v => v.to_string().len(),
+            v => json_len(v),
         };
         if text_len <= self.max_payload_bytes {
             return Payload::Inline { value };
@@ -411,6 +493,24 @@ impl RecordPolicy {
             bytes: text.len(),
         }
     }
+}
+
+/// The length of `value`'s JSON text, counted without writing it out.
+fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` to a writer that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// The longest prefix of `s` of at most `max` bytes on a char boundary.

@@ -23,9 +23,11 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use looopy_core::StoreError;
+use looopy_core::record::{CheckpointStep, Recorder, StepKind};
 use looopy_core::store::{CheckpointStore, HistoryMark, StreamedAnswer, TaskCheckpoint};
 use looopy_core::{History, Role, TaskState, ToolCall, ToolResult, TurnContext, Usage};
 use tokio::sync::{mpsc, oneshot};
@@ -66,7 +68,8 @@ fn checkpoint_of(cx: &TurnContext, s: Snapshot<'_>) -> TaskCheckpoint {
 }
 
 pub(crate) enum Request {
-    Save(Box<TaskCheckpoint>),
+    /// A checkpoint, and the turn's recorder its save is written to.
+    Save(Box<TaskCheckpoint>, Option<Recorder>),
     Flush(oneshot::Sender<()>),
 }
 
@@ -110,22 +113,27 @@ impl CheckpointWriter {
                     // It said it saves in place when the writer was made,
                     // and no longer does: saved on a task of its own.
                     let (store, emit, task_id) = (store.clone(), emit.clone(), cx.task_id.clone());
+                    let recorder = cx.recorder.clone();
                     tokio::spawn(async move {
-                        save_reported(&*store, checkpoint, &task_id, &emit).await;
+                        save_reported(&*store, checkpoint, &task_id, &emit, recorder.as_ref())
+                            .await;
                     });
                     return;
                 };
-                let (iteration, messages) = (checkpoint.iteration, checkpoint.messages.len());
-                report(
-                    in_place.save_now(checkpoint),
-                    iteration,
-                    messages,
-                    &cx.task_id,
-                    emit,
-                );
+                let saving = Saving::new(&checkpoint, &cx.task_id, emit);
+                // Saved in this process's memory, the checkpoint dies with
+                // it: its step is written with the turn's next step.
+                if let (Some(recorder), Some((started_at, duration, step))) =
+                    (&cx.recorder, saving.report(in_place.save_now(checkpoint)))
+                {
+                    recorder.checkpoint(started_at, duration, step);
+                }
             }
             CheckpointWriter::Background(tx) => {
-                let _ = tx.send(Request::Save(Box::new(checkpoint_of(cx, snapshot))));
+                let _ = tx.send(Request::Save(
+                    Box::new(checkpoint_of(cx, snapshot)),
+                    cx.recorder.clone(),
+                ));
             }
         }
     }
@@ -141,31 +149,68 @@ impl CheckpointWriter {
     }
 }
 
-/// Hands a checkpoint to the store, then emits its event, or logs why the
-/// save failed (`task_id`: the checkpoint's, which the store takes).
+/// Hands a checkpoint to the store, then reports it (see [`Saving`];
+/// `task_id`: the checkpoint's, which the store takes).
 async fn save_reported(
     store: &dyn CheckpointStore,
     checkpoint: TaskCheckpoint,
     task_id: &str,
     emit: &Emitter,
+    recorder: Option<&Recorder>,
 ) {
-    let (iteration, messages) = (checkpoint.iteration, checkpoint.messages.len());
-    let saved = store.save_owned(checkpoint).await;
-    report(saved, iteration, messages, task_id, emit);
+    let saving = Saving::new(&checkpoint, task_id, emit);
+    let saved = saving.report(store.save_owned(checkpoint).await);
+    // The store outlives this process: the save is on record before the
+    // next one, for a resume to point at.
+    if let (Some(recorder), Some((started_at, duration, step))) = (recorder, saved) {
+        recorder
+            .step(started_at, duration, StepKind::Checkpoint(step))
+            .await;
+    }
 }
 
-/// Emits a saved checkpoint's event, or logs why its save failed.
-fn report(
-    saved: Result<(), StoreError>,
-    iteration: u32,
-    messages: usize,
-    task_id: &str,
-    emit: &Emitter,
-) {
-    match saved {
-        Ok(()) => emit.checkpoint(iteration, messages),
-        Err(error) => {
-            tracing::warn!(task_id, %error, "checkpoint failed; the turn continues without it");
+/// A checkpoint save under way: what its report says.
+struct Saving<'a> {
+    saved: CheckpointStep,
+    task_id: &'a str,
+    emit: &'a Emitter,
+    started: (DateTime<Utc>, Instant),
+}
+
+impl<'a> Saving<'a> {
+    fn new(checkpoint: &TaskCheckpoint, task_id: &'a str, emit: &'a Emitter) -> Self {
+        Saving {
+            saved: CheckpointStep {
+                iteration: checkpoint.iteration,
+                messages: checkpoint.messages.len(),
+            },
+            task_id,
+            emit,
+            started: (Utc::now(), Instant::now()),
+        }
+    }
+
+    /// Emits the saved checkpoint's event and returns its step for the
+    /// turn's record (when it started, how long it took, what it saved),
+    /// or logs why its save failed.
+    fn report(
+        self,
+        saved: Result<(), StoreError>,
+    ) -> Option<(DateTime<Utc>, std::time::Duration, CheckpointStep)> {
+        match saved {
+            Ok(()) => {
+                let CheckpointStep {
+                    iteration,
+                    messages,
+                } = self.saved;
+                self.emit.checkpoint(iteration, messages);
+                Some((self.started.0, self.started.1.elapsed(), self.saved))
+            }
+            Err(error) => {
+                let task_id = self.task_id;
+                tracing::warn!(task_id, %error, "checkpoint failed; the turn continues without it");
+                None
+            }
         }
     }
 }
@@ -181,16 +226,16 @@ async fn write_newest(
         let mut newest = None;
         let mut flushes = Vec::new();
         let mut take = |request| match request {
-            Request::Save(c) => newest = Some(c),
+            Request::Save(c, recorder) => newest = Some((c, recorder)),
             Request::Flush(done) => flushes.push(done),
         };
         take(first);
         while let Ok(more) = rx.try_recv() {
             take(more);
         }
-        if let Some(checkpoint) = newest {
+        if let Some((checkpoint, recorder)) = newest {
             let task_id = checkpoint.task_id.clone();
-            save_reported(&*store, *checkpoint, &task_id, &emit).await;
+            save_reported(&*store, *checkpoint, &task_id, &emit, recorder.as_ref()).await;
         }
         for done in flushes {
             let _ = done.send(());

@@ -46,6 +46,14 @@ impl AgentLoop {
                     Err(e) => Err(LoopError::Store(e)),
                 },
             };
+            if let (Ok(c), Some(recorder)) = (&checkpoint, &cx.recorder) {
+                recorder
+                    .recovered(looopy_core::record::CheckpointStep {
+                        iteration: c.iteration,
+                        messages: c.messages.len(),
+                    })
+                    .await;
+            }
             match checkpoint {
                 Err(e) => {
                     let text = format!("cannot resume: {e}");

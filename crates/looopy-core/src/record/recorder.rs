@@ -28,9 +28,13 @@ pub struct RecordHeader {
 }
 
 /// Writes a turn's record as it runs: each step is added to the record and
-/// the record saved, so that what a turn did is kept if its process dies.
-/// Clones share the record. A store that fails is logged, never fails the
-/// turn.
+/// the record saved before the step's call returns, so that what a turn did
+/// is kept if its process dies. A step added with
+/// [`checkpoint`](Self::checkpoint) is kept with the next step saved: for
+/// a checkpoint in this process's memory, which dies with the process
+/// (a checkpoint in a store of its own is a step like any). Clones share
+/// the record. A store that fails is logged, never
+/// fails the turn.
 #[derive(Clone)]
 pub struct Recorder {
     inner: Arc<RecorderInner>,
@@ -41,12 +45,23 @@ struct RecorderInner {
     policy: RecordPolicy,
     resumed: bool,
     state: Mutex<RecorderState>,
+    /// Steps not saved yet, in the order they ended.
+    pending: std::sync::Mutex<Pending>,
 }
 
 struct RecorderState {
     record: ExecutionRecord,
     /// Whether a resumed turn's earlier record was read.
     loaded: bool,
+    /// How many steps were queued when the last save took them.
+    saved: u64,
+}
+
+#[derive(Default)]
+struct Pending {
+    steps: Vec<RecordStep>,
+    /// Steps queued so far.
+    pushed: u64,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -79,7 +94,9 @@ impl Recorder {
                 state: Mutex::new(RecorderState {
                     record,
                     loaded: !resumed,
+                    saved: 0,
                 }),
+                pending: std::sync::Mutex::new(Pending::default()),
             }),
         }
     }
@@ -94,23 +111,82 @@ impl Recorder {
         self.inner.policy.payload(value)
     }
 
-    /// Saves the record as it is (the turn's start).
+    /// Saves the record as it is (the turn's start). A resumed turn's
+    /// recorder saves nothing yet: its first write reads the record the
+    /// dead process wrote back (see [`recovered`](Self::recovered)).
     pub async fn begin(&self) {
+        if self.inner.resumed {
+            return;
+        }
         let mut state = self.inner.state.lock().await;
-        self.load(&mut state).await;
-        self.save(&state.record).await;
+        self.save_pending(&mut state).await;
     }
 
-    /// Adds a step that started at `started_at` and took `duration`.
-    pub async fn step(&self, started_at: DateTime<Utc>, duration: Duration, kind: StepKind) {
+    /// Marks where a resumed turn carried on: reads the record the dead
+    /// process wrote and adds a [`StepKind::Recovered`] step naming the
+    /// checkpoint `from` it resumed from. Only the first write of a
+    /// resumed recorder marks the resume; a later call does nothing.
+    pub async fn recovered(&self, from: CheckpointStep) {
         let mut state = self.inner.state.lock().await;
-        self.load(&mut state).await;
-        state.record.steps.push(RecordStep {
+        if state.loaded {
+            return;
+        }
+        self.load(&mut state, Some(from)).await;
+        self.save_pending(&mut state).await;
+    }
+
+    /// Adds a step that started at `started_at` and took `duration`, and
+    /// returns once it is saved. Steps that end while a save runs (the
+    /// calls of one response, run in parallel) are saved together by the
+    /// next save.
+    pub async fn step(&self, started_at: DateTime<Utc>, duration: Duration, kind: StepKind) {
+        let seq = self.push(RecordStep {
             started_at,
             duration,
             kind,
         });
-        self.save(&state.record).await;
+        let mut state = self.inner.state.lock().await;
+        if state.saved >= seq {
+            // A save that began after this step ended took it along.
+            return;
+        }
+        self.load(&mut state, None).await;
+        self.save_pending(&mut state).await;
+    }
+
+    /// Adds a checkpoint save that started at `started_at` and took
+    /// `duration`, saved with the next step (see the type's docs). Does
+    /// not wait: a checkpoint saved in place calls it from where it saved.
+    pub fn checkpoint(&self, started_at: DateTime<Utc>, duration: Duration, saved: CheckpointStep) {
+        self.push(RecordStep {
+            started_at,
+            duration,
+            kind: StepKind::Checkpoint(saved),
+        });
+    }
+
+    /// Queues a step for the next save; returns its number.
+    fn push(&self, step: RecordStep) -> u64 {
+        let mut pending = self
+            .inner
+            .pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        pending.steps.push(step);
+        pending.pushed += 1;
+        pending.pushed
+    }
+
+    /// Adds a decision about a tool call, made from `started_at` for
+    /// `duration`.
+    pub async fn decision(
+        &self,
+        started_at: DateTime<Utc>,
+        duration: Duration,
+        decision: DecisionStep,
+    ) {
+        self.step(started_at, duration, StepKind::Decision(decision))
+            .await;
     }
 
     /// Adds a step of no duration that happens now.
@@ -125,9 +201,15 @@ impl Recorder {
         duration: Duration,
         call: ModelCall<'_>,
     ) {
-        let step = self.model_step(call);
-        self.step(started_at, duration, StepKind::ModelCall(Box::new(step)))
-            .await;
+        let attempt = self.attempt(call.request, call.streamed);
+        self.attempt_ended(
+            started_at,
+            duration,
+            (call.provider, call.model),
+            attempt,
+            call.result,
+        )
+        .await;
     }
 
     /// Adds a tool call.
@@ -166,20 +248,47 @@ impl Recorder {
     /// Ends the record.
     pub async fn finish(&self, outcome: RecordOutcome) {
         let mut state = self.inner.state.lock().await;
-        self.load(&mut state).await;
+        self.load(&mut state, None).await;
         state.record.ended_at = Some(Utc::now());
         state.record.outcome = Some(outcome);
+        self.save_pending(&mut state).await;
+    }
+
+    /// The record so far, with the steps not saved yet.
+    pub async fn snapshot(&self) -> ExecutionRecord {
+        let mut record = self.inner.state.lock().await.record.clone();
+        record.steps.extend(
+            self.inner
+                .pending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .steps
+                .iter()
+                .cloned(),
+        );
+        record
+    }
+
+    /// Moves the queued steps into the record and saves it.
+    async fn save_pending(&self, state: &mut RecorderState) {
+        {
+            let mut pending = self
+                .inner
+                .pending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            state.record.steps.append(&mut pending.steps);
+            state.saved = pending.pushed;
+        }
         self.save(&state.record).await;
     }
 
-    /// The record so far.
-    pub async fn snapshot(&self) -> ExecutionRecord {
-        self.inner.state.lock().await.record.clone()
-    }
-
-    fn model_step(&self, call: ModelCall<'_>) -> ModelCallStep {
+    /// The request of a model attempt about to be sent, as the record
+    /// keeps it: taken before the call, so that the request itself moves
+    /// on to the model (see [`attempt_ended`](Self::attempt_ended)).
+    pub fn attempt(&self, request: &LlmRequest, streamed: bool) -> Attempt {
         let p = &self.inner.policy;
-        let r = call.request;
+        let r = request;
         let mut settings = Map::new();
         let mut set = |k: &str, v: Option<Value>| {
             if let Some(v) = v {
@@ -213,58 +322,85 @@ impl Recorder {
             .iter()
             .map(|m| serde_json::to_value(m).unwrap_or(Value::Null))
             .collect();
-        let request = RecordedRequest {
-            system_prompt: r
-                .system_prompt
-                .as_ref()
-                .map(|s| p.payload(Value::String(s.to_string()))),
-            messages: p.payload(Value::Array(messages)),
-            tools: r.tools.iter().map(|t| t.name.clone()).collect(),
-            settings,
-        };
-        let response = call
-            .result
-            .and_then(|r| r.ok())
-            .map(|resp| RecordedResponse {
-                text: p.payload(Value::String(resp.message.text())),
-                tool_calls: resp
-                    .message
-                    .tool_calls
-                    .iter()
-                    .map(|c| RecordedToolCall {
-                        id: c.id.clone(),
-                        name: c.name.clone(),
-                        arguments: p.payload(arguments_value(&c.arguments)),
-                    })
-                    .collect(),
-                reasoning: resp
-                    .reasoning
+        Attempt {
+            request: RecordedRequest {
+                system_prompt: r
+                    .system_prompt
                     .as_ref()
-                    .map(|t| p.payload(Value::String(t.clone()))),
-                finish_reason: serde_json::to_value(&resp.finish_reason)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
-                usage: resp.usage,
-            });
-        let error = call.result.and_then(|r| r.err()).map(RecordedError::from);
-        let model = call
-            .result
+                    .map(|s| p.payload(Value::String(s.to_string()))),
+                messages: p.payload(Value::Array(messages)),
+                tools: r.tools.iter().map(|t| t.name.clone()).collect(),
+                settings,
+            },
+            model: r.model.clone(),
+            streamed,
+        }
+    }
+
+    /// Adds a model attempt whose request [`attempt`](Self::attempt) took:
+    /// `provider` and its configured `model` (the request's or the
+    /// response's model wins when set), and its result (`None` when it
+    /// was given up, a stream dropped midway).
+    pub async fn attempt_ended(
+        &self,
+        started_at: DateTime<Utc>,
+        duration: Duration,
+        (provider, model): (&str, &str),
+        attempt: Attempt,
+        result: Option<Result<&LlmResponse, &LlmError>>,
+    ) {
+        let step = self.model_step(provider, model, attempt, result);
+        self.step(started_at, duration, StepKind::ModelCall(Box::new(step)))
+            .await;
+    }
+
+    fn model_step(
+        &self,
+        provider: &str,
+        configured: &str,
+        attempt: Attempt,
+        result: Option<Result<&LlmResponse, &LlmError>>,
+    ) -> ModelCallStep {
+        let p = &self.inner.policy;
+        let response = result.and_then(|r| r.ok()).map(|resp| RecordedResponse {
+            text: p.payload(Value::String(resp.message.text())),
+            tool_calls: resp
+                .message
+                .tool_calls
+                .iter()
+                .map(|c| RecordedToolCall {
+                    id: c.id.clone(),
+                    name: c.name.clone(),
+                    arguments: p.payload(arguments_value(&c.arguments)),
+                })
+                .collect(),
+            reasoning: resp
+                .reasoning
+                .as_ref()
+                .map(|t| p.payload(Value::String(t.clone()))),
+            finish_reason: serde_json::to_value(&resp.finish_reason)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            usage: resp.usage,
+        });
+        let error = result.and_then(|r| r.err()).map(RecordedError::from);
+        let model = result
             .and_then(|r| r.ok())
             .and_then(|resp| resp.model.clone())
-            .or_else(|| r.model.clone())
-            .unwrap_or_else(|| call.model.to_owned());
+            .or(attempt.model)
+            .unwrap_or_else(|| configured.to_owned());
         ModelCallStep {
-            provider: call.provider.to_owned(),
+            provider: provider.to_owned(),
             model,
-            streamed: call.streamed,
-            request,
+            streamed: attempt.streamed,
+            request: attempt.request,
             response,
             error,
         }
     }
 
-    async fn load(&self, state: &mut RecorderState) {
+    async fn load(&self, state: &mut RecorderState, from: Option<CheckpointStep>) {
         if state.loaded {
             return;
         }
@@ -286,13 +422,19 @@ impl Recorder {
                 record.steps.push(RecordStep {
                     started_at: Utc::now(),
                     duration: Duration::ZERO,
-                    kind: StepKind::Recovered { previous_steps },
+                    kind: StepKind::Recovered {
+                        previous_steps,
+                        from,
+                    },
                 });
             }
             Ok(None) => state.record.steps.push(RecordStep {
                 started_at: Utc::now(),
                 duration: Duration::ZERO,
-                kind: StepKind::Recovered { previous_steps: 0 },
+                kind: StepKind::Recovered {
+                    previous_steps: 0,
+                    from,
+                },
             }),
             Err(e) => warn(&state.record.task_id, &e),
         }
@@ -313,6 +455,16 @@ fn warn(task_id: &str, e: &StoreError) {
 /// JSON).
 fn arguments_value(arguments: &str) -> Value {
     serde_json::from_str(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned()))
+}
+
+/// A model attempt under way, its request recorded
+/// ([`Recorder::attempt`]).
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    request: RecordedRequest,
+    /// The request's model, when it named one.
+    model: Option<String>,
+    streamed: bool,
 }
 
 /// A model attempt to record.

@@ -32,7 +32,11 @@
 
 use std::sync::Arc;
 
+use std::time::Instant;
+
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use looopy_core::record::{Decided, DecisionPoint, DecisionStep, Recorder};
 use looopy_core::{
     History, LlmRequest, LlmResponse, Message, TaskState, ToolCall, ToolFailure, ToolResult,
     TurnContext, Usage,
@@ -442,6 +446,42 @@ pub(crate) fn denied(call_id: &str, reason: &str) -> ToolResult {
     )
 }
 
+/// When a hook was called: the wall clock for the record, and a monotonic
+/// clock for its duration.
+#[derive(Clone, Copy)]
+struct Started(DateTime<Utc>, Instant);
+
+impl Started {
+    fn now() -> Self {
+        Started(Utc::now(), Instant::now())
+    }
+}
+
+/// Writes a hook's decision about `call` to the turn's record, if it keeps
+/// one.
+async fn record_decision(
+    recorder: Option<&Recorder>,
+    started: Started,
+    hook: &dyn Hook,
+    call: &ToolCall,
+    (point, decision, reason): (DecisionPoint, Decided, Option<String>),
+) {
+    let Some(recorder) = recorder else {
+        return;
+    };
+    let step = DecisionStep {
+        by: hook.name().to_owned(),
+        point,
+        call_id: Some(call.id.clone()),
+        tool: Some(call.name.clone()),
+        decision,
+        reason,
+    };
+    recorder
+        .decision(started.0, started.1.elapsed(), step)
+        .await;
+}
+
 /// The hooks of a loop and what their failures do.
 #[derive(Clone, Default)]
 pub(crate) struct Hooks {
@@ -560,11 +600,22 @@ impl Hooks {
     ) -> Result<Gate, FatalHook> {
         // A call a person approved skips the approval hooks.
         let approvers = self.at(HookPoints::APPROVE_TOOL).filter(|_| !approved);
+        let recorder = cx.turn.recorder.as_ref();
         for h in approvers {
+            let started = Started::now();
             match h.approve_tool(cx, call).await {
-                Ok(Approval::Allow) => {}
+                Ok(Approval::Allow) => {
+                    let d = (DecisionPoint::ApproveTool, Decided::Allowed, None);
+                    record_decision(recorder, started, h.as_ref(), call, d).await;
+                }
                 Ok(Approval::Ask { question }) => {
                     tracing::info!(tool = %call.name, hook = h.name(), "tool call waits for approval");
+                    let d = (
+                        DecisionPoint::ApproveTool,
+                        Decided::Asked,
+                        Some(question.clone()),
+                    );
+                    record_decision(recorder, started, h.as_ref(), call, d).await;
                     return Ok(Gate::Ask(question));
                 }
                 Ok(Approval::Deny(reason)) => {
@@ -574,16 +625,32 @@ impl Hooks {
                     } else {
                         reason
                     };
+                    let d = (
+                        DecisionPoint::ApproveTool,
+                        Decided::Denied,
+                        Some(reason.clone()),
+                    );
+                    record_decision(recorder, started, h.as_ref(), call, d).await;
                     return Ok(Gate::Skip(denied(&call.id, &reason)));
                 }
                 Err(e) => self.failed(emit, h.as_ref(), "approve_tool", e)?,
             }
         }
         for h in self.at(HookPoints::BEFORE_TOOL) {
+            let started = Started::now();
+            // What the hook was given, to tell whether it changed the call.
+            let given = recorder.map(|_| call.clone());
             match h.before_tool(cx, call).await {
-                Ok(BeforeTool::Continue) => {}
+                Ok(BeforeTool::Continue) => {
+                    if given.is_some_and(|g| g != *call) {
+                        let d = (DecisionPoint::BeforeTool, Decided::Modified, None);
+                        record_decision(recorder, started, h.as_ref(), call, d).await;
+                    }
+                }
                 Ok(BeforeTool::Skip(mut result)) => {
                     result.tool_call_id.clone_from(&call.id);
+                    let d = (DecisionPoint::BeforeTool, Decided::Skipped, None);
+                    record_decision(recorder, started, h.as_ref(), call, d).await;
                     return Ok(Gate::Skip(result));
                 }
                 Err(e) => self.failed(emit, h.as_ref(), "before_tool", e)?,

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use chrono::Utc;
 use futures::stream::{self, StreamExt};
 use looopy_core::ResponseAssembler;
-use looopy_core::record::{ModelCall, Recorder};
+use looopy_core::record::{Attempt, Recorder};
 use looopy_core::{
     LlmError, LlmProvider, LlmRequest, LlmResponse, LlmStream, ToolCall, ToolDefinition, ToolError,
     ToolProvider, ToolResult, TurnContext,
@@ -38,7 +38,8 @@ impl ToolLayer for RecordLayer {
     }
 }
 
-/// A model whose attempts are recorded.
+/// A model whose attempts are recorded. The request is taken for the
+/// record before it is sent, so that it moves on to the model uncopied.
 struct RecordingLlm {
     inner: Arc<dyn LlmProvider>,
 }
@@ -48,21 +49,16 @@ impl RecordingLlm {
         &self,
         recorder: &Recorder,
         started: (chrono::DateTime<Utc>, Instant),
-        request: &LlmRequest,
-        streamed: bool,
+        attempt: Attempt,
         result: Result<&LlmResponse, &LlmError>,
     ) {
         recorder
-            .model_call(
+            .attempt_ended(
                 started.0,
                 started.1.elapsed(),
-                ModelCall {
-                    provider: self.inner.provider_name(),
-                    model: self.inner.model_name(),
-                    streamed,
-                    request,
-                    result: Some(result),
-                },
+                (self.inner.provider_name(), self.inner.model_name()),
+                attempt,
+                Some(result),
             )
             .await;
     }
@@ -74,9 +70,10 @@ impl LlmProvider for RecordingLlm {
         let Some(recorder) = &cx.recorder else {
             return self.inner.call(request, cx).await;
         };
+        let attempt = recorder.attempt(&request, false);
         let started = (Utc::now(), Instant::now());
-        let result = self.inner.call(request.clone(), cx).await;
-        self.record(recorder, started, &request, false, result.as_ref())
+        let result = self.inner.call(request, cx).await;
+        self.record(recorder, started, attempt, result.as_ref())
             .await;
         result
     }
@@ -85,38 +82,36 @@ impl LlmProvider for RecordingLlm {
         let Some(recorder) = cx.recorder.clone() else {
             return self.inner.stream(request, cx);
         };
+        let attempt = Some(recorder.attempt(&request, true));
         let state = Box::new(StreamRecord {
             llm: self,
-            inner: self.inner.stream(request.clone(), cx),
-            request,
-            recorder,
             started: (Utc::now(), Instant::now()),
+            inner: self.inner.stream(request, cx),
+            attempt,
+            recorder,
             assembler: ResponseAssembler::new(),
-            done: false,
         });
         stream::unfold(state, |mut s| async move {
-            if s.done {
-                return None;
-            }
+            // Taken once the attempt is recorded: the stream has ended.
+            s.attempt.as_ref()?;
             match s.inner.next().await {
                 Some(Ok(chunk)) => {
                     s.assembler.push(&chunk);
                     Some((Ok(chunk), s))
                 }
                 Some(Err(e)) => {
-                    s.done = true;
-                    s.llm
-                        .record(&s.recorder, s.started, &s.request, true, Err(&e))
-                        .await;
+                    if let Some(attempt) = s.attempt.take() {
+                        s.llm.record(&s.recorder, s.started, attempt, Err(&e)).await;
+                    }
                     Some((Err(e), s))
                 }
                 None => {
-                    s.done = true;
-                    let assembler = std::mem::take(&mut s.assembler);
-                    let response = assembler.finish();
-                    s.llm
-                        .record(&s.recorder, s.started, &s.request, true, Ok(&response))
-                        .await;
+                    let response = std::mem::take(&mut s.assembler).finish();
+                    if let Some(attempt) = s.attempt.take() {
+                        s.llm
+                            .record(&s.recorder, s.started, attempt, Ok(&response))
+                            .await;
+                    }
                     None
                 }
             }
@@ -136,11 +131,11 @@ impl LlmProvider for RecordingLlm {
 struct StreamRecord<'a> {
     llm: &'a RecordingLlm,
     inner: LlmStream<'a>,
-    request: LlmRequest,
+    /// The attempt's request; `None` once the attempt is recorded.
+    attempt: Option<Attempt>,
     recorder: Recorder,
     started: (chrono::DateTime<Utc>, Instant),
     assembler: ResponseAssembler,
-    done: bool,
 }
 
 /// A tool provider whose calls are recorded.

@@ -257,7 +257,10 @@ pub async fn record_store(store: Arc<dyn RecordStore>, ids: &UniqueIds) {
     );
     assert!(matches!(
         resumed.steps[1].kind,
-        StepKind::Recovered { previous_steps: 1 }
+        StepKind::Recovered {
+            previous_steps: 1,
+            ..
+        }
     ));
 
     // Listing: newest first, one context, limited.
