@@ -1,13 +1,16 @@
 //! `GET /v1/tasks/{id}/record`: a task's execution record, for the task's
-//! own principal (the same credentials as the A2A routes). A task of
-//! another principal, a task without a record, and a server that keeps no
-//! records all answer 404.
+//! own principal (the same credentials as the A2A routes), with the cost
+//! estimates of its model calls beside it (a
+//! [`RecordView`](looopy_core::record::RecordView) at the server's prices).
+//! A task of another principal, a task without a record, and a server that
+//! keeps no records all answer 404.
 
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
+use looopy_core::record::RecordView;
 
 use crate::RpcError;
 use crate::server::extract::Caller;
@@ -28,7 +31,7 @@ pub(crate) async fn get_record(
     // Another principal's task is not found, as on the A2A routes.
     state.tasks.owned(&task, &auth.principal).await?;
     match records.get(&task).await {
-        Ok(Some(record)) => Ok(Json(record).into_response()),
+        Ok(Some(record)) => Ok(Json(RecordView::priced(record, &state.prices)).into_response()),
         Ok(None) => Err(RpcError::task_not_found(&task)),
         Err(e) => Err(RpcError::internal(format_args!(
             "the execution record could not be read: {e}"
