@@ -15,7 +15,7 @@ PY03_PACKAGES=("a2a-sdk==0.3.26" "httpx" "httpx-sse")
 # The JUnit XML schema check of `looopy eval`'s tests, in a venv of its own.
 PY_XML_PACKAGES=("xmlschema==3.4.3")
 NODE_PACKAGES=("@copilotkit/aimock@1.43.0" "@modelcontextprotocol/server-everything@2026.8.31" "@modelcontextprotocol/inspector@2.12.0")
-CHROMIUM_NODE_PACKAGES=("playwright-core@1.65.1")
+CHROMIUM_NODE_PACKAGES=("playwright-core@1.65.1" "axe-core@4.14.1")
 
 log() { printf '[provision] %s\n' "$*" >&2; }
 
@@ -84,8 +84,10 @@ provision_node() {
   node_with "$TOOLS/node" "${NODE_PACKAGES[@]}"
 }
 
-# Headless Chromium and playwright-core for the chat page's browser test
-# (crates/looopy-a2a/tests/web_ui.rs drives /usr/bin/chromium through it).
+# Headless Chromium, playwright-core and axe-core for the browser tests
+# (crates/looopy-a2a/tests/web_ui.rs drives /usr/bin/chromium through
+# playwright-core on the chat page, crates/looopy-cli/tests/eval_report.rs on
+# `looopy eval`'s HTML report; axe-core checks both for WCAG 2.1 A/AA).
 provision_chromium() {
   command -v chromium >/dev/null 2>&1 || apt_install chromium chromium-driver
   node_with "$TOOLS/node" "${NODE_PACKAGES[@]}" "${CHROMIUM_NODE_PACKAGES[@]}"

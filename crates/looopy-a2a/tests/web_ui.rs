@@ -2,7 +2,10 @@
 //! `tests/fixtures/web_ui.cjs` (Playwright through npm `playwright-core`)
 //! chats with two in-process servers (one open, one behind a bearer token)
 //! whose Agents run a scripted model with a `sleep` tool, and saves
-//! screenshots under `$CARGO_TARGET_TMPDIR/web-ui/`.
+//! screenshots under `$CARGO_TARGET_TMPDIR/web-ui/`;
+//! `tests/fixtures/web_timeline.cjs` opens the turn timeline of a server
+//! that keeps execution records and prices the scripted model, and checks
+//! the page with axe-core.
 //!
 //! Chromium and playwright-core come from `scripts/provision.sh chromium`;
 //! without them this test fails, unless `LOOOPY_SKIP_EXTERNAL=1`.
@@ -20,11 +23,13 @@ use futures::StreamExt;
 use futures::stream;
 use looopy_a2a::{AgentCardConfig, AgentRunner, AuthConfig};
 use looopy_agent::Agent;
-use looopy_core::store::TaskRecordStore;
+use looopy_core::models::{ModelRef, ProviderKind};
+use looopy_core::pricing::{Price, PriceTable};
+use looopy_core::store::{RecordStore, TaskRecordStore};
 use looopy_core::{
     AgentEvent, Artifact, EventPayload, LlmChunk, LlmError, LlmProvider, LlmRequest, LlmResponse,
-    LlmStream, Message, Part, Role, TaskState, TaskStatus, ToolCall, ToolDefinition, ToolProvider,
-    ToolResult, TurnContext,
+    LlmStream, Message, Part, Role, TaskState, TaskStatus, ToolCall, ToolDefinition, ToolFailure,
+    ToolProvider, ToolResult, TurnContext,
 };
 use looopy_testkit::external::browser;
 use looopy_tools::LocalTools;
@@ -41,6 +46,14 @@ struct DemoLlm;
 
 #[async_trait]
 impl LlmProvider for DemoLlm {
+    fn provider_name(&self) -> &str {
+        "openai"
+    }
+
+    fn model_name(&self) -> &str {
+        DEMO_MODEL
+    }
+
     async fn call(&self, request: LlmRequest, _cx: &TurnContext) -> Result<LlmResponse, LlmError> {
         let last = request.messages.last().unwrap();
         if last.role == Role::Tool {
@@ -66,6 +79,10 @@ impl LlmProvider for DemoLlm {
                 "delegate",
                 r#"{"task":"look it up"}"#,
             );
+            Ok(LlmResponse::tool_calls("", vec![call]).with_usage(usage(30, 6)))
+        } else if text.contains("broken tool") {
+            // A tool whose service does not answer: the call times out.
+            let call = ToolCall::new(format!("call-{}", uuid()), "lookup", r#"{"city":"Oslo"}"#);
             Ok(LlmResponse::tool_calls("", vec![call]).with_usage(usage(30, 6)))
         } else if text.contains("slow") {
             sleep(60_000)
@@ -115,6 +132,7 @@ fn small_chunks(chunks: Vec<LlmChunk>) -> Vec<LlmChunk> {
 }
 
 /// `sleep {"ms": n}`: waits, or stops when the turn is cancelled.
+/// `lookup {"city"}`: fails as timed out.
 /// `delegate {"task"}`: reports what the agent it calls does (a working
 /// status with text, then its answer in two chunks), as a remote agent
 /// tool does, and answers `delegated`.
@@ -126,6 +144,20 @@ fn sleep_tool() -> Arc<dyn ToolProvider> {
     });
     Arc::new(
         LocalTools::new()
+            .raw_tool(
+                ToolDefinition::new(
+                    "lookup",
+                    "Looks up the weather",
+                    json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+                ),
+                |call: ToolCall, _cx| async move {
+                    ToolResult::failed(
+                        call.id,
+                        ToolFailure::Timeout,
+                        "the weather service did not answer",
+                    )
+                },
+            )
             .raw_tool(
                 ToolDefinition::new("sleep", "Sleeps for a while", schema),
                 |call: ToolCall, cx| async move {
@@ -179,11 +211,17 @@ fn sleep_tool() -> Arc<dyn ToolProvider> {
     )
 }
 
-fn runner() -> AgentRunner {
+/// The Agents of a server, writing execution records into `records` when
+/// given.
+fn runner(records: Option<Arc<dyn RecordStore>>) -> AgentRunner {
     let stores = looopy_stores_memory::stores();
     let tools = sleep_tool();
     AgentRunner::new(move |context_id, owner| {
-        Agent::builder(context_id)
+        let builder = match &records {
+            Some(records) => Agent::builder(context_id).record_store(records.clone()),
+            None => Agent::builder(context_id).without_records(),
+        };
+        builder
             .llm(DemoLlm)
             .system_prompt("Be brief.")
             .message_store(stores.messages.clone())
@@ -201,12 +239,50 @@ fn runner() -> AgentRunner {
 
 async fn web_server(auth: AuthConfig) -> TestServer {
     let stores = SharedStores::default();
-    let server = builder(runner(), &stores)
+    let server = builder(runner(None), &stores)
         .card(AgentCardConfig::new("Web test agent", "Echoes and sleeps"))
         .auth(auth)
         .web_ui(true)
         .build();
     serve(server, &stores).await
+}
+
+/// The scripted model's name, priced by [`timeline_server`].
+const DEMO_MODEL: &str = "demo-model";
+
+/// A server that keeps execution records and prices [`DEMO_MODEL`] at
+/// $1,000 per million prompt tokens and $2,000 per million generated ones.
+async fn timeline_server() -> TestServer {
+    let records: Arc<dyn RecordStore> = Arc::new(looopy_stores_memory::MemoryRecordStore::new());
+    let stores = SharedStores::default();
+    let prices = PriceTable::builtin().with_price(
+        ModelRef::new(ProviderKind::OpenAi, DEMO_MODEL),
+        Price::new(1000.0, 2000.0),
+    );
+    let server = builder(runner(Some(records.clone())), &stores)
+        .card(AgentCardConfig::new("Timeline agent", "Echoes and sleeps"))
+        .web_ui(true)
+        .execution_records(records)
+        .prices(prices)
+        .build();
+    serve(server, &stores).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_turn_timeline_works_in_a_real_browser() {
+    let Some(browser) = browser() else {
+        return;
+    };
+    let server = timeline_server().await;
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("web-ui");
+    std::fs::create_dir_all(&shots).unwrap();
+    let env: [(&str, &dyn AsRef<OsStr>); 2] = [("URL", &server.url), ("SHOTS", &shots)];
+    let run = browser
+        .run_script(&fixture("web_timeline.cjs"), &env, Duration::from_secs(180))
+        .await
+        .unwrap();
+    eprintln!("screenshots in {}", shots.display());
+    assert!(run.all_ok(), "the browser script failed: {run:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -47,6 +47,8 @@ pub fn server(
         .max_body_bytes(config.server.max_body_bytes)
         .recovery_scan_interval(config.durability.scan_interval())
         .web_ui(true) // the chat page at GET / (docs/web.md)
+        // Cost estimates beside each served execution record.
+        .prices(crate::eval::price_table(config)?)
         .routes(crate::mcp::http_routes(
             mcp,
             mcp_shutdown,

@@ -21,7 +21,8 @@
 //!
 //! The record keeps each model call's model name and [`Usage`]; it stores no
 //! cost. A cost is derived from the usage with a price table
-//! ([`ExecutionRecord::usage_by_model`] is what one reads).
+//! ([`ExecutionRecord::usage_by_model`] is what one reads; a
+//! [`RecordView`] is a record with the costs of its steps beside it).
 //!
 //! Payloads (messages, arguments, results) pass through a [`RecordPolicy`]
 //! before they are kept: [`Redaction`] rules replace secrets with
@@ -42,7 +43,9 @@ use crate::task::TaskState;
 use crate::tool::{ToolCall, ToolFailure, ToolResult};
 
 mod recorder;
+mod view;
 pub use recorder::{Attempt, ModelCall, RecordHeader, Recorder};
+pub use view::{RecordCosts, RecordView};
 
 /// What replaces a redacted secret.
 pub const REDACTED: &str = "[redacted]";

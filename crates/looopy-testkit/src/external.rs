@@ -95,13 +95,16 @@ pub fn which(program: &str) -> PathBuf {
 }
 
 /// What a browser test needs: Chromium, npm `playwright-core` to drive it,
-/// and Node.js to run the script.
+/// npm `axe-core` to check pages for accessibility, and Node.js to run the
+/// script.
 #[derive(Debug, Clone)]
 pub struct Browser {
     /// The Chromium binary (`$LOOOPY_CHROMIUM`, else `/usr/bin/chromium`).
     pub chromium: PathBuf,
     /// The `playwright-core` package folder (`$LOOOPY_PLAYWRIGHT_CORE`).
     pub playwright_core: PathBuf,
+    /// axe-core's script (`$LOOOPY_AXE_CORE`).
+    pub axe_core: PathBuf,
     /// The `node` binary (`$LOOOPY_NODE`, else `node` on `$PATH`).
     pub node: PathBuf,
 }
@@ -118,10 +121,16 @@ pub fn browser() -> Option<Browser> {
         repo_root().join(".tools/node/node_modules/playwright-core"),
         "npm playwright-core",
     )?;
+    let axe_core = require(
+        "LOOOPY_AXE_CORE",
+        repo_root().join(".tools/node/node_modules/axe-core/axe.min.js"),
+        "npm axe-core",
+    )?;
     let node = require("LOOOPY_NODE", which("node"), "Node.js")?;
     Some(Browser {
         chromium,
         playwright_core,
+        axe_core,
         node,
     })
 }
@@ -147,7 +156,8 @@ impl ScriptRun {
 
 impl Browser {
     /// Runs the Node.js `script` that drives this Chromium (told where as
-    /// `PLAYWRIGHT_CORE` and `CHROMIUM`, with `env` besides); killed after
+    /// `PLAYWRIGHT_CORE` and `CHROMIUM`, with `AXE_CORE` and `BROWSER_KIT`,
+    /// the scripts' shared helpers of `js/browser.cjs`, and `env` besides); killed after
     /// `limit`, which is then an error of kind `TimedOut`. Its output is
     /// echoed to stderr, for the test's log.
     pub async fn run_script(
@@ -161,6 +171,11 @@ impl Browser {
             .arg(script)
             .env("PLAYWRIGHT_CORE", &self.playwright_core)
             .env("CHROMIUM", &self.chromium)
+            .env("AXE_CORE", &self.axe_core)
+            .env(
+                "BROWSER_KIT",
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("js/browser.cjs"),
+            )
             .kill_on_drop(true);
         for (name, value) in env {
             command.env(name, value);

@@ -8,13 +8,14 @@ use std::time::Duration;
 
 use looopy_testkit::external::{Browser, require, which};
 
-/// Node.js with stand-ins for Chromium and playwright-core (the scripts
-/// here only print what they are given).
+/// Node.js with stand-ins for Chromium, playwright-core and axe-core (the
+/// scripts here only print what they are given).
 fn node_only() -> Option<Browser> {
     let node = require("LOOOPY_NODE", which("node"), "Node.js")?;
     Some(Browser {
         chromium: PathBuf::from("/chromium/stand-in"),
         playwright_core: PathBuf::from("/playwright-core/stand-in"),
+        axe_core: PathBuf::from("/axe-core/stand-in"),
         node,
     })
 }
@@ -32,6 +33,8 @@ async fn a_script_that_prints_all_ok_passes_and_sees_its_environment() {
         return;
     };
     let body = "console.log(process.env.CHROMIUM, process.env.PLAYWRIGHT_CORE, process.env.URL);\n\
+                console.log(process.env.AXE_CORE);\n\
+                console.log(typeof require(process.env.BROWSER_KIT).axeViolations);\n\
                 console.log('ALL OK');\n";
     let env: [(&str, &dyn AsRef<OsStr>); 1] = [("URL", &"http://127.0.0.1:1")];
     let run = browser
@@ -40,8 +43,10 @@ async fn a_script_that_prints_all_ok_passes_and_sees_its_environment() {
         .unwrap();
     assert!(run.all_ok(), "{run:?}");
     assert!(
-        run.stdout
-            .starts_with("/chromium/stand-in /playwright-core/stand-in http://127.0.0.1:1\n"),
+        run.stdout.starts_with(
+            "/chromium/stand-in /playwright-core/stand-in http://127.0.0.1:1\n\
+                 /axe-core/stand-in\nfunction\n"
+        ),
         "{run:?}"
     );
 }

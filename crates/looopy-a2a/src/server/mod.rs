@@ -114,6 +114,7 @@ impl A2aServer {
             recovery: None,
             push: None,
             records: None,
+            prices: looopy_core::pricing::PriceTable::builtin(),
             recovery_scan: DEFAULT_RECOVERY_SCAN,
             card_default: ProtocolVersion::V1_0,
             routes: None,
@@ -246,6 +247,7 @@ pub struct A2aServerBuilder {
     recovery: Option<Arc<dyn TurnLock>>,
     push: Option<(Arc<dyn PushConfigStore>, PushSettings)>,
     records: Option<Arc<dyn looopy_core::store::RecordStore>>,
+    prices: looopy_core::pricing::PriceTable,
     recovery_scan: Duration,
     card_default: ProtocolVersion,
     routes: Option<axum::Router>,
@@ -386,6 +388,16 @@ impl A2aServerBuilder {
         self
     }
 
+    /// The prices the record route estimates each model call's cost with
+    /// (served beside the record as a
+    /// [`RecordView`](looopy_core::record::RecordView)); the vendors'
+    /// published prices ([`PriceTable::builtin`](looopy_core::pricing::PriceTable::builtin))
+    /// by default. A model the table does not know gets no cost.
+    pub fn prices(mut self, prices: looopy_core::pricing::PriceTable) -> Self {
+        self.prices = prices;
+        self
+    }
+
     /// The server.
     pub fn build(mut self) -> A2aServer {
         let shutdown = CancellationToken::new();
@@ -397,6 +409,7 @@ impl A2aServerBuilder {
             state: Arc::new(ServerState {
                 push,
                 records: self.records,
+                prices: self.prices,
                 runner: self.runner.clone(),
                 tasks: Arc::new(Tasks::new(
                     self.runner,

@@ -6,6 +6,9 @@
 //! oldest first, as `{"records": [...]}`. A task of another principal, a
 //! task (or turn) without a record, and a server that keeps no records all
 //! answer 404.
+//! Each record is served as a
+//! [`RecordView`](looopy_core::record::RecordView): the record with the cost
+//! estimates of its model calls at the server's prices.
 
 use std::sync::Arc;
 
@@ -13,7 +16,7 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::Uri;
 use axum::response::{IntoResponse, Response};
-use looopy_core::record::ExecutionRecord;
+use looopy_core::record::RecordView;
 use looopy_core::store::RecordStore;
 use serde::Serialize;
 
@@ -30,7 +33,7 @@ pub(crate) const RECORDS_ROUTE: &str = "/v1/tasks/{task}/records";
 /// The body of [`RECORDS_ROUTE`].
 #[derive(Serialize)]
 struct TaskRecords {
-    records: Vec<ExecutionRecord>,
+    records: Vec<RecordView>,
 }
 
 /// The turn `?turn=N` asks for; `None` without one. Anything but a whole
@@ -80,7 +83,7 @@ pub(crate) async fn get_record(
         None => records.get(&task).await,
     };
     match found {
-        Ok(Some(record)) => Ok(Json(record).into_response()),
+        Ok(Some(record)) => Ok(Json(RecordView::priced(record, &state.prices)).into_response()),
         Ok(None) => Err(RpcError::task_not_found(&task)),
         Err(e) => Err(unreadable(e)),
     }
@@ -95,7 +98,13 @@ pub(crate) async fn get_records(
     let records = owned_records(&state, &auth.principal, &task).await?;
     match records.list_task(&task).await {
         Ok(records) if records.is_empty() => Err(RpcError::task_not_found(&task)),
-        Ok(records) => Ok(Json(TaskRecords { records }).into_response()),
+        Ok(records) => Ok(Json(TaskRecords {
+            records: records
+                .into_iter()
+                .map(|r| RecordView::priced(r, &state.prices))
+                .collect(),
+        })
+        .into_response()),
         Err(e) => Err(unreadable(e)),
     }
 }

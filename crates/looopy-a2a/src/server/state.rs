@@ -21,6 +21,8 @@ pub(crate) struct ServerState {
     pub(crate) runner: Arc<dyn TurnRunner>,
     /// Execution records, served to each task's principal.
     pub(crate) records: Option<Arc<dyn looopy_core::store::RecordStore>>,
+    /// The prices the record route estimates costs with.
+    pub(crate) prices: looopy_core::pricing::PriceTable,
     pub(crate) card: AgentCardConfig,
     pub(crate) auth: AuthConfig,
     pub(crate) rpc_path: String,

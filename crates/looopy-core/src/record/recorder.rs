@@ -405,7 +405,14 @@ impl Recorder {
             return;
         }
         state.loaded = true;
-        match self.inner.store.get(&state.record.task_id).await {
+        // A resumed turn continues its own turn's record: the task's latest
+        // record is an earlier turn's when this one died before its first save.
+        let task_id = &state.record.task_id;
+        let earlier = match state.record.turn_number {
+            Some(turn) => self.inner.store.get_turn(task_id, turn).await,
+            None => self.inner.store.get(task_id).await,
+        };
+        match earlier {
             Ok(Some(earlier)) => {
                 let previous_steps = earlier.steps.len();
                 let record = &mut state.record;

@@ -23,6 +23,7 @@ const CLIENT_JS: &str = include_str!("client.js");
 const VIEW_JS: &str = include_str!("view.js");
 const MARKDOWN_JS: &str = include_str!("markdown.js");
 const APP_JS: &str = include_str!("app.js");
+const TIMELINE_JS: &str = include_str!("timeline.js");
 
 /// Everything the page loads comes from this origin; nothing is inlined.
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
@@ -55,6 +56,10 @@ pub(crate) fn routes(router: Router<Arc<ServerState>>) -> Router<Arc<ServerState
         .route(
             "/web/app.js",
             get(|| async { asset(APP_JS, "text/javascript; charset=utf-8") }),
+        )
+        .route(
+            "/web/timeline.js",
+            get(|| async { asset(TIMELINE_JS, "text/javascript; charset=utf-8") }),
         )
 }
 

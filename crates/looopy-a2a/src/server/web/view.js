@@ -92,6 +92,8 @@
     const stoppedEarly = state === 'canceled' && !answerText(view).trim();
     view.note.textContent = stoppedEarly ? 'Stopped before the agent answered.' : '';
     view.note.hidden = !stoppedEarly;
+    // A finished turn of a known task offers its timeline (timeline.js).
+    if (window.Timeline) window.Timeline.offer(view);
   }
 
   /** The answer's Markdown source: its artifacts' text in arrival order
