@@ -8,7 +8,7 @@ use looopy_core::StoreError;
 use looopy_core::record::ExecutionRecord;
 use looopy_core::store::{RecordRetention, RecordStore};
 
-use crate::backend::{PostgresBackend, Retry, int, millis, nanos};
+use crate::backend::{PostgresBackend, Retry, int, nanos};
 use crate::error::bad_json;
 
 fn decode(body: &str) -> Result<ExecutionRecord, StoreError> {
@@ -43,9 +43,7 @@ impl PostgresRecordStore {
 
     /// The earliest start (Unix ms) of a record still kept now.
     fn oldest_kept_ms(&self) -> i64 {
-        self.retention.max_age.map_or(i64::MIN, |age| {
-            Utc::now().timestamp_millis().saturating_sub(millis(age))
-        })
+        self.retention.oldest_kept_ms(Utc::now())
     }
 }
 

@@ -173,9 +173,21 @@ impl RecordStore for RedisRecordStore {
             .arg(0)
             .arg(-1);
         let turns: Vec<u64> = self.backend.query(&range, Retry::Safe).await?;
-        let mut out = Vec::with_capacity(turns.len());
-        for turn in turns {
-            if let Some(record) = self.get_turn(task_id, turn).await? {
+        if turns.is_empty() {
+            return Ok(Vec::new());
+        }
+        // A task's keys share its hash slot, so one MGET reads every turn,
+        // on a cluster too.
+        let mut get = redis::cmd("MGET");
+        for &turn in &turns {
+            get.arg(self.key(task_id, turn));
+        }
+        let bodies: Vec<Option<String>> = self.backend.query(&get, Retry::Safe).await?;
+        let now = Utc::now();
+        let mut out = Vec::with_capacity(bodies.len());
+        for body in bodies.iter().flatten() {
+            let record = decode(body)?;
+            if !self.retention.expired(record.started_at, now) {
                 out.push(record);
             }
         }

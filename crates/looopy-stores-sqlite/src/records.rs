@@ -8,7 +8,7 @@ use looopy_core::store::{RecordRetention, RecordStore};
 use sqlx::Row;
 use sqlx::sqlite::SqliteRow;
 
-use crate::backend::{SqliteBackend, millis, nanos};
+use crate::backend::{SqliteBackend, nanos};
 use crate::error::Db;
 
 /// Execution records in the `execution_records` table, one row per turn
@@ -35,9 +35,7 @@ impl SqliteRecordStore {
 
     /// The earliest start (Unix ms) of a record still kept now.
     fn oldest_kept_ms(&self) -> i64 {
-        self.retention.max_age.map_or(i64::MIN, |age| {
-            Utc::now().timestamp_millis().saturating_sub(millis(age))
-        })
+        self.retention.oldest_kept_ms(Utc::now())
     }
 }
 

@@ -40,6 +40,16 @@ impl RecordRetention {
         }
     }
 
+    /// The earliest start, in Unix milliseconds, of a record still kept at
+    /// `now`: what a store's query compares its start column with
+    /// (`i64::MIN` when records never age out).
+    pub fn oldest_kept_ms(&self, now: DateTime<Utc>) -> i64 {
+        self.max_age.map_or(i64::MIN, |age| {
+            let age = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
+            now.timestamp_millis().saturating_sub(age)
+        })
+    }
+
     /// Whether a record that started at `started_at` has aged out at `now`.
     pub fn expired(&self, started_at: DateTime<Utc>, now: DateTime<Utc>) -> bool {
         self.max_age.is_some_and(|age| {
