@@ -1,5 +1,6 @@
 //! Execution records written by real turns: a tool-using turn with a
-//! retried model call and a failed tool call, a compaction, hook and
+//! retried model call and a failed tool call, calls of a tool that does
+//! not exist and of one that panicked, a compaction, hook and
 //! approval decisions, and a turn recovered after its process died from
 //! one of its checkpoints, on the memory and the Redis stores.
 #![allow(clippy::unwrap_used)]
@@ -181,11 +182,100 @@ async fn compaction_is_recorded(stores: &Stores, ctx: &str) {
     assert_eq!(agent.records(10).await.unwrap().len(), 3);
 }
 
+/// `explode` panics after a short while.
+struct Explodes;
+
+#[async_trait]
+impl ToolProvider for Explodes {
+    async fn tools(&self, _: &TurnContext) -> Result<Vec<ToolDefinition>, ToolError> {
+        Ok(vec![ToolDefinition::without_parameters(
+            "explode", "panics",
+        )])
+    }
+    async fn execute(&self, _: &ToolCall, _: &TurnContext) -> ToolResult {
+        tokio::time::sleep(Duration::from_millis(15)).await;
+        panic!("the tool blew up")
+    }
+}
+
+/// Calls the registry answers itself (a tool that does not exist, a tool
+/// that panicked) are tool-call steps like any failed call.
+async fn unknown_and_panicking_calls_are_recorded(stores: &Stores, ctx: &str) {
+    let llm = ScriptedLlm::new()
+        .respond(LlmResponse::tool_calls(
+            "",
+            vec![
+                ToolCall::new("u1", "no_such_tool", r#"{"path":"notes.txt"}"#),
+                ToolCall::new("p1", "explode", "{}"),
+            ],
+        ))
+        .respond(LlmResponse::text("neither worked"));
+    let agent = recording(ctx, &llm, stores)
+        .tools(Explodes)
+        .build()
+        .unwrap();
+    let (_, summary) = turn(&agent, "try both").await;
+    assert_eq!(summary.state, TaskState::Completed);
+
+    let record = agent.record(&summary.task_id).await.unwrap().unwrap();
+    assert_eq!(
+        kinds_but_checkpoints(&record),
+        ["model", "tool-failed", "tool-failed", "model"]
+    );
+    let step = |id: &str| {
+        record
+            .steps
+            .iter()
+            .find_map(|s| match &s.kind {
+                StepKind::ToolCall(c) if c.call_id == id => Some((s, c)),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no tool-call step for {id}: {record:?}"))
+    };
+    let (unknown_step, unknown) = step("u1");
+    assert_eq!(unknown.name, "no_such_tool");
+    assert_eq!(unknown.failure, Some(ToolFailure::UnknownTool));
+    assert_eq!(
+        unknown.arguments.value(),
+        Some(&serde_json::json!({"path": "notes.txt"}))
+    );
+    assert!(
+        unknown.result.summary(200).contains("no_such_tool"),
+        "{:?}",
+        unknown.result
+    );
+    let (panic_step, panicked) = step("p1");
+    assert_eq!(panicked.failure, Some(ToolFailure::Panicked));
+    assert!(
+        panicked.result.summary(200).contains("the tool blew up"),
+        "{:?}",
+        panicked.result
+    );
+    assert!(
+        panic_step.duration >= Duration::from_millis(15),
+        "{:?}",
+        panic_step.duration
+    );
+    // Both ran after the model asked for them and before it answered (a
+    // millisecond's slack: start times are wall-clock, durations not).
+    let (asked, answered) = (&record.steps[0], record.steps.last().unwrap());
+    let slack = Duration::from_millis(1);
+    for s in [unknown_step, panic_step] {
+        assert!(s.started_at + slack >= asked.started_at + asked.duration);
+        assert!(s.started_at + s.duration <= answered.started_at + slack);
+    }
+    // On the wire: the typed failure.
+    let wire = serde_json::to_value(unknown_step).unwrap();
+    assert_eq!(wire["type"], "tool-call");
+    assert_eq!(wire["failure"], "unknown_tool");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turns_are_recorded_in_memory() {
     let stores = looopy_stores_memory::stores();
     tool_turn_is_recorded(&stores, "c-rec-tools").await;
     compaction_is_recorded(&stores, "c-rec-compact").await;
+    unknown_and_panicking_calls_are_recorded(&stores, "c-rec-unknown").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -194,6 +284,7 @@ async fn turns_are_recorded_in_redis() {
     let stores = support::redis_stores(&prefix).await;
     tool_turn_is_recorded(&stores, "c-rec-tools").await;
     compaction_is_recorded(&stores, "c-rec-compact").await;
+    unknown_and_panicking_calls_are_recorded(&stores, "c-rec-unknown").await;
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
 
+use chrono::{DateTime, Utc};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use looopy_core::{
@@ -149,15 +150,16 @@ impl ToolRegistry {
     /// [`ToolFailure::UnknownTool`] result and a panicking tool a
     /// [`ToolFailure::Panicked`] one; nothing here fails the turn. The
     /// result's `is_error` and `failure` agree ([`ToolResult::settle`]).
+    /// Those two failures never pass a provider's record layer, so they
+    /// are written to the turn's record here, as a failed call is there.
     pub async fn execute(&self, call: &ToolCall, cx: &TurnContext) -> (ToolResult, ToolOutcome) {
+        let started = (Utc::now(), Instant::now());
         let Some(&index) = self.routes.get(&call.name) else {
             let e = ToolError::UnknownTool {
                 name: call.name.clone(),
             };
-            return (
-                ToolResult::failed(&call.id, ToolFailure::UnknownTool, e.to_string()),
-                ToolOutcome::Error,
-            );
+            let result = ToolResult::failed(&call.id, ToolFailure::UnknownTool, e.to_string());
+            return failed_here(call, cx, started, result).await;
         };
         let provider = &self.providers[index];
         let result = AssertUnwindSafe(provider.execute(call, cx))
@@ -180,13 +182,28 @@ impl ToolRegistry {
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "unknown panic".to_owned());
                 let message = format!("tool '{}' panicked: {what}", call.name);
-                (
-                    ToolResult::failed(&call.id, ToolFailure::Panicked, message),
-                    ToolOutcome::Error,
-                )
+                let result = ToolResult::failed(&call.id, ToolFailure::Panicked, message);
+                failed_here(call, cx, started, result).await
             }
         }
     }
+}
+
+/// A call the registry answered itself with a failure (no provider, or one
+/// that panicked past its record layer): recorded as a tool-call step from
+/// `started`, like a call a provider answered.
+async fn failed_here(
+    call: &ToolCall,
+    cx: &TurnContext,
+    started: (DateTime<Utc>, Instant),
+    result: ToolResult,
+) -> (ToolResult, ToolOutcome) {
+    if let Some(recorder) = &cx.recorder {
+        recorder
+            .tool_call(started.0, started.1.elapsed(), call, &result)
+            .await;
+    }
+    (result, ToolOutcome::Error)
 }
 
 /// A call of a batch, finished.
