@@ -2,7 +2,7 @@
 //! of turns per task and a sorted set of records per context.
 
 use async_trait::async_trait;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use looopy_core::StoreError;
 use looopy_core::record::ExecutionRecord;
 use looopy_core::store::listing::first_page;
@@ -36,6 +36,12 @@ impl RedisRecordStore {
 
     fn key(&self, task_id: &str, turn: u64) -> String {
         self.backend.keys().execution_record(task_id, turn)
+    }
+
+    /// A stored record's body, decoded, unless it has aged out at `now`.
+    fn kept(&self, body: &str, now: DateTime<Utc>) -> Result<Option<ExecutionRecord>, StoreError> {
+        let record = decode(body)?;
+        Ok((!self.retention.expired(record.started_at, now)).then_some(record))
     }
 
     /// Forgets one turn's record and its entry in the task's turns (not in
@@ -117,8 +123,7 @@ impl RecordStore for RedisRecordStore {
             .arg(member(&record.task_id, turn))
             .ignore();
         if let Some(age) = self.retention.max_age {
-            let oldest =
-                Utc::now().timestamp_millis() - i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
+            let oldest = self.retention.oldest_kept_ms(Utc::now());
             pipe.cmd("ZREMRANGEBYSCORE")
                 .arg(&index)
                 .arg("-inf")
@@ -150,7 +155,17 @@ impl RecordStore for RedisRecordStore {
     }
 
     async fn get(&self, task_id: &str) -> Result<Option<ExecutionRecord>, StoreError> {
-        Ok(self.list_task(task_id).await?.pop())
+        // The highest turn is the latest; when it has aged out, so has
+        // every earlier one.
+        let mut last = redis::cmd("ZRANGE");
+        last.arg(self.backend.keys().task_executions(task_id))
+            .arg(-1)
+            .arg(-1);
+        let turns: Vec<u64> = self.backend.query(&last, Retry::Safe).await?;
+        match turns.first() {
+            Some(&turn) => self.get_turn(task_id, turn).await,
+            None => Ok(None),
+        }
     }
 
     async fn get_turn(
@@ -161,9 +176,11 @@ impl RecordStore for RedisRecordStore {
         let mut get = redis::cmd("GET");
         get.arg(self.key(task_id, turn));
         let json: Option<String> = self.backend.query(&get, Retry::Safe).await?;
-        let record = json.as_deref().map(decode).transpose()?;
         let now = Utc::now();
-        Ok(record.filter(|r| !self.retention.expired(r.started_at, now)))
+        Ok(json
+            .map(|body| self.kept(&body, now))
+            .transpose()?
+            .flatten())
     }
 
     async fn list_task(&self, task_id: &str) -> Result<Vec<ExecutionRecord>, StoreError> {
@@ -186,10 +203,7 @@ impl RecordStore for RedisRecordStore {
         let now = Utc::now();
         let mut out = Vec::with_capacity(bodies.len());
         for body in bodies.iter().flatten() {
-            let record = decode(body)?;
-            if !self.retention.expired(record.started_at, now) {
-                out.push(record);
-            }
+            out.extend(self.kept(body, now)?);
         }
         Ok(out)
     }
